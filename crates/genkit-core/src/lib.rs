@@ -1,0 +1,1 @@
+//! Genkit core.
