@@ -1,0 +1,560 @@
+//! The Action: a named, self-describing, validated, traced, streamable async
+//! function. Everything callable in Genkit is one.
+//!
+//! [`Action<I, O, S>`] is the typed surface (serde types in and out, schemas
+//! derived with schemars); [`ErasedAction`] is the JSON core the registry,
+//! the Reflection API and HTTP servers use. Both run through the same path:
+//! validate input, open a span, run the body with the action context, a
+//! chunk sender and a cancellation token, close the span, validate output.
+
+mod desc;
+mod kind;
+mod stream;
+
+pub use desc::ActionDesc;
+pub use kind::{ActionKey, ActionKind, UnknownKind};
+pub use stream::ActionStream;
+
+use crate::context::ActionContext;
+use crate::error::{Error, Result};
+use crate::schema::{SchemaValidator, schema_for};
+use crate::tracing::{Frame, Span, SpanOptions, SpanType, TraceInfo};
+use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::any::TypeId;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// A callback receiving stream chunks.
+pub type ChunkCallback<S> = Arc<dyn Fn(S) + Send + Sync>;
+
+/// Sends stream chunks to the caller, if the caller asked for a stream.
+pub struct ChunkSender<S> {
+    callback: Option<ChunkCallback<S>>,
+}
+
+impl<S> Clone for ChunkSender<S> {
+    fn clone(&self) -> Self {
+        Self {
+            callback: self.callback.clone(),
+        }
+    }
+}
+
+impl<S> ChunkSender<S> {
+    /// A sender that drops every chunk.
+    pub fn none() -> Self {
+        Self { callback: None }
+    }
+
+    /// A sender calling `callback` for each chunk.
+    pub fn new(callback: ChunkCallback<S>) -> Self {
+        Self {
+            callback: Some(callback),
+        }
+    }
+
+    /// Whether the caller is streaming (chunks are not simply dropped).
+    pub fn is_streaming(&self) -> bool {
+        self.callback.is_some()
+    }
+
+    /// Sends one chunk.
+    pub fn send(&self, chunk: S) {
+        if let Some(cb) = &self.callback {
+            cb(chunk);
+        }
+    }
+
+    /// The callback, for passing on to a nested streaming run.
+    pub fn callback(&self) -> Option<ChunkCallback<S>> {
+        self.callback.clone()
+    }
+}
+
+/// What an action body receives besides its input.
+pub struct ActionCtx<S = ()> {
+    /// Auth and other per-request data.
+    pub context: ActionContext,
+    /// Stream chunks to the caller.
+    pub chunks: ChunkSender<S>,
+    /// Cancelled when the caller cancels the run.
+    pub cancel: CancellationToken,
+    /// This run's trace and span ids.
+    pub trace: TraceInfo,
+}
+
+impl<S> ActionCtx<S> {
+    /// Sends one stream chunk (dropped if the caller is not streaming).
+    pub fn send_chunk(&self, chunk: S) {
+        self.chunks.send(chunk);
+    }
+
+    /// Whether the caller asked for a stream.
+    pub fn is_streaming(&self) -> bool {
+        self.chunks.is_streaming()
+    }
+
+    /// Whether the run was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+}
+
+/// Options for one run.
+pub struct RunOptions<S = Value> {
+    /// The action context; inherited from the calling action when `None`.
+    pub context: Option<ActionContext>,
+    /// Receives stream chunks.
+    pub on_chunk: Option<ChunkCallback<S>>,
+    /// Cancels the run; inherited from the calling action when `None`.
+    pub cancel: Option<CancellationToken>,
+    /// Labels recorded on the span.
+    pub telemetry_labels: Option<BTreeMap<String, String>>,
+    /// Called with the trace and span ids as soon as the span opens.
+    pub on_trace_start: Option<Box<dyn FnOnce(TraceInfo) + Send>>,
+}
+
+impl<S> Default for RunOptions<S> {
+    fn default() -> Self {
+        Self {
+            context: None,
+            on_chunk: None,
+            cancel: None,
+            telemetry_labels: None,
+            on_trace_start: None,
+        }
+    }
+}
+
+impl<S> RunOptions<S> {
+    /// Default options.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the action context.
+    pub fn context(mut self, context: ActionContext) -> Self {
+        self.context = Some(context);
+        self
+    }
+
+    /// Streams chunks to `callback`.
+    pub fn on_chunk(mut self, callback: impl Fn(S) + Send + Sync + 'static) -> Self {
+        self.on_chunk = Some(Arc::new(callback));
+        self
+    }
+
+    /// Sets the cancellation token.
+    pub fn cancel(mut self, token: CancellationToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+
+    /// Sets telemetry labels.
+    pub fn telemetry_labels(mut self, labels: BTreeMap<String, String>) -> Self {
+        self.telemetry_labels = Some(labels);
+        self
+    }
+
+    /// Calls `f` with the trace ids as soon as the span opens.
+    pub fn on_trace_start(mut self, f: impl FnOnce(TraceInfo) + Send + 'static) -> Self {
+        self.on_trace_start = Some(Box::new(f));
+        self
+    }
+}
+
+/// An output with the ids of the trace that produced it.
+#[derive(Debug, Clone)]
+pub struct ActionResult<O> {
+    /// The output.
+    pub output: O,
+    /// The run's trace and span.
+    pub trace: TraceInfo,
+}
+
+/// The type-erased face of every action: JSON in, JSON out.
+pub trait ErasedAction: Send + Sync + 'static {
+    /// The self-description.
+    fn desc(&self) -> &ActionDesc;
+
+    /// Runs with JSON input, validating it against the input schema first.
+    fn run_json(
+        &self,
+        input: Value,
+        opts: RunOptions<Value>,
+    ) -> BoxFuture<'_, Result<ActionResult<Value>>>;
+
+    /// The registry key.
+    fn key(&self) -> String {
+        self.desc().key()
+    }
+
+    /// The name.
+    fn name(&self) -> &str {
+        &self.desc().name
+    }
+}
+
+/// A shared, type-erased action.
+pub type DynAction = Arc<dyn ErasedAction>;
+
+/// Runs an erased action as a stream of JSON chunks.
+pub fn stream_json(
+    action: DynAction,
+    input: Value,
+    mut opts: RunOptions<Value>,
+) -> ActionStream<Value, Value> {
+    ActionStream::new(move |cb| {
+        opts.on_chunk = Some(cb);
+        Box::pin(async move { action.run_json(input, opts).await.map(|r| r.output) })
+    })
+}
+
+type BodyFn<I, O, S> = dyn Fn(I, ActionCtx<S>) -> BoxFuture<'static, Result<O>> + Send + Sync;
+
+struct Inner<I, O, S> {
+    desc: ActionDesc,
+    span: SpanOptions,
+    input_validator: Option<SchemaValidator>,
+    output_validator: Option<SchemaValidator>,
+    body: Box<BodyFn<I, O, S>>,
+    _types: PhantomData<fn(I) -> (O, S)>,
+}
+
+/// A typed action: input `I`, output `O`, stream chunks `S`.
+///
+/// Cheap to clone (shared). Register it in a [`Registry`](crate::Registry)
+/// to make it callable by key.
+pub struct Action<I, O, S = ()> {
+    inner: Arc<Inner<I, O, S>>,
+}
+
+impl<I, O, S> Clone for Action<I, O, S> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<I, O, S> std::fmt::Debug for Action<I, O, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Action")
+            .field("key", &self.inner.desc.key())
+            .finish()
+    }
+}
+
+/// Bounds every action payload satisfies: JSON both ways, sendable.
+pub trait Payload: Serialize + DeserializeOwned + Send + 'static {}
+impl<T: Serialize + DeserializeOwned + Send + 'static> Payload for T {}
+
+impl<I: Payload, O: Payload, S: Serialize + Send + 'static> Action<I, O, S> {
+    /// An action whose schemas are derived from `I`, `O` and `S` (no stream
+    /// schema when `S` is `()`).
+    pub fn new<F, Fut>(kind: ActionKind, name: impl Into<String>, body: F) -> Self
+    where
+        I: JsonSchema,
+        O: JsonSchema,
+        S: JsonSchema,
+        F: Fn(I, ActionCtx<S>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O>> + Send + 'static,
+    {
+        let mut desc = ActionDesc::new(kind, name);
+        desc.input_schema = derived_schema::<I>();
+        desc.output_schema = derived_schema::<O>();
+        if TypeId::of::<S>() != TypeId::of::<()>() {
+            desc.stream_schema = derived_schema::<S>();
+        }
+        // Derived schemas always compile.
+        Self::from_desc(desc, body)
+            .unwrap_or_else(|e| panic!("derived schema did not compile: {e}"))
+    }
+
+    /// An action described by `desc` (schemas given as raw JSON schema, e.g. for
+    /// dynamic tools). Fails with `INVALID_ARGUMENT` if a schema does not compile.
+    pub fn from_desc<F, Fut>(desc: ActionDesc, body: F) -> Result<Self>
+    where
+        F: Fn(I, ActionCtx<S>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O>> + Send + 'static,
+    {
+        let compile = |s: &Option<Value>| -> Result<Option<SchemaValidator>> {
+            match s {
+                Some(schema) if !crate::schema::accepts_anything(schema) => {
+                    SchemaValidator::compile(schema).map(Some)
+                }
+                _ => Ok(None),
+            }
+        };
+        let input_validator = compile(&desc.input_schema).map_err(|e| {
+            Error::invalid_argument(format!("input schema of `{}`: {}", desc.name, e.message()))
+        })?;
+        let output_validator = compile(&desc.output_schema).map_err(|e| {
+            Error::invalid_argument(format!("output schema of `{}`: {}", desc.name, e.message()))
+        })?;
+        let span = SpanOptions {
+            name: desc.name.clone(),
+            span_type: SpanType::Action,
+            subtype: Some(desc.kind.as_str().to_owned()),
+            key: Some(desc.key()),
+        };
+        Ok(Self {
+            inner: Arc::new(Inner {
+                desc,
+                span,
+                input_validator,
+                output_validator,
+                body: Box::new(move |i, ctx| Box::pin(body(i, ctx))),
+                _types: PhantomData,
+            }),
+        })
+    }
+
+    /// The self-description.
+    pub fn desc(&self) -> &ActionDesc {
+        &self.inner.desc
+    }
+
+    /// The registry key.
+    pub fn key(&self) -> String {
+        self.inner.desc.key()
+    }
+
+    /// The name.
+    pub fn name(&self) -> &str {
+        &self.inner.desc.name
+    }
+
+    /// Runs with the caller's context and returns the output.
+    pub async fn run(&self, input: I) -> Result<O> {
+        Ok(self.run_with(input, RunOptions::default()).await?.output)
+    }
+
+    /// Runs with options and returns the output with its trace ids.
+    pub async fn run_with(&self, input: I, opts: RunOptions<S>) -> Result<ActionResult<O>> {
+        let inner = &self.inner;
+        let input_json = if inner.input_validator.is_some() || crate::tracing::is_recording() {
+            Some(serde_json::to_value(&input)?)
+        } else {
+            None
+        };
+        if let (Some(v), Some(json)) = (&inner.input_validator, &input_json) {
+            v.validate(json).map_err(mark_caller_error)?;
+        }
+        let (output, _, trace) = inner
+            .execute(input, input_json.as_ref(), opts, false)
+            .await?;
+        Ok(ActionResult { output, trace })
+    }
+
+    /// Runs as a stream: chunks as they are sent, then the output.
+    pub fn stream(&self, input: I) -> ActionStream<S, O> {
+        self.stream_with(input, RunOptions::default())
+    }
+
+    /// Runs as a stream with options (`on_chunk` is replaced by the stream).
+    pub fn stream_with(&self, input: I, mut opts: RunOptions<S>) -> ActionStream<S, O> {
+        let this = self.clone();
+        ActionStream::new(move |cb| {
+            opts.on_chunk = Some(cb);
+            Box::pin(async move { this.run_with(input, opts).await.map(|r| r.output) })
+        })
+    }
+}
+
+/// Input that fails validation at the root of a trace came from the remote
+/// caller, who may be told what is wrong with it.
+fn mark_caller_error(e: Error) -> Error {
+    if crate::tracing::current_trace().is_none() {
+        e.into_user_facing()
+    } else {
+        e
+    }
+}
+
+fn derived_schema<T: JsonSchema>() -> Option<Value> {
+    let s = schema_for::<T>();
+    (!crate::schema::accepts_anything(&s)).then_some(s)
+}
+
+impl<I: Payload, O: Payload, S: Serialize + Send + 'static> Inner<I, O, S> {
+    /// The common run path. Returns the output, its JSON when `want_json` (or
+    /// when it had to be serialized anyway) and the trace ids.
+    async fn execute(
+        &self,
+        input: I,
+        input_json: Option<&Value>,
+        opts: RunOptions<S>,
+        want_json: bool,
+    ) -> Result<(O, Option<Value>, TraceInfo)> {
+        let parent = Frame::current();
+        let mut span = Span::start_with_labels(&self.span, opts.telemetry_labels.as_ref());
+        let trace = span.info();
+        if let Some(f) = opts.on_trace_start {
+            f(trace);
+        }
+        let context = opts.context.unwrap_or(parent.context);
+        if span.is_recording() {
+            if let Some(json) = input_json {
+                span.set_input(json);
+            }
+            span.set_context(&context);
+        }
+        let cancel = opts.cancel.or(parent.cancel);
+        let frame = Frame {
+            span: Some(span.ctx()),
+            context: context.clone(),
+            cancel: cancel.clone(),
+        };
+        let ctx = ActionCtx {
+            context,
+            chunks: ChunkSender {
+                callback: opts.on_chunk,
+            },
+            cancel: cancel.clone().unwrap_or_default(),
+            trace,
+        };
+        let body = (self.body)(input, ctx);
+        let result = match &cancel {
+            Some(token) => {
+                if token.is_cancelled() {
+                    Err(Error::cancelled())
+                } else {
+                    // Cancellation wins over a body that finishes in the same poll.
+                    tokio::select! {
+                        biased;
+                        _ = token.cancelled() => Err(Error::cancelled()),
+                        r = frame.scope(body) => r,
+                    }
+                }
+            }
+            None => frame.scope(body).await,
+        };
+        match result {
+            Ok(output) => {
+                let need_json = want_json || span.is_recording() || self.output_validator.is_some();
+                let output_json = if need_json {
+                    match serde_json::to_value(&output) {
+                        Ok(v) => Some(v),
+                        Err(e) => {
+                            let mut err = Error::internal(format!(
+                                "output of `{}` is not JSON: {e}",
+                                self.desc.name
+                            ));
+                            span.end_err(&mut err);
+                            return Err(err);
+                        }
+                    }
+                } else {
+                    None
+                };
+                if let Some(json) = &output_json {
+                    span.set_output(json);
+                }
+                span.end_ok();
+                // As in Genkit, the output is validated after the span closes.
+                if let (Some(v), Some(json)) = (&self.output_validator, &output_json) {
+                    v.validate(json)?;
+                }
+                Ok((output, output_json, trace))
+            }
+            Err(mut e) => {
+                span.end_err(&mut e);
+                Err(e)
+            }
+        }
+    }
+}
+
+impl<I: Payload, O: Payload, S: Payload> ErasedAction for Inner<I, O, S> {
+    fn desc(&self) -> &ActionDesc {
+        &self.desc
+    }
+
+    fn run_json(
+        &self,
+        input: Value,
+        opts: RunOptions<Value>,
+    ) -> BoxFuture<'_, Result<ActionResult<Value>>> {
+        Box::pin(async move {
+            if let Some(v) = &self.input_validator {
+                v.validate(&input).map_err(mark_caller_error)?;
+            }
+            let recorded = crate::tracing::is_recording().then(|| input.clone());
+            let typed: I = serde_json::from_value(input).map_err(|e| {
+                mark_caller_error(Error::invalid_argument(format!(
+                    "invalid input for `{}`: {e}",
+                    self.desc.name
+                )))
+            })?;
+            let on_chunk: Option<ChunkCallback<S>> = opts.on_chunk.map(|cb| {
+                let name = self.desc.name.clone();
+                Arc::new(move |chunk: S| match serde_json::to_value(chunk) {
+                    Ok(v) => cb(v),
+                    Err(e) => ::tracing::warn!(action = %name, "dropping a stream chunk that is not JSON: {e}"),
+                }) as ChunkCallback<S>
+            });
+            let typed_opts = RunOptions {
+                context: opts.context,
+                on_chunk,
+                cancel: opts.cancel,
+                telemetry_labels: opts.telemetry_labels,
+                on_trace_start: opts.on_trace_start,
+            };
+            let (_, json, trace) = self
+                .execute(typed, recorded.as_ref(), typed_opts, true)
+                .await?;
+            Ok(ActionResult {
+                output: json.unwrap_or(Value::Null),
+                trace,
+            })
+        })
+    }
+}
+
+impl<I: Payload, O: Payload, S: Payload> Action<I, O, S> {
+    /// This action as a shared erased action.
+    pub fn to_dyn(&self) -> DynAction {
+        self.inner.clone()
+    }
+
+    /// Runs with JSON input and output, as the registry does.
+    pub async fn run_json(
+        &self,
+        input: Value,
+        opts: RunOptions<Value>,
+    ) -> Result<ActionResult<Value>> {
+        ErasedAction::run_json(&*self.inner, input, opts).await
+    }
+}
+
+/// Turns something into a registrable erased action.
+pub trait IntoDynAction {
+    /// The erased action.
+    fn into_dyn(self) -> DynAction;
+}
+
+impl IntoDynAction for DynAction {
+    fn into_dyn(self) -> DynAction {
+        self
+    }
+}
+
+impl<I: Payload, O: Payload, S: Payload> IntoDynAction for Action<I, O, S> {
+    fn into_dyn(self) -> DynAction {
+        self.inner
+    }
+}
+
+impl<I: Payload, O: Payload, S: Payload> IntoDynAction for &Action<I, O, S> {
+    fn into_dyn(self) -> DynAction {
+        self.inner.clone()
+    }
+}

@@ -1,0 +1,328 @@
+//! The Registry: every action by key (`/kind/name`), plugins initialised
+//! lazily, named values and schemas, and child registries that overlay a
+//! parent.
+
+use crate::action::{ActionDesc, ActionKey, ActionKind, DynAction, IntoDynAction};
+use crate::error::{Error, Result};
+use crate::plugin::Plugin;
+use crate::status::StatusCode;
+use crate::tracing::Frame;
+use futures::future::BoxFuture;
+use parking_lot::RwLock;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use tokio::sync::OnceCell;
+
+/// Holds actions, plugins, values and schemas. Cheap to clone (shared).
+#[derive(Clone)]
+pub struct Registry {
+    inner: Arc<Inner>,
+}
+
+struct PluginSlot {
+    plugin: Arc<dyn Plugin>,
+    initialized: OnceCell<()>,
+}
+
+#[derive(Default)]
+struct Inner {
+    parent: Option<Registry>,
+    actions: RwLock<HashMap<String, DynAction>>,
+    plugins: RwLock<Vec<Arc<PluginSlot>>>,
+    values: RwLock<HashMap<String, HashMap<String, Value>>>,
+    schemas: RwLock<HashMap<String, Value>>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("actions", &self.inner.actions.read().len())
+            .field("plugins", &self.inner.plugins.read().len())
+            .field("has_parent", &self.inner.parent.is_some())
+            .finish()
+    }
+}
+
+impl Registry {
+    /// An empty root registry.
+    pub fn new() -> Self {
+        Self {
+            inner: Arc::new(Inner::default()),
+        }
+    }
+
+    /// A child registry: lookups fall through to `self`, registrations stay
+    /// in the child. Used per generate call for dynamic tools.
+    pub fn child(&self) -> Registry {
+        Self {
+            inner: Arc::new(Inner {
+                parent: Some(self.clone()),
+                ..Inner::default()
+            }),
+        }
+    }
+
+    /// The parent, for a child registry.
+    pub fn parent(&self) -> Option<&Registry> {
+        self.inner.parent.as_ref()
+    }
+
+    /// Registers an action under its key. A key already registered in this
+    /// registry is an `ALREADY_EXISTS` error (a parent's key may be shadowed).
+    pub fn register(&self, action: impl IntoDynAction) -> Result<DynAction> {
+        let action = action.into_dyn();
+        let key = action.key();
+        let mut actions = self.inner.actions.write();
+        if actions.contains_key(&key) {
+            return Err(Error::new(
+                StatusCode::AlreadyExists,
+                format!("action `{key}` is already registered"),
+            ));
+        }
+        actions.insert(key, action.clone());
+        Ok(action)
+    }
+
+    /// Registers a plugin (not initialised until needed). A second plugin
+    /// with the same name is an `ALREADY_EXISTS` error.
+    pub fn register_plugin(&self, plugin: Arc<dyn Plugin>) -> Result<()> {
+        let mut plugins = self.inner.plugins.write();
+        if plugins.iter().any(|p| p.plugin.name() == plugin.name()) {
+            return Err(Error::new(
+                StatusCode::AlreadyExists,
+                format!("plugin `{}` is already registered", plugin.name()),
+            ));
+        }
+        plugins.push(Arc::new(PluginSlot {
+            plugin,
+            initialized: OnceCell::new(),
+        }));
+        Ok(())
+    }
+
+    fn plugin_slot(&self, name: &str) -> Option<Arc<PluginSlot>> {
+        self.inner
+            .plugins
+            .read()
+            .iter()
+            .find(|p| p.plugin.name() == name)
+            .cloned()
+    }
+
+    /// Initialises the plugin `name` of this registry if it has not been yet.
+    /// Concurrent callers wait for the one initialisation.
+    pub async fn initialize_plugin(&self, name: &str) -> Result<()> {
+        let Some(slot) = self.plugin_slot(name) else {
+            return Ok(());
+        };
+        self.init_slot(&slot).await
+    }
+
+    async fn init_slot(&self, slot: &PluginSlot) -> Result<()> {
+        slot.initialized
+            .get_or_try_init(|| {
+                // Plugin initialisation is not part of whichever action
+                // happened to trigger it: run it outside the caller's trace.
+                Frame::default().scope(async {
+                    let name = slot.plugin.name().to_owned();
+                    let actions = slot.plugin.init(self).await.map_err(|e| {
+                        Error::new(
+                            e.status(),
+                            format!("initialising plugin `{name}`: {}", e.message()),
+                        )
+                    })?;
+                    for action in actions {
+                        self.register_plugin_action(&name, action)?;
+                    }
+                    Ok::<(), Error>(())
+                })
+            })
+            .await
+            .map(|_| ())
+    }
+
+    fn register_plugin_action(&self, plugin: &str, action: DynAction) -> Result<DynAction> {
+        let prefix_ok = action
+            .name()
+            .strip_prefix(plugin)
+            .is_some_and(|rest| rest.starts_with('/'));
+        if !prefix_ok {
+            return Err(Error::invalid_argument(format!(
+                "plugin `{plugin}` returned action `{}` whose name does not start with `{plugin}/`",
+                action.key()
+            )));
+        }
+        self.register(action)
+    }
+
+    /// Initialises every plugin of this registry and its ancestors.
+    pub async fn initialize_all_plugins(&self) -> Result<()> {
+        if let Some(parent) = &self.inner.parent {
+            Box::pin(parent.initialize_all_plugins()).await?;
+        }
+        let slots: Vec<_> = self.inner.plugins.read().clone();
+        for slot in slots {
+            self.init_slot(&slot).await?;
+        }
+        Ok(())
+    }
+
+    /// Looks up an action by key, initialising its plugin or resolving it on
+    /// demand if needed, then falling back to the parent.
+    pub fn lookup_action<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<DynAction>>> {
+        Box::pin(async move {
+            if let Some(a) = self.inner.actions.read().get(key) {
+                return Ok(Some(a.clone()));
+            }
+            if let Some(parsed) = ActionKey::parse(key)
+                && let Some(plugin) = &parsed.plugin
+                && let Some(slot) = self.plugin_slot(plugin)
+            {
+                self.init_slot(&slot).await?;
+                if let Some(a) = self.inner.actions.read().get(key) {
+                    return Ok(Some(a.clone()));
+                }
+                let short = &parsed.name[plugin.len() + 1..];
+                let resolved = Frame::default()
+                    .scope(slot.plugin.resolve(self, parsed.kind, short))
+                    .await?;
+                if let Some(action) = resolved {
+                    if action.key() != key {
+                        return Err(Error::internal(format!(
+                            "plugin `{plugin}` resolved `{key}` to a different action `{}`",
+                            action.key()
+                        )));
+                    }
+                    // Two concurrent lookups may both resolve: keep the first.
+                    let mut actions = self.inner.actions.write();
+                    let entry = actions.entry(key.to_owned()).or_insert(action);
+                    return Ok(Some(entry.clone()));
+                }
+            }
+            match &self.inner.parent {
+                Some(parent) => parent.lookup_action(key).await,
+                None => Ok(None),
+            }
+        })
+    }
+
+    /// Looks up `/kind/name`.
+    pub async fn lookup(&self, kind: ActionKind, name: &str) -> Result<Option<DynAction>> {
+        self.lookup_action(&ActionKey::format(kind, name)).await
+    }
+
+    /// Like [`lookup_action`](Self::lookup_action) but a missing action is a
+    /// `NOT_FOUND` error.
+    pub async fn require_action(&self, key: &str) -> Result<DynAction> {
+        self.lookup_action(key)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("action `{key}` not found")))
+    }
+
+    /// Every registered action (this registry over its ancestors), after
+    /// initialising all plugins, by key.
+    pub async fn list_actions(&self) -> Result<BTreeMap<String, DynAction>> {
+        self.initialize_all_plugins().await?;
+        Ok(self.registered_actions())
+    }
+
+    /// Actions registered so far, without initialising anything.
+    pub fn registered_actions(&self) -> BTreeMap<String, DynAction> {
+        let mut out = match &self.inner.parent {
+            Some(p) => p.registered_actions(),
+            None => BTreeMap::new(),
+        };
+        for (k, a) in self.inner.actions.read().iter() {
+            out.insert(k.clone(), a.clone());
+        }
+        out
+    }
+
+    /// Descriptions of every action that is registered or that a plugin says
+    /// it can provide, without initialising any plugin. A plugin whose listing
+    /// fails is skipped (and logged).
+    pub async fn list_resolvable_actions(&self) -> BTreeMap<String, ActionDesc> {
+        let mut out = match &self.inner.parent {
+            Some(p) => Box::pin(p.list_resolvable_actions()).await,
+            None => BTreeMap::new(),
+        };
+        let slots: Vec<_> = self.inner.plugins.read().clone();
+        for slot in slots {
+            match slot.plugin.list_actions().await {
+                Ok(descs) => {
+                    for d in descs {
+                        out.insert(d.key(), d);
+                    }
+                }
+                Err(e) => {
+                    ::tracing::warn!(plugin = slot.plugin.name(), "listing actions failed: {e}")
+                }
+            }
+        }
+        for (k, a) in self.inner.actions.read().iter() {
+            out.insert(k.clone(), a.desc().clone());
+        }
+        out
+    }
+
+    /// Stores a named value of a type, e.g. (`defaultModel`, `defaultModel`).
+    pub fn register_value(&self, kind: &str, name: &str, value: Value) {
+        self.inner
+            .values
+            .write()
+            .entry(kind.to_owned())
+            .or_default()
+            .insert(name.to_owned(), value);
+    }
+
+    /// A named value, from this registry or an ancestor.
+    pub fn lookup_value(&self, kind: &str, name: &str) -> Option<Value> {
+        if let Some(v) = self.inner.values.read().get(kind).and_then(|m| m.get(name)) {
+            return Some(v.clone());
+        }
+        self.inner.parent.as_ref()?.lookup_value(kind, name)
+    }
+
+    /// All values of a type, ancestors first, overridden by this registry.
+    pub fn list_values(&self, kind: &str) -> BTreeMap<String, Value> {
+        let mut out = match &self.inner.parent {
+            Some(p) => p.list_values(kind),
+            None => BTreeMap::new(),
+        };
+        if let Some(m) = self.inner.values.read().get(kind) {
+            for (k, v) in m {
+                out.insert(k.clone(), v.clone());
+            }
+        }
+        out
+    }
+
+    /// Registers a named JSON schema (used by prompts' frontmatter). A name
+    /// already used is an `ALREADY_EXISTS` error.
+    pub fn register_schema(&self, name: &str, schema: Value) -> Result<()> {
+        let mut schemas = self.inner.schemas.write();
+        if schemas.contains_key(name) {
+            return Err(Error::new(
+                StatusCode::AlreadyExists,
+                format!("schema `{name}` is already registered"),
+            ));
+        }
+        schemas.insert(name.to_owned(), schema);
+        Ok(())
+    }
+
+    /// A named schema, from this registry or an ancestor.
+    pub fn lookup_schema(&self, name: &str) -> Option<Value> {
+        if let Some(s) = self.inner.schemas.read().get(name) {
+            return Some(s.clone());
+        }
+        self.inner.parent.as_ref()?.lookup_schema(name)
+    }
+}

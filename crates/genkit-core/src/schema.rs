@@ -1,0 +1,170 @@
+//! JSON schemas: derived from Rust types (schemars, draft-07 like Genkit's
+//! Zod-generated schemas) and compiled once into validators (jsonschema).
+
+use crate::error::{Error, Result};
+use crate::status::StatusCode;
+use schemars::JsonSchema;
+use serde_json::Value;
+
+/// The draft-07 JSON schema of `T`, with every subschema inlined (models and
+/// tools see one self-contained schema, as Genkit sends them).
+pub fn schema_for<T: JsonSchema>() -> Value {
+    let mut settings = schemars::generate::SchemaSettings::draft07();
+    settings.inline_subschemas = true;
+    let schema = settings.into_generator().into_root_schema_for::<T>();
+    let mut value = schema.to_value();
+    // schemars adds the type's Rust name as `title`; Genkit schemas carry none.
+    if let Value::Object(map) = &mut value {
+        map.remove("title");
+    }
+    value
+}
+
+/// Whether a schema accepts every value (`{}`, `true`, or only annotations),
+/// in which case validation is skipped.
+pub fn accepts_anything(schema: &Value) -> bool {
+    match schema {
+        Value::Bool(b) => *b,
+        Value::Object(map) => map
+            .keys()
+            .all(|k| matches!(k.as_str(), "$schema" | "description" | "title" | "$id")),
+        _ => false,
+    }
+}
+
+/// A compiled JSON schema.
+pub struct SchemaValidator {
+    validator: Option<jsonschema::Validator>,
+}
+
+impl std::fmt::Debug for SchemaValidator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchemaValidator")
+            .field("trivial", &self.validator.is_none())
+            .finish()
+    }
+}
+
+impl SchemaValidator {
+    /// Compiles `schema` (draft-07 unless it names another `$schema`).
+    pub fn compile(schema: &Value) -> Result<Self> {
+        if accepts_anything(schema) {
+            return Ok(Self { validator: None });
+        }
+        let compiled = if schema.get("$schema").is_some() {
+            jsonschema::validator_for(schema)
+        } else {
+            jsonschema::options()
+                .with_draft(jsonschema::Draft::Draft7)
+                .build(schema)
+        };
+        compiled
+            .map(|v| Self { validator: Some(v) })
+            .map_err(|e| Error::invalid_argument(format!("invalid JSON schema: {e}")))
+    }
+
+    /// Validates `value`; on failure the error is `INVALID_ARGUMENT` and lists
+    /// every violation with its path, e.g. `- city: 5 is not of type "string"`.
+    pub fn validate(&self, value: &Value) -> Result<()> {
+        let Some(v) = &self.validator else {
+            return Ok(());
+        };
+        if v.is_valid(value) {
+            return Ok(());
+        }
+        let mut lines = Vec::new();
+        let mut paths = Vec::new();
+        for err in v.iter_errors(value) {
+            let path = display_path(&err.instance_path().to_string());
+            lines.push(format!("- {path}: {err}"));
+            paths.push(Value::from(path));
+        }
+        let provided = truncate(&value.to_string(), 1000);
+        Err(Error::new(
+            StatusCode::InvalidArgument,
+            format!(
+                "Schema validation failed. Parse Errors:\n\n{}\n\nProvided data:\n\n{provided}",
+                lines.join("\n")
+            ),
+        )
+        .with_details(serde_json::json!({ "paths": paths })))
+    }
+}
+
+/// JSON pointer `/a/0/b` to Genkit's display form `a.0.b`, `(root)` for the root.
+fn display_path(pointer: &str) -> String {
+    let trimmed = pointer.trim_start_matches('/');
+    if trimmed.is_empty() {
+        "(root)".to_owned()
+    } else {
+        trimmed.replace('/', ".")
+    }
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+    use serde_json::json;
+
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Inner {
+        n: u32,
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Outer {
+        /// A city.
+        city: String,
+        inner: Vec<Inner>,
+    }
+
+    #[test]
+    fn derived_schema_is_draft07_and_inline() {
+        let s = schema_for::<Outer>();
+        assert_eq!(s["$schema"], "http://json-schema.org/draft-07/schema#");
+        assert!(s.get("definitions").is_none(), "{s}");
+        assert_eq!(s["properties"]["city"]["description"], "A city.");
+        assert!(s.get("title").is_none());
+    }
+
+    #[test]
+    fn violations_name_their_path() {
+        let v = SchemaValidator::compile(&schema_for::<Outer>()).unwrap();
+        v.validate(&json!({"city": "Paris", "inner": [{"n": 1}]}))
+            .unwrap();
+        let err = v
+            .validate(&json!({"city": 5, "inner": [{"n": "x"}]}))
+            .unwrap_err();
+        assert_eq!(err.status(), StatusCode::InvalidArgument);
+        assert!(err.message().contains("- city:"), "{}", err.message());
+        assert!(err.message().contains("- inner.0.n:"), "{}", err.message());
+        let root = SchemaValidator::compile(&json!({"type": "string"}))
+            .unwrap()
+            .validate(&json!(1))
+            .unwrap_err();
+        assert!(root.message().contains("- (root):"), "{}", root.message());
+    }
+
+    #[test]
+    fn trivial_and_invalid_schemas() {
+        assert!(accepts_anything(&json!({})));
+        assert!(accepts_anything(&json!(true)));
+        assert!(!accepts_anything(&json!({"type": "string"})));
+        let err = SchemaValidator::compile(&json!({"type": 12})).unwrap_err();
+        assert_eq!(err.status(), StatusCode::InvalidArgument);
+    }
+}
