@@ -1,1 +1,71 @@
-//! placeholder crate root, replaced by the crate's owner
+//! Dotprompt for Rust: executable prompt templates.
+//!
+//! A `.prompt` source is YAML frontmatter (model, config, input/output
+//! schemas in Picoschema, tools, ...) followed by a Handlebars template. The
+//! template's helpers (`{{role}}`, `{{history}}`, `{{media}}`,
+//! `{{section}}`, `{{json}}`, `{{#ifEquals}}`, `{{#unlessEquals}}`) emit
+//! markers that rendering turns into a list of [`Message`]s.
+//!
+//! This crate follows the reference implementation (`dotprompt` on npm) and
+//! passes the language-independent Dotprompt spec suite.
+//!
+//! ```
+//! use dotprompt::{DataArgument, Dotprompt};
+//! use serde_json::json;
+//!
+//! # futures::executor::block_on(async {
+//! let source = r#"---
+//! model: googleai/gemini-2.5-flash
+//! config:
+//!   temperature: 0.2
+//! input:
+//!   schema:
+//!     name: string, who to greet
+//! ---
+//! {{role "system"}}You are terse.
+//! {{role "user"}}Say hello to {{name}}."#;
+//!
+//! let dotprompt = Dotprompt::default();
+//! let parsed = dotprompt.parse(source)?;
+//! assert_eq!(parsed.meta.model.as_deref(), Some("googleai/gemini-2.5-flash"));
+//!
+//! let data: DataArgument = serde_json::from_value(json!({"input": {"name": "Ada"}}))?;
+//! let rendered = dotprompt.render(source, &data, None).await?;
+//! assert_eq!(rendered.meta.config.as_ref().unwrap()["temperature"], json!(0.2));
+//! assert_eq!(
+//!     serde_json::to_value(&rendered.messages)?,
+//!     json!([
+//!         {"role": "system", "content": [{"text": "You are terse.\n"}]},
+//!         {"role": "user", "content": [{"text": "Say hello to Ada."}]}
+//!     ])
+//! );
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+//!
+//! Rendering is `async` because partials, schemas and tools may come from
+//! asynchronous [`Resolver`]s (files, a registry); the template itself is
+//! rendered synchronously, and no runtime is required.
+
+mod dotprompt;
+mod error;
+mod helpers;
+mod messages;
+mod parse;
+mod partials;
+pub mod picoschema;
+mod resolver;
+mod template;
+mod types;
+
+pub use crate::dotprompt::{Dotprompt, DotpromptOptions, PromptFunction};
+pub use crate::error::{BoxError, Error, Location, PicoschemaError, Result};
+pub use crate::helpers::HelperFn;
+pub use crate::messages::to_messages;
+pub use crate::parse::parse_document;
+pub use crate::resolver::{BoxFuture, PartialResolver, Resolver, SchemaResolver, ToolResolver};
+pub use crate::types::{
+    DataArgument, DataPart, Document, JsonMap, Media, MediaPart, Message, ParsedPrompt, Part,
+    PendingPart, PromptInput, PromptMetadata, PromptOutput, RenderedPrompt, Role, TextPart,
+    ToolDefinition, ToolRequest, ToolRequestPart, ToolResponse, ToolResponsePart,
+};

@@ -1,0 +1,606 @@
+//! The [`Dotprompt`] environment: registered helpers, partials, schemas and
+//! tools, a cache of compiled templates, and rendering.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use handlebars::template::Template;
+use handlebars::{Context, RenderContext, RenderError, RenderErrorReason, Renderable};
+use serde_json::Value;
+
+use crate::error::{BoxError, Error, Location, Result};
+use crate::helpers::{self, DATA_HELPER, DataHelper, DataScope, Engine, HelperFn};
+use crate::messages::to_messages;
+use crate::parse::{self, parse_document};
+use crate::partials;
+use crate::picoschema;
+use crate::resolver::{PartialResolver, SchemaResolver, ToolResolver};
+use crate::template;
+use crate::types::{
+    DataArgument, JsonMap, ParsedPrompt, PromptMetadata, RenderedPrompt, ToolDefinition,
+};
+
+/// Compiled templates kept per environment; beyond this the cache starts over.
+const CACHE_CAPACITY: usize = 512;
+
+/// Options for [`Dotprompt::new`].
+#[derive(Default)]
+pub struct DotpromptOptions {
+    /// Model used to pick `model_configs` when a prompt names none.
+    pub default_model: Option<String>,
+    /// Default `config` per model name, overridden by the prompt's own.
+    pub model_configs: HashMap<String, JsonMap>,
+    /// Helpers to register.
+    pub helpers: HashMap<String, HelperFn>,
+    /// Partials to register (name to template source).
+    pub partials: HashMap<String, String>,
+    /// Tool definitions by name.
+    pub tools: HashMap<String, ToolDefinition>,
+    /// Resolves tool names not in `tools`.
+    pub tool_resolver: Option<ToolResolver>,
+    /// JSON Schemas by name, for Picoschema type names.
+    pub schemas: HashMap<String, Value>,
+    /// Resolves schema names not in `schemas`.
+    pub schema_resolver: Option<SchemaResolver>,
+    /// Resolves partials that are not registered, when a template is compiled.
+    pub partial_resolver: Option<PartialResolver>,
+}
+
+/// A prompt template parsed and compiled once, shared by renders.
+#[derive(Debug)]
+struct Compiled {
+    prompt: ParsedPrompt,
+    template: Template,
+    body_line_offset: usize,
+}
+
+impl Compiled {
+    fn location(&self) -> Location {
+        Location::prompt(self.prompt.meta.name.as_deref())
+    }
+}
+
+struct Env {
+    engine: RwLock<Engine>,
+    default_model: Option<String>,
+    model_configs: HashMap<String, JsonMap>,
+    tools: RwLock<HashMap<String, ToolDefinition>>,
+    tool_resolver: Option<ToolResolver>,
+    schemas: RwLock<HashMap<String, Value>>,
+    schema_resolver: Option<SchemaResolver>,
+    partial_resolver: Option<PartialResolver>,
+    cache: Mutex<HashMap<String, Arc<Compiled>>>,
+    /// Number of templates compiled (cache misses), for diagnostics.
+    compilations: AtomicUsize,
+}
+
+/// A Dotprompt environment: parses, compiles and renders `.prompt` sources.
+///
+/// Cloning is cheap and shares the registered helpers, partials, schemas,
+/// tools and the template cache.
+#[derive(Clone)]
+pub struct Dotprompt {
+    env: Arc<Env>,
+}
+
+/// A compiled prompt, ready to render many times.
+#[derive(Clone)]
+pub struct PromptFunction {
+    env: Arc<Env>,
+    compiled: Arc<Compiled>,
+}
+
+fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Default for Dotprompt {
+    fn default() -> Self {
+        Self::with_env(DotpromptOptions::default())
+    }
+}
+
+impl Dotprompt {
+    /// Creates an environment. Fails if a partial in `options` does not parse
+    /// or the partials include each other in a cycle.
+    pub fn new(mut options: DotpromptOptions) -> Result<Self> {
+        let partials = std::mem::take(&mut options.partials);
+        let dotprompt = Self::with_env(options);
+        for (name, source) in &partials {
+            let partial = partials::compile_partial(name, source)?;
+            // Register without the cycle check first, so partials may refer
+            // to each other in any order; then check the whole set.
+            write(&dotprompt.env.engine)
+                .handlebars
+                .register_template(name, partial);
+        }
+        {
+            let mut engine = write(&dotprompt.env.engine);
+            for name in partials.keys() {
+                if let Some(partial) = engine.handlebars.get_template(name).cloned() {
+                    partials::register(&mut engine.handlebars, name, partial)?;
+                }
+            }
+        }
+        Ok(dotprompt)
+    }
+
+    fn with_env(options: DotpromptOptions) -> Self {
+        let mut engine = Engine::new();
+        for (name, helper) in options.helpers {
+            engine.register_helper(&name, helpers::user_helper(&name, helper));
+        }
+        Self {
+            env: Arc::new(Env {
+                engine: RwLock::new(engine),
+                default_model: options.default_model,
+                model_configs: options.model_configs,
+                tools: RwLock::new(options.tools),
+                tool_resolver: options.tool_resolver,
+                schemas: RwLock::new(options.schemas),
+                schema_resolver: options.schema_resolver,
+                partial_resolver: options.partial_resolver,
+                cache: Mutex::new(HashMap::new()),
+                compilations: AtomicUsize::new(0),
+            }),
+        }
+    }
+
+    /// Registers a helper: a function of the positional and hash arguments.
+    pub fn define_helper<F>(&self, name: &str, helper: F) -> &Self
+    where
+        F: Fn(&[Value], &JsonMap) -> Result<Value, BoxError> + Send + Sync + 'static,
+    {
+        write(&self.env.engine).register_helper(name, helpers::user_helper(name, Arc::new(helper)));
+        self
+    }
+
+    /// Registers (or replaces) a partial. Fails if it does not parse or
+    /// would make partials include each other in a cycle.
+    pub fn define_partial(&self, name: &str, source: &str) -> Result<&Self> {
+        let partial = partials::compile_partial(name, source)?;
+        partials::register(&mut write(&self.env.engine).handlebars, name, partial)?;
+        Ok(self)
+    }
+
+    /// Registers a named JSON Schema for Picoschema type references.
+    pub fn define_schema(&self, name: &str, schema: Value) -> &Self {
+        write(&self.env.schemas).insert(name.to_owned(), schema);
+        self
+    }
+
+    /// Registers a tool definition under its name.
+    pub fn define_tool(&self, tool: ToolDefinition) -> &Self {
+        write(&self.env.tools).insert(tool.name.clone(), tool);
+        self
+    }
+
+    /// Parses a prompt source into metadata and template, without resolving
+    /// anything.
+    pub fn parse(&self, source: &str) -> Result<ParsedPrompt> {
+        parse_document(source)
+    }
+
+    /// Compiles a prompt into a reusable [`PromptFunction`], resolving the
+    /// partials it uses. Compiled templates are cached by source, so
+    /// compiling (or rendering) the same source again reuses them.
+    pub async fn compile(&self, source: &str) -> Result<PromptFunction> {
+        let compiled = self.env.compiled(source).await?;
+        Ok(PromptFunction {
+            env: Arc::clone(&self.env),
+            compiled,
+        })
+    }
+
+    /// Renders a prompt source with `data`; `options` override the
+    /// frontmatter (see [`Dotprompt::render_metadata`]).
+    pub async fn render(
+        &self,
+        source: &str,
+        data: &DataArgument,
+        options: Option<&PromptMetadata>,
+    ) -> Result<RenderedPrompt> {
+        self.compile(source).await?.render(data, options).await
+    }
+
+    /// Resolves a prompt's metadata without rendering its template: the
+    /// default model's config, then the frontmatter, then `options` (fields
+    /// replace, except `config`, merged key by key); tool names resolved to
+    /// `toolDefs`; Picoschema turned into JSON Schema.
+    pub async fn render_metadata(
+        &self,
+        source: &str,
+        options: Option<&PromptMetadata>,
+    ) -> Result<PromptMetadata> {
+        let cached = self
+            .env
+            .cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(source)
+            .cloned();
+        match cached {
+            Some(compiled) => self.env.resolve_metadata(&compiled.prompt, options).await,
+            None => {
+                self.env
+                    .resolve_metadata(&parse_document(source)?, options)
+                    .await
+            }
+        }
+    }
+
+    #[cfg(test)]
+    fn compilations(&self) -> usize {
+        self.env.compilations.load(Ordering::Relaxed)
+    }
+}
+
+impl PromptFunction {
+    /// The parsed prompt this function renders.
+    pub fn prompt(&self) -> &ParsedPrompt {
+        &self.compiled.prompt
+    }
+
+    /// Renders the prompt with `data`. Template variables are
+    /// `input.default` (from `options`, else the frontmatter) overlaid with
+    /// `data.input`; `data.context` keys are `@`-variables, and
+    /// `@metadata` holds `{prompt, docs, messages}`.
+    pub async fn render(
+        &self,
+        data: &DataArgument,
+        options: Option<&PromptMetadata>,
+    ) -> Result<RenderedPrompt> {
+        let mut meta = self
+            .env
+            .resolve_metadata(&self.compiled.prompt, options)
+            .await?;
+        let defaults = meta.input.take().and_then(|input| input.default);
+        self.env
+            .render_compiled(&self.compiled, data, defaults, meta)
+    }
+}
+
+impl Env {
+    /// Returns the compiled template for `source`, from the cache if possible.
+    async fn compiled(&self, source: &str) -> Result<Arc<Compiled>> {
+        if let Some(hit) = self.cache().get(source) {
+            return Ok(Arc::clone(hit));
+        }
+        let doc = parse::parse_with_offsets(source)?;
+        let name = doc.prompt.meta.name.clone();
+        let template =
+            template::compile(&doc.prompt.template, None).map_err(|e| Error::TemplateSyntax {
+                message: e.reason().to_string(),
+                location: Location {
+                    prompt: name.clone(),
+                    line: e.pos().map(|p| p.0 + doc.body_line_offset),
+                    column: e.pos().map(|p| p.1),
+                    ..Location::default()
+                },
+            })?;
+        self.resolve_partials(&template).await?;
+        let compiled = Compiled {
+            prompt: doc.prompt,
+            template,
+            body_line_offset: doc.body_line_offset,
+        };
+        self.check_helpers(&compiled)?;
+        self.compilations.fetch_add(1, Ordering::Relaxed);
+
+        let compiled = Arc::new(compiled);
+        let mut cache = self.cache();
+        if cache.len() >= CACHE_CAPACITY {
+            cache.clear();
+        }
+        cache.insert(source.to_owned(), Arc::clone(&compiled));
+        Ok(compiled)
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Compiled>>> {
+        self.cache.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Registers, through the partial resolver, every partial the template
+    /// (or a partial it includes) uses that is not registered yet.
+    async fn resolve_partials(&self, template: &Template) -> Result<()> {
+        let Some(resolver) = &self.partial_resolver else {
+            return Ok(());
+        };
+        let mut queue: Vec<String> = template::usage(template)
+            .partials
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        let mut seen = HashSet::new();
+        while let Some(name) = queue.pop() {
+            if !seen.insert(name.clone()) {
+                continue;
+            }
+            let registered = read(&self.engine)
+                .handlebars
+                .get_template(&name)
+                .map(|t| template::usage(t).partials);
+            if let Some(includes) = registered {
+                queue.extend(includes.into_iter().map(|(n, _)| n));
+                continue;
+            }
+            let source = resolver
+                .resolve(&name)
+                .await
+                .map_err(|source| Error::Resolver {
+                    kind: "partial",
+                    name: name.clone(),
+                    source,
+                })?;
+            let Some(source) = source.filter(|s| !s.is_empty()) else {
+                continue;
+            };
+            let partial = partials::compile_partial(&name, &source)?;
+            queue.extend(
+                template::usage(&partial)
+                    .partials
+                    .into_iter()
+                    .map(|(n, _)| n),
+            );
+            let mut engine = write(&self.engine);
+            if !engine.handlebars.has_template(&name) {
+                partials::register(&mut engine.handlebars, &name, partial)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Fails on helpers that are called but not registered, in the template
+    /// or in a partial it includes.
+    fn check_helpers(&self, compiled: &Compiled) -> Result<()> {
+        let engine = read(&self.engine);
+        let unknown = |usage: template::Usage| {
+            usage
+                .helpers
+                .into_iter()
+                .find(|(name, _)| !engine.has_helper(name))
+        };
+        if let Some((name, pos)) = unknown(template::usage(&compiled.template)) {
+            return Err(Error::UnknownHelper {
+                name,
+                location: Location {
+                    line: pos.map(|p| p.0 + compiled.body_line_offset),
+                    column: pos.map(|p| p.1),
+                    ..compiled.location()
+                },
+            });
+        }
+        for (partial, template) in partials::reachable(&engine.handlebars, &compiled.template) {
+            if let Some((name, pos)) = unknown(template::usage(template)) {
+                return Err(Error::UnknownHelper {
+                    name,
+                    location: Location {
+                        partial: Some(partial.to_owned()),
+                        line: pos.map(|p| p.0),
+                        column: pos.map(|p| p.1),
+                        ..compiled.location()
+                    },
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Merges model defaults, frontmatter and options, then resolves tools
+    /// and schemas.
+    async fn resolve_metadata(
+        &self,
+        prompt: &ParsedPrompt,
+        options: Option<&PromptMetadata>,
+    ) -> Result<PromptMetadata> {
+        let model = options
+            .and_then(|o| o.model.as_deref())
+            .or(prompt.meta.model.as_deref())
+            .or(self.default_model.as_deref());
+        let mut meta = PromptMetadata {
+            config: model.and_then(|m| self.model_configs.get(m)).cloned(),
+            ..PromptMetadata::default()
+        };
+        meta.merge(&prompt.meta);
+        if let Some(options) = options {
+            meta.merge(options);
+        }
+        let location = Location::prompt(meta.name.as_deref());
+        self.resolve_tools(&mut meta, &location).await?;
+        self.resolve_schemas(&mut meta, &location).await?;
+        Ok(meta)
+    }
+
+    /// Moves known tools from `tools` to `toolDefs`; unknown names stay in
+    /// `tools` unless a tool resolver is set, which must know them.
+    async fn resolve_tools(&self, meta: &mut PromptMetadata, location: &Location) -> Result<()> {
+        let Some(names) = meta.tools.take() else {
+            return Ok(());
+        };
+        let mut defs = meta.tool_defs.take().unwrap_or_default();
+        let mut unresolved = Vec::new();
+        for name in names {
+            let known = read(&self.tools).get(&name).cloned();
+            if let Some(def) = known {
+                defs.push(def);
+            } else if let Some(resolver) = &self.tool_resolver {
+                let def = resolver
+                    .resolve(&name)
+                    .await
+                    .map_err(|source| Error::Resolver {
+                        kind: "tool",
+                        name: name.clone(),
+                        source,
+                    })?;
+                defs.push(def.ok_or_else(|| Error::UnknownTool {
+                    name,
+                    location: location.clone(),
+                })?);
+            } else {
+                unresolved.push(name);
+            }
+        }
+        meta.tools = Some(unresolved);
+        meta.tool_defs = Some(defs);
+        Ok(())
+    }
+
+    /// Converts the input and output schemas from Picoschema.
+    async fn resolve_schemas(&self, meta: &mut PromptMetadata, location: &Location) -> Result<()> {
+        let input = meta.input.as_mut().and_then(|i| i.schema.as_mut());
+        if let Some(schema) = input {
+            self.convert_schema(schema, location).await?;
+        }
+        let output = meta.output.as_mut().and_then(|o| o.schema.as_mut());
+        if let Some(schema) = output {
+            self.convert_schema(schema, location).await?;
+        }
+        Ok(())
+    }
+
+    async fn convert_schema(&self, schema: &mut Value, location: &Location) -> Result<()> {
+        let pico_error = |source| Error::Picoschema {
+            source,
+            location: location.clone(),
+        };
+        let mut named = HashMap::new();
+        for name in picoschema::referenced_schemas(schema).map_err(pico_error)? {
+            let registered = read(&self.schemas).get(&name).cloned();
+            let found = match (registered, &self.schema_resolver) {
+                (Some(found), _) => Some(found),
+                (None, Some(resolver)) => {
+                    resolver
+                        .resolve(&name)
+                        .await
+                        .map_err(|source| Error::Resolver {
+                            kind: "schema",
+                            name: name.clone(),
+                            source,
+                        })?
+                }
+                (None, None) => None,
+            };
+            if let Some(found) = found {
+                named.insert(name, found);
+            }
+        }
+        let converted = picoschema::to_json_schema(schema, &mut |name| named.get(name).cloned())
+            .map_err(pico_error)?;
+        if let Some(converted) = converted {
+            *schema = converted;
+        }
+        Ok(())
+    }
+
+    /// Renders the template and builds the messages.
+    fn render_compiled(
+        &self,
+        compiled: &Compiled,
+        data: &DataArgument,
+        defaults: Option<JsonMap>,
+        meta: PromptMetadata,
+    ) -> Result<RenderedPrompt> {
+        let mut variables = defaults.unwrap_or_default();
+        if let Some(input) = &data.input {
+            variables.extend(input.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        let context = Context::from(Value::Object(variables));
+        let scope = DataScope::new(data, &meta);
+        let text = {
+            let engine = read(&self.engine);
+            let mut rc = RenderContext::new(None);
+            rc.register_local_helper(DATA_HELPER, Box::new(DataHelper(&scope)));
+            compiled
+                .template
+                .renders(&engine.handlebars, &context, &mut rc)
+                .map_err(|e| render_error(e, compiled))?
+        };
+        let messages = to_messages(&text, data.messages.as_deref()).map_err(|e| match e {
+            Error::InvalidRole { role, .. } => Error::InvalidRole {
+                role,
+                location: compiled.location(),
+            },
+            other => other,
+        })?;
+        Ok(RenderedPrompt { meta, messages })
+    }
+}
+
+/// Maps a handlebars render error to ours, with the source location.
+fn render_error(e: RenderError, compiled: &Compiled) -> Error {
+    let mut location = compiled.location();
+    match &e.template_name {
+        Some(partial) => {
+            location.partial = Some(partial.clone());
+            location.line = e.line_no;
+        }
+        None => location.line = e.line_no.map(|l| l + compiled.body_line_offset),
+    }
+    location.column = e.column_no;
+    match e.reason() {
+        RenderErrorReason::PartialNotFound(name) => Error::UnknownPartial {
+            name: name.clone(),
+            location,
+        },
+        RenderErrorReason::HelperNotFound(name) => Error::UnknownHelper {
+            name: name.clone(),
+            location,
+        },
+        reason => Error::Render {
+            message: reason.to_string(),
+            location,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        futures::executor::block_on(f)
+    }
+
+    fn data(input: Value) -> DataArgument {
+        serde_json::from_value(json!({ "input": input })).unwrap()
+    }
+
+    #[test]
+    fn rendering_twice_compiles_once() {
+        let dp = Dotprompt::default();
+        let source = "---\nmodel: m\n---\nHello {{name}}!";
+        let first = block_on(dp.render(source, &data(json!({"name": "A"})), None)).unwrap();
+        let second = block_on(dp.render(source, &data(json!({"name": "B"})), None)).unwrap();
+        assert_eq!(dp.compilations(), 1);
+        assert_ne!(first.messages, second.messages);
+        block_on(dp.render("other", &DataArgument::default(), None)).unwrap();
+        assert_eq!(dp.compilations(), 2);
+    }
+
+    #[test]
+    fn template_errors_are_not_cached() {
+        let dp = Dotprompt::default();
+        let source = "{{shout name}}";
+        assert!(block_on(dp.render(source, &DataArgument::default(), None)).is_err());
+        dp.define_helper("shout", |params, _| {
+            Ok(json!(
+                params
+                    .first()
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_uppercase()
+            ))
+        });
+        let out = block_on(dp.render(source, &data(json!({"name": "hi"})), None)).unwrap();
+        assert_eq!(
+            serde_json::to_value(&out.messages).unwrap()[0]["content"][0]["text"],
+            "HI"
+        );
+    }
+}

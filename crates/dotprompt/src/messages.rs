@@ -1,0 +1,281 @@
+//! Turning rendered template text into messages, following the markers the
+//! built-in helpers emit.
+
+use serde_json::{Value, json};
+
+use crate::error::{Error, Location, Result};
+use crate::types::{JsonMap, Media, MediaPart, Message, Part, PendingPart, Role};
+
+const MARKER_START: &str = "<<<dotprompt:";
+const MARKER_END: &str = ">>>";
+const ROLE_PREFIX: &str = "role:";
+const HISTORY: &str = "history";
+const MEDIA_PREFIX: &str = "media:url";
+const SECTION_PREFIX: &str = "section";
+
+/// A piece of rendered text between role/history markers.
+enum Piece<'a> {
+    Text(&'a str),
+    Role(&'a str),
+    History,
+}
+
+/// Splits at `<<<dotprompt:role:xxx>>>` (lowercase role) and
+/// `<<<dotprompt:history>>>`, dropping whitespace-only text.
+fn role_and_history_pieces(rendered: &str) -> Vec<Piece<'_>> {
+    let mut pieces = Vec::new();
+    let mut text_start = 0;
+    let mut search = 0;
+    while let Some(found) = rendered[search..].find(MARKER_START) {
+        let start = search + found;
+        let body = &rendered[start + MARKER_START.len()..];
+        let marker = if let Some(after_role) = body.strip_prefix(ROLE_PREFIX) {
+            let len = after_role
+                .bytes()
+                .take_while(u8::is_ascii_lowercase)
+                .count();
+            (len > 0 && after_role[len..].starts_with(MARKER_END)).then(|| {
+                (
+                    Piece::Role(&after_role[..len]),
+                    MARKER_START.len() + ROLE_PREFIX.len() + len + MARKER_END.len(),
+                )
+            })
+        } else if body.starts_with("history>>>") {
+            Some((
+                Piece::History,
+                MARKER_START.len() + HISTORY.len() + MARKER_END.len(),
+            ))
+        } else {
+            None
+        };
+        match marker {
+            Some((piece, len)) => {
+                push_text(&mut pieces, &rendered[text_start..start], Piece::Text);
+                pieces.push(piece);
+                search = start + len;
+                text_start = search;
+            }
+            None => search = start + MARKER_START.len(),
+        }
+    }
+    push_text(&mut pieces, &rendered[text_start..], Piece::Text);
+    pieces
+}
+
+fn push_text<'a, T>(out: &mut Vec<T>, text: &'a str, wrap: impl FnOnce(&'a str) -> T) {
+    if !text.trim().is_empty() {
+        out.push(wrap(text));
+    }
+}
+
+/// A message under construction.
+struct Source {
+    role: Role,
+    text: String,
+    /// Set for history messages, which are taken as they are.
+    message: Option<Message>,
+}
+
+impl Source {
+    fn new(role: Role) -> Self {
+        Self {
+            role,
+            text: String::new(),
+            message: None,
+        }
+    }
+}
+
+/// Converts rendered text to messages, inserting `history` as Dotprompt does:
+/// at `{{history}}` if present (tagged `purpose: history`); otherwise before
+/// the final user message, or at the end if the last message is not a user's.
+pub fn to_messages(rendered: &str, history: Option<&[Message]>) -> Result<Vec<Message>> {
+    let mut sources = vec![Source::new(Role::User)];
+    for piece in role_and_history_pieces(rendered) {
+        let current = sources.len() - 1;
+        match piece {
+            Piece::Role(name) => {
+                let role = Role::parse(name).ok_or_else(|| Error::InvalidRole {
+                    role: name.to_owned(),
+                    location: Location::default(),
+                })?;
+                if sources[current].text.trim().is_empty() {
+                    sources[current].role = role;
+                } else {
+                    sources.push(Source::new(role));
+                }
+            }
+            Piece::History => {
+                for message in history.unwrap_or_default() {
+                    let mut message = message.clone();
+                    message
+                        .metadata
+                        .get_or_insert_with(JsonMap::new)
+                        .insert("purpose".into(), json!("history"));
+                    sources.push(Source {
+                        role: message.role,
+                        text: String::new(),
+                        message: Some(message),
+                    });
+                }
+                sources.push(Source::new(Role::Model));
+            }
+            Piece::Text(text) => sources[current].text.push_str(text),
+        }
+    }
+
+    let messages: Vec<Message> = sources
+        .into_iter()
+        .filter_map(|source| match source.message {
+            Some(message) => Some(message),
+            None if source.text.is_empty() => None,
+            None => Some(Message {
+                role: source.role,
+                content: to_parts(&source.text),
+                metadata: None,
+            }),
+        })
+        .collect();
+    Ok(insert_history(messages, history))
+}
+
+fn is_history(message: &Message) -> bool {
+    message
+        .metadata
+        .as_ref()
+        .and_then(|m| m.get("purpose"))
+        .is_some_and(|p| p == "history")
+}
+
+/// Inserts history where no `{{history}}` marker placed it.
+fn insert_history(mut messages: Vec<Message>, history: Option<&[Message]>) -> Vec<Message> {
+    let Some(history) = history else {
+        return messages;
+    };
+    if messages.iter().any(is_history) {
+        return messages;
+    }
+    match messages.last() {
+        Some(last) if last.role == Role::User => {
+            let at = messages.len() - 1;
+            messages.splice(at..at, history.iter().cloned());
+        }
+        _ => messages.extend(history.iter().cloned()),
+    }
+    messages
+}
+
+/// Splits message text into text, media and section parts.
+fn to_parts(text: &str) -> Vec<Part> {
+    let mut parts = Vec::new();
+    let mut text_start = 0;
+    let mut search = 0;
+    while let Some(found) = text[search..].find(MARKER_START) {
+        let start = search + found;
+        let body = &text[start + MARKER_START.len()..];
+        let is_part_marker = body.starts_with(MEDIA_PREFIX) || body.starts_with(SECTION_PREFIX);
+        // The marker ends at the first `>>>` on the same line.
+        let end = is_part_marker
+            .then(|| body.split('\n').next().unwrap_or_default().find(MARKER_END))
+            .flatten();
+        match end {
+            Some(end) => {
+                push_text(&mut parts, &text[text_start..start], Part::text);
+                parts.push(marker_part(&body[..end]));
+                search = start + MARKER_START.len() + end + MARKER_END.len();
+                text_start = search;
+            }
+            None => search = start + MARKER_START.len(),
+        }
+    }
+    push_text(&mut parts, &text[text_start..], Part::text);
+    parts
+}
+
+/// Builds the part for a `media:url URL [TYPE]` or `section NAME` marker.
+fn marker_part(marker: &str) -> Part {
+    let mut words = marker.split(' ');
+    let kind = words.next().unwrap_or_default();
+    let first = words.next();
+    if kind.starts_with(MEDIA_PREFIX) {
+        Part::Media(MediaPart {
+            media: Media {
+                url: first.unwrap_or_default().to_owned(),
+                content_type: words.next().filter(|t| !t.is_empty()).map(str::to_owned),
+            },
+            metadata: None,
+        })
+    } else {
+        let mut metadata = JsonMap::new();
+        if let Some(name) = first {
+            metadata.insert("purpose".into(), Value::String(name.to_owned()));
+        }
+        metadata.insert("pending".into(), Value::Bool(true));
+        Part::Pending(PendingPart { metadata })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(message: &Message) -> &str {
+        match &message.content[..] {
+            [Part::Text(t)] => &t.text,
+            other => panic!("unexpected parts {other:?}"),
+        }
+    }
+
+    #[test]
+    fn default_role_is_user() {
+        let messages = to_messages("Hello", None).unwrap();
+        assert_eq!(messages.len(), 1);
+        assert_eq!(messages[0].role, Role::User);
+        assert_eq!(text(&messages[0]), "Hello");
+    }
+
+    #[test]
+    fn role_switches() {
+        let rendered = "<<<dotprompt:role:system>>>Be brief.\n<<<dotprompt:role:user>>>Hi";
+        let messages = to_messages(rendered, None).unwrap();
+        assert_eq!(messages[0].role, Role::System);
+        assert_eq!(text(&messages[0]), "Be brief.\n");
+        assert_eq!(messages[1].role, Role::User);
+    }
+
+    #[test]
+    fn unknown_role_is_an_error() {
+        let err = to_messages("<<<dotprompt:role:wizard>>>x", None).unwrap_err();
+        assert!(matches!(err, Error::InvalidRole { role, .. } if role == "wizard"));
+    }
+
+    #[test]
+    fn media_and_sections() {
+        let rendered =
+            "See <<<dotprompt:media:url http://x/y.png image/png>>><<<dotprompt:section tail>>>end";
+        let messages = to_messages(rendered, None).unwrap();
+        let json = serde_json::to_value(&messages[0].content).unwrap();
+        assert_eq!(
+            json,
+            json!([
+                {"text": "See "},
+                {"media": {"url": "http://x/y.png", "contentType": "image/png"}},
+                {"metadata": {"purpose": "tail", "pending": true}},
+                {"text": "end"}
+            ])
+        );
+    }
+
+    #[test]
+    fn history_goes_before_last_user_message_without_marker() {
+        let history = vec![Message {
+            role: Role::Model,
+            content: vec![Part::text("earlier")],
+            metadata: None,
+        }];
+        let messages = to_messages("Question", Some(&history)).unwrap();
+        assert_eq!(messages.len(), 2);
+        assert_eq!(messages[0], history[0]);
+        assert_eq!(text(&messages[1]), "Question");
+    }
+}
