@@ -58,6 +58,12 @@ impl IntoParts for String {
     }
 }
 
+impl IntoParts for &String {
+    fn into_parts(self) -> Vec<Part> {
+        vec![Part::text(self.as_str())]
+    }
+}
+
 impl IntoParts for Part {
     fn into_parts(self) -> Vec<Part> {
         vec![self]
