@@ -47,6 +47,8 @@
 //! asynchronous [`Resolver`]s (files, a registry); the template itself is
 //! rendered synchronously, and no runtime is required.
 
+#![warn(missing_docs)]
+
 mod dotprompt;
 mod error;
 mod helpers;

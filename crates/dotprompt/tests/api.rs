@@ -331,3 +331,18 @@ fn history_without_marker_goes_before_the_user_turn() {
     use dotprompt::Role::*;
     assert_eq!(roles, vec![System, Model, User]);
 }
+
+#[test]
+fn environment_and_futures_are_thread_safe() {
+    fn send_sync<T: Send + Sync>(_: &T) {}
+    fn send<T: Send>(_: &T) {}
+    let dp = Dotprompt::default();
+    send_sync(&dp);
+    let data = DataArgument::default();
+    let future = dp.render("x", &data, None);
+    send(&future);
+    let compiled = block_on(dp.compile("x")).unwrap();
+    send_sync(&compiled);
+    send(&compiled.render(&data, None));
+    send(&dp.render_metadata("x", None));
+}
