@@ -118,9 +118,18 @@ fn collect_params(
 }
 
 fn rewrite_template(template: &mut Template) {
-    for element in &mut template.elements {
-        rewrite_element(element);
-    }
+    template.elements = std::mem::take(&mut template.elements)
+        .into_iter()
+        .map(|mut element| {
+            rewrite_element(&mut element);
+            // Output is never escaped, so `{{x}}` may render as `{{{x}}}`,
+            // which skips the escape function and its copy of every value.
+            match element {
+                TemplateElement::Expression(ht) => TemplateElement::HtmlExpression(ht),
+                other => other,
+            }
+        })
+        .collect();
 }
 
 fn rewrite_element(element: &mut TemplateElement) {
@@ -255,7 +264,7 @@ mod tests {
             .elements
             .iter()
             .filter_map(|e| match e {
-                TemplateElement::Expression(ht) => ht.name.as_name().map(str::to_owned),
+                TemplateElement::HtmlExpression(ht) => ht.name.as_name().map(str::to_owned),
                 _ => None,
             })
             .collect();
