@@ -34,4 +34,9 @@
 
 pub mod extract;
 pub mod formats;
+pub mod generate;
+pub mod middleware;
+pub mod model;
+pub mod testing;
+pub mod tool;
 pub mod types;

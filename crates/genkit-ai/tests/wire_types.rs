@@ -410,7 +410,7 @@ fn response_helpers() {
     ]);
     let mut response = GenerateResponse::new(msg, FinishReason::Stop);
     assert_eq!(response.text(), "Here: {\"a\": 1}");
-    assert_eq!(response.output(), Some(json!({"a": 1})));
+    assert_eq!(response.output_value().ok(), Some(json!({"a": 1})));
     assert_eq!(response.finish_reason(), Some(FinishReason::Stop));
     assert_eq!(response.tool_requests().len(), 2);
     assert_eq!(response.interrupts().len(), 1);

@@ -10,6 +10,7 @@ use crate::tracing::Frame;
 use futures::future::BoxFuture;
 use parking_lot::RwLock;
 use serde_json::Value;
+use std::any::Any;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use tokio::sync::OnceCell;
@@ -31,6 +32,7 @@ struct Inner {
     actions: RwLock<HashMap<String, DynAction>>,
     plugins: RwLock<Vec<Arc<PluginSlot>>>,
     values: RwLock<HashMap<String, HashMap<String, Value>>>,
+    objects: RwLock<HashMap<(String, String), Arc<dyn Any + Send + Sync>>>,
     schemas: RwLock<HashMap<String, Value>>,
 }
 
@@ -302,6 +304,43 @@ impl Registry {
             }
         }
         out
+    }
+
+    /// Stores a named Rust object of a kind (e.g. a middleware factory or an
+    /// output format) for in-process lookup; replaces an earlier one.
+    pub fn register_object<T: Any + Send + Sync>(&self, kind: &str, name: &str, object: Arc<T>) {
+        self.inner
+            .objects
+            .write()
+            .insert((kind.to_owned(), name.to_owned()), object);
+    }
+
+    /// A named object of type `T`, from this registry or an ancestor.
+    pub fn lookup_object<T: Any + Send + Sync>(&self, kind: &str, name: &str) -> Option<Arc<T>> {
+        let found = self
+            .inner
+            .objects
+            .read()
+            .get(&(kind.to_owned(), name.to_owned()))
+            .cloned();
+        match found {
+            Some(obj) => obj.downcast::<T>().ok(),
+            None => self.inner.parent.as_ref()?.lookup_object(kind, name),
+        }
+    }
+
+    /// Names of objects of a kind, from this registry and its ancestors.
+    pub fn object_names(&self, kind: &str) -> Vec<String> {
+        let mut names = match &self.inner.parent {
+            Some(p) => p.object_names(kind),
+            None => Vec::new(),
+        };
+        for (k, n) in self.inner.objects.read().keys() {
+            if k == kind && !names.contains(n) {
+                names.push(n.clone());
+            }
+        }
+        names
     }
 
     /// Registers a named JSON schema (used by prompts' frontmatter). A name

@@ -427,11 +427,6 @@ impl GenerateResponse {
         self.message().and_then(Message::data)
     }
 
-    /// Structured output without a format parser: a data part, else JSON found in the text.
-    pub fn output(&self) -> Option<Value> {
-        self.message().and_then(Message::output)
-    }
-
     /// Tool requests in the message.
     pub fn tool_requests(&self) -> Vec<&ToolRequest> {
         self.message()

@@ -88,6 +88,9 @@ pub struct ActionCtx<S = ()> {
     pub cancel: CancellationToken,
     /// This run's trace and span ids.
     pub trace: TraceInfo,
+    /// Metadata the caller attached to this run (a tool receives its tool
+    /// request part's metadata, e.g. `resumed` after an interrupt).
+    pub metadata: Option<Value>,
 }
 
 impl<S> ActionCtx<S> {
@@ -119,6 +122,8 @@ pub struct RunOptions<S = Value> {
     pub telemetry_labels: Option<BTreeMap<String, String>>,
     /// Called with the trace and span ids as soon as the span opens.
     pub on_trace_start: Option<Box<dyn FnOnce(TraceInfo) + Send>>,
+    /// Metadata handed to the body as [`ActionCtx::metadata`].
+    pub metadata: Option<Value>,
 }
 
 impl<S> Default for RunOptions<S> {
@@ -129,6 +134,7 @@ impl<S> Default for RunOptions<S> {
             cancel: None,
             telemetry_labels: None,
             on_trace_start: None,
+            metadata: None,
         }
     }
 }
@@ -160,6 +166,12 @@ impl<S> RunOptions<S> {
     /// Sets telemetry labels.
     pub fn telemetry_labels(mut self, labels: BTreeMap<String, String>) -> Self {
         self.telemetry_labels = Some(labels);
+        self
+    }
+
+    /// Attaches per-run metadata for the body.
+    pub fn metadata(mut self, metadata: Value) -> Self {
+        self.metadata = Some(metadata);
         self
     }
 
@@ -300,10 +312,10 @@ impl<I: Payload, O: Payload, S: Serialize + Send + 'static> Action<I, O, S> {
             Error::invalid_argument(format!("output schema of `{}`: {}", desc.name, e.message()))
         })?;
         let span = SpanOptions {
-            name: desc.name.clone(),
+            name: desc.name.as_str().into(),
             span_type: SpanType::Action,
-            subtype: Some(desc.kind.as_str().to_owned()),
-            key: Some(desc.key()),
+            subtype: Some(desc.kind.as_str().into()),
+            key: Some(desc.key().into()),
         };
         Ok(Self {
             inner: Arc::new(Inner {
@@ -403,7 +415,7 @@ impl<I: Payload, O: Payload, S: Serialize + Send + 'static> Inner<I, O, S> {
         let context = opts.context.unwrap_or(parent.context);
         if span.is_recording() {
             if let Some(json) = input_json {
-                span.set_input(json);
+                span.set_input(json.clone());
             }
             span.set_context(&context);
         }
@@ -420,6 +432,7 @@ impl<I: Payload, O: Payload, S: Serialize + Send + 'static> Inner<I, O, S> {
             },
             cancel: cancel.clone().unwrap_or_default(),
             trace,
+            metadata: opts.metadata,
         };
         let body = (self.body)(input, ctx);
         let result = match &cancel {
@@ -455,8 +468,8 @@ impl<I: Payload, O: Payload, S: Serialize + Send + 'static> Inner<I, O, S> {
                 } else {
                     None
                 };
-                if let Some(json) = &output_json {
-                    span.set_output(json);
+                if let (true, Some(json)) = (span.is_recording(), &output_json) {
+                    span.set_output_value(json.clone());
                 }
                 span.end_ok();
                 // As in Genkit, the output is validated after the span closes.
@@ -507,6 +520,7 @@ impl<I: Payload, O: Payload, S: Payload> ErasedAction for Inner<I, O, S> {
                 cancel: opts.cancel,
                 telemetry_labels: opts.telemetry_labels,
                 on_trace_start: opts.on_trace_start,
+                metadata: opts.metadata,
             };
             let (_, json, trace) = self
                 .execute(typed, recorded.as_ref(), typed_opts, true)
@@ -556,5 +570,13 @@ impl<I: Payload, O: Payload, S: Payload> IntoDynAction for Action<I, O, S> {
 impl<I: Payload, O: Payload, S: Payload> IntoDynAction for &Action<I, O, S> {
     fn into_dyn(self) -> DynAction {
         self.inner.clone()
+    }
+}
+
+impl std::fmt::Debug for dyn ErasedAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ErasedAction")
+            .field("key", &self.key())
+            .finish()
     }
 }

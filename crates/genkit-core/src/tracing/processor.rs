@@ -1,21 +1,22 @@
-//! Where finished spans go: the process-wide list of span processors
-//! (exporters, the in-memory trace store). With none installed, spans keep
-//! only their ids and nothing is serialized or timed.
+//! Where spans go: the process-wide list of span processors (exporters, the
+//! in-memory trace store). With none installed, spans keep only their ids and
+//! nothing is timed, copied or serialized.
 
-use super::data::SpanData;
+use super::record::RecordedSpan;
 use parking_lot::RwLock;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Receives spans as they start and end. Implementations must be quick and
-/// must not block: exporters queue and send in the background.
+/// must not block: exporters queue the span (an `Arc`, cheap to keep) and
+/// serialize and send it in the background.
 pub trait SpanProcessor: Send + Sync + 'static {
-    /// Called when a span starts (`end_time` is 0), only if
+    /// Called when a span starts (`end_time` is `None`), only if
     /// [`wants_start_events`](Self::wants_start_events) is true.
-    fn on_start(&self, _span: &SpanData) {}
+    fn on_start(&self, _span: &Arc<RecordedSpan>) {}
 
     /// Called once when a span ends.
-    fn on_end(&self, span: &SpanData);
+    fn on_end(&self, span: &Arc<RecordedSpan>);
 
     /// Whether to call [`on_start`](Self::on_start) (realtime telemetry).
     fn wants_start_events(&self) -> bool {
@@ -55,11 +56,11 @@ pub fn is_recording() -> bool {
     RECORDING.load(Ordering::Acquire)
 }
 
-pub(crate) fn emit_start(span: impl FnOnce() -> SpanData) {
+pub(crate) fn emit_start(span: impl FnOnce() -> RecordedSpan) {
     if !WANTS_START.load(Ordering::Acquire) {
         return;
     }
-    let data = span();
+    let data = Arc::new(span());
     for p in PROCESSORS.read().iter() {
         if p.wants_start_events() {
             p.on_start(&data);
@@ -67,8 +68,9 @@ pub(crate) fn emit_start(span: impl FnOnce() -> SpanData) {
     }
 }
 
-pub(crate) fn emit_end(span: &SpanData) {
+pub(crate) fn emit_end(span: RecordedSpan) {
+    let span = Arc::new(span);
     for p in PROCESSORS.read().iter() {
-        p.on_end(span);
+        p.on_end(&span);
     }
 }

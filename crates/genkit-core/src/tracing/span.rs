@@ -2,11 +2,9 @@
 //! action context and the cancellation token through nested async calls
 //! (Genkit JS uses AsyncLocalStorage for the same job).
 
-use super::data::{
-    Annotation, BoolValue, InstrumentationLibrary, SpanData, SpanStatus, TimeEvent, TimeEvents,
-};
 use super::ids::{SpanId, TraceId};
 use super::processor::{self, is_recording};
+use super::record::{RecordedSpan, SpanFailure};
 use crate::context::ActionContext;
 use crate::error::{Error, Result};
 use serde::Serialize;
@@ -43,18 +41,18 @@ impl SpanType {
 #[derive(Debug, Clone)]
 pub struct SpanOptions {
     /// Span name (`genkit:name`), e.g. the action name.
-    pub name: String,
+    pub name: Arc<str>,
     /// `genkit:type`.
     pub span_type: SpanType,
     /// `genkit:metadata:subtype`: the action kind (`flow`, `model`, ...).
-    pub subtype: Option<String>,
+    pub subtype: Option<Arc<str>>,
     /// `genkit:key`, e.g. `/flow/echo`.
-    pub key: Option<String>,
+    pub key: Option<Arc<str>>,
 }
 
 impl SpanOptions {
     /// Options for a span of `span_type` named `name`.
-    pub fn new(name: impl Into<String>, span_type: SpanType) -> Self {
+    pub fn new(name: impl Into<Arc<str>>, span_type: SpanType) -> Self {
         Self {
             name: name.into(),
             span_type,
@@ -76,8 +74,8 @@ pub struct TraceInfo {
 #[derive(Debug)]
 pub(crate) struct SpanCtx {
     pub(crate) info: TraceInfo,
-    /// Undecorated `genkit:path` children build on; empty when not recording.
-    pub(crate) path: String,
+    /// Undecorated `genkit:path` children build on; `None` when not recording.
+    pub(crate) path: Option<Arc<str>>,
 }
 
 /// Everything that flows implicitly from an action to the actions it calls.
@@ -128,19 +126,11 @@ pub fn propagate<F: Future>(fut: F) -> impl Future<Output = F::Output> {
     frame.scope(fut)
 }
 
-fn now_ms() -> f64 {
+pub(crate) fn now_ms() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64() * 1000.0)
         .unwrap_or(0.0)
-}
-
-struct Record {
-    name: String,
-    parent: Option<SpanId>,
-    start_time: f64,
-    attributes: Map<String, Value>,
-    decorated_path: String,
 }
 
 /// An open span. End it with [`end_ok`](Span::end_ok) or
@@ -148,7 +138,7 @@ struct Record {
 /// dropped) is recorded as cancelled.
 pub struct Span {
     ctx: Arc<SpanCtx>,
-    record: Option<Box<Record>>,
+    record: Option<Box<RecordedSpan>>,
 }
 
 impl Span {
@@ -173,10 +163,7 @@ impl Span {
         };
         if !is_recording() {
             return Span {
-                ctx: Arc::new(SpanCtx {
-                    info,
-                    path: String::new(),
-                }),
+                ctx: Arc::new(SpanCtx { info, path: None }),
                 record: None,
             };
         }
@@ -185,46 +172,37 @@ impl Span {
         } else {
             opts.span_type.as_str()
         };
-        let parent_path = parent.as_ref().map(|p| p.path.as_str()).unwrap_or("");
-        let path = format!("{parent_path}/{{{},t:{type_label}}}", opts.name);
-        // Genkit decorates the last path segment with the subtype, except on the root.
-        let decorated_path = match (&opts.subtype, parent.is_some()) {
-            (Some(sub), true) => format!(
-                "{}{},s:{sub}}}",
-                parent_path,
-                &path[parent_path.len()..path.len() - 1]
-            ),
-            _ => path.clone(),
+        let parent_path = parent
+            .as_ref()
+            .and_then(|p| p.path.as_deref())
+            .unwrap_or("");
+        let path: Arc<str> = format!("{parent_path}/{{{},t:{type_label}}}", opts.name).into();
+        let record = RecordedSpan {
+            trace_id,
+            span_id: info.span_id,
+            parent_span_id: parent.map(|p| p.info.span_id),
+            name: opts.name.clone(),
+            span_type: opts.span_type,
+            subtype: opts.subtype.clone(),
+            key: opts.key.clone(),
+            labels: labels.cloned(),
+            path: path.clone(),
+            start_time: now_ms(),
+            end_time: None,
+            input: None,
+            output: None,
+            context: None,
+            attributes: Map::new(),
+            failure: None,
         };
-        let mut attributes = Map::new();
-        attributes.insert("genkit:type".into(), Value::from(opts.span_type.as_str()));
-        attributes.insert("genkit:name".into(), Value::from(opts.name.clone()));
-        if let Some(sub) = &opts.subtype {
-            attributes.insert("genkit:metadata:subtype".into(), Value::from(sub.clone()));
+        processor::emit_start(|| record.clone());
+        Span {
+            ctx: Arc::new(SpanCtx {
+                info,
+                path: Some(path),
+            }),
+            record: Some(Box::new(record)),
         }
-        if let Some(key) = &opts.key {
-            attributes.insert("genkit:key".into(), Value::from(key.clone()));
-        }
-        if let Some(labels) = labels {
-            for (k, v) in labels.iter() {
-                attributes.insert(k.clone(), Value::from(v.clone()));
-            }
-        }
-        if parent.is_none() {
-            attributes.insert("genkit:isRoot".into(), Value::Bool(true));
-        }
-        let span = Span {
-            ctx: Arc::new(SpanCtx { info, path }),
-            record: Some(Box::new(Record {
-                name: opts.name.clone(),
-                parent: parent.map(|p| p.info.span_id),
-                start_time: now_ms(),
-                attributes,
-                decorated_path,
-            })),
-        };
-        processor::emit_start(|| span.to_data(0.0, None));
-        span
     }
 
     /// The span's trace and span ids.
@@ -248,34 +226,41 @@ impl Span {
         }
     }
 
-    /// Records `genkit:input` as JSON text.
-    pub fn set_input(&mut self, input: &Value) {
-        self.set_attribute("genkit:input", || Value::from(input.to_string()));
+    /// Records `genkit:input`.
+    pub fn set_input(&mut self, input: Value) {
+        if let Some(r) = &mut self.record {
+            r.input = Some(input);
+        }
     }
 
-    /// Records `genkit:output` as JSON text of `output`.
+    /// Records `genkit:output`.
+    pub fn set_output_value(&mut self, output: Value) {
+        if let Some(r) = &mut self.record {
+            r.output = Some(output);
+        }
+    }
+
+    /// Records `genkit:output` from any serializable value.
     pub fn set_output<T: Serialize + ?Sized>(&mut self, output: &T) {
-        self.set_attribute("genkit:output", || {
-            Value::from(serde_json::to_string(output).unwrap_or_default())
-        });
+        if let Some(r) = &mut self.record {
+            r.output = serde_json::to_value(output).ok();
+        }
     }
 
-    /// Records the action context (auth and secrets redacted).
+    /// Records the action context (auth and secrets are redacted on export).
     pub fn set_context(&mut self, context: &ActionContext) {
-        if self.record.is_some()
-            && let Some(json) = context.redacted_json()
+        if let Some(r) = &mut self.record
+            && !context.is_empty()
         {
-            self.set_attribute("genkit:metadata:context", || Value::from(json));
+            r.context = Some(context.clone());
         }
     }
 
     /// Ends the span successfully.
     pub fn end_ok(mut self) {
         if let Some(mut r) = self.record.take() {
-            r.attributes
-                .insert("genkit:state".into(), Value::from("success"));
-            let data = Self::finish(&self.ctx, *r, SpanStatus::default(), None);
-            processor::emit_end(&data);
+            r.end_time = Some(now_ms());
+            processor::emit_end(*r);
         }
     }
 
@@ -286,82 +271,16 @@ impl Span {
         error.set_trace_id_if_absent(|| trace_id.to_string());
         let is_source = error.take_failure_source();
         if let Some(mut r) = self.record.take() {
-            r.attributes
-                .insert("genkit:state".into(), Value::from("error"));
-            if is_source {
-                r.attributes
-                    .insert("genkit:isFailureSource".into(), Value::Bool(true));
-            }
-            let message = error.to_string();
-            let mut ev = Map::new();
-            ev.insert("exception.type".into(), Value::from(error.status().name()));
-            ev.insert("exception.message".into(), Value::from(message.clone()));
-            ev.insert("exception.stacktrace".into(), Value::from(error.stack()));
-            let event = TimeEvent {
-                time: now_ms(),
-                annotation: Annotation {
-                    attributes: ev,
-                    description: "exception".into(),
-                },
-            };
-            let status = SpanStatus {
-                code: 2,
-                message: Some(message),
-            };
-            let data = Self::finish(&self.ctx, *r, status, Some(event));
-            processor::emit_end(&data);
-        }
-    }
-
-    fn finish(
-        ctx: &SpanCtx,
-        mut r: Record,
-        status: SpanStatus,
-        event: Option<TimeEvent>,
-    ) -> SpanData {
-        r.attributes.insert(
-            "genkit:path".into(),
-            Value::from(std::mem::take(&mut r.decorated_path)),
-        );
-        SpanData {
-            span_id: ctx.info.span_id.to_string(),
-            trace_id: ctx.info.trace_id.to_string(),
-            parent_span_id: r.parent.map(|p| p.to_string()),
-            start_time: r.start_time,
-            end_time: now_ms(),
-            attributes: r.attributes,
-            display_name: r.name,
-            links: Vec::new(),
-            instrumentation_library: InstrumentationLibrary::default(),
-            span_kind: "INTERNAL".into(),
-            same_process_as_parent_span: Some(BoolValue { value: true }),
-            status: Some(status),
-            time_events: Some(TimeEvents {
-                time_event: event.into_iter().collect(),
-            }),
-        }
-    }
-
-    fn to_data(&self, end_time: f64, status: Option<SpanStatus>) -> SpanData {
-        let Some(r) = &self.record else {
-            return SpanData::default();
-        };
-        let mut attributes = r.attributes.clone();
-        attributes.insert("genkit:path".into(), Value::from(r.decorated_path.clone()));
-        SpanData {
-            span_id: self.ctx.info.span_id.to_string(),
-            trace_id: self.ctx.info.trace_id.to_string(),
-            parent_span_id: r.parent.map(|p| p.to_string()),
-            start_time: r.start_time,
-            end_time,
-            attributes,
-            display_name: r.name.clone(),
-            links: Vec::new(),
-            instrumentation_library: InstrumentationLibrary::default(),
-            span_kind: "INTERNAL".into(),
-            same_process_as_parent_span: Some(BoolValue { value: true }),
-            status,
-            time_events: None,
+            let now = now_ms();
+            r.end_time = Some(now);
+            r.failure = Some(SpanFailure {
+                status: error.status().name(),
+                message: error.to_string(),
+                stack: error.stack(),
+                time: now,
+                is_source,
+            });
+            processor::emit_end(*r);
         }
     }
 }
@@ -387,8 +306,10 @@ where
     F: Future<Output = Result<T>>,
 {
     let mut span = Span::start(&opts);
-    if let Some(input) = input {
-        span.set_input(input);
+    if let Some(input) = input
+        && span.is_recording()
+    {
+        span.set_input(input.clone());
     }
     let mut frame = Frame::current();
     frame.span = Some(span.ctx());
@@ -407,7 +328,7 @@ where
 
 /// A flow step: runs `fut` in a `flowStep` span named `name`, so it appears as
 /// a child of the running flow in the trace (Genkit's `run`).
-pub async fn run<T, F>(name: impl Into<String>, fut: F) -> Result<T>
+pub async fn run<T, F>(name: impl Into<Arc<str>>, fut: F) -> Result<T>
 where
     T: Serialize,
     F: Future<Output = Result<T>>,

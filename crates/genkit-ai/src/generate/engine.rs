@@ -1,0 +1,475 @@
+//! The tool loop (Genkit's `generateHelper` / `generateActionTurn`): one
+//! `generate` span per turn; each turn resolves model, tools and format,
+//! calls the model through the middleware chain, and leaves by one of three
+//! exits — (A) no tool requests or `returnToolRequests`, (B) too many turns
+//! (`ABORTED`, checked before any tool runs), (C) a tool interrupted — or
+//! runs the tools and recurses into the next turn.
+
+use super::options::ToolErrorPolicy;
+use super::tools::{
+    ResumeOutcome, ToolRun, resolve_resume, resolve_tool_requests, resolve_tools, tool_map,
+};
+use crate::formats::{FormatHandler, Formats, apply_format};
+use crate::middleware::{
+    GenerateCallCtx, GenerateEnvelope, GenerateMiddleware, GenerateModelHook, GenerateNext,
+    ModelCallCtx, ModelFn, ModelMiddleware, ModelNext,
+};
+use crate::model::{call_model, lookup_model, model_info};
+use crate::tool::to_tool_definition;
+use crate::types::{
+    FinishReason, GenerateActionOptions, GenerateRequest, GenerateResponse, GenerateResponseChunk,
+    Message, Metadata, OutputConfig, Role,
+};
+use futures::future::BoxFuture;
+use genkit_core::schema::SchemaValidator;
+use genkit_core::tracing::{SpanOptions, SpanType, in_span, is_recording};
+use genkit_core::{ActionKind, DynAction, Error, Registry, Result, RunOptions, StatusCode};
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use std::sync::{Arc, OnceLock};
+
+/// Default limit of tool-loop turns.
+pub const DEFAULT_MAX_TURNS: u32 = 5;
+
+pub(crate) fn default_formats() -> &'static Formats {
+    static FORMATS: OnceLock<Formats> = OnceLock::new();
+    FORMATS.get_or_init(Formats::default)
+}
+
+/// Stamps streamed chunks with their message index and role: the index moves
+/// on whenever the role changes (model → tool → model ...), across turns.
+#[derive(Default)]
+pub(crate) struct ChunkIndexer {
+    state: Mutex<(u32, Option<Role>)>,
+}
+
+impl ChunkIndexer {
+    fn stamp(&self, role: Role, chunk: &mut GenerateResponseChunk) {
+        let mut s = self.state.lock();
+        if let Some(prev) = s.1
+            && prev != role
+        {
+            s.0 += 1;
+        }
+        s.1 = Some(role);
+        chunk.index = Some(s.0);
+        chunk.role = Some(role);
+    }
+}
+
+/// Everything one generate call shares across its turns.
+pub(crate) struct Engine {
+    pub(crate) registry: Registry,
+    pub(crate) middleware: Arc<[Arc<dyn GenerateMiddleware>]>,
+    model_hooks: Arc<[Arc<dyn ModelMiddleware>]>,
+    pub(crate) tool_errors: ToolErrorPolicy,
+    indexer: ChunkIndexer,
+}
+
+impl Engine {
+    pub(crate) fn new(
+        registry: Registry,
+        middleware: Vec<Arc<dyn GenerateMiddleware>>,
+        tool_errors: ToolErrorPolicy,
+    ) -> Arc<Self> {
+        let model_hooks: Vec<Arc<dyn ModelMiddleware>> = middleware
+            .iter()
+            .map(|m| Arc::new(GenerateModelHook(m.clone())) as Arc<dyn ModelMiddleware>)
+            .collect();
+        Arc::new(Self {
+            registry,
+            middleware: middleware.into(),
+            model_hooks: model_hooks.into(),
+            tool_errors,
+            indexer: ChunkIndexer::default(),
+        })
+    }
+
+    /// One turn in its own `generate` span (recursion gives one nested span per turn).
+    pub(crate) fn helper(
+        self: Arc<Self>,
+        raw: GenerateActionOptions,
+        turn: u32,
+        message_index: u32,
+        ctx: GenerateCallCtx,
+    ) -> BoxFuture<'static, Result<GenerateResponse>> {
+        Box::pin(async move {
+            let name = raw
+                .step_name
+                .clone()
+                .unwrap_or_else(|| "generate".to_owned());
+            let input = if is_recording() {
+                serde_json::to_value(&raw).ok()
+            } else {
+                None
+            };
+            let fut = self.run_middleware(raw, turn, message_index, ctx);
+            in_span(SpanOptions::new(name, SpanType::Util), input.as_ref(), fut).await
+        })
+    }
+
+    /// The generate-level middleware chain around one turn.
+    async fn run_middleware(
+        self: Arc<Self>,
+        raw: GenerateActionOptions,
+        turn: u32,
+        message_index: u32,
+        ctx: GenerateCallCtx,
+    ) -> Result<GenerateResponse> {
+        if self.middleware.is_empty() {
+            return self.turn(raw, turn, message_index, ctx).await;
+        }
+        let engine = self.clone();
+        let tail = Arc::new(move |env: GenerateEnvelope, ctx: GenerateCallCtx| {
+            engine
+                .clone()
+                .turn(env.request, env.current_turn, env.message_index, ctx)
+        });
+        let env = GenerateEnvelope {
+            request: raw,
+            current_turn: turn,
+            message_index,
+        };
+        GenerateNext::new(self.middleware.clone(), tail)
+            .run(env, ctx)
+            .await
+    }
+
+    fn emit(&self, ctx: &GenerateCallCtx, role: Role, mut chunk: GenerateResponseChunk) {
+        if let Some(cb) = &ctx.on_chunk {
+            self.indexer.stamp(role, &mut chunk);
+            cb(chunk);
+        }
+    }
+
+    /// One turn of the loop.
+    fn turn(
+        self: Arc<Self>,
+        raw: GenerateActionOptions,
+        turn: u32,
+        message_index: u32,
+        ctx: GenerateCallCtx,
+    ) -> BoxFuture<'static, Result<GenerateResponse>> {
+        Box::pin(async move { self.turn_inner(raw, turn, message_index, ctx).await })
+    }
+
+    async fn turn_inner(
+        self: Arc<Self>,
+        mut raw: GenerateActionOptions,
+        turn: u32,
+        message_index: u32,
+        ctx: GenerateCallCtx,
+    ) -> Result<GenerateResponse> {
+        // Resolve the model, the tools (plus middleware tools) and the format.
+        let model = self.resolve_model(raw.model.as_deref()).await?;
+        let mut tools =
+            resolve_tools(&self.registry, raw.tools.as_deref().unwrap_or_default()).await?;
+        for m in self.middleware.iter() {
+            tools.extend(m.tools());
+        }
+        apply_format(&mut raw, default_formats())
+            .map_err(|e| Error::invalid_argument(e.to_string()))?;
+        // Overlapping tool names are refused before the model is called.
+        let tools_by_name = tool_map(&tools)?;
+
+        if raw.resume.is_some() {
+            match resolve_resume(&self, &raw, &tools_by_name, &ctx).await? {
+                ResumeOutcome::Interrupted(message) => {
+                    return Err(Error::failed_precondition(
+                        "One or more tools triggered an interrupt during a restarted execution.",
+                    )
+                    .with_details(json!({ "message": message })));
+                }
+                ResumeOutcome::Resumed {
+                    request,
+                    tool_message,
+                } => {
+                    self.emit(
+                        &ctx,
+                        Role::Tool,
+                        GenerateResponseChunk::new(tool_message.content.clone()),
+                    );
+                    return self.helper(*request, turn, message_index + 1, ctx).await;
+                }
+            }
+        }
+
+        let request = self.to_model_request(&raw, &tools, &model);
+        let output_schema = request.output.as_ref().and_then(|o| o.schema.clone());
+        let format_name = request.output.as_ref().and_then(|o| o.format.clone());
+        let is_background = model.desc().kind == ActionKind::BackgroundModel;
+
+        let mut response = self.dispatch_model(&model, request.clone(), &ctx).await?;
+        if is_background {
+            return Ok(response);
+        }
+        assert_valid(&response)?;
+        let mut message = response
+            .message
+            .take()
+            .or_else(|| response.message().cloned())
+            .unwrap_or_else(|| Message::new(Role::Model, Vec::<crate::types::Part>::new()));
+        annotate_output_format(&mut message, request.output.as_ref());
+        let finish = Finished { response, request };
+
+        let has_tool_requests = message.content.iter().any(|p| p.is_tool_request());
+        // Exit A: nothing to run, or the caller runs tools itself.
+        if raw.return_tool_requests == Some(true) || !has_tool_requests {
+            if !has_tool_requests {
+                validate_output(&message, format_name.as_deref(), output_schema.as_ref())?;
+            }
+            return Ok(finish.into_response(message));
+        }
+        // Exit B: the loop guard, before any tool runs.
+        let max_turns = raw.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
+        if turn + 1 > max_turns {
+            let request_json = serde_json::to_value(&finish.request).unwrap_or(Value::Null);
+            let response = finish.into_response(message);
+            return Err(Error::new(
+                StatusCode::Aborted,
+                format!("Exceeded maximum tool call iterations ({max_turns})"),
+            )
+            .with_details(json!({
+                "response": serde_json::to_value(&response).unwrap_or(Value::Null),
+                "request": request_json,
+            })));
+        }
+        match resolve_tool_requests(&self, &raw, &message, &tools_by_name, &ctx).await? {
+            // Exit C: a tool interrupted.
+            ToolRun::Interrupted(revised) => {
+                let mut response = finish.into_response(revised);
+                response.finish_reason = Some(FinishReason::Interrupted);
+                response.finish_message =
+                    Some("One or more tool calls resulted in interrupts.".into());
+                Ok(response)
+            }
+            ToolRun::Completed(tool_message) => {
+                if let Some(tm) = &tool_message {
+                    self.emit(
+                        &ctx,
+                        Role::Tool,
+                        GenerateResponseChunk::new(tm.content.clone()),
+                    );
+                }
+                let mut next = raw;
+                next.messages.push(message);
+                if let Some(tm) = tool_message {
+                    next.messages.push(tm);
+                }
+                self.helper(next, turn + 1, message_index + 1, ctx).await
+            }
+        }
+    }
+
+    async fn resolve_model(&self, name: Option<&str>) -> Result<DynAction> {
+        let name = match name {
+            Some(n) => n.to_owned(),
+            None => self
+                .registry
+                .lookup_value("defaultModel", "defaultModel")
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .ok_or_else(|| {
+                    Error::invalid_argument("Must supply a `model` to `generate()` calls.")
+                })?,
+        };
+        lookup_model(&self.registry, &name).await
+    }
+
+    /// Genkit's `actionToGenerateRequest`.
+    fn to_model_request(
+        &self,
+        raw: &GenerateActionOptions,
+        tools: &[DynAction],
+        model: &DynAction,
+    ) -> GenerateRequest {
+        let info = model_info(model);
+        let supports = info.as_ref().and_then(|i| i.supports.as_ref());
+        if !tools.is_empty() && supports.is_some_and(|s| s.tools != Some(true)) {
+            tracing::warn!(
+                "The model '{}' does not support tools (you set: {} tools). The model may not behave the way you expect.",
+                model.name(),
+                tools.len()
+            );
+        }
+        if let Some(choice) = raw.tool_choice
+            && supports.is_some_and(|s| s.tool_choice != Some(true))
+        {
+            tracing::warn!(
+                "The model '{}' does not support the 'toolChoice' option (you set: {choice:?}). The model may not behave the way you expect.",
+                model.name()
+            );
+        }
+        let output = match &raw.output {
+            Some(o) => OutputConfig {
+                format: o.format.clone(),
+                schema: o.json_schema.clone(),
+                constrained: o.constrained,
+                content_type: o.content_type.clone(),
+            },
+            None => OutputConfig::default(),
+        };
+        GenerateRequest {
+            messages: raw.messages.clone(),
+            config: raw.config.clone(),
+            tools: Some(tools.iter().map(|t| to_tool_definition(t.desc())).collect()),
+            tool_choice: raw.tool_choice,
+            output: Some(output),
+            docs: raw.docs.clone(),
+            candidates: None,
+        }
+    }
+
+    /// The model chain: generate middleware's model hooks, then the model
+    /// action (which applies its own middleware inside its span).
+    async fn dispatch_model(
+        self: &Arc<Self>,
+        model: &DynAction,
+        request: GenerateRequest,
+        ctx: &GenerateCallCtx,
+    ) -> Result<GenerateResponse> {
+        // Model chunks are stamped with the model message's index and role.
+        let on_chunk = ctx.on_chunk.clone().map(|cb| {
+            let engine = self.clone();
+            Arc::new(move |mut chunk: GenerateResponseChunk| {
+                engine.indexer.stamp(Role::Model, &mut chunk);
+                cb(chunk)
+            }) as genkit_core::action::ChunkCallback<GenerateResponseChunk>
+        });
+        let mctx = ModelCallCtx {
+            on_chunk,
+            context: ctx.context.clone(),
+            cancel: ctx.cancel.clone(),
+        };
+        let model = model.clone();
+        let is_background = model.desc().kind == ActionKind::BackgroundModel;
+        let tail: ModelFn = Arc::new(move |req, mctx: ModelCallCtx| {
+            let model = model.clone();
+            Box::pin(async move {
+                if is_background {
+                    let out = model
+                        .run_json(
+                            serde_json::to_value(&req)?,
+                            RunOptions::new().context(mctx.context).cancel(mctx.cancel),
+                        )
+                        .await?;
+                    let operation = serde_json::from_value(out.output).map_err(|e| {
+                        Error::internal(format!(
+                            "background model returned an invalid operation: {e}"
+                        ))
+                    })?;
+                    return Ok(GenerateResponse {
+                        operation: Some(operation),
+                        request: Some(req),
+                        ..GenerateResponse::default()
+                    });
+                }
+                call_model(&model, req, &mctx).await
+            })
+        });
+        ModelNext::new(self.model_hooks.clone(), tail)
+            .run(request, mctx)
+            .await
+    }
+}
+
+/// The parts of a model response that outlive the message.
+struct Finished {
+    response: GenerateResponse,
+    request: GenerateRequest,
+}
+
+impl Finished {
+    /// The response as Genkit's `GenerateResponse.toJSON()` shapes it:
+    /// message, finish reason and message, usage and custom (`{}` when
+    /// absent), the request, and the operation if any.
+    fn into_response(self, message: Message) -> GenerateResponse {
+        let r = self.response;
+        GenerateResponse {
+            message: Some(message),
+            finish_reason: r.finish_reason,
+            finish_message: r.finish_message.filter(|m| !m.is_empty()),
+            latency_ms: None,
+            usage: Some(r.usage.unwrap_or_default()),
+            custom: Some(
+                r.custom
+                    .unwrap_or_else(|| Value::Object(Default::default())),
+            ),
+            raw: None,
+            request: Some(self.request),
+            operation: r.operation,
+            candidates: None,
+        }
+    }
+}
+
+/// A response must carry a message (or an operation) and must not be blocked.
+fn assert_valid(response: &GenerateResponse) -> Result<()> {
+    if response.finish_reason() == Some(FinishReason::Blocked) {
+        let msg = match response.finish_message.as_deref() {
+            Some(m) => format!("Generation blocked: {m}"),
+            None => "Generation blocked.".to_owned(),
+        };
+        return Err(Error::failed_precondition(msg).with_details(
+            json!({"response": serde_json::to_value(response).unwrap_or(Value::Null)}),
+        ));
+    }
+    if response.message().is_none() && response.operation.is_none() {
+        return Err(Error::failed_precondition(format!(
+            "Model did not generate a message. Finish reason: '{}': {}",
+            response
+                .finish_reason()
+                .map(|f| f.as_str())
+                .unwrap_or("undefined"),
+            response.finish_message.as_deref().unwrap_or("undefined"),
+        ))
+        .with_details(json!({"response": serde_json::to_value(response).unwrap_or(Value::Null)})));
+    }
+    Ok(())
+}
+
+/// Genkit notes the output format on the generated message.
+fn annotate_output_format(message: &mut Message, output: Option<&OutputConfig>) {
+    let Some(o) = output else { return };
+    if o.format.is_none() && o.content_type.is_none() {
+        return;
+    }
+    let mut out = Metadata::new();
+    if let Some(ct) = &o.content_type {
+        out.insert("contentType".into(), Value::from(ct.clone()));
+    }
+    if let Some(f) = &o.format {
+        out.insert("format".into(), Value::from(f.clone()));
+    }
+    message
+        .metadata
+        .get_or_insert_with(Metadata::new)
+        .insert("generate".into(), json!({ "output": out }));
+}
+
+/// The handler that parses output of `format` for `schema`.
+pub(crate) fn format_handler(
+    format: Option<&str>,
+    schema: Option<&Value>,
+) -> Result<Option<Box<dyn FormatHandler>>> {
+    let Some(f) = default_formats()
+        .resolve(format, schema.is_some())
+        .map_err(|e| Error::invalid_argument(e.to_string()))?
+    else {
+        return Ok(None);
+    };
+    f.handler(schema)
+        .map(Some)
+        .map_err(|e| Error::invalid_argument(e.to_string()))
+}
+
+/// With an output schema, the final message's parsed output must conform.
+fn validate_output(message: &Message, format: Option<&str>, schema: Option<&Value>) -> Result<()> {
+    let Some(schema) = schema else { return Ok(()) };
+    let output = match format_handler(format, Some(schema))? {
+        Some(h) => h
+            .parse_message(message)
+            .map_err(|e| Error::invalid_argument(e.to_string()))?,
+        None => message.output().unwrap_or(Value::Null),
+    };
+    SchemaValidator::compile(schema)?.validate(&output)
+}

@@ -1,0 +1,157 @@
+//! `generate`: model calls with the automatic tool loop, structured output,
+//! streaming and middleware; and the `/util/generate` action that exposes the
+//! same engine to Genkit's tools.
+
+mod engine;
+mod options;
+mod stream;
+mod tools;
+
+pub use engine::DEFAULT_MAX_TURNS;
+pub use options::{GenerateOptions, ToolErrorPolicy};
+pub use stream::{GenerateChunk, GenerateStream};
+
+use crate::middleware::{GenerateCallCtx, GenerateMiddleware, resolve_middleware};
+use crate::tool::ToolArg;
+use crate::types::{GenerateActionOptions, GenerateResponse, GenerateResponseChunk};
+use engine::Engine;
+use genkit_core::action::{ActionCtx, ChunkCallback};
+use genkit_core::tracing::{current_cancellation, current_context};
+use genkit_core::{Action, ActionDesc, ActionKind, ActionStream, Error, Registry, Result};
+use serde::de::DeserializeOwned;
+use std::sync::Arc;
+
+/// Generates a response, running requested tools until the model answers
+/// (up to `max_turns`).
+pub async fn generate(registry: &Registry, options: GenerateOptions) -> Result<GenerateResponse> {
+    run(registry, options, None).await
+}
+
+/// Like [`generate`], streaming chunks; read them from the returned stream,
+/// then call [`GenerateStream::response`].
+pub fn generate_stream(registry: &Registry, options: GenerateOptions) -> GenerateStream {
+    let format = options.output.as_ref().and_then(|o| o.format.clone());
+    let schema = options.output.as_ref().and_then(|o| o.json_schema.clone());
+    let registry = registry.clone();
+    let inner = ActionStream::new(move |cb| {
+        Box::pin(async move { run(&registry, options, Some(cb)).await })
+    });
+    GenerateStream::new(inner, format.as_deref(), schema.as_ref())
+}
+
+async fn run(
+    registry: &Registry,
+    options: GenerateOptions,
+    on_chunk: Option<ChunkCallback<GenerateResponseChunk>>,
+) -> Result<GenerateResponse> {
+    // A child registry per call holds the tools given by value.
+    let child = registry.child();
+    let mut tool_names = Vec::with_capacity(options.tools.len());
+    for tool in &options.tools {
+        match tool {
+            ToolArg::Name(n) => tool_names.push(n.clone()),
+            ToolArg::Action(a) => {
+                let key = a.key();
+                match child.lookup_action(&key).await? {
+                    Some(existing) if Arc::ptr_eq(&existing, a) => {}
+                    Some(_) if child.registered_actions().contains_key(&key) => {
+                        return Err(Error::invalid_argument(format!(
+                            "Cannot provide two tools with the same name: '{}'",
+                            a.name()
+                        )));
+                    }
+                    _ => {
+                        child.register(a.clone())?;
+                    }
+                }
+                tool_names.push(a.name().to_owned());
+            }
+        }
+    }
+    let raw = options.to_action_options(tool_names)?;
+    let ctx = GenerateCallCtx {
+        on_chunk,
+        context: options.context.clone().unwrap_or_else(current_context),
+        cancel: options
+            .cancel
+            .clone()
+            .or_else(current_cancellation)
+            .unwrap_or_default(),
+    };
+    let engine = Engine::new(child, options.middleware.clone(), options.tool_errors);
+    engine.helper(raw, 0, 0, ctx).await
+}
+
+/// Runs the engine on serializable options (what `/util/generate` does),
+/// resolving middleware named in `options.use`.
+pub async fn generate_action_options(
+    registry: &Registry,
+    options: GenerateActionOptions,
+    extra_middleware: Vec<Arc<dyn GenerateMiddleware>>,
+    ctx: ActionCtx<GenerateResponseChunk>,
+) -> Result<GenerateResponse> {
+    let child = registry.child();
+    let mut middleware = Vec::new();
+    for r in options.middleware.iter().flatten() {
+        middleware.push(resolve_middleware(&child, &r.name, r.config.as_ref())?);
+    }
+    middleware.extend(extra_middleware);
+    let call = GenerateCallCtx {
+        on_chunk: ctx.chunks.callback(),
+        context: ctx.context,
+        cancel: ctx.cancel,
+    };
+    let engine = Engine::new(child, middleware, ToolErrorPolicy::Fail);
+    engine.helper(options, 0, 0, call).await
+}
+
+/// The typed `/util/generate` action.
+pub type GenerateAction = Action<GenerateActionOptions, GenerateResponse, GenerateResponseChunk>;
+
+/// Registers `/util/generate`: the whole engine as an action, so Genkit's
+/// tools (and remote callers) can run it on JSON options.
+pub fn define_generate_action(registry: &Registry) -> Result<GenerateAction> {
+    let mut desc = ActionDesc::new(ActionKind::Util, "generate");
+    desc.input_schema = Some(genkit_core::schema::schema_for::<GenerateActionOptions>());
+    desc.output_schema = Some(genkit_core::schema::schema_for::<GenerateResponse>());
+    desc.stream_schema = Some(genkit_core::schema::schema_for::<GenerateResponseChunk>());
+    let reg = registry.clone();
+    let action = Action::from_desc(desc, move |options: GenerateActionOptions, ctx| {
+        let reg = reg.clone();
+        async move { generate_action_options(&reg, options, Vec::new(), ctx).await }
+    })?;
+    registry.register(&action)?;
+    Ok(action)
+}
+
+impl GenerateResponse {
+    /// The structured output, parsed with the request's output format
+    /// (`json`, `array`, `enum`, `jsonl`, `text`) and converted to `T`.
+    pub fn output<T: DeserializeOwned>(&self) -> Result<T> {
+        let value = self.output_value()?;
+        serde_json::from_value(value).map_err(|e| {
+            Error::invalid_argument(format!(
+                "the model output does not fit the requested type: {e}"
+            ))
+        })
+    }
+
+    /// The structured output as JSON, parsed with the request's output format
+    /// (without one: a data part, or JSON found in the text).
+    pub fn output_value(&self) -> Result<serde_json::Value> {
+        let message = self
+            .message()
+            .ok_or_else(|| Error::failed_precondition("the response has no message"))?;
+        let output = self.request.as_ref().and_then(|r| r.output.as_ref());
+        let format = output.and_then(|o| o.format.as_deref());
+        let schema = output.and_then(|o| o.schema.as_ref());
+        match engine::format_handler(format, schema)? {
+            Some(h) => h
+                .parse_message(message)
+                .map_err(|e| Error::invalid_argument(e.to_string())),
+            None => message
+                .output()
+                .ok_or_else(|| Error::invalid_argument("the model output holds no JSON")),
+        }
+    }
+}

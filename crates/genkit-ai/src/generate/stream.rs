@@ -1,0 +1,140 @@
+//! Streaming generate: chunks as they come, each with the text accumulated
+//! so far in its message and the partially parsed structured output, then
+//! the final response.
+
+use super::engine::format_handler;
+use crate::formats::{ChunkParseContext, FormatHandler};
+use crate::types::{GenerateResponse, GenerateResponseChunk};
+use futures::Stream;
+use genkit_core::{ActionStream, Error, Result};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+/// A streamed chunk with what has accumulated in its message so far.
+#[derive(Debug, Clone)]
+pub struct GenerateChunk {
+    chunk: GenerateResponseChunk,
+    accumulated_text: String,
+    output: Option<Value>,
+}
+
+impl GenerateChunk {
+    /// The wire chunk.
+    pub fn chunk(&self) -> &GenerateResponseChunk {
+        &self.chunk
+    }
+
+    /// The wire chunk, owned.
+    pub fn into_chunk(self) -> GenerateResponseChunk {
+        self.chunk
+    }
+
+    /// This chunk's text.
+    pub fn text(&self) -> String {
+        self.chunk.text()
+    }
+
+    /// All text of this chunk's message so far.
+    pub fn accumulated_text(&self) -> &str {
+        &self.accumulated_text
+    }
+
+    /// The message index (across tool-loop turns).
+    pub fn index(&self) -> u32 {
+        self.chunk.index.unwrap_or(0)
+    }
+
+    /// The structured output parsed so far (when an output format is set).
+    pub fn output(&self) -> Option<&Value> {
+        self.output.as_ref()
+    }
+
+    /// The structured output so far as `T`.
+    pub fn output_as<T: DeserializeOwned>(&self) -> Result<Option<T>> {
+        self.output
+            .clone()
+            .map(serde_json::from_value)
+            .transpose()
+            .map_err(|e| {
+                Error::invalid_argument(format!("partial output does not fit the type: {e}"))
+            })
+    }
+}
+
+impl std::ops::Deref for GenerateChunk {
+    type Target = GenerateResponseChunk;
+    fn deref(&self) -> &GenerateResponseChunk {
+        &self.chunk
+    }
+}
+
+/// The stream of a `generate_stream` call.
+pub struct GenerateStream {
+    inner: ActionStream<GenerateResponseChunk, GenerateResponse>,
+    parser: Option<Box<dyn FormatHandler>>,
+    current_index: Option<u32>,
+    accumulated: String,
+    previous: Vec<GenerateResponseChunk>,
+}
+
+impl GenerateStream {
+    pub(crate) fn new(
+        inner: ActionStream<GenerateResponseChunk, GenerateResponse>,
+        format: Option<&str>,
+        schema: Option<&Value>,
+    ) -> Self {
+        // A bad format is reported by the run itself; here it only means no parsing.
+        let parser = format_handler(format, schema).ok().flatten();
+        Self {
+            inner,
+            parser,
+            current_index: None,
+            accumulated: String::new(),
+            previous: Vec::new(),
+        }
+    }
+
+    /// Runs to completion (dropping chunks not yet read) and returns the response.
+    pub async fn response(self) -> Result<GenerateResponse> {
+        self.inner.output().await
+    }
+
+    fn enrich(&mut self, chunk: GenerateResponseChunk) -> GenerateChunk {
+        let index = chunk.index.unwrap_or(0);
+        if self.current_index != Some(index) {
+            self.current_index = Some(index);
+            self.accumulated.clear();
+            self.previous.clear();
+        }
+        self.accumulated.push_str(&chunk.text());
+        let output = self.parser.as_ref().and_then(|p| {
+            p.parse_chunk(&ChunkParseContext::new(&chunk, &self.previous))
+                .ok()
+                .flatten()
+        });
+        if self.parser.is_some() {
+            self.previous.push(chunk.clone());
+        }
+        GenerateChunk {
+            chunk,
+            accumulated_text: self.accumulated.clone(),
+            output,
+        }
+    }
+}
+
+impl Stream for GenerateStream {
+    type Item = Result<GenerateChunk>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        match Pin::new(&mut this.inner).poll_next(cx) {
+            Poll::Ready(Some(Ok(chunk))) => Poll::Ready(Some(Ok(this.enrich(chunk)))),
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e))),
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}

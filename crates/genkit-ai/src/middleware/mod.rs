@@ -1,0 +1,344 @@
+//! Middleware: onion chains around a model call, a whole generate turn, or a
+//! tool execution — one shape, different tails (Genkit's `dispatchModel` /
+//! `dispatchGenerate` / tool dispatch).
+//!
+//! - [`ModelMiddleware`] wraps one model call; models carry their own
+//!   (`ModelOptions::use_middleware`) and generate calls can add more.
+//! - [`GenerateMiddleware`] has three hooks (`generate`, `model`, `tool`) and
+//!   may contribute tools.
+//!
+//! Each hook receives a `next` handle: call `next.run(...)` to go one layer
+//! inward, change the request on the way in or the response on the way out,
+//! or not call it at all. `next` is cloneable, so a layer may call it again
+//! (retry) or not at all (cache, fallback).
+
+mod builtins;
+
+pub use builtins::{
+    AugmentWithContext, DownloadMedia, Fallback, Retry, SimulateConstrainedGeneration,
+    SimulateSystemPrompt, ValidateSupport, augment_with_context, download_request_media, fallback,
+    retry, simulate_constrained_generation, simulate_system_prompt, validate_support,
+};
+
+use crate::types::{
+    GenerateActionOptions, GenerateRequest, GenerateResponse, GenerateResponseChunk, Part,
+};
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use genkit_core::action::ChunkCallback;
+use genkit_core::{ActionContext, CancellationToken, DynAction, Result};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// What a model call carries besides the request.
+#[derive(Clone, Default)]
+pub struct ModelCallCtx {
+    /// Receives the model's stream chunks (absent when not streaming).
+    pub on_chunk: Option<ChunkCallback<GenerateResponseChunk>>,
+    /// The action context.
+    pub context: ActionContext,
+    /// Cancelled when the caller cancels.
+    pub cancel: CancellationToken,
+}
+
+/// The rest of a model chain, ending in the model itself.
+pub type ModelFn = Arc<
+    dyn Fn(GenerateRequest, ModelCallCtx) -> BoxFuture<'static, Result<GenerateResponse>>
+        + Send
+        + Sync,
+>;
+
+/// Wraps one model call.
+#[async_trait]
+pub trait ModelMiddleware: Send + Sync + 'static {
+    /// Handles the call; `next.run(req, ctx)` continues inward.
+    async fn call(
+        &self,
+        req: GenerateRequest,
+        ctx: ModelCallCtx,
+        next: ModelNext,
+    ) -> Result<GenerateResponse>;
+}
+
+/// The inner layers of a model chain.
+#[derive(Clone)]
+pub struct ModelNext {
+    chain: Arc<[Arc<dyn ModelMiddleware>]>,
+    index: usize,
+    tail: ModelFn,
+}
+
+impl ModelNext {
+    /// A chain of `middleware` (outermost first) ending in `tail`.
+    pub fn new(middleware: Arc<[Arc<dyn ModelMiddleware>]>, tail: ModelFn) -> Self {
+        Self {
+            chain: middleware,
+            index: 0,
+            tail,
+        }
+    }
+
+    /// Runs the remaining layers.
+    pub fn run(
+        self,
+        req: GenerateRequest,
+        ctx: ModelCallCtx,
+    ) -> BoxFuture<'static, Result<GenerateResponse>> {
+        match self.chain.get(self.index).cloned() {
+            None => (self.tail)(req, ctx),
+            Some(layer) => {
+                let next = ModelNext {
+                    chain: self.chain,
+                    index: self.index + 1,
+                    tail: self.tail,
+                };
+                Box::pin(async move { layer.call(req, ctx, next).await })
+            }
+        }
+    }
+}
+
+/// A closure `|req, ctx, next| async { ... }` is a model middleware.
+#[async_trait]
+impl<F, Fut> ModelMiddleware for F
+where
+    F: Fn(GenerateRequest, ModelCallCtx, ModelNext) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<GenerateResponse>> + Send + 'static,
+{
+    async fn call(
+        &self,
+        req: GenerateRequest,
+        ctx: ModelCallCtx,
+        next: ModelNext,
+    ) -> Result<GenerateResponse> {
+        self(req, ctx, next).await
+    }
+}
+
+/// One generate turn as generate-level middleware sees it.
+#[derive(Debug, Clone)]
+pub struct GenerateEnvelope {
+    /// The options of this turn (messages so far, tools, output...).
+    pub request: GenerateActionOptions,
+    /// 0 for the first turn of the tool loop.
+    pub current_turn: u32,
+    /// Index of the message this turn will produce.
+    pub message_index: u32,
+}
+
+/// What a generate turn carries besides its envelope.
+#[derive(Clone, Default)]
+pub struct GenerateCallCtx {
+    /// Receives stream chunks of this turn and later ones.
+    pub on_chunk: Option<ChunkCallback<GenerateResponseChunk>>,
+    /// The action context.
+    pub context: ActionContext,
+    /// Cancelled when the caller cancels.
+    pub cancel: CancellationToken,
+}
+
+/// The rest of a generate chain, ending in the turn itself.
+pub type GenerateFn = Arc<
+    dyn Fn(GenerateEnvelope, GenerateCallCtx) -> BoxFuture<'static, Result<GenerateResponse>>
+        + Send
+        + Sync,
+>;
+
+/// The inner layers of a generate chain.
+#[derive(Clone)]
+pub struct GenerateNext {
+    chain: Arc<[Arc<dyn GenerateMiddleware>]>,
+    index: usize,
+    tail: GenerateFn,
+}
+
+impl GenerateNext {
+    pub(crate) fn new(chain: Arc<[Arc<dyn GenerateMiddleware>]>, tail: GenerateFn) -> Self {
+        Self {
+            chain,
+            index: 0,
+            tail,
+        }
+    }
+
+    /// Runs the remaining layers.
+    pub fn run(
+        self,
+        env: GenerateEnvelope,
+        ctx: GenerateCallCtx,
+    ) -> BoxFuture<'static, Result<GenerateResponse>> {
+        match self.chain.get(self.index).cloned() {
+            None => (self.tail)(env, ctx),
+            Some(layer) => {
+                let next = GenerateNext {
+                    chain: self.chain,
+                    index: self.index + 1,
+                    tail: self.tail,
+                };
+                Box::pin(async move { layer.generate(env, ctx, next).await })
+            }
+        }
+    }
+}
+
+/// What a tool execution carries besides the tool request part.
+#[derive(Clone, Default)]
+pub struct ToolCallCtx {
+    /// The action context.
+    pub context: ActionContext,
+    /// Cancelled when the caller cancels.
+    pub cancel: CancellationToken,
+    /// The tool request part's metadata (`resumed` after a restart).
+    pub metadata: Option<Value>,
+}
+
+/// The rest of a tool chain, ending in the tool itself. Returns the tool
+/// response part, or `None` if a layer decided there is none.
+pub type ToolFn =
+    Arc<dyn Fn(Part, ToolCallCtx) -> BoxFuture<'static, Result<Option<Part>>> + Send + Sync>;
+
+/// The inner layers of a tool chain.
+#[derive(Clone)]
+pub struct ToolNext {
+    chain: Arc<[Arc<dyn GenerateMiddleware>]>,
+    index: usize,
+    tail: ToolFn,
+}
+
+impl ToolNext {
+    pub(crate) fn new(chain: Arc<[Arc<dyn GenerateMiddleware>]>, tail: ToolFn) -> Self {
+        Self {
+            chain,
+            index: 0,
+            tail,
+        }
+    }
+
+    /// Runs the remaining layers.
+    pub fn run(self, part: Part, ctx: ToolCallCtx) -> BoxFuture<'static, Result<Option<Part>>> {
+        match self.chain.get(self.index).cloned() {
+            None => (self.tail)(part, ctx),
+            Some(layer) => {
+                let next = ToolNext {
+                    chain: self.chain,
+                    index: self.index + 1,
+                    tail: self.tail,
+                };
+                Box::pin(async move { layer.tool(part, ctx, next).await })
+            }
+        }
+    }
+}
+
+/// Middleware for a whole generate call. Every hook defaults to passing
+/// through; implement the ones you need.
+#[async_trait]
+pub trait GenerateMiddleware: Send + Sync + 'static {
+    /// A name for logs and traces.
+    fn name(&self) -> &str {
+        "middleware"
+    }
+
+    /// Wraps each turn of the tool loop.
+    async fn generate(
+        &self,
+        env: GenerateEnvelope,
+        ctx: GenerateCallCtx,
+        next: GenerateNext,
+    ) -> Result<GenerateResponse> {
+        next.run(env, ctx).await
+    }
+
+    /// Wraps each model call.
+    async fn model(
+        &self,
+        req: GenerateRequest,
+        ctx: ModelCallCtx,
+        next: ModelNext,
+    ) -> Result<GenerateResponse> {
+        next.run(req, ctx).await
+    }
+
+    /// Wraps each tool execution.
+    async fn tool(&self, part: Part, ctx: ToolCallCtx, next: ToolNext) -> Result<Option<Part>> {
+        next.run(part, ctx).await
+    }
+
+    /// Tools this middleware makes available to the model.
+    fn tools(&self) -> Vec<DynAction> {
+        Vec::new()
+    }
+}
+
+/// Uses a [`ModelMiddleware`] as the model hook of a generate middleware.
+pub struct ModelHook<M>(pub M);
+
+#[async_trait]
+impl<M: ModelMiddleware> GenerateMiddleware for ModelHook<M> {
+    fn name(&self) -> &str {
+        "model"
+    }
+
+    async fn model(
+        &self,
+        req: GenerateRequest,
+        ctx: ModelCallCtx,
+        next: ModelNext,
+    ) -> Result<GenerateResponse> {
+        self.0.call(req, ctx, next).await
+    }
+}
+
+/// Adapts the `model` hook of a generate middleware into a model middleware,
+/// so both kinds share one model chain.
+pub(crate) struct GenerateModelHook(pub Arc<dyn GenerateMiddleware>);
+
+#[async_trait]
+impl ModelMiddleware for GenerateModelHook {
+    async fn call(
+        &self,
+        req: GenerateRequest,
+        ctx: ModelCallCtx,
+        next: ModelNext,
+    ) -> Result<GenerateResponse> {
+        self.0.model(req, ctx, next).await
+    }
+}
+
+/// Factory for middleware named in a serializable request
+/// (`GenerateActionOptions.use = [{name, config}]`), registered with
+/// [`define_middleware`].
+pub type MiddlewareFactory =
+    Arc<dyn Fn(Option<&Value>) -> Result<Arc<dyn GenerateMiddleware>> + Send + Sync>;
+
+const MIDDLEWARE_KIND: &str = "middleware";
+
+/// Registers a named middleware factory so requests can refer to it by name
+/// (`{"use": [{"name": "...", "config": {...}}]}`), and lists it under
+/// `/api/values?type=middleware`.
+pub fn define_middleware(
+    registry: &genkit_core::Registry,
+    name: &str,
+    description: &str,
+    factory: impl Fn(Option<&Value>) -> Result<Arc<dyn GenerateMiddleware>> + Send + Sync + 'static,
+) {
+    let factory: MiddlewareFactory = Arc::new(factory);
+    registry.register_object(MIDDLEWARE_KIND, name, Arc::new(factory));
+    registry.register_value(
+        MIDDLEWARE_KIND,
+        name,
+        serde_json::json!({"name": name, "description": description}),
+    );
+}
+
+/// Resolves a middleware named in a request.
+pub(crate) fn resolve_middleware(
+    registry: &genkit_core::Registry,
+    name: &str,
+    config: Option<&Value>,
+) -> Result<Arc<dyn GenerateMiddleware>> {
+    let factory = registry
+        .lookup_object::<MiddlewareFactory>(MIDDLEWARE_KIND, name)
+        .ok_or_else(|| genkit_core::Error::not_found(format!("middleware `{name}` not found")))?;
+    factory(config)
+}

@@ -1,0 +1,394 @@
+//! Models: `define_model` turns a function from [`GenerateRequest`] to
+//! [`GenerateResponse`] into an action of kind `model`, with its capability
+//! metadata and model-level middleware.
+
+use crate::middleware::{
+    ModelCallCtx, ModelFn, ModelMiddleware, ModelNext, augment_with_context,
+    simulate_constrained_generation,
+};
+use crate::types::{
+    GenerateRequest, GenerateResponse, GenerateResponseChunk, GenerationUsage, Message, ModelInfo,
+    ModelStage, ModelSupports, Part, PartKind,
+};
+use genkit_core::action::{ActionCtx, ChunkSender};
+use genkit_core::{
+    Action, ActionDesc, ActionKind, DynAction, Error, Registry, Result, RunOptions, StatusCode,
+};
+use schemars::JsonSchema;
+use serde_json::Value;
+use std::future::Future;
+use std::sync::Arc;
+
+/// What a model function receives besides the request: context, a chunk
+/// sender for streaming, cancellation and trace ids.
+pub type ModelCtx = ActionCtx<GenerateResponseChunk>;
+
+/// The typed action behind a model.
+pub type ModelAction = Action<GenerateRequest, GenerateResponse, GenerateResponseChunk>;
+
+/// How to define a model.
+#[derive(Clone, Default)]
+pub struct ModelOptions {
+    /// The name (`provider/model` for plugin models).
+    pub name: String,
+    /// A human-readable label (defaults to the name).
+    pub label: Option<String>,
+    /// Versions the model accepts in `config.version`.
+    pub versions: Vec<String>,
+    /// What the model can do.
+    pub supports: ModelSupports,
+    /// JSON schema of the model's `config`.
+    pub config_schema: Option<Value>,
+    /// Release stage.
+    pub stage: Option<ModelStage>,
+    /// Model-level middleware, outermost first (the built-in context and
+    /// constrained-output shims are appended after these).
+    pub middleware: Vec<Arc<dyn ModelMiddleware>>,
+}
+
+impl ModelOptions {
+    /// Options for a model named `name`.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Sets the label.
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    /// Sets the supported versions.
+    pub fn versions<S: Into<String>>(mut self, versions: impl IntoIterator<Item = S>) -> Self {
+        self.versions = versions.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the capability flags.
+    pub fn supports(mut self, supports: ModelSupports) -> Self {
+        self.supports = supports;
+        self
+    }
+
+    /// Derives the config schema from `C`.
+    pub fn config_schema<C: JsonSchema>(mut self) -> Self {
+        self.config_schema = Some(genkit_core::schema::schema_for::<C>());
+        self
+    }
+
+    /// Sets the config schema as raw JSON schema.
+    pub fn config_json_schema(mut self, schema: Value) -> Self {
+        self.config_schema = Some(schema);
+        self
+    }
+
+    /// Sets the release stage.
+    pub fn stage(mut self, stage: ModelStage) -> Self {
+        self.stage = Some(stage);
+        self
+    }
+
+    /// Adds model-level middleware (Genkit's `use`).
+    pub fn use_middleware(mut self, middleware: impl ModelMiddleware) -> Self {
+        self.middleware.push(Arc::new(middleware));
+        self
+    }
+
+    /// The `ModelInfo` these options describe.
+    pub fn info(&self) -> ModelInfo {
+        ModelInfo {
+            versions: (!self.versions.is_empty()).then(|| self.versions.clone()),
+            label: Some(self.label.clone().unwrap_or_else(|| self.name.clone())),
+            config_schema: self.config_schema.clone(),
+            supports: Some(self.supports.clone()),
+            stage: self.stage,
+        }
+    }
+
+    fn desc(&self, kind: ActionKind) -> ActionDesc {
+        let info = self.info();
+        let mut model_meta = serde_json::to_value(&info).unwrap_or_default();
+        // Genkit lists the config schema as `customOptions`.
+        if let Value::Object(m) = &mut model_meta
+            && let Some(schema) = m.remove("configSchema")
+        {
+            m.insert("customOptions".into(), schema);
+        }
+        let mut desc = ActionDesc::new(kind, self.name.clone())
+            .with_description(info.label.clone().unwrap_or_default())
+            .with_metadata("model", model_meta);
+        desc.input_schema = Some(genkit_core::schema::schema_for::<GenerateRequest>());
+        desc.output_schema = Some(genkit_core::schema::schema_for::<GenerateResponse>());
+        if kind == ActionKind::Model {
+            desc.stream_schema = Some(genkit_core::schema::schema_for::<GenerateResponseChunk>());
+        }
+        desc
+    }
+
+    /// The full middleware chain: the user's, then Genkit's shims for
+    /// documents and constrained output when the model lacks them.
+    fn chain(&self) -> Arc<[Arc<dyn ModelMiddleware>]> {
+        let mut chain = self.middleware.clone();
+        if self.supports.context != Some(true) {
+            chain.push(Arc::new(augment_with_context()));
+        }
+        chain.push(Arc::new(simulate_constrained_generation(Some(
+            self.supports.clone(),
+        ))));
+        chain.into()
+    }
+}
+
+/// A model: an action of kind `model` plus its capabilities.
+#[derive(Clone)]
+pub struct Model {
+    action: ModelAction,
+    info: Arc<ModelInfo>,
+}
+
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Model").field("name", &self.name()).finish()
+    }
+}
+
+impl Model {
+    /// Builds a model without registering it (plugins return it from `init`).
+    ///
+    /// The function receives the request and a [`ModelCtx`]; it streams by
+    /// calling `ctx.send_chunk(..)`.
+    pub fn new<F, Fut>(opts: ModelOptions, runner: F) -> Model
+    where
+        F: Fn(GenerateRequest, ModelCtx) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<GenerateResponse>> + Send + 'static,
+    {
+        let runner = Arc::new(runner);
+        let chain = opts.chain();
+        let info = Arc::new(opts.info());
+        let body = move |req: GenerateRequest, ctx: ModelCtx| {
+            let runner = runner.clone();
+            let chain = chain.clone();
+            let trace = ctx.trace;
+            let metadata = ctx.metadata.clone();
+            let tail: ModelFn = Arc::new(move |req, mctx: ModelCallCtx| {
+                let runner = runner.clone();
+                let inner = ActionCtx {
+                    context: mctx.context,
+                    chunks: match mctx.on_chunk {
+                        Some(cb) => ChunkSender::new(cb),
+                        None => ChunkSender::none(),
+                    },
+                    cancel: mctx.cancel,
+                    trace,
+                    metadata: metadata.clone(),
+                };
+                Box::pin(async move {
+                    let started = std::time::Instant::now();
+                    let mut response = runner(req, inner).await?;
+                    response.latency_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
+                    Ok(response)
+                })
+            });
+            let mctx = ModelCallCtx {
+                on_chunk: ctx.chunks.callback(),
+                context: ctx.context,
+                cancel: ctx.cancel,
+            };
+            ModelNext::new(chain, tail).run(req, mctx)
+        };
+        let action = Action::from_desc(opts.desc(ActionKind::Model), body)
+            .unwrap_or_else(|e| panic!("model schemas are built in and compile: {e}"));
+        Model { action, info }
+    }
+
+    /// The model's name.
+    pub fn name(&self) -> &str {
+        self.action.name()
+    }
+
+    /// The capability metadata.
+    pub fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    /// The underlying action.
+    pub fn action(&self) -> &ModelAction {
+        &self.action
+    }
+
+    /// The model as an erased action.
+    pub fn to_dyn(&self) -> DynAction {
+        self.action.to_dyn()
+    }
+
+    /// A reference to this model with `config`.
+    pub fn with_config(&self, config: Value) -> ModelRef {
+        ModelRef::new(self.name()).with_config(config)
+    }
+}
+
+impl genkit_core::IntoDynAction for &Model {
+    fn into_dyn(self) -> DynAction {
+        self.to_dyn()
+    }
+}
+
+impl genkit_core::IntoDynAction for Model {
+    fn into_dyn(self) -> DynAction {
+        self.to_dyn()
+    }
+}
+
+/// Defines a model and registers it as `/model/<name>`.
+pub fn define_model<F, Fut>(registry: &Registry, opts: ModelOptions, runner: F) -> Result<Model>
+where
+    F: Fn(GenerateRequest, ModelCtx) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<GenerateResponse>> + Send + 'static,
+{
+    let model = Model::new(opts, runner);
+    registry.register(&model)?;
+    Ok(model)
+}
+
+/// A model named, possibly with config and version: what `generate` accepts
+/// as its `model` (`"openai/gpt-4o"`, a [`Model`], or a reference).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelRef {
+    /// The model name (no `/model/` prefix).
+    pub name: String,
+    /// Config merged under the request's config.
+    pub config: Option<Value>,
+    /// `config.version` to use.
+    pub version: Option<String>,
+}
+
+impl ModelRef {
+    /// A reference to `name`.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            config: None,
+            version: None,
+        }
+    }
+
+    /// Sets the config.
+    pub fn with_config(mut self, config: Value) -> Self {
+        self.config = Some(config);
+        self
+    }
+
+    /// Sets the version.
+    pub fn with_version(mut self, version: impl Into<String>) -> Self {
+        self.version = Some(version.into());
+        self
+    }
+}
+
+impl From<&str> for ModelRef {
+    fn from(s: &str) -> Self {
+        ModelRef::new(s)
+    }
+}
+
+impl From<String> for ModelRef {
+    fn from(s: String) -> Self {
+        ModelRef::new(s)
+    }
+}
+
+impl From<&Model> for ModelRef {
+    fn from(m: &Model) -> Self {
+        ModelRef::new(m.name())
+    }
+}
+
+/// Finds a model (or background model) by name (`openai/gpt-4o`) or key
+/// (`/model/openai/gpt-4o`). A missing model is `NOT_FOUND`.
+pub async fn lookup_model(registry: &Registry, name: &str) -> Result<DynAction> {
+    if name.starts_with('/') {
+        return registry.require_action(name).await;
+    }
+    if let Some(a) = registry.lookup(ActionKind::Model, name).await? {
+        return Ok(a);
+    }
+    if let Some(a) = registry.lookup(ActionKind::BackgroundModel, name).await? {
+        return Ok(a);
+    }
+    Err(Error::not_found(format!("Model '{name}' not found")))
+}
+
+/// Calls a model action with a typed request, passing stream chunks on.
+pub async fn call_model(
+    model: &DynAction,
+    req: GenerateRequest,
+    ctx: &ModelCallCtx,
+) -> Result<GenerateResponse> {
+    let input = serde_json::to_value(&req)?;
+    let mut opts = RunOptions::new()
+        .context(ctx.context.clone())
+        .cancel(ctx.cancel.clone());
+    if let Some(cb) = ctx.on_chunk.clone() {
+        opts = opts.on_chunk(move |v: Value| match serde_json::from_value(v) {
+            Ok(chunk) => cb(chunk),
+            Err(e) => tracing::warn!("dropping a model chunk that does not parse: {e}"),
+        });
+    }
+    let out = model.run_json(input, opts).await?;
+    serde_json::from_value(out.output).map_err(|e| {
+        Error::new(
+            StatusCode::Internal,
+            format!("model `{}` returned an invalid response: {e}", model.name()),
+        )
+    })
+}
+
+/// The capability metadata of a model action.
+pub fn model_info(action: &DynAction) -> Option<ModelInfo> {
+    action
+        .desc()
+        .metadata
+        .get("model")
+        .and_then(|m| serde_json::from_value(m.clone()).ok())
+}
+
+/// Character and media counts of a request and response, as Genkit's
+/// `getBasicUsageStats` computes them (for models whose API reports none).
+pub fn basic_usage_stats(input: &[Message], output: &Message) -> GenerationUsage {
+    let count = |parts: &mut dyn Iterator<Item = &Part>| {
+        let (mut chars, mut images, mut videos, mut audio) = (0u64, 0u64, 0u64, 0u64);
+        for p in parts {
+            match &p.kind {
+                // JS counts UTF-16 code units.
+                PartKind::Text(t) => chars += t.encode_utf16().count() as u64,
+                PartKind::Media(m) => {
+                    let ct = m.content_type.as_deref().unwrap_or("");
+                    let is = |kind: &str| {
+                        ct.starts_with(kind) || m.url.starts_with(&format!("data:{kind}"))
+                    };
+                    images += u64::from(is("image"));
+                    videos += u64::from(is("video"));
+                    audio += u64::from(is("audio"));
+                }
+                _ => {}
+            }
+        }
+        (chars, images, videos, audio)
+    };
+    let (ic, ii, iv, ia) = count(&mut input.iter().flat_map(|m| m.content.iter()));
+    let (oc, oi, ov, oa) = count(&mut output.content.iter());
+    GenerationUsage {
+        input_characters: Some(ic),
+        input_images: Some(ii),
+        input_videos: Some(iv),
+        input_audio_files: Some(ia),
+        output_characters: Some(oc),
+        output_images: Some(oi),
+        output_videos: Some(ov),
+        output_audio_files: Some(oa),
+        ..GenerationUsage::default()
+    }
+}
