@@ -40,3 +40,4 @@ pub mod model;
 pub mod testing;
 pub mod tool;
 pub mod types;
+pub mod embedder;
