@@ -1,0 +1,254 @@
+//! Context providers: turn an HTTP request into the action context a flow
+//! runs with (`{"auth": ...}`), or refuse it.
+//!
+//! A provider sees the request method, its headers (names are lower-case) and
+//! the decoded input, like Genkit JS's `ContextProvider`. A refusal is a
+//! [`genkit_core::Error`]; make it [user-facing](genkit_core::Error::user_facing)
+//! (the built-in providers do) so the client sees its status and message:
+//! `UNAUTHENTICATED` answers 401, `PERMISSION_DENIED` 403. Any other error is
+//! answered with 500 `Internal Error`.
+
+use axum::http::{HeaderMap, Method};
+use futures::future::BoxFuture;
+use genkit_core::{ActionContext, Error, StatusCode};
+use serde_json::{Value, json};
+use std::future::Future;
+use std::sync::Arc;
+
+/// What a context provider may look at.
+#[derive(Debug, Clone)]
+pub struct RequestData {
+    /// The HTTP method.
+    pub method: Method,
+    /// The request headers (names are lower-case).
+    pub headers: HeaderMap,
+    /// The flow input (`data` of the request body).
+    pub input: Value,
+}
+
+impl RequestData {
+    /// A header's value, if present and valid text. Repeated headers are
+    /// joined with `, ` (RFC 9110 5.3).
+    pub fn header(&self, name: &str) -> Option<String> {
+        let mut values = self.headers.get_all(name).iter().filter_map(|v| v.to_str().ok());
+        let first = values.next()?;
+        Some(values.fold(first.to_owned(), |mut acc, v| {
+            acc.push_str(", ");
+            acc.push_str(v);
+            acc
+        }))
+    }
+}
+
+/// Produces the action context for a request, or refuses it.
+pub trait ContextProvider: Send + Sync + 'static {
+    /// The context for `request`, or the error to answer with.
+    fn provide<'a>(&'a self, request: &'a RequestData)
+    -> BoxFuture<'a, Result<ActionContext, Error>>;
+}
+
+/// A shared context provider.
+pub type SharedContextProvider = Arc<dyn ContextProvider>;
+
+impl<P: ContextProvider + ?Sized> ContextProvider for Arc<P> {
+    fn provide<'a>(
+        &'a self,
+        request: &'a RequestData,
+    ) -> BoxFuture<'a, Result<ActionContext, Error>> {
+        (**self).provide(request)
+    }
+}
+
+/// A provider from a function. The function reads what it needs from the
+/// request synchronously and returns a future (which may be async: look up a
+/// token, call an auth service):
+///
+/// ```
+/// use genkit_server::context_providers::{from_fn, RequestData};
+/// use genkit_core::{ActionContext, Error, StatusCode};
+///
+/// let tenant = from_fn(|req: &RequestData| {
+///     let tenant = req.header("x-tenant");
+///     async move {
+///         match tenant {
+///             Some(t) => Ok(ActionContext::new().with("tenant", t.into())),
+///             None => Err(Error::user_facing(StatusCode::InvalidArgument, "x-tenant is required")),
+///         }
+///     }
+/// });
+/// # let _ = tenant;
+/// ```
+pub fn from_fn<F, Fut>(f: F) -> FnProvider<F>
+where
+    F: Fn(&RequestData) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<ActionContext, Error>> + Send + 'static,
+{
+    FnProvider(f)
+}
+
+/// A provider built by [`from_fn`].
+#[derive(Clone)]
+pub struct FnProvider<F>(F);
+
+impl<F, Fut> ContextProvider for FnProvider<F>
+where
+    F: Fn(&RequestData) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<ActionContext, Error>> + Send + 'static,
+{
+    fn provide<'a>(
+        &'a self,
+        request: &'a RequestData,
+    ) -> BoxFuture<'a, Result<ActionContext, Error>> {
+        Box::pin((self.0)(request))
+    }
+}
+
+/// Genkit's `apiKey(value)`: the `Authorization` header must equal `key`.
+/// Missing: 401 `Unauthenticated`; different: 403 `Permission Denied`;
+/// equal: context `{"auth": {"apiKey": key}}`.
+pub fn api_key(key: impl Into<String>) -> ApiKey {
+    ApiKey { key: key.into() }
+}
+
+/// The provider built by [`api_key`].
+#[derive(Clone)]
+pub struct ApiKey {
+    key: String,
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
+impl ContextProvider for ApiKey {
+    fn provide<'a>(
+        &'a self,
+        request: &'a RequestData,
+    ) -> BoxFuture<'a, Result<ActionContext, Error>> {
+        let result = match request.header("authorization") {
+            None => Err(unauthenticated()),
+            Some(given) if given.is_empty() => Err(unauthenticated()),
+            Some(given) if !constant_time_eq(given.as_bytes(), self.key.as_bytes()) => Err(
+                Error::user_facing(StatusCode::PermissionDenied, "Permission Denied"),
+            ),
+            Some(given) => Ok(ActionContext::new().with_auth(json!({ "apiKey": given }))),
+        };
+        Box::pin(std::future::ready(result))
+    }
+}
+
+/// A bearer-token check: the `Authorization` header must be `Bearer <token>`
+/// (missing or malformed: 401 `Unauthenticated`), and `verify(token)` returns
+/// the `auth` value of the context, or the refusal (usually
+/// `Error::user_facing(StatusCode::PermissionDenied, ..)`).
+pub fn bearer_token<F, Fut>(verify: F) -> BearerToken<F>
+where
+    F: Fn(String) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, Error>> + Send + 'static,
+{
+    BearerToken(verify)
+}
+
+/// The provider built by [`bearer_token`].
+#[derive(Clone)]
+pub struct BearerToken<F>(F);
+
+impl<F, Fut> ContextProvider for BearerToken<F>
+where
+    F: Fn(String) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, Error>> + Send + 'static,
+{
+    fn provide<'a>(
+        &'a self,
+        request: &'a RequestData,
+    ) -> BoxFuture<'a, Result<ActionContext, Error>> {
+        let token = request.header("authorization").and_then(|h| {
+            let (scheme, token) = h.split_once(' ')?;
+            let token = token.trim();
+            (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then(|| token.to_owned())
+        });
+        match token {
+            None => Box::pin(std::future::ready(Err(unauthenticated()))),
+            Some(token) => {
+                let check = (self.0)(token);
+                Box::pin(async move { Ok(ActionContext::new().with_auth(check.await?)) })
+            }
+        }
+    }
+}
+
+fn unauthenticated() -> Error {
+    Error::user_facing(StatusCode::Unauthenticated, "Unauthenticated")
+}
+
+/// Compares secrets without stopping at the first difference.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn request(auth: Option<&str>) -> RequestData {
+        let mut headers = HeaderMap::new();
+        if let Some(a) = auth {
+            headers.insert("authorization", HeaderValue::from_str(a).unwrap());
+        }
+        RequestData {
+            method: Method::POST,
+            headers,
+            input: Value::Null,
+        }
+    }
+
+    #[tokio::test]
+    async fn api_key_missing_wrong_right() {
+        let p = api_key("s3cret");
+        let e = p.provide(&request(None)).await.unwrap_err();
+        assert_eq!((e.status(), e.public_http_status()), (StatusCode::Unauthenticated, 401));
+        let e = p.provide(&request(Some("nope"))).await.unwrap_err();
+        assert_eq!((e.status(), e.public_http_status()), (StatusCode::PermissionDenied, 403));
+        let ctx = p.provide(&request(Some("s3cret"))).await.unwrap();
+        assert_eq!(ctx.auth(), Some(&json!({"apiKey": "s3cret"})));
+        assert!(!format!("{p:?}").contains("s3cret"));
+    }
+
+    #[tokio::test]
+    async fn bearer_token_parses_and_verifies() {
+        let p = bearer_token(|t: String| async move {
+            if t == "good" {
+                Ok(json!({"uid": "u1"}))
+            } else {
+                Err(Error::user_facing(StatusCode::PermissionDenied, "bad token"))
+            }
+        });
+        assert_eq!(p.provide(&request(None)).await.unwrap_err().status(), StatusCode::Unauthenticated);
+        assert_eq!(p.provide(&request(Some("good"))).await.unwrap_err().status(), StatusCode::Unauthenticated);
+        assert_eq!(p.provide(&request(Some("Bearer bad"))).await.unwrap_err().status(), StatusCode::PermissionDenied);
+        let ctx = p.provide(&request(Some("bearer good"))).await.unwrap();
+        assert_eq!(ctx.auth(), Some(&json!({"uid": "u1"})));
+    }
+
+    #[test]
+    fn repeated_headers_are_joined() {
+        let mut r = request(None);
+        r.headers.append("x-a", HeaderValue::from_static("1"));
+        r.headers.append("x-a", HeaderValue::from_static("2"));
+        assert_eq!(r.header("x-a").as_deref(), Some("1, 2"));
+        assert_eq!(r.header("x-b"), None);
+    }
+
+    #[test]
+    fn constant_time_eq_works() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"ab"));
+    }
+}

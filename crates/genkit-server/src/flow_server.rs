@@ -1,0 +1,422 @@
+//! Serving flows over HTTP with Genkit's flow protocol, the one
+//! `genkit/beta/client` (`runFlow`, `streamFlow`) and Genkit's own Express and
+//! Go handlers speak:
+//!
+//! - `POST /<flow>` with body `{"data": <input>}` answers 200
+//!   `{"result": <output>}` with headers `x-genkit-trace-id` and
+//!   `x-genkit-span-id`;
+//! - with `Accept: text/event-stream` or `?stream=true` it answers a stream of
+//!   frames (see [`crate::sse`]);
+//! - errors answer their HTTP status with `{"status": ..., "message": ...}`;
+//!   an error that is not [user-facing](genkit_core::Error::user_facing) is
+//!   500 `{"status":"INTERNAL","message":"Internal Error"}`, its details only
+//!   in the server log and the trace.
+
+use crate::context_providers::{ContextProvider, RequestData, SharedContextProvider};
+use crate::error::ServerError;
+use crate::run::{self, Event};
+use crate::shutdown;
+use crate::sse;
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode as HttpStatus, Uri};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use genkit_core::tracing::TraceInfo;
+use genkit_core::{ActionContext, ActionKind, DynAction, Error, Registry, RunOptions, StatusCode};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::net::{TcpListener, ToSocketAddrs};
+use tower_http::cors::CorsLayer;
+
+/// Default request body limit: 10 MiB (large enough for inline images).
+pub const DEFAULT_BODY_LIMIT: usize = 10 * 1024 * 1024;
+
+const TRACE_ID: HeaderName = HeaderName::from_static("x-genkit-trace-id");
+const SPAN_ID: HeaderName = HeaderName::from_static("x-genkit-span-id");
+
+/// Which flows to serve.
+enum Selection {
+    All,
+    Named(Vec<(String, Option<SharedContextProvider>)>),
+}
+
+/// Builds an HTTP server (an axum [`Router`]) exposing flows as `POST /<flow>`.
+///
+/// ```no_run
+/// use genkit_server::{FlowServer, context_providers::api_key};
+/// # async fn demo(registry: genkit_core::Registry) -> Result<(), genkit_server::ServerError> {
+/// FlowServer::new(&registry)
+///     .flows(["summarize", "translate"])
+///     .context_provider(api_key("my-secret"))
+///     .cors(tower_http::cors::CorsLayer::permissive())
+///     .body_limit(1 << 20)
+///     .serve("127.0.0.1:3400")
+///     .await
+/// # }
+/// ```
+pub struct FlowServer {
+    registry: Registry,
+    selection: Selection,
+    provider: Option<SharedContextProvider>,
+    cors: Option<CorsLayer>,
+    body_limit: usize,
+    path_prefix: String,
+}
+
+impl FlowServer {
+    /// A server for the flows of `registry` (all of them unless
+    /// [`flows`](Self::flows) or [`flow`](Self::flow) narrow it down).
+    pub fn new(registry: &Registry) -> Self {
+        Self {
+            registry: registry.clone(),
+            selection: Selection::All,
+            provider: None,
+            cors: None,
+            body_limit: DEFAULT_BODY_LIMIT,
+            path_prefix: String::new(),
+        }
+    }
+
+    /// Serves these flows (by name), with the default context provider.
+    pub fn flows<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        for name in names {
+            self.push(name.into(), None);
+        }
+        self
+    }
+
+    /// Serves one more flow, with the default context provider.
+    pub fn flow(mut self, name: impl Into<String>) -> Self {
+        self.push(name.into(), None);
+        self
+    }
+
+    /// Serves one more flow with its own context provider (overriding the
+    /// default one), like Genkit's `withContextProvider(flow, provider)`.
+    pub fn flow_with_context(
+        mut self,
+        name: impl Into<String>,
+        provider: impl ContextProvider,
+    ) -> Self {
+        self.push(name.into(), Some(Arc::new(provider)));
+        self
+    }
+
+    fn push(&mut self, name: String, provider: Option<SharedContextProvider>) {
+        match &mut self.selection {
+            Selection::Named(list) => list.push((name, provider)),
+            Selection::All => self.selection = Selection::Named(vec![(name, provider)]),
+        }
+    }
+
+    /// The context provider of every flow that has none of its own.
+    pub fn context_provider(mut self, provider: impl ContextProvider) -> Self {
+        self.provider = Some(Arc::new(provider));
+        self
+    }
+
+    /// Answers CORS requests as `layer` says (none by default).
+    pub fn cors(mut self, layer: CorsLayer) -> Self {
+        self.cors = Some(layer);
+        self
+    }
+
+    /// Largest accepted request body in bytes ([`DEFAULT_BODY_LIMIT`] by
+    /// default); larger bodies are answered with 413.
+    pub fn body_limit(mut self, bytes: usize) -> Self {
+        self.body_limit = bytes;
+        self
+    }
+
+    /// Serves flows under `prefix` (`/api` serves `POST /api/<flow>`).
+    pub fn path_prefix(mut self, prefix: impl Into<String>) -> Self {
+        let p = prefix.into();
+        self.path_prefix = format!("/{}", p.trim_matches('/'));
+        if self.path_prefix == "/" {
+            self.path_prefix.clear();
+        }
+        self
+    }
+
+    /// The router, for serving it yourself or merging it into a larger app.
+    /// Fails if a named flow is not registered.
+    pub async fn into_router(self) -> Result<Router, ServerError> {
+        let mut routes = HashMap::new();
+        let default = self.provider.clone();
+        match self.selection {
+            Selection::All => {
+                for action in self.registry.list_actions().await?.into_values() {
+                    if action.desc().kind == ActionKind::Flow {
+                        let path = format!("{}/{}", self.path_prefix, action.name());
+                        routes.insert(path, Route::new(action, default.clone()));
+                    }
+                }
+            }
+            Selection::Named(list) => {
+                for (name, provider) in list {
+                    let action = self.registry.lookup(ActionKind::Flow, &name).await?.ok_or_else(
+                        || Error::not_found(format!("flow `{name}` is not registered")),
+                    )?;
+                    let path = format!("{}/{name}", self.path_prefix);
+                    routes.insert(path, Route::new(action, provider.or_else(|| default.clone())));
+                }
+            }
+        }
+        let mut router = Router::new()
+            .fallback(dispatch)
+            .with_state(Arc::new(routes))
+            .layer(DefaultBodyLimit::max(self.body_limit));
+        if let Some(cors) = self.cors {
+            router = router.layer(cors);
+        }
+        Ok(router)
+    }
+
+    /// Binds `addr` and serves until Ctrl-C or SIGTERM, then finishes the
+    /// requests in flight (streams included) and returns. Also installs the
+    /// trace exporters configured in the environment
+    /// ([`telemetry::init_from_env`](crate::telemetry::init_from_env)).
+    pub async fn serve(self, addr: impl ToSocketAddrs) -> Result<(), ServerError> {
+        let listener = TcpListener::bind(addr).await.map_err(|source| ServerError::Bind {
+            what: "the flow server address".into(),
+            source,
+        })?;
+        crate::telemetry::init_from_env()?;
+        let _serving = shutdown::Participant::enter();
+        self.serve_with_shutdown(listener, shutdown::signal()).await
+    }
+
+    /// Serves on `listener` until `signal` resolves, then stops accepting
+    /// connections and waits for the requests in flight (streams included).
+    pub async fn serve_with_shutdown(
+        self,
+        listener: TcpListener,
+        signal: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServerError> {
+        let router = self.into_router().await?;
+        if let Ok(addr) = listener.local_addr() {
+            ::tracing::info!("flow server listening on http://{addr}");
+        }
+        axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>())
+            .with_graceful_shutdown(signal)
+            .await
+            .map_err(ServerError::Serve)
+    }
+}
+
+/// One served flow.
+struct Route {
+    action: DynAction,
+    provider: Option<SharedContextProvider>,
+}
+
+impl Route {
+    fn new(action: DynAction, provider: Option<SharedContextProvider>) -> Self {
+        Self { action, provider }
+    }
+}
+
+type Routes = Arc<HashMap<String, Route>>;
+
+async fn dispatch(
+    State(routes): State<Routes>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let Some(route) = routes.get(uri.path()) else {
+        return error_response(&Error::user_facing(
+            StatusCode::NotFound,
+            format!("no flow at `{}`", uri.path()),
+        ));
+    };
+    if method != Method::POST {
+        let mut r = error_response(&Error::user_facing(
+            StatusCode::InvalidArgument,
+            "flows accept only POST",
+        ));
+        *r.status_mut() = HttpStatus::METHOD_NOT_ALLOWED;
+        r.headers_mut().insert(axum::http::header::ALLOW, HeaderValue::from_static("POST"));
+        return r;
+    }
+    let body = match body {
+        Ok(b) => b,
+        Err(BytesRejection::FailedToBufferBody(e))
+            if matches!(e, axum::extract::rejection::FailedToBufferBody::LengthLimitError(_)) =>
+        {
+            let mut r = error_response(&Error::user_facing(
+                StatusCode::InvalidArgument,
+                "request body is too large",
+            ));
+            *r.status_mut() = HttpStatus::PAYLOAD_TOO_LARGE;
+            return r;
+        }
+        Err(e) => {
+            return error_response(&Error::user_facing(
+                StatusCode::InvalidArgument,
+                format!("could not read the request body: {e}"),
+            ));
+        }
+    };
+    let input = match parse_input(&body) {
+        Ok(v) => v,
+        Err(e) => return error_response(&e),
+    };
+    let streaming = wants_stream(&uri, &headers);
+    let (context, input) = match &route.provider {
+        None => (ActionContext::new(), input),
+        Some(provider) => {
+            let request = RequestData { method, headers, input };
+            match provider.provide(&request).await {
+                Ok(ctx) => (ctx, request.input),
+                Err(e) => {
+                    ::tracing::warn!(flow = route.action.name(), "context provider refused: {e}");
+                    return error_response(&e);
+                }
+            }
+        }
+    };
+    let opts = RunOptions::new().context(context);
+    if streaming {
+        stream_response(route.action.clone(), input, opts).await
+    } else {
+        match route.action.run_json(input, opts).await {
+            Ok(r) => json_response(&r.output, Some(r.trace)),
+            Err(e) => {
+                log_failure(route.action.name(), &e);
+                error_response(&e)
+            }
+        }
+    }
+}
+
+/// `{"data": <input>}`; an empty body means no input.
+fn parse_input(body: &[u8]) -> Result<Value, Error> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Value::Null);
+    }
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(mut m)) => Ok(m.remove("data").unwrap_or(Value::Null)),
+        Ok(_) => Err(Error::user_facing(
+            StatusCode::InvalidArgument,
+            "the request body must be a JSON object `{\"data\": ...}`",
+        )),
+        Err(e) => Err(Error::user_facing(
+            StatusCode::InvalidArgument,
+            format!("the request body is not valid JSON: {e}"),
+        )),
+    }
+}
+
+fn wants_stream(uri: &Uri, headers: &HeaderMap) -> bool {
+    let by_query = uri
+        .query()
+        .is_some_and(|q| q.split('&').any(|kv| kv == "stream=true"));
+    by_query
+        || headers.get_all(ACCEPT).iter().any(|v| {
+            v.to_str()
+                .is_ok_and(|s| s.to_ascii_lowercase().contains("text/event-stream"))
+        })
+}
+
+fn log_failure(flow: &str, e: &Error) {
+    if e.is_user_facing() {
+        ::tracing::info!(flow, "flow failed: {e}");
+    } else {
+        ::tracing::error!(flow, "flow failed: {}", e.stack());
+    }
+}
+
+#[derive(Serialize)]
+struct ResultBody<'a> {
+    result: &'a Value,
+}
+
+fn json_response(output: &Value, trace: Option<TraceInfo>) -> Response {
+    let body = match serde_json::to_vec(&ResultBody { result: output }) {
+        Ok(b) => b,
+        Err(e) => return error_response(&Error::from(e)),
+    };
+    let mut r = Response::new(Body::from(body));
+    let h = r.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(t) = trace {
+        insert_trace_headers(h, t);
+    }
+    r
+}
+
+fn insert_trace_headers(h: &mut HeaderMap, t: TraceInfo) {
+    if let Ok(v) = HeaderValue::from_str(&t.trace_id.to_string()) {
+        h.insert(TRACE_ID, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&t.span_id.to_string()) {
+        h.insert(SPAN_ID, v);
+    }
+}
+
+/// The error's public form with its HTTP status.
+pub(crate) fn error_response(e: &Error) -> Response {
+    let status = HttpStatus::from_u16(e.public_http_status()).unwrap_or(HttpStatus::INTERNAL_SERVER_ERROR);
+    (status, axum::Json(e.to_public_json())).into_response()
+}
+
+async fn stream_response(action: DynAction, input: Value, opts: RunOptions<Value>) -> Response {
+    let name = action.name().to_owned();
+    let started = run::start(action, input, opts, true).await;
+    let body = started.events.map(move |ev| {
+        Ok::<_, std::convert::Infallible>(match ev {
+            Event::Chunk(c) => sse::message_frame(&c),
+            Event::Done(Ok(out)) => sse::result_frame(&out),
+            Event::Done(Err(e)) => {
+                log_failure(&name, &e);
+                sse::error_frame(&e)
+            }
+        })
+    });
+    let mut r = Response::new(Body::from_stream(body));
+    let h = r.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    if let Some(t) = started.trace {
+        insert_trace_headers(h, t);
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_parsing() {
+        assert_eq!(parse_input(b"").unwrap(), Value::Null);
+        assert_eq!(parse_input(br#"{"data": 5}"#).unwrap(), Value::from(5));
+        assert_eq!(parse_input(br#"{}"#).unwrap(), Value::Null);
+        assert_eq!(parse_input(b"[1]").unwrap_err().public_http_status(), 400);
+        assert_eq!(parse_input(b"{").unwrap_err().public_http_status(), 400);
+    }
+
+    #[test]
+    fn stream_detection() {
+        let mut h = HeaderMap::new();
+        assert!(!wants_stream(&"/f".parse().unwrap(), &h));
+        assert!(wants_stream(&"/f?a=1&stream=true".parse().unwrap(), &h));
+        assert!(!wants_stream(&"/f?stream=false".parse().unwrap(), &h));
+        h.insert(ACCEPT, HeaderValue::from_static("Text/Event-Stream"));
+        assert!(wants_stream(&"/f".parse().unwrap(), &h));
+    }
+}

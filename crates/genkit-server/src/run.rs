@@ -1,0 +1,135 @@
+//! Running an action for an HTTP response: start it, learn its trace ids as
+//! soon as its root span opens (so they can go in the response headers), then
+//! drive the rest of the run from the response body.
+//!
+//! Nothing is spawned: the run makes progress while the body is polled, so a
+//! client that disconnects drops (and so cancels) the run, and graceful
+//! shutdown waits for it like for any other response body.
+
+use futures::future::{BoxFuture, poll_fn};
+use futures::{Stream, StreamExt};
+use genkit_core::action::stream_json;
+use genkit_core::tracing::TraceInfo;
+use genkit_core::{ActionStream, DynAction, Error, RunOptions};
+use parking_lot::Mutex;
+use serde_json::Value;
+use std::future::Future;
+use std::sync::Arc;
+use std::task::Poll;
+
+/// What a run produces, in order: chunks, then one final outcome.
+pub enum Event {
+    /// A stream chunk.
+    Chunk(Value),
+    /// The output or the error; always last.
+    Done(Result<Value, Error>),
+}
+
+/// A started run.
+pub struct Started {
+    /// The root span's ids; `None` if the run failed before its span opened
+    /// (e.g. input that does not match the schema).
+    pub trace: Option<TraceInfo>,
+    /// The run's events.
+    pub events: Events,
+}
+
+enum Source {
+    Stream(ActionStream<Value, Value>),
+    Once(BoxFuture<'static, Result<Value, Error>>),
+}
+
+/// The events of a started run (a [`Stream`] ending after [`Event::Done`]).
+pub struct Events {
+    source: Option<Source>,
+    ready: Option<Event>,
+}
+
+/// Starts `action`: polls it once, which opens its span, then returns. With
+/// `streaming`, chunks are collected (the body sees `is_streaming()`).
+pub async fn start(
+    action: DynAction,
+    input: Value,
+    mut opts: RunOptions<Value>,
+    streaming: bool,
+) -> Started {
+    let cell: Arc<Mutex<Option<TraceInfo>>> = Arc::default();
+    let seen = cell.clone();
+    let user_hook = opts.on_trace_start.take();
+    opts.on_trace_start = Some(Box::new(move |t| {
+        *seen.lock() = Some(t);
+        if let Some(f) = user_hook {
+            f(t);
+        }
+    }));
+    let mut events = Events {
+        source: Some(if streaming {
+            Source::Stream(stream_json(action, input, opts))
+        } else {
+            Source::Once(Box::pin(async move {
+                action.run_json(input, opts).await.map(|r| r.output)
+            }))
+        }),
+        ready: None,
+    };
+    events.ready = poll_fn(|cx| match events.poll_event(cx) {
+        Poll::Ready(ev) => Poll::Ready(ev),
+        Poll::Pending => Poll::Ready(None),
+    })
+    .await;
+    let trace = *cell.lock();
+    Started { trace, events }
+}
+
+impl Events {
+    fn poll_event(&mut self, cx: &mut std::task::Context<'_>) -> Poll<Option<Event>> {
+        if let Some(ev) = self.ready.take() {
+            return Poll::Ready(Some(ev));
+        }
+        let Some(source) = self.source.as_mut() else {
+            return Poll::Ready(None);
+        };
+        match source {
+            Source::Stream(s) => match s.poll_next_unpin(cx) {
+                Poll::Pending => Poll::Pending,
+                Poll::Ready(Some(Ok(chunk))) => Poll::Ready(Some(Event::Chunk(chunk))),
+                Poll::Ready(Some(Err(e))) => {
+                    self.source = None;
+                    Poll::Ready(Some(Event::Done(Err(e))))
+                }
+                Poll::Ready(None) => {
+                    // The run finished; its output is ready without waiting.
+                    let Some(Source::Stream(s)) = self.source.take() else {
+                        return Poll::Ready(None);
+                    };
+                    let mut out = std::pin::pin!(s.output());
+                    match out.as_mut().poll(cx) {
+                        Poll::Ready(r) => Poll::Ready(Some(Event::Done(r))),
+                        // Unreachable for a finished stream; report it rather than hang.
+                        Poll::Pending => Poll::Ready(Some(Event::Done(Err(Error::internal(
+                            "stream finished without an output",
+                        ))))),
+                    }
+                }
+            },
+            Source::Once(f) => match f.as_mut().poll(cx) {
+                Poll::Pending => Poll::Pending,
+                Poll::Ready(r) => {
+                    self.source = None;
+                    Poll::Ready(Some(Event::Done(r)))
+                }
+            },
+        }
+    }
+}
+
+impl Stream for Events {
+    type Item = Event;
+
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<Option<Event>> {
+        self.get_mut().poll_event(cx)
+    }
+}

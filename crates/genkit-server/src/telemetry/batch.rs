@@ -1,0 +1,212 @@
+//! Background batching shared by every exporter: a [`SpanProcessor`] that
+//! puts finished (and, in realtime mode, started) spans on a bounded queue and
+//! returns at once; a worker task drains the queue in batches and hands them
+//! to a [`SpanSink`]. A full queue drops the span and counts it: exporting
+//! never blocks, slows down or fails the request that produced the span.
+
+use futures::future::BoxFuture;
+use genkit_core::tracing::{RecordedSpan, SpanProcessor};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+
+/// Where batches go (the Genkit telemetry server, an OTLP collector).
+pub trait SpanSink: Send + Sync + 'static {
+    /// A short name for logs.
+    fn name(&self) -> &'static str;
+
+    /// Sends one batch (spans in the order they were recorded; a span may
+    /// appear twice in realtime mode: started, then ended).
+    fn export(&self, spans: Vec<Arc<RecordedSpan>>) -> BoxFuture<'_, Result<(), ExportError>>;
+}
+
+/// Why a batch was not delivered.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// The request failed (connection, timeout, ...).
+    #[error("sending spans failed: {0}")]
+    Transport(String),
+    /// The receiver answered with an error status.
+    #[error("the receiver answered HTTP {0}")]
+    Status(u16),
+}
+
+/// How a [`BatchProcessor`] queues and batches.
+#[derive(Debug, Clone)]
+pub struct BatchConfig {
+    /// Spans kept waiting at most; more are dropped (and counted).
+    pub queue_capacity: usize,
+    /// Spans sent in one batch at most.
+    pub max_batch: usize,
+    /// Also export spans when they start (`endTime: 0`), as Genkit's
+    /// realtime telemetry does for the Dev UI.
+    pub realtime: bool,
+}
+
+impl Default for BatchConfig {
+    fn default() -> Self {
+        Self {
+            queue_capacity: 2048,
+            max_batch: 512,
+            realtime: false,
+        }
+    }
+}
+
+enum Msg {
+    Span(Arc<RecordedSpan>),
+    Flush(oneshot::Sender<()>),
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    queued: AtomicU64,
+    dropped: AtomicU64,
+    exported: AtomicU64,
+    failed: AtomicU64,
+}
+
+/// Export statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ExportStats {
+    /// Spans accepted into the queue.
+    pub queued: u64,
+    /// Spans dropped because the queue was full.
+    pub dropped: u64,
+    /// Spans in batches the sink accepted.
+    pub exported: u64,
+    /// Spans in batches the sink failed to deliver.
+    pub failed: u64,
+}
+
+/// A span processor exporting through a background worker.
+pub struct BatchProcessor {
+    tx: mpsc::Sender<Msg>,
+    counters: Arc<Counters>,
+    realtime: bool,
+}
+
+impl std::fmt::Debug for BatchProcessor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BatchProcessor")
+            .field("realtime", &self.realtime)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl BatchProcessor {
+    /// Starts the worker on the current tokio runtime. Fails outside one.
+    pub fn spawn(sink: Arc<dyn SpanSink>, config: BatchConfig) -> Result<Arc<Self>, crate::ServerError> {
+        let handle = tokio::runtime::Handle::try_current().map_err(|_| {
+            crate::ServerError::Config("trace export must be started inside a tokio runtime".into())
+        })?;
+        let (tx, rx) = mpsc::channel(config.queue_capacity.max(1));
+        let counters = Arc::new(Counters::default());
+        handle.spawn(worker(rx, sink, config.max_batch.max(1), counters.clone()));
+        Ok(Arc::new(Self {
+            tx,
+            counters,
+            realtime: config.realtime,
+        }))
+    }
+
+    fn enqueue(&self, span: &Arc<RecordedSpan>) {
+        match self.tx.try_send(Msg::Span(span.clone())) {
+            Ok(()) => {
+                self.counters.queued.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(_) => {
+                let n = self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+                if (n + 1).is_power_of_two() {
+                    ::tracing::warn!("trace export queue is full: {} span(s) dropped so far", n + 1);
+                }
+            }
+        }
+    }
+
+    /// Waits (at most `timeout`) until every span queued before this call has
+    /// been handed to the sink. Returns whether that happened in time.
+    pub async fn flush(&self, timeout: Duration) -> bool {
+        let (ack, done) = oneshot::channel();
+        tokio::time::timeout(timeout, async {
+            self.tx.send(Msg::Flush(ack)).await.is_ok() && done.await.is_ok()
+        })
+        .await
+        .unwrap_or(false)
+    }
+
+    /// Counters since start.
+    pub fn stats(&self) -> ExportStats {
+        let c = &self.counters;
+        ExportStats {
+            queued: c.queued.load(Ordering::Relaxed),
+            dropped: c.dropped.load(Ordering::Relaxed),
+            exported: c.exported.load(Ordering::Relaxed),
+            failed: c.failed.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl SpanProcessor for BatchProcessor {
+    fn on_start(&self, span: &Arc<RecordedSpan>) {
+        if self.realtime {
+            self.enqueue(span);
+        }
+    }
+
+    fn on_end(&self, span: &Arc<RecordedSpan>) {
+        self.enqueue(span);
+    }
+
+    fn wants_start_events(&self) -> bool {
+        self.realtime
+    }
+}
+
+/// Takes what is queued (up to `max_batch`), exports it, repeats. Spans that
+/// arrive while a batch is being sent form the next batch.
+async fn worker(
+    mut rx: mpsc::Receiver<Msg>,
+    sink: Arc<dyn SpanSink>,
+    max_batch: usize,
+    counters: Arc<Counters>,
+) {
+    let mut batch = Vec::with_capacity(max_batch);
+    let mut acks = Vec::new();
+    while let Some(first) = rx.recv().await {
+        let mut next = Some(first);
+        while let Some(msg) = next.take() {
+            match msg {
+                Msg::Span(s) => batch.push(s),
+                Msg::Flush(ack) => {
+                    acks.push(ack);
+                    break;
+                }
+            }
+            if batch.len() >= max_batch {
+                break;
+            }
+            next = rx.try_recv().ok();
+        }
+        if !batch.is_empty() {
+            let spans = std::mem::replace(&mut batch, Vec::with_capacity(max_batch));
+            let n = spans.len() as u64;
+            match sink.export(spans).await {
+                Ok(()) => {
+                    counters.exported.fetch_add(n, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    let before = counters.failed.fetch_add(n, Ordering::Relaxed);
+                    if before == 0 || (before + n).is_power_of_two() {
+                        ::tracing::warn!("{} trace export failed: {e}", sink.name());
+                    }
+                }
+            }
+        }
+        for ack in acks.drain(..) {
+            let _ = ack.send(());
+        }
+    }
+}

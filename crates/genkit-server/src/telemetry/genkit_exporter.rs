@@ -1,0 +1,122 @@
+//! Export to the Genkit telemetry server (the one `genkit start` runs and the
+//! Dev UI reads): `POST {url}/api/traces` with one `TraceData` per trace in
+//! the batch, as Genkit JS's `TraceServerExporter` does.
+
+use super::batch::{ExportError, SpanSink};
+use futures::future::BoxFuture;
+use genkit_core::tracing::{RecordedSpan, TraceData, TraceId};
+use parking_lot::RwLock;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The telemetry server's base URL, shared with the Reflection API (whose
+/// `/api/notify` sets it when `GENKIT_TELEMETRY_SERVER` is not set).
+#[derive(Debug, Clone, Default)]
+pub struct TelemetryServerUrl(Arc<RwLock<Option<String>>>);
+
+impl TelemetryServerUrl {
+    /// A URL holder, initially `url`.
+    pub fn new(url: Option<String>) -> Self {
+        Self(Arc::new(RwLock::new(url.map(normalize))))
+    }
+
+    /// The current URL.
+    pub fn get(&self) -> Option<String> {
+        self.0.read().clone()
+    }
+
+    /// Replaces the URL.
+    pub fn set(&self, url: impl Into<String>) {
+        *self.0.write() = Some(normalize(url.into()));
+    }
+}
+
+fn normalize(url: String) -> String {
+    url.trim_end_matches('/').to_owned()
+}
+
+/// Sends batches to the telemetry server. Without a URL the spans are
+/// discarded (Genkit JS: "Telemetry server is not configured").
+pub struct TraceServerSink {
+    client: reqwest::Client,
+    url: TelemetryServerUrl,
+}
+
+impl TraceServerSink {
+    /// A sink posting to `url` (read at each export), each request limited to
+    /// `timeout`.
+    pub fn new(url: TelemetryServerUrl, timeout: Duration) -> Self {
+        let client = reqwest::Client::builder()
+            .timeout(timeout)
+            .build()
+            .unwrap_or_else(|_| reqwest::Client::new());
+        Self { client, url }
+    }
+}
+
+/// Groups spans by trace, in first-seen order; a later record of the same
+/// span (its end after its start) replaces the earlier one.
+pub fn group_traces(spans: &[Arc<RecordedSpan>]) -> Vec<TraceData> {
+    let mut traces: Vec<(TraceId, TraceData)> = Vec::new();
+    for span in spans {
+        let idx = match traces.iter().position(|(id, _)| *id == span.trace_id) {
+            Some(i) => i,
+            None => {
+                traces.push((
+                    span.trace_id,
+                    TraceData {
+                        trace_id: span.trace_id.to_string(),
+                        ..TraceData::default()
+                    },
+                ));
+                traces.len() - 1
+            }
+        };
+        traces[idx].1.insert_span(span.to_span_data());
+    }
+    traces.into_iter().map(|(_, t)| t).collect()
+}
+
+impl SpanSink for TraceServerSink {
+    fn name(&self) -> &'static str {
+        "telemetry server"
+    }
+
+    fn export(&self, spans: Vec<Arc<RecordedSpan>>) -> BoxFuture<'_, Result<(), ExportError>> {
+        Box::pin(async move {
+            let Some(base) = self.url.get() else {
+                ::tracing::debug!("telemetry server is not configured: {} span(s) not saved", spans.len());
+                return Ok(());
+            };
+            let endpoint = format!("{base}/api/traces");
+            let mut first_error = None;
+            for trace in group_traces(&spans) {
+                let body = match serde_json::to_vec(&trace) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        first_error.get_or_insert(ExportError::Transport(e.to_string()));
+                        continue;
+                    }
+                };
+                let sent = self
+                    .client
+                    .post(&endpoint)
+                    .header("content-type", "application/json")
+                    .header("accept", "application/json")
+                    .body(body)
+                    .send()
+                    .await;
+                match sent {
+                    Ok(r) if r.status().is_success() => {}
+                    Ok(r) => {
+                        first_error.get_or_insert(ExportError::Status(r.status().as_u16()));
+                    }
+                    Err(e) => {
+                        first_error.get_or_insert(ExportError::Transport(e.to_string()));
+                    }
+                }
+            }
+            first_error.map_or(Ok(()), Err)
+        })
+    }
+}
