@@ -55,3 +55,96 @@ pub fn sse_frames(body: &str) -> Vec<String> {
     assert!(body.ends_with("\n\n"), "body must end with a frame delimiter: {body:?}");
     body.split_terminator("\n\n").map(str::to_owned).collect()
 }
+
+/// A free port on 127.0.0.1 (bound then released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// The test runtime binary started in dev mode in a scratch project.
+pub struct RuntimeProcess {
+    pub child: tokio::process::Child,
+    pub project: tempfile::TempDir,
+    pub flow_port: Option<u16>,
+    pub runtime_file: PathBuf,
+    pub info: serde_json::Value,
+}
+
+impl RuntimeProcess {
+    /// Starts the runtime with `GENKIT_ENV=dev` in a new folder holding a
+    /// `package.json` and waits (up to 30 s) for its runtime file.
+    pub async fn start(with_flow_server: bool, extra_env: &[(&str, &str)]) -> Self {
+        let project = tempfile::tempdir().unwrap();
+        std::fs::write(project.path().join("package.json"), "{}").unwrap();
+        let work = project.path().join("src");
+        std::fs::create_dir_all(&work).unwrap();
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_genkit-test-runtime"));
+        cmd.current_dir(&work)
+            .env("GENKIT_ENV", "dev")
+            .env_remove("GENKIT_TELEMETRY_SERVER")
+            .env_remove("GENKIT_REFLECTION_PORT")
+            .env_remove("GENKIT_RUNTIME_ID")
+            .env_remove("GENKIT_TEST_FLOW_PORT")
+            .kill_on_drop(true);
+        let flow_port = with_flow_server.then(free_port);
+        if let Some(p) = flow_port {
+            cmd.env("GENKIT_TEST_FLOW_PORT", p.to_string());
+        }
+        for (k, v) in extra_env {
+            cmd.env(k, v);
+        }
+        let child = cmd.spawn().unwrap();
+        let dir = project.path().join(".genkit/runtimes");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let runtime_file = loop {
+            let found = std::fs::read_dir(&dir)
+                .ok()
+                .and_then(|mut d| d.find_map(|e| e.ok()).map(|e| e.path()));
+            if let Some(f) = found {
+                break f;
+            }
+            assert!(std::time::Instant::now() < deadline, "no runtime file in {}", dir.display());
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        };
+        let info: serde_json::Value = serde_json::from_slice(&std::fs::read(&runtime_file).unwrap()).unwrap();
+        if let Some(p) = flow_port {
+            wait_for_port(p).await;
+        }
+        Self { child, project, flow_port, runtime_file, info }
+    }
+
+    pub fn reflection_url(&self) -> String {
+        self.info["reflectionServerUrl"].as_str().unwrap().to_owned()
+    }
+
+    pub fn flow_url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.flow_port.unwrap())
+    }
+
+    /// Sends a signal (`INT`, `TERM`) with `kill`.
+    pub fn signal(&self, sig: &str) {
+        let pid = self.child.id().unwrap();
+        let st = std::process::Command::new("kill").arg(format!("-{sig}")).arg(pid.to_string()).status().unwrap();
+        assert!(st.success());
+    }
+
+    /// Waits (up to 10 s) for the process to exit; its exit code.
+    pub async fn wait(&mut self) -> Option<i32> {
+        tokio::time::timeout(std::time::Duration::from_secs(10), self.child.wait())
+            .await
+            .expect("the runtime did not exit")
+            .unwrap()
+            .code()
+    }
+}
+
+/// Waits (up to 10 s) until something listens on 127.0.0.1:`port`.
+pub async fn wait_for_port(port: u16) {
+    for _ in 0..200 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("nothing listens on port {port}");
+}
