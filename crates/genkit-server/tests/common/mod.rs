@@ -148,3 +148,57 @@ pub async fn wait_for_port(port: u16) {
     }
     panic!("nothing listens on port {port}");
 }
+
+/// A stand-in for the Genkit telemetry server: records every
+/// `POST /api/traces` body and merges spans per trace like the real store.
+#[derive(Clone, Default)]
+pub struct FakeTelemetryServer {
+    pub posts: std::sync::Arc<parking_lot::Mutex<Vec<serde_json::Value>>>,
+}
+
+impl FakeTelemetryServer {
+    pub async fn start() -> (Self, String) {
+        let me = Self::default();
+        let posts = me.posts.clone();
+        let app = axum::Router::new().route(
+            "/api/traces",
+            axum::routing::post(move |body: axum::body::Bytes| {
+                let posts = posts.clone();
+                async move {
+                    let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
+                    posts.lock().push(v);
+                    "OK"
+                }
+            }),
+        );
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (me, url)
+    }
+
+    /// Every span record received for `trace_id`, in arrival order.
+    pub fn records(&self, trace_id: &str) -> Vec<serde_json::Value> {
+        self.posts
+            .lock()
+            .iter()
+            .filter(|p| p["traceId"] == trace_id)
+            .flat_map(|p| p["spans"].as_object().cloned().unwrap_or_default().into_values())
+            .collect()
+    }
+
+    /// The trace as the real store would hold it: the last record of each span
+    /// wins, except that a finished span is never replaced by a started one.
+    pub fn merged(&self, trace_id: &str) -> std::collections::BTreeMap<String, serde_json::Value> {
+        let mut out: std::collections::BTreeMap<String, serde_json::Value> = Default::default();
+        for s in self.records(trace_id) {
+            let id = s["spanId"].as_str().unwrap().to_owned();
+            let done = |v: &serde_json::Value| v["endTime"].as_f64().unwrap_or(0.0) > 0.0;
+            if out.get(&id).is_some_and(done) && !done(&s) {
+                continue;
+            }
+            out.insert(id, s);
+        }
+        out
+    }
+}
