@@ -1,0 +1,270 @@
+//! The unmodified official Genkit tools against our runtime: the `genkit` CLI
+//! (`genkit start`, `flow:run`, its tools API, its telemetry server,
+//! `dev:test-model`) and the JS client (`genkit/beta/client`).
+//!
+//! The npm packages are pinned in `tests/js/package.json` (+ lock) and
+//! installed with `npm ci` if `tests/js/node_modules` is missing. These tests
+//! skip (saying so) only when `node` or `npm` is not installed.
+
+mod common;
+
+use common::{RuntimeProcess, conformance_dir, free_port, wait_for_port};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+use tokio::process::Command;
+
+fn js_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/js")
+}
+
+fn has(cmd: &str) -> bool {
+    std::process::Command::new(cmd)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Whether node and npm are here, installing the pinned packages once.
+fn node_tools() -> bool {
+    static READY: OnceLock<bool> = OnceLock::new();
+    *READY.get_or_init(|| {
+        if !has("node") || !has("npm") {
+            eprintln!("SKIPPED: node and npm are required for the official-tools tests (not found on PATH)");
+            return false;
+        }
+        if !js_dir().join("node_modules/.bin/genkit").exists() {
+            let st = std::process::Command::new("npm")
+                .args(["ci", "--no-audit", "--no-fund"])
+                .current_dir(js_dir())
+                .status()
+                .expect("running npm ci");
+            assert!(st.success(), "npm ci failed in {}", js_dir().display());
+        }
+        true
+    })
+}
+
+fn genkit_bin() -> PathBuf {
+    js_dir().join("node_modules/.bin/genkit")
+}
+
+/// A scratch project (with package.json, so it is the CLI's project root)
+/// and a scratch HOME with analytics off.
+struct Scratch {
+    dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    async fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("home")).unwrap();
+        std::fs::create_dir_all(dir.path().join("project")).unwrap();
+        std::fs::write(dir.path().join("project/package.json"), r#"{"name":"scratch","private":true}"#).unwrap();
+        let me = Self { dir };
+        let out = me.genkit(&["config", "set", "analyticsOptOut", "true"]).await;
+        assert!(out.status.success(), "{}", text(&out));
+        me
+    }
+
+    fn project(&self) -> PathBuf {
+        self.dir.path().join("project")
+    }
+
+    fn command(&self, program: &Path) -> Command {
+        let mut c = Command::new(program);
+        c.current_dir(self.project())
+            .env("HOME", self.dir.path().join("home"))
+            .env("GENKIT_CLI_DISABLE_UPDATE_NOTIFICATIONS", "true")
+            .env("NO_COLOR", "1")
+            .env_remove("GENKIT_ENV")
+            .env_remove("GENKIT_TELEMETRY_SERVER")
+            .env_remove("GENKIT_REFLECTION_PORT")
+            .env_remove("GENKIT_RUNTIME_ID")
+            .env_remove("GENKIT_TEST_FLOW_PORT")
+            .kill_on_drop(true);
+        c
+    }
+
+    async fn genkit(&self, args: &[&str]) -> Output {
+        let mut c = self.command(&genkit_bin());
+        c.args(args);
+        tokio::time::timeout(Duration::from_secs(120), c.output())
+            .await
+            .unwrap_or_else(|_| panic!("genkit {args:?} timed out"))
+            .unwrap()
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+fn hex32_after<'a>(s: &'a str, marker: &str) -> &'a str {
+    let i = s.find(marker).unwrap_or_else(|| panic!("no `{marker}` in:\n{s}")) + marker.len();
+    let id = s[i..].trim_start().get(..32).unwrap_or("");
+    assert!(id.chars().all(|c| c.is_ascii_hexdigit()) && id.len() == 32, "bad trace id after {marker}: {s}");
+    id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn genkit_cli_drives_the_runtime() {
+    if !node_tools() {
+        return;
+    }
+    let scratch = Scratch::new().await;
+    let ui_port = free_port();
+    let env_file = scratch.dir.path().join("genkit.env");
+    let mut start = scratch.command(&genkit_bin());
+    start
+        .args(["start", "--port", &ui_port.to_string(), "--non-interactive", "--write-env-file"])
+        .arg(&env_file)
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_genkit-test-runtime"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        // Its own process group, so the CLI and our runtime get Ctrl-C together.
+        .process_group(0);
+    let mut cli = start.spawn().unwrap();
+    let pgid = cli.id().unwrap();
+
+    let runtimes = scratch.project().join(".genkit/runtimes");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let runtime_file = loop {
+        if let Some(f) = std::fs::read_dir(&runtimes).ok().and_then(|mut d| d.find_map(|e| e.ok())) {
+            break f.path();
+        }
+        assert!(Instant::now() < deadline, "the runtime never wrote its file under {}", runtimes.display());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    wait_for_port(ui_port).await;
+
+    // flow:run, plain.
+    let out = scratch.genkit(&["flow:run", "hello", "\"Ada\"", "--non-interactive"]).await;
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("Result:\nHello, Ada!\n"), "{t}");
+    hex32_after(&t, "Trace ID:");
+
+    // flow:run, streaming: chunks, then the result.
+    let out = scratch.genkit(&["flow:run", "streamy", "3", "-s", "--non-interactive"]).await;
+    let t = text(&out);
+    let chunks: Vec<usize> = (0..3).map(|i| t.find(&format!("\"count\": {i}")).unwrap_or(usize::MAX)).collect();
+    assert!(chunks.windows(2).all(|w| w[0] < w[1]) && chunks[2] != usize::MAX, "{t}");
+    let result = t.find("Result:\ndone 3, streamed: 3 times").unwrap_or_else(|| panic!("{t}"));
+    assert!(chunks[2] < result);
+
+    // flow:run, failing: the CLI exits 0 but prints the error.
+    let out = scratch.genkit(&["flow:run", "fail", "{}", "--non-interactive"]).await;
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("Code: 13") && t.contains("Message: boom"), "{t}");
+    hex32_after(&t, "Trace ID:");
+
+    // The CLI's tools API lists and runs our actions.
+    let http = common::client();
+    let tools = format!("http://localhost:{ui_port}");
+    let listed: Value = http.get(format!("{tools}/api/listActions")).send().await.unwrap().json().await.unwrap();
+    let actions = &listed["result"]["data"];
+    assert_eq!(actions["/flow/hello"]["name"], "hello", "{listed}");
+    assert_eq!(actions["/model/echoModel"]["metadata"]["model"]["supports"]["tools"], true);
+    let ran: Value = http
+        .post(format!("{tools}/api/runAction"))
+        .json(&json!({"key": "/flow/nested", "input": "bob"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(ran["result"], "Hello, BOB!", "{ran}");
+    assert_eq!(ran["genkitVersion"], genkit_core::GENKIT_VERSION);
+    let trace_id = ran["telemetry"]["traceId"].as_str().unwrap().to_owned();
+
+    // ... and the trace is in the telemetry server the CLI started.
+    let env = std::fs::read_to_string(&env_file).unwrap();
+    let telemetry = env
+        .lines()
+        .find_map(|l| l.strip_prefix("GENKIT_TELEMETRY_SERVER="))
+        .unwrap_or_else(|| panic!("{env}"))
+        .to_owned();
+    let mut trace = Value::Null;
+    for _ in 0..50 {
+        trace = http.get(format!("{telemetry}/api/traces/{trace_id}")).send().await.unwrap().json().await.unwrap_or(Value::Null);
+        if trace["spans"].as_object().is_some_and(|s| s.len() == 3 && s.values().all(|s| s["endTime"].as_f64() > Some(0.0))) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let spans: Vec<&Value> = trace["spans"].as_object().unwrap_or_else(|| panic!("{trace}")).values().collect();
+    assert_eq!(spans.len(), 3, "{trace:#}");
+    assert_eq!(trace["displayName"], "nested");
+    let root = spans.iter().find(|s| s.get("parentSpanId").is_none()).unwrap();
+    assert_eq!(root["attributes"]["genkit:isRoot"], true);
+    assert_eq!(root["attributes"]["genkit:key"], "/flow/nested");
+    assert_eq!(root["attributes"]["genkit:state"], "success");
+    let paths: Vec<&str> = spans.iter().map(|s| s["attributes"]["genkit:path"].as_str().unwrap()).collect();
+    for p in ["/{nested,t:flow}", "/{nested,t:flow}/{shout,t:flowStep}", "/{nested,t:flow}/{hello,t:flow,s:flow}"] {
+        assert!(paths.contains(&p), "{paths:?}");
+    }
+    for s in &spans {
+        assert_eq!(s["traceId"], trace_id.as_str());
+        if s.get("parentSpanId").is_some() {
+            assert_eq!(s["parentSpanId"], root["spanId"]);
+        }
+    }
+
+    // The CLI's model checks, for the capabilities the echo model has.
+    let out = scratch
+        .genkit(&[
+            "dev:test-model",
+            "echoModel",
+            "--supports",
+            "tool-request,structured-output,multiturn,system-role,streaming-multiturn,streaming-tool-request,streaming-structured-output",
+            "--non-interactive",
+        ])
+        .await;
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("Tests Completed: 7 Passed, 0 Failed"), "{t}");
+
+    // Ctrl-C to the group: everything stops and the runtime file goes away.
+    let st = std::process::Command::new("kill").args(["-INT", "--", &format!("-{pgid}")]).status().unwrap();
+    assert!(st.success());
+    tokio::time::timeout(Duration::from_secs(20), cli.wait()).await.expect("genkit start did not stop").unwrap();
+    for _ in 0..50 {
+        if !runtime_file.exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(!runtime_file.exists(), "runtime file left behind");
+}
+
+#[tokio::test]
+async fn js_client_calls_the_flow_server() {
+    if !node_tools() {
+        return;
+    }
+    let cases: Value = serde_yaml::from_str(
+        &std::fs::read_to_string(conformance_dir().join("flow_server_tests.yaml")).unwrap(),
+    )
+    .unwrap();
+    let mut rt = RuntimeProcess::start(true, &[]).await;
+    let out = Command::new("node")
+        .arg(js_dir().join("client_test.mjs"))
+        .arg(rt.flow_url(""))
+        .arg(cases.to_string())
+        .current_dir(js_dir())
+        .output()
+        .await
+        .unwrap();
+    let t = text(&out);
+    println!("{t}");
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains(" passed, 0 failed"), "{t}");
+    rt.signal("INT");
+    rt.wait().await;
+}
