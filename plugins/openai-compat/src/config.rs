@@ -1,0 +1,156 @@
+//! [`OpenAiConfig`]: the `config` a request to an OpenAI-compatible model
+//! accepts, and how each field maps onto the Chat Completions body.
+
+use crate::secret::ApiKey;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Model configuration. Genkit's common fields (`temperature`,
+/// `maxOutputTokens`, `topP`, `stopSequences`, `version`, `apiKey`) plus
+/// OpenAI's own. Every other key is sent as it is (e.g. `"logit_bias"`,
+/// `"parallel_tool_calls"`, `"top_k"` for llama.cpp servers, or a named
+/// `"tool_choice"`), and wins over a mapped field with the same wire name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenAiConfig {
+    /// Model name to send instead of the action's (`model` on the wire).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Sampling temperature, 0–2 (`temperature`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// Token limit of the answer: sent as `max_tokens`, or as
+    /// `max_completion_tokens` for models that need it (o-series, GPT-5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
+    /// Token limit including reasoning tokens (`max_completion_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_completion_tokens: Option<u32>,
+    /// Nucleus sampling (`top_p`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    /// Top-k sampling. Not part of OpenAI's API, so it is not sent; servers
+    /// that take it (llama.cpp, vLLM) get it from a `"top_k"` key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<u32>,
+    /// Up to 4 sequences that end generation (`stop`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_sequences: Option<Vec<String>>,
+    /// Seed for deterministic sampling (`seed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<i64>,
+    /// Penalises tokens by how often they appeared, -2–2 (`frequency_penalty`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frequency_penalty: Option<f64>,
+    /// Penalises tokens that appeared at all, -2–2 (`presence_penalty`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub presence_penalty: Option<f64>,
+    /// Reasoning effort of reasoning models, e.g. `low`, `medium`, `high`
+    /// (`reasoning_effort`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
+    /// An end-user id for abuse monitoring (`user`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// Return log probabilities of output tokens (`logprobs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_probs: Option<bool>,
+    /// How many most likely tokens to return per position, 0–20 (`top_logprobs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_log_probs: Option<u32>,
+    /// Detail level of image inputs (`image_url.detail`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visual_detail_level: Option<VisualDetailLevel>,
+    /// An API key for this request only, instead of the plugin's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<ApiKey>,
+    /// Any other key, sent as it is.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// How closely the model looks at images.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum VisualDetailLevel {
+    /// The model decides.
+    Auto,
+    /// A low-resolution view (cheaper).
+    Low,
+    /// A high-resolution view.
+    High,
+}
+
+impl VisualDetailLevel {
+    /// The wire value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VisualDetailLevel::Auto => "auto",
+            VisualDetailLevel::Low => "low",
+            VisualDetailLevel::High => "high",
+        }
+    }
+}
+
+impl OpenAiConfig {
+    /// Reads a request's `config` (absent or `null` gives the defaults).
+    /// `null` members are treated as absent.
+    pub fn from_value(config: Option<&Value>) -> Result<Self, serde_json::Error> {
+        match config {
+            None | Some(Value::Null) => Ok(Self::default()),
+            Some(Value::Object(map)) => {
+                let cleaned: Map<String, Value> = map
+                    .iter()
+                    .filter(|(_, v)| !v.is_null())
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                serde_json::from_value(Value::Object(cleaned))
+            }
+            Some(other) => serde_json::from_value(other.clone()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn known_and_unknown_keys() {
+        let c = OpenAiConfig::from_value(Some(&json!({
+            "temperature": 0.5, "maxOutputTokens": 10, "apiKey": "sk-x",
+            "logit_bias": {"1": 2}, "version": null
+        })))
+        .unwrap();
+        assert_eq!(c.temperature, Some(0.5));
+        assert_eq!(c.max_output_tokens, Some(10));
+        assert_eq!(c.api_key.as_ref().map(ApiKey::expose), Some("sk-x"));
+        assert_eq!(c.extra.get("logit_bias"), Some(&json!({"1": 2})));
+        assert!(!c.extra.contains_key("version"));
+        assert!(!format!("{c:?}").contains("sk-x"));
+    }
+
+    #[test]
+    fn wrong_types_are_errors() {
+        assert!(OpenAiConfig::from_value(Some(&json!({"temperature": "hot"}))).is_err());
+        assert!(OpenAiConfig::from_value(Some(&json!([1]))).is_err());
+        assert_eq!(
+            OpenAiConfig::from_value(None).unwrap(),
+            OpenAiConfig::default()
+        );
+    }
+}
+
+/// How a JSON schema for structured output is put in `response_format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StructuredOutputStyle {
+    /// OpenAI's form: `{"type": "json_schema", "json_schema": {"name":
+    /// "output", "schema": …}}` (OpenAI, vLLM, llama.cpp's `llama-server`).
+    #[default]
+    JsonSchema,
+    /// `{"type": "json_object", "schema": …}`: the form llama-cpp-python's
+    /// server (and Anyscale-style servers) accept; they reject `json_schema`.
+    JsonObjectWithSchema,
+}

@@ -1,0 +1,359 @@
+//! [`OpenAiCompatible`]: the plugin, its builder, and what it registers.
+
+use crate::client::Client;
+use crate::config::StructuredOutputStyle;
+use crate::embedder::build_embedder;
+use crate::model::build_model;
+use crate::models::{EmbedderSpec, ModelSpec, openai_embedders, openai_models};
+use crate::secret::ApiKey;
+use async_trait::async_trait;
+use genkit_core::{
+    ActionDesc, ActionKind, DynAction, Error, IntoDynAction, Plugin, Registry, Result,
+};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+/// OpenAI's API.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// The plugin's default name (and model prefix).
+pub const DEFAULT_NAME: &str = "openai";
+/// Where the key comes from when none is given (for OpenAI's own API).
+pub const API_KEY_ENV: &str = "OPENAI_API_KEY";
+/// The default request timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// What every model and embedder of one plugin instance shares.
+pub(crate) struct Shared {
+    pub(crate) name: String,
+    pub(crate) client: Client,
+    pub(crate) structured_output: StructuredOutputStyle,
+    require_api_key: bool,
+    models: Vec<ModelSpec>,
+    embedders: Vec<EmbedderSpec>,
+    listed: OnceLock<Vec<ActionDesc>>,
+}
+
+impl Shared {
+    /// The key override to send with, after checking that some key exists
+    /// when the server needs one.
+    pub(crate) fn request_key<'a>(&self, over: Option<&'a ApiKey>) -> Result<Option<&'a ApiKey>> {
+        if over.is_none() && self.require_api_key && !self.client.has_api_key() {
+            return Err(Error::failed_precondition(format!(
+                "plugin `{}` has no API key: set {API_KEY_ENV}, call `.api_key(..)` on the \
+                 builder, or pass `apiKey` in the request config",
+                self.name
+            )));
+        }
+        Ok(over)
+    }
+
+    fn model_spec(&self, name: &str) -> ModelSpec {
+        self.models
+            .iter()
+            .find(|m| m.name == name)
+            .cloned()
+            .unwrap_or_else(|| ModelSpec::new(name))
+    }
+
+    fn embedder_spec(&self, name: &str) -> EmbedderSpec {
+        self.embedders
+            .iter()
+            .find(|e| e.name == name)
+            .cloned()
+            .unwrap_or_else(|| EmbedderSpec::new(name))
+    }
+}
+
+/// The OpenAI-compatible plugin: chat models (`/model/<name>/<model>`) and
+/// embedders (`/embedder/<name>/<model>`) of OpenAI or any server speaking
+/// its Chat Completions and Embeddings API (llama.cpp, vLLM, LM Studio,
+/// Ollama's `/v1`, OpenRouter, ...).
+///
+/// Models in its list are registered when the plugin initialises and listed
+/// with their capabilities without it; any other name is resolved on demand
+/// with generic capabilities.
+#[derive(Clone)]
+pub struct OpenAiCompatible {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for OpenAiCompatible {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiCompatible")
+            .field("name", &self.shared.name)
+            .field("client", &self.shared.client)
+            .field("models", &self.shared.models.len())
+            .field("embedders", &self.shared.embedders.len())
+            .finish()
+    }
+}
+
+impl OpenAiCompatible {
+    /// A builder with OpenAI's defaults.
+    pub fn builder() -> OpenAiCompatibleBuilder {
+        OpenAiCompatibleBuilder::default()
+    }
+
+    /// OpenAI itself, keyed by `OPENAI_API_KEY`.
+    pub fn openai() -> Result<Self> {
+        Self::builder().build()
+    }
+
+    /// The plugin name (the models' prefix).
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// The full name of one of its models or embedders: `<plugin>/<model>`.
+    pub fn model_name(&self, model: &str) -> String {
+        format!("{}/{model}", self.shared.name)
+    }
+
+    /// The models it lists.
+    pub fn models(&self) -> &[ModelSpec] {
+        &self.shared.models
+    }
+
+    /// The embedders it lists.
+    pub fn embedders(&self) -> &[EmbedderSpec] {
+        &self.shared.embedders
+    }
+
+    fn listed_actions(&self) -> Vec<DynAction> {
+        let s = &self.shared;
+        let models = s
+            .models
+            .iter()
+            .map(|m| build_model(s.clone(), m.clone()).into_dyn());
+        let embedders = s
+            .embedders
+            .iter()
+            .map(|e| build_embedder(s.clone(), e.clone()).into_dyn());
+        models.chain(embedders).collect()
+    }
+}
+
+#[async_trait]
+impl Plugin for OpenAiCompatible {
+    fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    async fn init(&self, _registry: &Registry) -> Result<Vec<DynAction>> {
+        Ok(self.listed_actions())
+    }
+
+    async fn resolve(
+        &self,
+        _registry: &Registry,
+        kind: ActionKind,
+        name: &str,
+    ) -> Result<Option<DynAction>> {
+        let s = &self.shared;
+        Ok(match kind {
+            ActionKind::Model => Some(build_model(s.clone(), s.model_spec(name)).into_dyn()),
+            ActionKind::Embedder => {
+                Some(build_embedder(s.clone(), s.embedder_spec(name)).into_dyn())
+            }
+            _ => None,
+        })
+    }
+
+    async fn list_actions(&self) -> Result<Vec<ActionDesc>> {
+        Ok(self
+            .shared
+            .listed
+            .get_or_init(|| {
+                self.listed_actions()
+                    .iter()
+                    .map(|a| a.desc().clone())
+                    .collect()
+            })
+            .clone())
+    }
+}
+
+/// Configures an [`OpenAiCompatible`] plugin.
+///
+/// Defaults: name `openai`, base URL `https://api.openai.com/v1`, OpenAI's
+/// model and embedder lists, a 10-minute timeout, `json_schema` structured
+/// output. The key is the one given to [`api_key`](Self::api_key), else the
+/// variable named by [`api_key_env`](Self::api_key_env), else — only when
+/// the base URL is OpenAI's — `OPENAI_API_KEY` (so a key meant for OpenAI is
+/// never sent to another server by accident). Without a key no
+/// `Authorization` header is sent; OpenAI's own API then fails with
+/// `FAILED_PRECONDITION` before any request.
+#[derive(Clone)]
+pub struct OpenAiCompatibleBuilder {
+    name: String,
+    base_url: String,
+    api_key: Option<ApiKey>,
+    api_key_env: Option<String>,
+    headers: Vec<(String, String)>,
+    timeout: Duration,
+    models: Vec<ModelSpec>,
+    embedders: Vec<EmbedderSpec>,
+    structured_output: StructuredOutputStyle,
+}
+
+impl fmt::Debug for OpenAiCompatibleBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiCompatibleBuilder")
+            .field("name", &self.name)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key)
+            .field("api_key_env", &self.api_key_env)
+            .field(
+                "headers",
+                &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
+            .field("timeout", &self.timeout)
+            .field("models", &self.models.len())
+            .field("embedders", &self.embedders.len())
+            .field("structured_output", &self.structured_output)
+            .finish()
+    }
+}
+
+impl Default for OpenAiCompatibleBuilder {
+    fn default() -> Self {
+        Self {
+            name: DEFAULT_NAME.into(),
+            base_url: DEFAULT_BASE_URL.into(),
+            api_key: None,
+            api_key_env: None,
+            headers: Vec::new(),
+            timeout: DEFAULT_TIMEOUT,
+            models: openai_models(),
+            embedders: openai_embedders(),
+            structured_output: StructuredOutputStyle::default(),
+        }
+    }
+}
+
+impl OpenAiCompatibleBuilder {
+    /// The plugin name: the namespace of its actions (`<name>/<model>`).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// The API's base URL, up to and including the version (`…/v1`).
+    pub fn base_url(mut self, url: impl Into<String>) -> Self {
+        self.base_url = url.into();
+        self
+    }
+
+    /// The API key (sent as `Authorization: Bearer …`).
+    pub fn api_key(mut self, key: impl Into<ApiKey>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// Reads the key from the environment variable `var` when no key is given.
+    pub fn api_key_env(mut self, var: impl Into<String>) -> Self {
+        self.api_key_env = Some(var.into());
+        self
+    }
+
+    /// Adds a header to every request (e.g. `OpenAI-Organization`, or
+    /// `api-key` for Azure). Values are treated as secrets.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// The request timeout: the longest wait for a response's headers, for a
+    /// whole non-streamed response, and between two events of a stream.
+    /// Exceeding it is `DEADLINE_EXCEEDED`.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Replaces the list of known chat models.
+    pub fn models(mut self, models: impl IntoIterator<Item = ModelSpec>) -> Self {
+        self.models = models.into_iter().collect();
+        self
+    }
+
+    /// Adds (or replaces, by name) one known chat model.
+    pub fn model(mut self, model: ModelSpec) -> Self {
+        self.models.retain(|m| m.name != model.name);
+        self.models.push(model);
+        self
+    }
+
+    /// Replaces the list of known embedders.
+    pub fn embedders(mut self, embedders: impl IntoIterator<Item = EmbedderSpec>) -> Self {
+        self.embedders = embedders.into_iter().collect();
+        self
+    }
+
+    /// Adds (or replaces, by name) one known embedder.
+    pub fn embedder(mut self, embedder: EmbedderSpec) -> Self {
+        self.embedders.retain(|e| e.name != embedder.name);
+        self.embedders.push(embedder);
+        self
+    }
+
+    /// How structured output is requested (see [`StructuredOutputStyle`]).
+    pub fn structured_output(mut self, style: StructuredOutputStyle) -> Self {
+        self.structured_output = style;
+        self
+    }
+
+    /// Builds the plugin. Fails with `INVALID_ARGUMENT` for an empty name, a
+    /// base URL that is not `http(s)`, or an invalid header.
+    pub fn build(self) -> Result<OpenAiCompatible> {
+        if self.name.is_empty() || self.name.contains('/') {
+            return Err(Error::invalid_argument(format!(
+                "plugin name `{}` must be non-empty and hold no `/`",
+                self.name
+            )));
+        }
+        let url = reqwest::Url::parse(&self.base_url)
+            .map_err(|e| Error::invalid_argument(format!("base URL `{}`: {e}", self.base_url)))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(Error::invalid_argument(format!(
+                "base URL `{}` must be http or https",
+                self.base_url
+            )));
+        }
+        let is_openai = self.base_url.trim_end_matches('/') == DEFAULT_BASE_URL;
+        let api_key = self
+            .api_key
+            .or_else(|| self.api_key_env.as_deref().and_then(ApiKey::from_env))
+            .or_else(|| is_openai.then(|| ApiKey::from_env(API_KEY_ENV)).flatten());
+        let mut headers = HeaderMap::new();
+        for (name, value) in &self.headers {
+            let n = HeaderName::try_from(name.as_str())
+                .map_err(|e| Error::invalid_argument(format!("header name `{name}`: {e}")))?;
+            let v = HeaderValue::try_from(value.as_str()).map_err(|_| {
+                Error::invalid_argument(format!("the value of header `{name}` is not valid"))
+            })?;
+            headers.append(n, v);
+        }
+        let client = Client::new(
+            self.name.clone(),
+            &self.base_url,
+            api_key,
+            headers,
+            self.timeout,
+        )
+        .map_err(|e| Error::internal(format!("building the HTTP client: {e}")))?;
+        Ok(OpenAiCompatible {
+            shared: Arc::new(Shared {
+                name: self.name,
+                client,
+                structured_output: self.structured_output,
+                require_api_key: is_openai,
+                models: self.models,
+                embedders: self.embedders,
+                listed: OnceLock::new(),
+            }),
+        })
+    }
+}
