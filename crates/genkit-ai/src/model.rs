@@ -8,11 +8,13 @@ use crate::middleware::{
 };
 use crate::types::{
     GenerateRequest, GenerateResponse, GenerateResponseChunk, GenerationUsage, Message, ModelInfo,
-    ModelStage, ModelSupports, Part, PartKind,
+    ModelStage, ModelSupports, Operation, Part, PartKind,
 };
+use futures::future::BoxFuture;
 use genkit_core::action::{ActionCtx, ChunkSender};
 use genkit_core::{
-    Action, ActionDesc, ActionKind, DynAction, Error, Registry, Result, RunOptions, StatusCode,
+    Action, ActionDesc, ActionKey, ActionKind, DynAction, Error, Registry, Result, RunOptions,
+    StatusCode,
 };
 use schemars::JsonSchema;
 use serde_json::Value;
@@ -391,4 +393,187 @@ pub fn basic_usage_stats(input: &[Message], output: &Message) -> GenerationUsage
         output_audio_files: Some(oa),
         ..GenerationUsage::default()
     }
+}
+
+/// A long-running model: `start` returns an [`Operation`] that callers poll
+/// with `check` (and may `cancel`). Registered as `/background-model/<name>`,
+/// `/check-operation/<name>/check` and `/cancel-operation/<name>/cancel`.
+#[derive(Clone)]
+pub struct BackgroundModel {
+    start: Action<GenerateRequest, Operation>,
+    check: Action<Operation, Operation>,
+    cancel: Option<Action<Operation, Operation>>,
+}
+
+type OperationFn =
+    Arc<dyn Fn(Operation, ActionCtx) -> BoxFuture<'static, Result<Operation>> + Send + Sync>;
+
+/// How a background model starts, checks and cancels operations.
+pub struct BackgroundModelFns {
+    /// Starts an operation for a request.
+    pub start: Arc<
+        dyn Fn(GenerateRequest, ActionCtx) -> BoxFuture<'static, Result<Operation>> + Send + Sync,
+    >,
+    /// Reports an operation's progress.
+    pub check: OperationFn,
+    /// Cancels an operation, if the model can.
+    pub cancel: Option<OperationFn>,
+}
+
+impl BackgroundModel {
+    /// Builds the three actions without registering them.
+    pub fn new(opts: ModelOptions, fns: BackgroundModelFns) -> Result<Self> {
+        let mut meta = opts.desc(ActionKind::BackgroundModel).metadata;
+        meta.insert(
+            "outputSchema".into(),
+            genkit_core::schema::schema_for::<GenerateResponse>(),
+        );
+        let key = ActionKey::format(ActionKind::BackgroundModel, &opts.name);
+        let stamp = move |mut op: Operation, key: &str| {
+            op.action = Some(key.to_owned());
+            op
+        };
+        let mut start_desc = ActionDesc::new(ActionKind::BackgroundModel, opts.name.clone());
+        start_desc.description = opts.label.clone();
+        start_desc.metadata = meta.clone();
+        start_desc.input_schema = Some(genkit_core::schema::schema_for::<GenerateRequest>());
+        start_desc.output_schema = Some(genkit_core::schema::schema_for::<Operation>());
+        let chain = opts.chain();
+        let (start_fn, k) = (fns.start.clone(), key.clone());
+        let start = Action::from_desc(start_desc, move |req: GenerateRequest, ctx: ActionCtx| {
+            let start_fn = start_fn.clone();
+            let k = k.clone();
+            let trace = ctx.trace;
+            let tail: ModelFn = Arc::new(move |req, mctx: ModelCallCtx| {
+                let start_fn = start_fn.clone();
+                let inner = ActionCtx {
+                    context: mctx.context,
+                    chunks: ChunkSender::none(),
+                    cancel: mctx.cancel,
+                    trace,
+                    metadata: None,
+                };
+                Box::pin(async move {
+                    let op = start_fn(req, inner).await?;
+                    Ok(GenerateResponse {
+                        operation: Some(op),
+                        ..GenerateResponse::default()
+                    })
+                })
+            });
+            let mctx = ModelCallCtx {
+                on_chunk: None,
+                context: ctx.context,
+                cancel: ctx.cancel,
+            };
+            let run = ModelNext::new(chain.clone(), tail).run(req, mctx);
+            async move {
+                let resp = run.await?;
+                let op = resp
+                    .operation
+                    .ok_or_else(|| Error::internal("background model returned no operation"))?;
+                Ok(stamp(op, &k))
+            }
+        })?;
+        let op_desc = |kind: ActionKind, suffix: &str| {
+            let mut d = ActionDesc::new(kind, format!("{}/{suffix}", opts.name));
+            d.description = opts.label.clone();
+            d.metadata = meta.clone();
+            d.input_schema = Some(genkit_core::schema::schema_for::<Operation>());
+            d.output_schema = Some(genkit_core::schema::schema_for::<Operation>());
+            d
+        };
+        let (check_fn, k) = (fns.check.clone(), key.clone());
+        let check = Action::from_desc(
+            op_desc(ActionKind::CheckOperation, "check"),
+            move |op, ctx| {
+                let f = check_fn.clone();
+                let k = k.clone();
+                async move { Ok(stamp(f(op, ctx).await?, &k)) }
+            },
+        )?;
+        let cancel = match fns.cancel {
+            Some(cancel_fn) => {
+                let k = key.clone();
+                Some(Action::from_desc(
+                    op_desc(ActionKind::CancelOperation, "cancel"),
+                    move |op, ctx| {
+                        let f = cancel_fn.clone();
+                        let k = k.clone();
+                        async move { Ok(stamp(f(op, ctx).await?, &k)) }
+                    },
+                )?)
+            }
+            None => None,
+        };
+        Ok(Self {
+            start,
+            check,
+            cancel,
+        })
+    }
+
+    /// The three actions, for registering or returning from a plugin.
+    pub fn actions(&self) -> Vec<DynAction> {
+        let mut out = vec![self.start.to_dyn(), self.check.to_dyn()];
+        if let Some(c) = &self.cancel {
+            out.push(c.to_dyn());
+        }
+        out
+    }
+
+    /// Starts an operation.
+    pub async fn start(&self, request: GenerateRequest) -> Result<Operation> {
+        self.start.run(request).await
+    }
+
+    /// Checks an operation.
+    pub async fn check(&self, operation: Operation) -> Result<Operation> {
+        self.check.run(operation).await
+    }
+
+    /// Cancels an operation; `UNIMPLEMENTED` if the model cannot.
+    pub async fn cancel(&self, operation: Operation) -> Result<Operation> {
+        match &self.cancel {
+            Some(c) => c.run(operation).await,
+            None => Err(Error::new(
+                StatusCode::Unimplemented,
+                format!("{} does not support cancellation.", self.start.name()),
+            )),
+        }
+    }
+}
+
+/// Defines a background model and registers its actions.
+pub fn define_background_model(
+    registry: &Registry,
+    opts: ModelOptions,
+    fns: BackgroundModelFns,
+) -> Result<BackgroundModel> {
+    let model = BackgroundModel::new(opts, fns)?;
+    for a in model.actions() {
+        registry.register(a)?;
+    }
+    Ok(model)
+}
+
+/// Polls an operation through the `check-operation` action of the background
+/// model that started it (`operation.action`).
+pub async fn check_operation(registry: &Registry, operation: Operation) -> Result<Operation> {
+    let action = operation
+        .action
+        .as_deref()
+        .and_then(|k| k.strip_prefix("/background-model/"))
+        .ok_or_else(|| Error::invalid_argument("operation has no background-model `action`"))?;
+    let check = registry
+        .require_action(&format!("/check-operation/{action}/check"))
+        .await?;
+    let out = check
+        .run_json(serde_json::to_value(&operation)?, RunOptions::default())
+        .await?;
+    serde_json::from_value(out.output).map_err(|e| {
+        Error::internal(format!(
+            "check-operation returned an invalid operation: {e}"
+        ))
+    })
 }

@@ -15,9 +15,10 @@
 mod builtins;
 
 pub use builtins::{
-    AugmentWithContext, DownloadMedia, Fallback, Retry, SimulateConstrainedGeneration,
-    SimulateSystemPrompt, ValidateSupport, augment_with_context, download_request_media, fallback,
-    retry, simulate_constrained_generation, simulate_system_prompt, validate_support,
+    AugmentWithContext, DownloadMedia, Fallback, MediaFetcher, Retry,
+    SimulateConstrainedGeneration, SimulateSystemPrompt, ValidateSupport, augment_with_context,
+    download_request_media, fallback, retry, simulate_constrained_generation,
+    simulate_system_prompt, validate_support,
 };
 
 use crate::types::{
@@ -267,6 +268,40 @@ pub trait GenerateMiddleware: Send + Sync + 'static {
     /// Tools this middleware makes available to the model.
     fn tools(&self) -> Vec<DynAction> {
         Vec::new()
+    }
+}
+
+/// A shared middleware is a middleware.
+#[async_trait]
+impl<T: GenerateMiddleware + ?Sized> GenerateMiddleware for Arc<T> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    async fn generate(
+        &self,
+        env: GenerateEnvelope,
+        ctx: GenerateCallCtx,
+        next: GenerateNext,
+    ) -> Result<GenerateResponse> {
+        (**self).generate(env, ctx, next).await
+    }
+
+    async fn model(
+        &self,
+        req: GenerateRequest,
+        ctx: ModelCallCtx,
+        next: ModelNext,
+    ) -> Result<GenerateResponse> {
+        (**self).model(req, ctx, next).await
+    }
+
+    async fn tool(&self, part: Part, ctx: ToolCallCtx, next: ToolNext) -> Result<Option<Part>> {
+        (**self).tool(part, ctx, next).await
+    }
+
+    fn tools(&self) -> Vec<DynAction> {
+        (**self).tools()
     }
 }
 
