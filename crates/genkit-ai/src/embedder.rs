@@ -85,11 +85,16 @@ where
     }
     desc.input_schema = Some(genkit_core::schema::schema_for::<EmbedRequest>());
     desc.output_schema = Some(genkit_core::schema::schema_for::<EmbedResponse>());
-    Action::from_desc(desc, runner).unwrap_or_else(|e| panic!("embedder schemas are built in and compile: {e}"))
+    Action::from_desc(desc, runner)
+        .unwrap_or_else(|e| panic!("embedder schemas are built in and compile: {e}"))
 }
 
 /// Defines an embedder and registers it as `/embedder/<name>`.
-pub fn define_embedder<F, Fut>(registry: &Registry, opts: EmbedderOptions, runner: F) -> Result<EmbedderAction>
+pub fn define_embedder<F, Fut>(
+    registry: &Registry,
+    opts: EmbedderOptions,
+    runner: F,
+) -> Result<EmbedderAction>
 where
     F: Fn(EmbedRequest, ActionCtx) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<EmbedResponse>> + Send + 'static,
@@ -127,8 +132,9 @@ pub async fn embed_many(
     let out = action
         .run_json(serde_json::to_value(&request)?, RunOptions::default())
         .await?;
-    let response: EmbedResponse = serde_json::from_value(out.output)
-        .map_err(|e| Error::internal(format!("embedder {name} returned an invalid response: {e}")))?;
+    let response: EmbedResponse = serde_json::from_value(out.output).map_err(|e| {
+        Error::internal(format!("embedder {name} returned an invalid response: {e}"))
+    })?;
     Ok(response.embeddings)
 }
 
