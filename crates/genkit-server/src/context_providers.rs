@@ -30,7 +30,11 @@ impl RequestData {
     /// A header's value, if present and valid text. Repeated headers are
     /// joined with `, ` (RFC 9110 5.3).
     pub fn header(&self, name: &str) -> Option<String> {
-        let mut values = self.headers.get_all(name).iter().filter_map(|v| v.to_str().ok());
+        let mut values = self
+            .headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok());
         let first = values.next()?;
         Some(values.fold(first.to_owned(), |mut acc, v| {
             acc.push_str(", ");
@@ -43,8 +47,10 @@ impl RequestData {
 /// Produces the action context for a request, or refuses it.
 pub trait ContextProvider: Send + Sync + 'static {
     /// The context for `request`, or the error to answer with.
-    fn provide<'a>(&'a self, request: &'a RequestData)
-    -> BoxFuture<'a, Result<ActionContext, Error>>;
+    fn provide<'a>(
+        &'a self,
+        request: &'a RequestData,
+    ) -> BoxFuture<'a, Result<ActionContext, Error>>;
 }
 
 /// A shared context provider.
@@ -212,9 +218,15 @@ mod tests {
     async fn api_key_missing_wrong_right() {
         let p = api_key("s3cret");
         let e = p.provide(&request(None)).await.unwrap_err();
-        assert_eq!((e.status(), e.public_http_status()), (StatusCode::Unauthenticated, 401));
+        assert_eq!(
+            (e.status(), e.public_http_status()),
+            (StatusCode::Unauthenticated, 401)
+        );
         let e = p.provide(&request(Some("nope"))).await.unwrap_err();
-        assert_eq!((e.status(), e.public_http_status()), (StatusCode::PermissionDenied, 403));
+        assert_eq!(
+            (e.status(), e.public_http_status()),
+            (StatusCode::PermissionDenied, 403)
+        );
         let ctx = p.provide(&request(Some("s3cret"))).await.unwrap();
         assert_eq!(ctx.auth(), Some(&json!({"apiKey": "s3cret"})));
         assert!(!format!("{p:?}").contains("s3cret"));
@@ -226,12 +238,30 @@ mod tests {
             if t == "good" {
                 Ok(json!({"uid": "u1"}))
             } else {
-                Err(Error::user_facing(StatusCode::PermissionDenied, "bad token"))
+                Err(Error::user_facing(
+                    StatusCode::PermissionDenied,
+                    "bad token",
+                ))
             }
         });
-        assert_eq!(p.provide(&request(None)).await.unwrap_err().status(), StatusCode::Unauthenticated);
-        assert_eq!(p.provide(&request(Some("good"))).await.unwrap_err().status(), StatusCode::Unauthenticated);
-        assert_eq!(p.provide(&request(Some("Bearer bad"))).await.unwrap_err().status(), StatusCode::PermissionDenied);
+        assert_eq!(
+            p.provide(&request(None)).await.unwrap_err().status(),
+            StatusCode::Unauthenticated
+        );
+        assert_eq!(
+            p.provide(&request(Some("good")))
+                .await
+                .unwrap_err()
+                .status(),
+            StatusCode::Unauthenticated
+        );
+        assert_eq!(
+            p.provide(&request(Some("Bearer bad")))
+                .await
+                .unwrap_err()
+                .status(),
+            StatusCode::PermissionDenied
+        );
         let ctx = p.provide(&request(Some("bearer good"))).await.unwrap();
         assert_eq!(ctx.auth(), Some(&json!({"uid": "u1"})));
     }

@@ -92,7 +92,11 @@ pub async fn start_dev_tooling_with(
         .ok()
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| format!("{pid}-{port}"));
-    let state = Arc::new(ReflectionState::new(registry, runtime_id.clone(), Some(telemetry)));
+    let state = Arc::new(ReflectionState::new(
+        registry,
+        runtime_id.clone(),
+        Some(telemetry),
+    ));
     let router = reflection::router(state.clone());
     let stop = CancellationToken::new();
     let stopped = stop.clone();
@@ -112,7 +116,8 @@ pub async fn start_dev_tooling_with(
 
     let project_dir = match options.project_dir {
         Some(d) => d,
-        None => std::env::current_dir().map_err(|e| ServerError::Config(format!("no working directory: {e}")))?,
+        None => std::env::current_dir()
+            .map_err(|e| ServerError::Config(format!("no working directory: {e}")))?,
     };
     let root = find_project_root(&project_dir);
     let now = SystemTime::now();

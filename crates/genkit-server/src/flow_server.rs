@@ -19,7 +19,7 @@ use crate::shutdown;
 use crate::sse;
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::rejection::BytesRejection;
+use axum::extract::rejection::{BytesRejection, FailedToBufferBody};
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode as HttpStatus, Uri};
@@ -166,11 +166,18 @@ impl FlowServer {
             }
             Selection::Named(list) => {
                 for (name, provider) in list {
-                    let action = self.registry.lookup(ActionKind::Flow, &name).await?.ok_or_else(
-                        || Error::not_found(format!("flow `{name}` is not registered")),
-                    )?;
+                    let action = self
+                        .registry
+                        .lookup(ActionKind::Flow, &name)
+                        .await?
+                        .ok_or_else(|| {
+                            Error::not_found(format!("flow `{name}` is not registered"))
+                        })?;
                     let path = format!("{}/{name}", self.path_prefix);
-                    routes.insert(path, Route::new(action, provider.or_else(|| default.clone())));
+                    routes.insert(
+                        path,
+                        Route::new(action, provider.or_else(|| default.clone())),
+                    );
                 }
             }
         }
@@ -189,10 +196,12 @@ impl FlowServer {
     /// trace exporters configured in the environment
     /// ([`telemetry::init_from_env`](crate::telemetry::init_from_env)).
     pub async fn serve(self, addr: impl ToSocketAddrs) -> Result<(), ServerError> {
-        let listener = TcpListener::bind(addr).await.map_err(|source| ServerError::Bind {
-            what: "the flow server address".into(),
-            source,
-        })?;
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| ServerError::Bind {
+                what: "the flow server address".into(),
+                source,
+            })?;
         crate::telemetry::init_from_env()?;
         let _serving = shutdown::Participant::enter();
         self.serve_with_shutdown(listener, shutdown::signal()).await
@@ -209,10 +218,13 @@ impl FlowServer {
         if let Ok(addr) = listener.local_addr() {
             ::tracing::info!("flow server listening on http://{addr}");
         }
-        axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>())
-            .with_graceful_shutdown(signal)
-            .await
-            .map_err(ServerError::Serve)
+        axum::serve(
+            listener,
+            router.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(signal)
+        .await
+        .map_err(ServerError::Serve)
     }
 }
 
@@ -249,14 +261,13 @@ async fn dispatch(
             "flows accept only POST",
         ));
         *r.status_mut() = HttpStatus::METHOD_NOT_ALLOWED;
-        r.headers_mut().insert(axum::http::header::ALLOW, HeaderValue::from_static("POST"));
+        r.headers_mut()
+            .insert(axum::http::header::ALLOW, HeaderValue::from_static("POST"));
         return r;
     }
     let body = match body {
         Ok(b) => b,
-        Err(BytesRejection::FailedToBufferBody(e))
-            if matches!(e, axum::extract::rejection::FailedToBufferBody::LengthLimitError(_)) =>
-        {
+        Err(BytesRejection::FailedToBufferBody(FailedToBufferBody::LengthLimitError(_))) => {
             let mut r = error_response(&Error::user_facing(
                 StatusCode::InvalidArgument,
                 "request body is too large",
@@ -279,7 +290,11 @@ async fn dispatch(
     let (context, input) = match &route.provider {
         None => (ActionContext::new(), input),
         Some(provider) => {
-            let request = RequestData { method, headers, input };
+            let request = RequestData {
+                method,
+                headers,
+                input,
+            };
             match provider.provide(&request).await {
                 Ok(ctx) => (ctx, request.input),
                 Err(e) => {
@@ -370,7 +385,8 @@ fn insert_trace_headers(h: &mut HeaderMap, t: TraceInfo) {
 
 /// The error's public form with its HTTP status.
 pub(crate) fn error_response(e: &Error) -> Response {
-    let status = HttpStatus::from_u16(e.public_http_status()).unwrap_or(HttpStatus::INTERNAL_SERVER_ERROR);
+    let status =
+        HttpStatus::from_u16(e.public_http_status()).unwrap_or(HttpStatus::INTERNAL_SERVER_ERROR);
     (status, axum::Json(e.to_public_json())).into_response()
 }
 

@@ -36,7 +36,9 @@ pub mod shutdown;
 pub mod sse;
 pub mod telemetry;
 
-pub use dev::{DevTooling, DevToolingOptions, is_dev_env, start_dev_tooling, start_dev_tooling_with};
+pub use dev::{
+    DevTooling, DevToolingOptions, is_dev_env, start_dev_tooling, start_dev_tooling_with,
+};
 pub use error::ServerError;
 pub use flow_server::FlowServer;
 pub use tower_http::cors;

@@ -114,10 +114,8 @@ impl RuntimeFile {
             .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
             .and_then(|v| v.get("pid").and_then(serde_json::Value::as_u64))
             .is_some_and(|pid| pid == u64::from(self.pid));
-        if ours {
-            if let Err(e) = std::fs::remove_file(&path) {
-                ::tracing::warn!("could not remove the runtime file {}: {e}", path.display());
-            }
+        if ours && let Err(e) = std::fs::remove_file(&path) {
+            ::tracing::warn!("could not remove the runtime file {}: {e}", path.display());
         }
     }
 }
@@ -130,7 +128,9 @@ impl Drop for RuntimeFile {
 
 /// Milliseconds since the Unix epoch.
 pub fn epoch_millis(t: SystemTime) -> u128 {
-    t.duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0)
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0)
 }
 
 /// `2026-11-29T20:15:04.956Z` (what JavaScript's `Date.toISOString` prints).

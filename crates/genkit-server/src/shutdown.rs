@@ -100,7 +100,10 @@ impl Signals {
     }
 
     async fn next(&mut self) -> Option<Signal> {
-        tokio::signal::ctrl_c().await.ok().map(|_| Signal::Interrupt)
+        tokio::signal::ctrl_c()
+            .await
+            .ok()
+            .map(|_| Signal::Interrupt)
     }
 }
 

@@ -64,8 +64,14 @@ mod tests {
 
     #[test]
     fn frames_are_exact() {
-        assert_eq!(&message_frame(&json!({"count": 1}))[..], b"data: {\"message\":{\"count\":1}}\n\n");
-        assert_eq!(&result_frame(&json!("done"))[..], b"data: {\"result\":\"done\"}\n\n");
+        assert_eq!(
+            &message_frame(&json!({"count": 1}))[..],
+            b"data: {\"message\":{\"count\":1}}\n\n"
+        );
+        assert_eq!(
+            &result_frame(&json!("done"))[..],
+            b"data: {\"result\":\"done\"}\n\n"
+        );
         let e = Error::user_facing(StatusCode::PermissionDenied, "no");
         assert_eq!(
             &error_frame(&e)[..],
@@ -73,6 +79,9 @@ mod tests {
         );
         let internal = Error::internal("db password leaked");
         let f = String::from_utf8(error_frame(&internal).to_vec()).unwrap();
-        assert_eq!(f, "error: {\"error\":{\"status\":\"INTERNAL\",\"message\":\"Internal Error\"}}\n\n");
+        assert_eq!(
+            f,
+            "error: {\"error\":{\"status\":\"INTERNAL\",\"message\":\"Internal Error\"}}\n\n"
+        );
     }
 }

@@ -31,7 +31,11 @@ async fn run_app() -> Result<(), Box<dyn std::error::Error>> {
     define(&registry)?;
     let dev = genkit_server::start_dev_tooling(&registry).await?;
     if let Some(d) = &dev {
-        eprintln!("reflection server on {} (runtime {})", d.url(), d.runtime_id());
+        eprintln!(
+            "reflection server on {} (runtime {})",
+            d.url(),
+            d.runtime_id()
+        );
     }
     match std::env::var("GENKIT_TEST_FLOW_PORT") {
         Ok(port) => {
@@ -68,7 +72,10 @@ fn define(registry: &Registry) -> Result<(), Error> {
         Err::<Value, _>(Error::internal("boom"))
     })?;
     define_flow(registry, "denied", |_: Value, _| async move {
-        Err::<Value, _>(Error::user_facing(StatusCode::PermissionDenied, "not for you"))
+        Err::<Value, _>(Error::user_facing(
+            StatusCode::PermissionDenied,
+            "not for you",
+        ))
     })?;
     define_flow(registry, "whoami", |_: Value, ctx| async move {
         Ok(ctx.context.to_value())
@@ -87,7 +94,9 @@ fn define(registry: &Registry) -> Result<(), Error> {
         async move {
             let upper = run("shout", async move { Ok(name.to_uppercase()) }).await?;
             let hello = reg.require_action(hello_key).await?;
-            let out = hello.run_json(Value::from(upper), Default::default()).await?;
+            let out = hello
+                .run_json(Value::from(upper), Default::default())
+                .await?;
             Ok(out.output)
         }
     })?;
@@ -134,26 +143,46 @@ fn echo_model() -> Result<Action<Value, Value, Value>, Error> {
         }),
     );
     Action::from_desc(desc, |req: Value, ctx| async move {
-        let messages = req.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
-        let answered_tools = messages.iter().any(|m| m.get("role") == Some(&json!("tool")));
-        let first_tool = req.get("tools").and_then(Value::as_array).and_then(|t| t.first()).cloned();
+        let messages = req
+            .get("messages")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let answered_tools = messages
+            .iter()
+            .any(|m| m.get("role") == Some(&json!("tool")));
+        let first_tool = req
+            .get("tools")
+            .and_then(Value::as_array)
+            .and_then(|t| t.first())
+            .cloned();
         let content = match (first_tool, answered_tools) {
             (Some(tool), false) => {
                 let input = sample(tool.get("inputSchema").unwrap_or(&Value::Null));
-                vec![json!({"toolRequest": {"name": tool.get("name").cloned().unwrap_or(Value::Null), "ref": "0", "input": input}})]
+                vec![
+                    json!({"toolRequest": {"name": tool.get("name").cloned().unwrap_or(Value::Null), "ref": "0", "input": input}}),
+                ]
             }
             _ => {
                 let output = req.get("output");
                 let text = if output.and_then(|o| o.get("format")) == Some(&json!("json")) {
-                    serde_json::to_string(&sample(output.and_then(|o| o.get("schema")).unwrap_or(&Value::Null)))?
+                    serde_json::to_string(&sample(
+                        output.and_then(|o| o.get("schema")).unwrap_or(&Value::Null),
+                    ))?
                 } else {
-                    let system = messages.iter().any(|m| m.get("role") == Some(&json!("system")));
+                    let system = messages
+                        .iter()
+                        .any(|m| m.get("role") == Some(&json!("system")));
                     let said: Vec<String> = messages
                         .iter()
                         .filter(|m| m.get("role") != Some(&json!("system")))
-                        .flat_map(|m| texts(m))
+                        .flat_map(texts)
                         .collect();
-                    format!("{}{}", if system { "RESPONSE: " } else { "" }, said.join("\n"))
+                    format!(
+                        "{}{}",
+                        if system { "RESPONSE: " } else { "" },
+                        said.join("\n")
+                    )
                 };
                 vec![json!({ "text": text })]
             }
@@ -165,7 +194,9 @@ fn echo_model() -> Result<Action<Value, Value, Value>, Error> {
                         let chars: Vec<char> = text.chars().collect();
                         for piece in chars.chunks(8) {
                             let piece: String = piece.iter().collect();
-                            ctx.send_chunk(json!({"index": 0, "role": "model", "content": [{"text": piece}]}));
+                            ctx.send_chunk(
+                                json!({"index": 0, "role": "model", "content": [{"text": piece}]}),
+                            );
                         }
                     }
                     None => ctx.send_chunk(json!({"index": 0, "role": "model", "content": [part]})),

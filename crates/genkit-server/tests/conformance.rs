@@ -10,7 +10,8 @@ use serde_json::Value;
 
 fn load(name: &str) -> Value {
     let path = conformance_dir().join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     serde_yaml::from_str(&text).unwrap()
 }
 
@@ -62,7 +63,10 @@ async fn conformance_suites() {
         assert!(errors.is_empty(), "{path}: {errors:#?}\n{got:#}");
         if path == "/api/runAction" {
             let id = got["telemetry"]["traceId"].as_str().unwrap();
-            assert!(id.len() == 32 && id.chars().all(|c| c.is_ascii_hexdigit()), "{id}");
+            assert!(
+                id.len() == 32 && id.chars().all(|c| c.is_ascii_hexdigit()),
+                "{id}"
+            );
         }
     }
 
@@ -91,7 +95,10 @@ async fn conformance_suites() {
             assert_eq!(chunk, message.replace("{count}", &i.to_string()));
         }
         let last: Value = serde_json::from_str(&frames[count as usize]["data: ".len()..]).unwrap();
-        let result = case["response"]["result"].as_str().unwrap().replace("{count}", &count.to_string());
+        let result = case["response"]["result"]
+            .as_str()
+            .unwrap()
+            .replace("{count}", &count.to_string());
         assert_eq!(last, serde_json::json!({ "result": result }));
     }
 

@@ -75,7 +75,15 @@ async fn spans_arriving_during_an_export_form_the_next_batches() {
         batches: Mutex::default(),
         first_delay: Duration::from_millis(200),
     });
-    let p = BatchProcessor::spawn(sink.clone(), BatchConfig { queue_capacity: 1000, max_batch: 64, realtime: false }).unwrap();
+    let p = BatchProcessor::spawn(
+        sink.clone(),
+        BatchConfig {
+            queue_capacity: 1000,
+            max_batch: 64,
+            realtime: false,
+        },
+    )
+    .unwrap();
     let t = TraceId::random();
     p.on_end(&span(t, "first", Some(2.0)));
     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -86,12 +94,23 @@ async fn spans_arriving_during_an_export_form_the_next_batches() {
     let batches = sink.batches.lock().clone();
     assert_eq!(batches, vec![1, 64, 64, 22]);
     let stats = p.stats();
-    assert_eq!((stats.queued, stats.exported, stats.dropped, stats.failed), (151, 151, 0, 0));
+    assert_eq!(
+        (stats.queued, stats.exported, stats.dropped, stats.failed),
+        (151, 151, 0, 0)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stuck_receiver_never_blocks_and_overflow_is_counted() {
-    let p = BatchProcessor::spawn(Arc::new(Stuck), BatchConfig { queue_capacity: 16, max_batch: 4, realtime: true }).unwrap();
+    let p = BatchProcessor::spawn(
+        Arc::new(Stuck),
+        BatchConfig {
+            queue_capacity: 16,
+            max_batch: 4,
+            realtime: true,
+        },
+    )
+    .unwrap();
     assert!(p.wants_start_events());
     let t = TraceId::random();
     let s = span(t, "x", None);
@@ -101,7 +120,10 @@ async fn a_stuck_receiver_never_blocks_and_overflow_is_counted() {
         p.on_end(&s);
     }
     let elapsed = started.elapsed();
-    assert!(elapsed < Duration::from_secs(1), "enqueueing took {elapsed:?}");
+    assert!(
+        elapsed < Duration::from_secs(1),
+        "enqueueing took {elapsed:?}"
+    );
     let stats = p.stats();
     assert_eq!(stats.queued + stats.dropped, 40_000);
     assert!(stats.queued <= 16 + 4, "{stats:?}");
@@ -122,8 +144,19 @@ async fn an_unreachable_telemetry_server_fails_quietly() {
             held.push(c);
         }
     });
-    let sink = Arc::new(TraceServerSink::new(TelemetryServerUrl::new(Some(url)), Duration::from_millis(300)));
-    let p = BatchProcessor::spawn(sink, BatchConfig { queue_capacity: 8, max_batch: 8, realtime: false }).unwrap();
+    let sink = Arc::new(TraceServerSink::new(
+        TelemetryServerUrl::new(Some(url)),
+        Duration::from_millis(300),
+    ));
+    let p = BatchProcessor::spawn(
+        sink,
+        BatchConfig {
+            queue_capacity: 8,
+            max_batch: 8,
+            realtime: false,
+        },
+    )
+    .unwrap();
     let t0 = Instant::now();
     for i in 0..1000 {
         p.on_end(&span(TraceId::random(), &format!("s{i}"), Some(2.0)));
@@ -131,11 +164,21 @@ async fn an_unreachable_telemetry_server_fails_quietly() {
     assert!(t0.elapsed() < Duration::from_millis(500));
     assert!(p.flush(Duration::from_secs(5)).await);
     let stats = p.stats();
-    assert!(stats.dropped > 0 && stats.failed > 0 && stats.exported == 0, "{stats:?}");
+    assert!(
+        stats.dropped > 0 && stats.failed > 0 && stats.exported == 0,
+        "{stats:?}"
+    );
 
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
     let url = TelemetryServerUrl::new(Some(format!("http://{closed}")));
-    let p = BatchProcessor::spawn(Arc::new(TraceServerSink::new(url, Duration::from_secs(1))), BatchConfig::default()).unwrap();
+    let p = BatchProcessor::spawn(
+        Arc::new(TraceServerSink::new(url, Duration::from_secs(1))),
+        BatchConfig::default(),
+    )
+    .unwrap();
     p.on_end(&span(TraceId::random(), "x", Some(2.0)));
     assert!(p.flush(Duration::from_secs(5)).await);
     assert_eq!(p.stats().failed, 1);
@@ -145,8 +188,15 @@ async fn an_unreachable_telemetry_server_fails_quietly() {
 fn spans_group_by_trace_and_later_records_win() {
     let (a, b) = (TraceId::random(), TraceId::random());
     let root = span(a, "root", None);
-    let ended = Arc::new(RecordedSpan { end_time: Some(5.0), ..(*root).clone() });
-    let traces = genkit_server::telemetry::genkit_exporter::group_traces(&[root, span(b, "other", Some(3.0)), ended]);
+    let ended = Arc::new(RecordedSpan {
+        end_time: Some(5.0),
+        ..(*root).clone()
+    });
+    let traces = genkit_server::telemetry::genkit_exporter::group_traces(&[
+        root,
+        span(b, "other", Some(3.0)),
+        ended,
+    ]);
     assert_eq!(traces.len(), 2);
     assert_eq!(traces[0].trace_id, a.to_string());
     assert_eq!(traces[0].spans.len(), 1);

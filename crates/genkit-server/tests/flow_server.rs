@@ -17,7 +17,10 @@ use std::time::Duration;
 
 fn registry() -> Registry {
     let r = Registry::new();
-    define_flow(&r, "hello", |name: String, _| async move { Ok(format!("Hello, {name}!")) }).unwrap();
+    define_flow(&r, "hello", |name: String, _| async move {
+        Ok(format!("Hello, {name}!"))
+    })
+    .unwrap();
     define_streaming_flow(&r, "count", |n: u32, ctx| async move {
         for i in 0..n {
             ctx.send_chunk(json!({ "i": i }));
@@ -36,14 +39,22 @@ fn registry() -> Registry {
     })
     .unwrap();
     define_flow(&r, "denied", |_: Value, _| async move {
-        Err::<Value, _>(Error::user_facing(StatusCode::PermissionDenied, "not yours"))
+        Err::<Value, _>(Error::user_facing(
+            StatusCode::PermissionDenied,
+            "not yours",
+        ))
     })
     .unwrap();
     define_flow(&r, "leaky", |_: Value, _| async move {
-        Err::<Value, _>(Error::internal("connection string postgres://admin:hunter2@db"))
+        Err::<Value, _>(Error::internal(
+            "connection string postgres://admin:hunter2@db",
+        ))
     })
     .unwrap();
-    define_flow(&r, "context", |_: Value, ctx| async move { Ok(ctx.context.to_value()) }).unwrap();
+    define_flow(&r, "context", |_: Value, ctx| async move {
+        Ok(ctx.context.to_value())
+    })
+    .unwrap();
     define_streaming_flow(&r, "ticks", |n: u32, ctx| async move {
         for i in 0..n {
             ctx.send_chunk(i);
@@ -56,22 +67,43 @@ fn registry() -> Registry {
 }
 
 fn is_hex(s: &str, len: usize) -> bool {
-    s.len() == len && s.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+    s.len() == len
+        && s.chars()
+            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
 }
 
 #[tokio::test]
 async fn json_result_with_trace_headers() {
     let s = start(FlowServer::new(&registry())).await;
-    let r = client().post(s.url("/hello")).json(&json!({"data": "Ada"})).send().await.unwrap();
+    let r = client()
+        .post(s.url("/hello"))
+        .json(&json!({"data": "Ada"}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
     assert_eq!(r.headers()["content-type"], "application/json");
-    assert!(is_hex(r.headers()["x-genkit-trace-id"].to_str().unwrap(), 32));
-    assert!(is_hex(r.headers()["x-genkit-span-id"].to_str().unwrap(), 16));
+    assert!(is_hex(
+        r.headers()["x-genkit-trace-id"].to_str().unwrap(),
+        32
+    ));
+    assert!(is_hex(
+        r.headers()["x-genkit-span-id"].to_str().unwrap(),
+        16
+    ));
     assert_eq!(r.text().await.unwrap(), r#"{"result":"Hello, Ada!"}"#);
 
     // Non-streaming callers do not stream.
-    let r = client().post(s.url("/count")).json(&json!({"data": 2})).send().await.unwrap();
-    assert_eq!(r.json::<Value>().await.unwrap(), json!({"result": "counted 2, streaming: false"}));
+    let r = client()
+        .post(s.url("/count"))
+        .json(&json!({"data": 2}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.json::<Value>().await.unwrap(),
+        json!({"result": "counted 2, streaming: false"})
+    );
 }
 
 #[tokio::test]
@@ -87,9 +119,17 @@ async fn streaming_sends_sse_frames() {
         .unwrap();
     assert_eq!(by_accept.status(), 200);
     assert_eq!(by_accept.headers()["content-type"], "text/event-stream");
-    assert!(is_hex(by_accept.headers()["x-genkit-trace-id"].to_str().unwrap(), 32));
+    assert!(is_hex(
+        by_accept.headers()["x-genkit-trace-id"].to_str().unwrap(),
+        32
+    ));
     assert_eq!(by_accept.text().await.unwrap(), expected);
-    let by_query = client().post(s.url("/count?stream=true")).json(&json!({"data": 2})).send().await.unwrap();
+    let by_query = client()
+        .post(s.url("/count?stream=true"))
+        .json(&json!({"data": 2}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(by_query.text().await.unwrap(), expected);
 }
 
@@ -98,7 +138,17 @@ async fn errors_mid_stream_end_with_an_error_frame() {
     let s = start(FlowServer::new(&registry())).await;
     let body = |kind: &'static str| {
         let url = s.url("/breaksMidway?stream=true");
-        async move { client().post(url).json(&json!({"data": kind})).send().await.unwrap().text().await.unwrap() }
+        async move {
+            client()
+                .post(url)
+                .json(&json!({"data": kind}))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        }
     };
     let user = body("user").await;
     assert_eq!(
@@ -123,27 +173,54 @@ async fn error_statuses_and_bodies() {
     let post = |path: &str, body: &'static str| {
         let url = s.url(path);
         async move {
-            let r = client().post(url).header("content-type", "application/json").body(body).send().await.unwrap();
+            let r = client()
+                .post(url)
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .unwrap();
             (r.status().as_u16(), r.text().await.unwrap())
         }
     };
     assert_eq!(
         post("/denied", r#"{"data":1}"#).await,
-        (403, r#"{"status":"PERMISSION_DENIED","message":"not yours"}"#.into())
+        (
+            403,
+            r#"{"status":"PERMISSION_DENIED","message":"not yours"}"#.into()
+        )
     );
     assert_eq!(
         post("/leaky", r#"{"data":1}"#).await,
-        (500, r#"{"status":"INTERNAL","message":"Internal Error"}"#.into())
+        (
+            500,
+            r#"{"status":"INTERNAL","message":"Internal Error"}"#.into()
+        )
     );
     // Input that does not match the flow's schema is the caller's fault.
     let (status, body) = post("/hello", r#"{"data":42}"#).await;
     assert_eq!(status, 400, "{body}");
-    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["status"], "INVALID_ARGUMENT");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["status"],
+        "INVALID_ARGUMENT"
+    );
     let (status, body) = post("/hello", r#"{"data":"#).await;
-    assert_eq!((status, serde_json::from_str::<Value>(&body).unwrap()["status"].clone()), (400, json!("INVALID_ARGUMENT")));
+    assert_eq!(
+        (
+            status,
+            serde_json::from_str::<Value>(&body).unwrap()["status"].clone()
+        ),
+        (400, json!("INVALID_ARGUMENT"))
+    );
     assert_eq!(post("/hello", "[1,2]").await.0, 400);
     let (status, body) = post("/nope", r#"{"data":1}"#).await;
-    assert_eq!((status, serde_json::from_str::<Value>(&body).unwrap()["status"].clone()), (404, json!("NOT_FOUND")));
+    assert_eq!(
+        (
+            status,
+            serde_json::from_str::<Value>(&body).unwrap()["status"].clone()
+        ),
+        (404, json!("NOT_FOUND"))
+    );
     let r = client().get(s.url("/hello")).send().await.unwrap();
     assert_eq!(r.status(), 405);
     assert_eq!(r.headers()["allow"], "POST");
@@ -151,7 +228,12 @@ async fn error_statuses_and_bodies() {
 
 #[tokio::test]
 async fn api_key_context_provider() {
-    let s = start(FlowServer::new(&registry()).flow("hello").flow_with_context("context", api_key("s3cret"))).await;
+    let s = start(
+        FlowServer::new(&registry())
+            .flow("hello")
+            .flow_with_context("context", api_key("s3cret")),
+    )
+    .await;
     let call = |key: Option<&'static str>| {
         let url = s.url("/context");
         async move {
@@ -163,14 +245,39 @@ async fn api_key_context_provider() {
             (r.status().as_u16(), r.json::<Value>().await.unwrap())
         }
     };
-    assert_eq!(call(None).await, (401, json!({"status": "UNAUTHENTICATED", "message": "Unauthenticated"})));
-    assert_eq!(call(Some("wrong")).await, (403, json!({"status": "PERMISSION_DENIED", "message": "Permission Denied"})));
-    assert_eq!(call(Some("s3cret")).await, (200, json!({"result": {"auth": {"apiKey": "s3cret"}}})));
+    assert_eq!(
+        call(None).await,
+        (
+            401,
+            json!({"status": "UNAUTHENTICATED", "message": "Unauthenticated"})
+        )
+    );
+    assert_eq!(
+        call(Some("wrong")).await,
+        (
+            403,
+            json!({"status": "PERMISSION_DENIED", "message": "Permission Denied"})
+        )
+    );
+    assert_eq!(
+        call(Some("s3cret")).await,
+        (200, json!({"result": {"auth": {"apiKey": "s3cret"}}}))
+    );
     // Refused streaming requests are refused before any frame.
-    let r = client().post(s.url("/context?stream=true")).json(&json!({"data": 1})).send().await.unwrap();
+    let r = client()
+        .post(s.url("/context?stream=true"))
+        .json(&json!({"data": 1}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 401);
     // A flow without a provider needs no key.
-    let r = client().post(s.url("/hello")).json(&json!({"data": "x"})).send().await.unwrap();
+    let r = client()
+        .post(s.url("/hello"))
+        .json(&json!({"data": "x"}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
 }
 
@@ -179,7 +286,10 @@ async fn default_bearer_and_custom_providers() {
     let bearer = bearer_token(|token: String| async move {
         match token.as_str() {
             "t-alice" => Ok(json!({"uid": "alice"})),
-            _ => Err(Error::user_facing(StatusCode::PermissionDenied, "unknown token")),
+            _ => Err(Error::user_facing(
+                StatusCode::PermissionDenied,
+                "unknown token",
+            )),
         }
     });
     let tenant = from_fn(|req: &genkit_server::context_providers::RequestData| {
@@ -188,8 +298,13 @@ async fn default_bearer_and_custom_providers() {
         async move {
             tokio::task::yield_now().await;
             match tenant {
-                Some(t) => Ok(ActionContext::new().with("tenant", t.into()).with("input", input)),
-                None => Err(Error::user_facing(StatusCode::InvalidArgument, "x-tenant is required")),
+                Some(t) => Ok(ActionContext::new()
+                    .with("tenant", t.into())
+                    .with("input", input)),
+                None => Err(Error::user_facing(
+                    StatusCode::InvalidArgument,
+                    "x-tenant is required",
+                )),
             }
         }
     });
@@ -200,25 +315,66 @@ async fn default_bearer_and_custom_providers() {
             .flow_with_context("hello", tenant),
     )
     .await;
-    let r = client().post(s.url("/context")).json(&json!({})).send().await.unwrap();
+    let r = client()
+        .post(s.url("/context"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 401);
-    let r = client().post(s.url("/context")).bearer_auth("t-bob").json(&json!({})).send().await.unwrap();
+    let r = client()
+        .post(s.url("/context"))
+        .bearer_auth("t-bob")
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 403);
-    let r = client().post(s.url("/context")).bearer_auth("t-alice").json(&json!({})).send().await.unwrap();
-    assert_eq!(r.json::<Value>().await.unwrap(), json!({"result": {"auth": {"uid": "alice"}}}));
+    let r = client()
+        .post(s.url("/context"))
+        .bearer_auth("t-alice")
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.json::<Value>().await.unwrap(),
+        json!({"result": {"auth": {"uid": "alice"}}})
+    );
     // The per-flow provider replaces the default one, and sees the input.
-    let r = client().post(s.url("/hello")).json(&json!({"data": "x"})).send().await.unwrap();
+    let r = client()
+        .post(s.url("/hello"))
+        .json(&json!({"data": "x"}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 400);
-    let r = client().post(s.url("/hello")).header("x-tenant", "acme").json(&json!({"data": "x"})).send().await.unwrap();
-    assert_eq!(r.json::<Value>().await.unwrap(), json!({"result": "Hello, x!"}));
+    let r = client()
+        .post(s.url("/hello"))
+        .header("x-tenant", "acme")
+        .json(&json!({"data": "x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.json::<Value>().await.unwrap(),
+        json!({"result": "Hello, x!"})
+    );
 }
 
 #[tokio::test]
 async fn cors_is_configurable() {
     let cors = CorsLayer::new()
-        .allow_origin("https://app.example".parse::<axum::http::HeaderValue>().unwrap())
+        .allow_origin(
+            "https://app.example"
+                .parse::<axum::http::HeaderValue>()
+                .unwrap(),
+        )
         .allow_methods([axum::http::Method::POST])
-        .allow_headers([axum::http::header::CONTENT_TYPE, axum::http::header::AUTHORIZATION]);
+        .allow_headers([
+            axum::http::header::CONTENT_TYPE,
+            axum::http::header::AUTHORIZATION,
+        ]);
     let s = start(FlowServer::new(&registry()).cors(cors)).await;
     let pre = client()
         .request(reqwest::Method::OPTIONS, s.url("/hello"))
@@ -229,7 +385,10 @@ async fn cors_is_configurable() {
         .await
         .unwrap();
     assert_eq!(pre.status(), 200);
-    assert_eq!(pre.headers()["access-control-allow-origin"], "https://app.example");
+    assert_eq!(
+        pre.headers()["access-control-allow-origin"],
+        "https://app.example"
+    );
     let r = client()
         .post(s.url("/hello"))
         .header("origin", "https://app.example")
@@ -237,7 +396,10 @@ async fn cors_is_configurable() {
         .send()
         .await
         .unwrap();
-    assert_eq!(r.headers()["access-control-allow-origin"], "https://app.example");
+    assert_eq!(
+        r.headers()["access-control-allow-origin"],
+        "https://app.example"
+    );
     let other = client()
         .post(s.url("/hello"))
         .header("origin", "https://evil.example")
@@ -247,7 +409,10 @@ async fn cors_is_configurable() {
         .unwrap();
     // A fixed origin is always the one announced, so browsers refuse others.
     assert_ne!(
-        other.headers().get("access-control-allow-origin").and_then(|v| v.to_str().ok()),
+        other
+            .headers()
+            .get("access-control-allow-origin")
+            .and_then(|v| v.to_str().ok()),
         Some("https://evil.example")
     );
 
@@ -266,13 +431,25 @@ async fn cors_is_configurable() {
 async fn body_limit_answers_413() {
     let s = start(FlowServer::new(&registry()).body_limit(1024)).await;
     let small = json!({"data": "x".repeat(900)});
-    let r = client().post(s.url("/hello")).json(&small).send().await.unwrap();
+    let r = client()
+        .post(s.url("/hello"))
+        .json(&small)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
     let big = json!({"data": "x".repeat(2000)});
-    let r = client().post(s.url("/hello")).json(&big).send().await.unwrap();
+    let r = client()
+        .post(s.url("/hello"))
+        .json(&big)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 413);
     // Also without a content-length (chunked upload).
-    let chunks = futures::stream::iter(vec![Ok::<_, std::io::Error>(serde_json::to_vec(&big).unwrap())]);
+    let chunks = futures::stream::iter(vec![Ok::<_, std::io::Error>(
+        serde_json::to_vec(&big).unwrap(),
+    )]);
     let r = client()
         .post(s.url("/hello"))
         .header("content-type", "application/json")
@@ -287,13 +464,27 @@ async fn body_limit_answers_413() {
 async fn selected_flows_and_prefix() {
     let r = registry();
     let s = start(FlowServer::new(&r).flows(["hello"]).path_prefix("/api/")).await;
-    let ok = client().post(s.url("/api/hello")).json(&json!({"data": "x"})).send().await.unwrap();
+    let ok = client()
+        .post(s.url("/api/hello"))
+        .json(&json!({"data": "x"}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(ok.status(), 200);
     for path in ["/hello", "/api/count"] {
-        let r = client().post(s.url(path)).json(&json!({"data": 1})).send().await.unwrap();
+        let r = client()
+            .post(s.url(path))
+            .json(&json!({"data": 1}))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(r.status(), 404, "{path}");
     }
-    let err = FlowServer::new(&r).flows(["missing"]).into_router().await.unwrap_err();
+    let err = FlowServer::new(&r)
+        .flows(["missing"])
+        .into_router()
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("missing"), "{err}");
 }
 
@@ -312,7 +503,14 @@ async fn graceful_shutdown_finishes_in_flight_streams() {
     s.stop();
     // New connections are refused once shutdown began.
     tokio::time::sleep(Duration::from_millis(50)).await;
-    assert!(client().post(s.url("/hello")).json(&json!({"data": "x"})).send().await.is_err());
+    assert!(
+        client()
+            .post(s.url("/hello"))
+            .json(&json!({"data": "x"}))
+            .send()
+            .await
+            .is_err()
+    );
     let mut rest = Vec::new();
     while let Some(chunk) = body.next().await {
         rest.extend_from_slice(&chunk.unwrap());
@@ -320,7 +518,11 @@ async fn graceful_shutdown_finishes_in_flight_streams() {
     let rest = String::from_utf8(rest).unwrap();
     assert!(rest.ends_with("data: {\"result\":5}\n\n"), "{rest}");
     assert_eq!(rest.matches("\"message\"").count(), 4);
-    tokio::time::timeout(Duration::from_secs(5), s.task).await.unwrap().unwrap().unwrap();
+    tokio::time::timeout(Duration::from_secs(5), s.task)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
 }
 
 #[tokio::test]
@@ -347,7 +549,12 @@ async fn client_disconnect_drops_the_run() {
     })
     .unwrap();
     let s = start(FlowServer::new(&r)).await;
-    let resp = client().post(s.url("/forever?stream=true")).json(&json!({"data": 1})).send().await.unwrap();
+    let resp = client()
+        .post(s.url("/forever?stream=true"))
+        .json(&json!({"data": 1}))
+        .send()
+        .await
+        .unwrap();
     let mut body = resp.bytes_stream();
     body.next().await.unwrap().unwrap();
     drop(body);
@@ -357,6 +564,9 @@ async fn client_disconnect_drops_the_run() {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(dropped.load(Ordering::SeqCst), "the run was not dropped with its connection");
+    assert!(
+        dropped.load(Ordering::SeqCst),
+        "the run was not dropped with its connection"
+    );
     assert!(!finished.load(Ordering::SeqCst));
 }

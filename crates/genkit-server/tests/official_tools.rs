@@ -62,9 +62,15 @@ impl Scratch {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("home")).unwrap();
         std::fs::create_dir_all(dir.path().join("project")).unwrap();
-        std::fs::write(dir.path().join("project/package.json"), r#"{"name":"scratch","private":true}"#).unwrap();
+        std::fs::write(
+            dir.path().join("project/package.json"),
+            r#"{"name":"scratch","private":true}"#,
+        )
+        .unwrap();
         let me = Self { dir };
-        let out = me.genkit(&["config", "set", "analyticsOptOut", "true"]).await;
+        let out = me
+            .genkit(&["config", "set", "analyticsOptOut", "true"])
+            .await;
         assert!(out.status.success(), "{}", text(&out));
         me
     }
@@ -99,13 +105,23 @@ impl Scratch {
 }
 
 fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 fn hex32_after<'a>(s: &'a str, marker: &str) -> &'a str {
-    let i = s.find(marker).unwrap_or_else(|| panic!("no `{marker}` in:\n{s}")) + marker.len();
+    let i = s
+        .find(marker)
+        .unwrap_or_else(|| panic!("no `{marker}` in:\n{s}"))
+        + marker.len();
     let id = s[i..].trim_start().get(..32).unwrap_or("");
-    assert!(id.chars().all(|c| c.is_ascii_hexdigit()) && id.len() == 32, "bad trace id after {marker}: {s}");
+    assert!(
+        id.chars().all(|c| c.is_ascii_hexdigit()) && id.len() == 32,
+        "bad trace id after {marker}: {s}"
+    );
     id
 }
 
@@ -119,7 +135,13 @@ async fn genkit_cli_drives_the_runtime() {
     let env_file = scratch.dir.path().join("genkit.env");
     let mut start = scratch.command(&genkit_bin());
     start
-        .args(["start", "--port", &ui_port.to_string(), "--non-interactive", "--write-env-file"])
+        .args([
+            "start",
+            "--port",
+            &ui_port.to_string(),
+            "--non-interactive",
+            "--write-env-file",
+        ])
         .arg(&env_file)
         .arg("--")
         .arg(env!("CARGO_BIN_EXE_genkit-test-runtime"))
@@ -133,31 +155,51 @@ async fn genkit_cli_drives_the_runtime() {
     let runtimes = scratch.project().join(".genkit/runtimes");
     let deadline = Instant::now() + Duration::from_secs(60);
     let runtime_file = loop {
-        if let Some(f) = std::fs::read_dir(&runtimes).ok().and_then(|mut d| d.find_map(|e| e.ok())) {
+        if let Some(f) = std::fs::read_dir(&runtimes)
+            .ok()
+            .and_then(|mut d| d.find_map(|e| e.ok()))
+        {
             break f.path();
         }
-        assert!(Instant::now() < deadline, "the runtime never wrote its file under {}", runtimes.display());
+        assert!(
+            Instant::now() < deadline,
+            "the runtime never wrote its file under {}",
+            runtimes.display()
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     wait_for_port(ui_port).await;
 
     // flow:run, plain.
-    let out = scratch.genkit(&["flow:run", "hello", "\"Ada\"", "--non-interactive"]).await;
+    let out = scratch
+        .genkit(&["flow:run", "hello", "\"Ada\"", "--non-interactive"])
+        .await;
     let t = text(&out);
     assert!(out.status.success(), "{t}");
     assert!(t.contains("Result:\nHello, Ada!\n"), "{t}");
     hex32_after(&t, "Trace ID:");
 
     // flow:run, streaming: chunks, then the result.
-    let out = scratch.genkit(&["flow:run", "streamy", "3", "-s", "--non-interactive"]).await;
+    let out = scratch
+        .genkit(&["flow:run", "streamy", "3", "-s", "--non-interactive"])
+        .await;
     let t = text(&out);
-    let chunks: Vec<usize> = (0..3).map(|i| t.find(&format!("\"count\": {i}")).unwrap_or(usize::MAX)).collect();
-    assert!(chunks.windows(2).all(|w| w[0] < w[1]) && chunks[2] != usize::MAX, "{t}");
-    let result = t.find("Result:\ndone 3, streamed: 3 times").unwrap_or_else(|| panic!("{t}"));
+    let chunks: Vec<usize> = (0..3)
+        .map(|i| t.find(&format!("\"count\": {i}")).unwrap_or(usize::MAX))
+        .collect();
+    assert!(
+        chunks.windows(2).all(|w| w[0] < w[1]) && chunks[2] != usize::MAX,
+        "{t}"
+    );
+    let result = t
+        .find("Result:\ndone 3, streamed: 3 times")
+        .unwrap_or_else(|| panic!("{t}"));
     assert!(chunks[2] < result);
 
     // flow:run, failing: the CLI exits 0 but prints the error.
-    let out = scratch.genkit(&["flow:run", "fail", "{}", "--non-interactive"]).await;
+    let out = scratch
+        .genkit(&["flow:run", "fail", "{}", "--non-interactive"])
+        .await;
     let t = text(&out);
     assert!(out.status.success(), "{t}");
     assert!(t.contains("Code: 13") && t.contains("Message: boom"), "{t}");
@@ -166,10 +208,20 @@ async fn genkit_cli_drives_the_runtime() {
     // The CLI's tools API lists and runs our actions.
     let http = common::client();
     let tools = format!("http://localhost:{ui_port}");
-    let listed: Value = http.get(format!("{tools}/api/listActions")).send().await.unwrap().json().await.unwrap();
+    let listed: Value = http
+        .get(format!("{tools}/api/listActions"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let actions = &listed["result"]["data"];
     assert_eq!(actions["/flow/hello"]["name"], "hello", "{listed}");
-    assert_eq!(actions["/model/echoModel"]["metadata"]["model"]["supports"]["tools"], true);
+    assert_eq!(
+        actions["/model/echoModel"]["metadata"]["model"]["supports"]["tools"],
+        true
+    );
     let ran: Value = http
         .post(format!("{tools}/api/runAction"))
         .json(&json!({"key": "/flow/nested", "input": "bob"}))
@@ -192,21 +244,45 @@ async fn genkit_cli_drives_the_runtime() {
         .to_owned();
     let mut trace = Value::Null;
     for _ in 0..50 {
-        trace = http.get(format!("{telemetry}/api/traces/{trace_id}")).send().await.unwrap().json().await.unwrap_or(Value::Null);
-        if trace["spans"].as_object().is_some_and(|s| s.len() == 3 && s.values().all(|s| s["endTime"].as_f64() > Some(0.0))) {
+        trace = http
+            .get(format!("{telemetry}/api/traces/{trace_id}"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap_or(Value::Null);
+        if trace["spans"]
+            .as_object()
+            .is_some_and(|s| s.len() == 3 && s.values().all(|s| s["endTime"].as_f64() > Some(0.0)))
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let spans: Vec<&Value> = trace["spans"].as_object().unwrap_or_else(|| panic!("{trace}")).values().collect();
+    let spans: Vec<&Value> = trace["spans"]
+        .as_object()
+        .unwrap_or_else(|| panic!("{trace}"))
+        .values()
+        .collect();
     assert_eq!(spans.len(), 3, "{trace:#}");
     assert_eq!(trace["displayName"], "nested");
-    let root = spans.iter().find(|s| s.get("parentSpanId").is_none()).unwrap();
+    let root = spans
+        .iter()
+        .find(|s| s.get("parentSpanId").is_none())
+        .unwrap();
     assert_eq!(root["attributes"]["genkit:isRoot"], true);
     assert_eq!(root["attributes"]["genkit:key"], "/flow/nested");
     assert_eq!(root["attributes"]["genkit:state"], "success");
-    let paths: Vec<&str> = spans.iter().map(|s| s["attributes"]["genkit:path"].as_str().unwrap()).collect();
-    for p in ["/{nested,t:flow}", "/{nested,t:flow}/{shout,t:flowStep}", "/{nested,t:flow}/{hello,t:flow,s:flow}"] {
+    let paths: Vec<&str> = spans
+        .iter()
+        .map(|s| s["attributes"]["genkit:path"].as_str().unwrap())
+        .collect();
+    for p in [
+        "/{nested,t:flow}",
+        "/{nested,t:flow}/{shout,t:flowStep}",
+        "/{nested,t:flow}/{hello,t:flow,s:flow}",
+    ] {
         assert!(paths.contains(&p), "{paths:?}");
     }
     for s in &spans {
@@ -231,9 +307,15 @@ async fn genkit_cli_drives_the_runtime() {
     assert!(t.contains("Tests Completed: 7 Passed, 0 Failed"), "{t}");
 
     // Ctrl-C to the group: everything stops and the runtime file goes away.
-    let st = std::process::Command::new("kill").args(["-INT", "--", &format!("-{pgid}")]).status().unwrap();
+    let st = std::process::Command::new("kill")
+        .args(["-INT", "--", &format!("-{pgid}")])
+        .status()
+        .unwrap();
     assert!(st.success());
-    tokio::time::timeout(Duration::from_secs(20), cli.wait()).await.expect("genkit start did not stop").unwrap();
+    tokio::time::timeout(Duration::from_secs(20), cli.wait())
+        .await
+        .expect("genkit start did not stop")
+        .unwrap();
     for _ in 0..50 {
         if !runtime_file.exists() {
             break;

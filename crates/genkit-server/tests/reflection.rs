@@ -29,7 +29,10 @@ async fn start(registry: &Registry) -> Api {
 
 fn registry() -> Registry {
     let r = Registry::new();
-    define_flow(&r, "hello", |name: String, _| async move { Ok(format!("Hello, {name}!")) }).unwrap();
+    define_flow(&r, "hello", |name: String, _| async move {
+        Ok(format!("Hello, {name}!"))
+    })
+    .unwrap();
     define_streaming_flow(&r, "count", |n: u32, ctx| async move {
         for i in 0..n {
             ctx.send_chunk(json!({ "i": i }));
@@ -37,7 +40,10 @@ fn registry() -> Registry {
         Ok(n)
     })
     .unwrap();
-    define_flow(&r, "fail", |_: Value, _| async move { Err::<Value, _>(Error::internal("boom")) }).unwrap();
+    define_flow(&r, "fail", |_: Value, _| async move {
+        Err::<Value, _>(Error::internal("boom"))
+    })
+    .unwrap();
     define_flow(&r, "invalid", |_: Value, _| async move {
         Err::<Value, _>(Error::new(StatusCode::InvalidArgument, "bad thing"))
     })
@@ -48,11 +54,17 @@ fn registry() -> Registry {
         Ok(json!("unreachable: cancellation wins"))
     })
     .unwrap();
-    define_flow(&r, "context", |_: Value, ctx| async move { Ok(ctx.context.to_value()) }).unwrap();
+    define_flow(&r, "context", |_: Value, ctx| async move {
+        Ok(ctx.context.to_value())
+    })
+    .unwrap();
     let model = Action::<Value, Value, Value>::from_desc(
         ActionDesc::new(ActionKind::Model, "acme/echo")
             .with_description("echoes")
-            .with_metadata("model", json!({"label": "Echo", "supports": {"multiturn": true}})),
+            .with_metadata(
+                "model",
+                json!({"label": "Echo", "supports": {"multiturn": true}}),
+            ),
         |req, _| async move { Ok(req) },
     )
     .unwrap();
@@ -63,10 +75,19 @@ fn registry() -> Registry {
 
 impl Api {
     async fn post(&self, path: &str, body: Value) -> reqwest::Response {
-        client().post(format!("{}{path}", self.base)).json(&body).send().await.unwrap()
+        client()
+            .post(format!("{}{path}", self.base))
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
     }
     async fn get(&self, path: &str) -> reqwest::Response {
-        client().get(format!("{}{path}", self.base)).send().await.unwrap()
+        client()
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .unwrap()
     }
 }
 
@@ -75,7 +96,10 @@ async fn health_checks_the_runtime_id() {
     let api = start(&registry()).await;
     let ok = api.get("/api/__health?id=4242-3100").await;
     assert_eq!(ok.status(), 200);
-    assert_eq!(ok.headers()["x-genkit-version"], genkit_core::GENKIT_VERSION);
+    assert_eq!(
+        ok.headers()["x-genkit-version"],
+        genkit_core::GENKIT_VERSION
+    );
     assert_eq!(ok.text().await.unwrap(), "OK");
     assert_eq!(api.get("/api/__health").await.status(), 200);
     let bad = api.get("/api/__health?id=1-2").await;
@@ -105,9 +129,19 @@ async fn lists_actions_values_and_envs() {
     );
     assert_eq!(actions.as_object().unwrap().len(), 7);
 
-    let v: Value = api.get("/api/values?type=defaultModel").await.json().await.unwrap();
+    let v: Value = api
+        .get("/api/values?type=defaultModel")
+        .await
+        .json()
+        .await
+        .unwrap();
     assert_eq!(v, json!({"defaultModel": "acme/echo"}));
-    let v: Value = api.get("/api/values?type=middleware").await.json().await.unwrap();
+    let v: Value = api
+        .get("/api/values?type=middleware")
+        .await
+        .json()
+        .await
+        .unwrap();
     assert_eq!(v, json!({}));
     assert_eq!(api.get("/api/values").await.status(), 400);
     assert_eq!(api.get("/api/values?type=tools").await.status(), 400);
@@ -118,34 +152,61 @@ async fn lists_actions_values_and_envs() {
 #[tokio::test]
 async fn run_action_json() {
     let api = start(&registry()).await;
-    let r = api.post("/api/runAction", json!({"key": "/flow/hello", "input": "Ada"})).await;
+    let r = api
+        .post(
+            "/api/runAction",
+            json!({"key": "/flow/hello", "input": "Ada"}),
+        )
+        .await;
     assert_eq!(r.status(), 200);
     assert_eq!(r.headers()["content-type"], "application/json");
     assert_eq!(r.headers()["x-genkit-version"], genkit_core::GENKIT_VERSION);
-    let trace_id = r.headers()["x-genkit-trace-id"].to_str().unwrap().to_owned();
+    let trace_id = r.headers()["x-genkit-trace-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
     assert_eq!(r.headers()["x-genkit-span-id"].len(), 16);
     let body: Value = r.json().await.unwrap();
-    assert_eq!(body, json!({"result": "Hello, Ada!", "telemetry": {"traceId": trace_id}}));
+    assert_eq!(
+        body,
+        json!({"result": "Hello, Ada!", "telemetry": {"traceId": trace_id}})
+    );
 
     let r = api
-        .post("/api/runAction", json!({"key": "/flow/context", "input": null, "context": {"auth": {"uid": "u"}}}))
+        .post(
+            "/api/runAction",
+            json!({"key": "/flow/context", "input": null, "context": {"auth": {"uid": "u"}}}),
+        )
         .await;
-    assert_eq!(r.json::<Value>().await.unwrap()["result"], json!({"auth": {"uid": "u"}}));
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["result"],
+        json!({"auth": {"uid": "u"}})
+    );
 }
 
 #[tokio::test]
 async fn run_action_streaming_framing() {
     let api = start(&registry()).await;
-    let r = api.post("/api/runAction?stream=true", json!({"key": "/flow/count", "input": 2})).await;
+    let r = api
+        .post(
+            "/api/runAction?stream=true",
+            json!({"key": "/flow/count", "input": 2}),
+        )
+        .await;
     assert_eq!(r.status(), 200);
     assert_eq!(r.headers()["content-type"], "text/plain");
     assert_eq!(r.headers()["transfer-encoding"], "chunked");
-    let trace_id = r.headers()["x-genkit-trace-id"].to_str().unwrap().to_owned();
+    let trace_id = r.headers()["x-genkit-trace-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
     let body = r.text().await.unwrap();
     // Chunks end with a newline; the final value does not.
     assert_eq!(
         body,
-        format!("{{\"i\":0}}\n{{\"i\":1}}\n{{\"result\":2,\"telemetry\":{{\"traceId\":\"{trace_id}\"}}}}")
+        format!(
+            "{{\"i\":0}}\n{{\"i\":1}}\n{{\"result\":2,\"telemetry\":{{\"traceId\":\"{trace_id}\"}}}}"
+        )
     );
 }
 
@@ -153,19 +214,35 @@ async fn run_action_streaming_framing() {
 async fn run_action_errors_are_200_with_error_bodies() {
     let api = start(&registry()).await;
     for stream in ["", "?stream=true"] {
-        let r = api.post(&format!("/api/runAction{stream}"), json!({"key": "/flow/fail", "input": 1})).await;
+        let r = api
+            .post(
+                &format!("/api/runAction{stream}"),
+                json!({"key": "/flow/fail", "input": 1}),
+            )
+            .await;
         assert_eq!(r.status(), 200);
-        let trace_id = r.headers()["x-genkit-trace-id"].to_str().unwrap().to_owned();
+        let trace_id = r.headers()["x-genkit-trace-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
         let body = r.text().await.unwrap();
         assert!(!body.ends_with('\n'));
         let v: Value = serde_json::from_str(&body).unwrap();
         assert_eq!(v["error"]["code"], 13);
         assert_eq!(v["error"]["message"], "boom");
         assert_eq!(v["error"]["details"]["traceId"], trace_id);
-        assert!(v["error"]["details"]["stack"].as_str().unwrap().contains("boom"));
+        assert!(
+            v["error"]["details"]["stack"]
+                .as_str()
+                .unwrap()
+                .contains("boom")
+        );
     }
     let v: Value = api
-        .post("/api/runAction", json!({"key": "/flow/invalid", "input": 1}))
+        .post(
+            "/api/runAction",
+            json!({"key": "/flow/invalid", "input": 1}),
+        )
         .await
         .json()
         .await
@@ -179,7 +256,9 @@ async fn run_action_errors_are_200_with_error_bodies() {
         .await
         .unwrap();
     assert_eq!(v["error"]["code"], 3, "{v}");
-    let r = api.post("/api/runAction", json!({"key": "/flow/nope", "input": 1})).await;
+    let r = api
+        .post("/api/runAction", json!({"key": "/flow/nope", "input": 1}))
+        .await;
     assert_eq!(r.status(), 404);
     let r = api.post("/api/runAction", json!({"input": 1})).await;
     assert_eq!(r.status(), 400);
@@ -190,27 +269,58 @@ async fn cancel_action_by_trace_id() {
     let api = start(&registry()).await;
     assert_eq!(
         (
-            api.post("/api/cancelAction", json!({})).await.status().as_u16(),
-            api.post("/api/cancelAction", json!({"traceId": 7})).await.json::<Value>().await.unwrap()
+            api.post("/api/cancelAction", json!({}))
+                .await
+                .status()
+                .as_u16(),
+            api.post("/api/cancelAction", json!({"traceId": 7}))
+                .await
+                .json::<Value>()
+                .await
+                .unwrap()
         ),
         (400, json!({"error": "traceId is required"}))
     );
-    let r = api.post("/api/cancelAction", json!({"traceId": "0123456789abcdef0123456789abcdef"})).await;
+    let r = api
+        .post(
+            "/api/cancelAction",
+            json!({"traceId": "0123456789abcdef0123456789abcdef"}),
+        )
+        .await;
     assert_eq!(r.status(), 404);
-    assert_eq!(r.json::<Value>().await.unwrap(), json!({"message": "Action not found or already completed"}));
+    assert_eq!(
+        r.json::<Value>().await.unwrap(),
+        json!({"message": "Action not found or already completed"})
+    );
 
     // Headers arrive as soon as the run starts, before it finishes.
-    let r = api.post("/api/runAction?stream=true", json!({"key": "/flow/forever", "input": null})).await;
-    let trace_id = r.headers()["x-genkit-trace-id"].to_str().unwrap().to_owned();
+    let r = api
+        .post(
+            "/api/runAction?stream=true",
+            json!({"key": "/flow/forever", "input": null}),
+        )
+        .await;
+    let trace_id = r.headers()["x-genkit-trace-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
     let mut body = r.bytes_stream();
     let first = body.next().await.unwrap().unwrap();
     assert_eq!(&first[..], b"\"started\"\n");
     assert_eq!(api.state.active_runs(), 1);
-    let c = api.post("/api/cancelAction", json!({"traceId": trace_id})).await;
+    let c = api
+        .post("/api/cancelAction", json!({"traceId": trace_id}))
+        .await;
     assert_eq!(c.status(), 200);
-    assert_eq!(c.json::<Value>().await.unwrap(), json!({"message": "Action cancelled"}));
+    assert_eq!(
+        c.json::<Value>().await.unwrap(),
+        json!({"message": "Action cancelled"})
+    );
     let mut rest = Vec::new();
-    while let Some(chunk) = tokio::time::timeout(Duration::from_secs(5), body.next()).await.unwrap() {
+    while let Some(chunk) = tokio::time::timeout(Duration::from_secs(5), body.next())
+        .await
+        .unwrap()
+    {
         rest.extend_from_slice(&chunk.unwrap());
     }
     let v: Value = serde_json::from_slice(&rest).unwrap();
@@ -219,18 +329,30 @@ async fn cancel_action_by_trace_id() {
     assert_eq!(v["error"]["details"]["traceId"], trace_id);
     assert_eq!(api.state.active_runs(), 0);
     // A finished run is no longer cancellable.
-    let again = api.post("/api/cancelAction", json!({"traceId": trace_id})).await;
+    let again = api
+        .post("/api/cancelAction", json!({"traceId": trace_id}))
+        .await;
     assert_eq!(again.status(), 404);
 }
 
 #[tokio::test]
 async fn finished_runs_are_forgotten() {
     let api = start(&registry()).await;
-    let r = api.post("/api/runAction", json!({"key": "/flow/hello", "input": "x"})).await;
-    let trace_id = r.headers()["x-genkit-trace-id"].to_str().unwrap().to_owned();
+    let r = api
+        .post(
+            "/api/runAction",
+            json!({"key": "/flow/hello", "input": "x"}),
+        )
+        .await;
+    let trace_id = r.headers()["x-genkit-trace-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
     r.text().await.unwrap();
     assert_eq!(api.state.active_runs(), 0);
-    let c = api.post("/api/cancelAction", json!({"traceId": trace_id})).await;
+    let c = api
+        .post("/api/cancelAction", json!({"traceId": trace_id}))
+        .await;
     assert_eq!(c.status(), 404);
 }
 
@@ -238,7 +360,10 @@ async fn finished_runs_are_forgotten() {
 async fn notify_answers_ok() {
     let api = start(&registry()).await;
     let r = api
-        .post("/api/notify", json!({"telemetryServerUrl": "http://localhost:4033", "reflectionApiSpecVersion": 1}))
+        .post(
+            "/api/notify",
+            json!({"telemetryServerUrl": "http://localhost:4033", "reflectionApiSpecVersion": 1}),
+        )
         .await;
     assert_eq!(r.status(), 200);
     assert_eq!(r.text().await.unwrap(), "OK");

@@ -63,7 +63,11 @@ fn runtime_file_is_written_and_removed() {
     let pid = std::process::id();
     let mut file = RuntimeFile::write(tmp.path(), &info(pid), 1795983304956).unwrap();
     let path = file.path().unwrap().to_path_buf();
-    assert_eq!(path, tmp.path().join(format!(".genkit/runtimes/{pid}-3100-1795983304956.json")));
+    assert_eq!(
+        path,
+        tmp.path()
+            .join(format!(".genkit/runtimes/{pid}-3100-1795983304956.json"))
+    );
     let v: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     assert_eq!(
         v,
@@ -73,7 +77,10 @@ fn runtime_file_is_written_and_removed() {
         })
     );
     // Nothing but the runtime file is left in the watched folder.
-    assert_eq!(std::fs::read_dir(path.parent().unwrap()).unwrap().count(), 1);
+    assert_eq!(
+        std::fs::read_dir(path.parent().unwrap()).unwrap().count(),
+        1
+    );
     file.remove();
     assert!(!path.exists());
     file.remove();
@@ -109,8 +116,15 @@ async fn ctrl_c_removes_the_runtime_file_after_graceful_shutdown() {
     assert_eq!(info["id"], format!("{pid}-{port}"));
     assert_eq!(info["genkitVersion"], "rust/0.1.0");
     // The file is under the project root (the folder with package.json), not the working dir.
-    assert_eq!(rt.runtime_file.parent().unwrap(), rt.project.path().join(".genkit/runtimes"));
-    let health = client().get(format!("{url}/api/__health?id={pid}-{port}")).send().await.unwrap();
+    assert_eq!(
+        rt.runtime_file.parent().unwrap(),
+        rt.project.path().join(".genkit/runtimes")
+    );
+    let health = client()
+        .get(format!("{url}/api/__health?id={pid}-{port}"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(health.status(), 200);
     rt.signal("INT");
     assert_eq!(rt.wait().await, Some(0));
@@ -122,12 +136,22 @@ async fn sigterm_removes_the_runtime_file_and_exits() {
     let port = common::free_port();
     let mut rt = RuntimeProcess::start(
         false,
-        &[("GENKIT_REFLECTION_PORT", &port.to_string()), ("GENKIT_RUNTIME_ID", "custom-id")],
+        &[
+            ("GENKIT_REFLECTION_PORT", &port.to_string()),
+            ("GENKIT_RUNTIME_ID", "custom-id"),
+        ],
     )
     .await;
-    assert_eq!(rt.info["reflectionServerUrl"], format!("http://localhost:{port}"));
+    assert_eq!(
+        rt.info["reflectionServerUrl"],
+        format!("http://localhost:{port}")
+    );
     assert_eq!(rt.info["id"], "custom-id");
-    let ok = client().get(format!("http://127.0.0.1:{port}/api/__health?id=custom-id")).send().await.unwrap();
+    let ok = client()
+        .get(format!("http://127.0.0.1:{port}/api/__health?id=custom-id"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(ok.status(), 200);
     rt.signal("TERM");
     assert_eq!(rt.wait().await, Some(143));

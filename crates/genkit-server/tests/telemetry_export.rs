@@ -18,7 +18,8 @@ fn by_name<'a>(spans: &'a std::collections::BTreeMap<String, Value>, name: &str)
 #[tokio::test]
 async fn notified_url_receives_realtime_traces_before_the_answer() {
     let (fake, url) = FakeTelemetryServer::start().await;
-    let mut rt = RuntimeProcess::start(false, &[("GENKIT_ENABLE_REALTIME_TELEMETRY", "true")]).await;
+    let mut rt =
+        RuntimeProcess::start(false, &[("GENKIT_ENABLE_REALTIME_TELEMETRY", "true")]).await;
     let base = rt.reflection_url();
     let r = client()
         .post(format!("{base}/api/notify"))
@@ -61,12 +62,21 @@ async fn notified_url_receives_realtime_traces_before_the_answer() {
     let ctx: Value = serde_json::from_str(a["genkit:metadata:context"].as_str().unwrap()).unwrap();
     assert_eq!(ctx, json!({"auth": "<redacted>", "tenant": "t"}));
     assert_eq!(step["attributes"]["genkit:type"], "flowStep");
-    assert_eq!(step["attributes"]["genkit:path"], "/{nested,t:flow}/{shout,t:flowStep}");
-    assert_eq!(hello["attributes"]["genkit:path"], "/{nested,t:flow}/{hello,t:flow,s:flow}");
+    assert_eq!(
+        step["attributes"]["genkit:path"],
+        "/{nested,t:flow}/{shout,t:flowStep}"
+    );
+    assert_eq!(
+        hello["attributes"]["genkit:path"],
+        "/{nested,t:flow}/{hello,t:flow,s:flow}"
+    );
     for s in spans.values() {
         assert_eq!(s["traceId"], trace_id.as_str());
         assert_eq!(s["spanKind"], "INTERNAL");
-        assert_eq!(s["instrumentationLibrary"], json!({"name": "genkit-tracer", "version": "v1"}));
+        assert_eq!(
+            s["instrumentationLibrary"],
+            json!({"name": "genkit-tracer", "version": "v1"})
+        );
         assert_eq!(s["status"], json!({"code": 0}));
         assert!(s["endTime"].as_f64().unwrap() >= s["startTime"].as_f64().unwrap());
     }
@@ -77,21 +87,43 @@ async fn notified_url_receives_realtime_traces_before_the_answer() {
         .send()
         .await
         .unwrap();
-    let slow_trace = r.headers()["x-genkit-trace-id"].to_str().unwrap().to_owned();
+    let slow_trace = r.headers()["x-genkit-trace-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
     let mut seen_running = false;
     for _ in 0..30 {
         let records = fake.records(&slow_trace);
-        if records.iter().any(|s| s["endTime"] == 0.0 && s["attributes"].get("genkit:state").is_none()) {
+        if records
+            .iter()
+            .any(|s| s["endTime"] == 0.0 && s["attributes"].get("genkit:state").is_none())
+        {
             seen_running = true;
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
-    assert!(seen_running, "no in-progress span record while the flow ran");
+    assert!(
+        seen_running,
+        "no in-progress span record while the flow ran"
+    );
     let text = r.text().await.unwrap();
-    assert!(text.ends_with(&format!("\"telemetry\":{{\"traceId\":\"{slow_trace}\"}}}}")), "{text}");
-    assert!(fake.merged(&slow_trace).values().all(|s| s["endTime"].as_f64().unwrap() > 0.0));
-    let trace_post = fake.posts.lock().iter().find(|p| p["traceId"] == trace_id.as_str() && p.get("displayName").is_some()).cloned().unwrap();
+    assert!(
+        text.ends_with(&format!("\"telemetry\":{{\"traceId\":\"{slow_trace}\"}}}}")),
+        "{text}"
+    );
+    assert!(
+        fake.merged(&slow_trace)
+            .values()
+            .all(|s| s["endTime"].as_f64().unwrap() > 0.0)
+    );
+    let trace_post = fake
+        .posts
+        .lock()
+        .iter()
+        .find(|p| p["traceId"] == trace_id.as_str() && p.get("displayName").is_some())
+        .cloned()
+        .unwrap();
     assert_eq!(trace_post["displayName"], "nested");
 
     // A failing flow: error status, failure source and exception event.
@@ -102,7 +134,10 @@ async fn notified_url_receives_realtime_traces_before_the_answer() {
         .await
         .unwrap();
     let body: Value = r.json().await.unwrap();
-    let trace_id = body["error"]["details"]["traceId"].as_str().unwrap().to_owned();
+    let trace_id = body["error"]["details"]["traceId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let spans = fake.merged(&trace_id);
     let fail = by_name(&spans, "fail");
     assert_eq!(fail["attributes"]["genkit:state"], "error");
@@ -140,9 +175,17 @@ async fn env_url_wins_over_notify() {
         .unwrap();
     let trace_id = body["telemetry"]["traceId"].as_str().unwrap();
     let spans = pinned.merged(trace_id);
-    assert_eq!(by_name(&spans, "streamy")["attributes"]["genkit:output"], "\"done 2, streamed: 2 times\"");
+    assert_eq!(
+        by_name(&spans, "streamy")["attributes"]["genkit:output"],
+        "\"done 2, streamed: 2 times\""
+    );
     // Not realtime: only finished spans.
-    assert!(pinned.records(trace_id).iter().all(|s| s["endTime"].as_f64().unwrap() > 0.0));
+    assert!(
+        pinned
+            .records(trace_id)
+            .iter()
+            .all(|s| s["endTime"].as_f64().unwrap() > 0.0)
+    );
     assert!(other.posts.lock().is_empty());
     rt.signal("INT");
     rt.wait().await;

@@ -46,7 +46,11 @@ pub struct ReflectionState {
 
 impl ReflectionState {
     /// State for `registry` under `runtime_id`, exporting through `telemetry`.
-    pub fn new(registry: &Registry, runtime_id: impl Into<String>, telemetry: Option<Arc<Telemetry>>) -> Self {
+    pub fn new(
+        registry: &Registry,
+        runtime_id: impl Into<String>,
+        telemetry: Option<Arc<Telemetry>>,
+    ) -> Self {
         Self {
             registry: registry.clone(),
             runtime_id: runtime_id.into(),
@@ -83,8 +87,10 @@ pub fn router(state: Arc<ReflectionState>) -> Router {
 }
 
 async fn version_header(mut r: axum::response::Response) -> axum::response::Response {
-    r.headers_mut()
-        .insert("x-genkit-version", HeaderValue::from_static(genkit_core::GENKIT_VERSION));
+    r.headers_mut().insert(
+        "x-genkit-version",
+        HeaderValue::from_static(genkit_core::GENKIT_VERSION),
+    );
     r
 }
 
@@ -107,7 +113,11 @@ pub async fn bind(port: Option<u16>) -> Result<TcpListener, ServerError> {
         }
     }
     Err(ServerError::Bind {
-        what: format!("any reflection port in {}..={}", DEFAULT_PORTS.start(), DEFAULT_PORTS.end()),
+        what: format!(
+            "any reflection port in {}..={}",
+            DEFAULT_PORTS.start(),
+            DEFAULT_PORTS.end()
+        ),
         source: last.unwrap_or_else(|| std::io::Error::other("no port tried")),
     })
 }

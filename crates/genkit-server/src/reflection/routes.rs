@@ -41,12 +41,18 @@ pub(super) async fn actions(State(st): St) -> Json<Value> {
 
 pub(super) async fn values(State(st): St, Query(q): Query<HashMap<String, String>>) -> Response {
     let Some(kind) = q.get("type").filter(|t| !t.is_empty()) else {
-        return (HttpStatus::BAD_REQUEST, "Query parameter \"type\" is required.").into_response();
+        return (
+            HttpStatus::BAD_REQUEST,
+            "Query parameter \"type\" is required.",
+        )
+            .into_response();
     };
     if kind != "defaultModel" && kind != "middleware" {
         return (
             HttpStatus::BAD_REQUEST,
-            format!("'type' {kind} is not supported. Only 'defaultModel' and 'middleware' are supported"),
+            format!(
+                "'type' {kind} is not supported. Only 'defaultModel' and 'middleware' are supported"
+            ),
         )
             .into_response();
     }
@@ -63,10 +69,9 @@ pub(super) async fn notify(State(st): St, body: Bytes) -> Response {
     if let (Some(url), Some(t)) = (
         body.get("telemetryServerUrl").and_then(Value::as_str),
         &st.telemetry,
-    ) {
-        if t.notify_telemetry_server(url) {
-            ::tracing::debug!("connected to the telemetry server at {url}");
-        }
+    ) && t.notify_telemetry_server(url)
+    {
+        ::tracing::debug!("connected to the telemetry server at {url}");
     }
     match body.get("reflectionApiSpecVersion").and_then(Value::as_u64) {
         Some(REFLECTION_API_SPEC_VERSION) => {}
@@ -80,8 +85,16 @@ pub(super) async fn notify(State(st): St, body: Bytes) -> Response {
 
 pub(super) async fn cancel_action(State(st): St, body: Bytes) -> Response {
     let body = body_json(&body);
-    let Some(trace_id) = body.get("traceId").and_then(Value::as_str).filter(|s| !s.is_empty()) else {
-        return (HttpStatus::BAD_REQUEST, Json(json!({"error": "traceId is required"}))).into_response();
+    let Some(trace_id) = body
+        .get("traceId")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+    else {
+        return (
+            HttpStatus::BAD_REQUEST,
+            Json(json!({"error": "traceId is required"})),
+        )
+            .into_response();
     };
     let token = st.active.lock().remove(trace_id);
     match token {

@@ -140,7 +140,11 @@ fn decorate(r: &mut Response, streaming: bool, trace: Option<TraceInfo>) {
     let h = r.headers_mut();
     h.insert(
         CONTENT_TYPE,
-        HeaderValue::from_static(if streaming { "text/plain" } else { "application/json" }),
+        HeaderValue::from_static(if streaming {
+            "text/plain"
+        } else {
+            "application/json"
+        }),
     );
     if let Some(t) = trace {
         if let Ok(v) = HeaderValue::from_str(&t.trace_id.to_string()) {

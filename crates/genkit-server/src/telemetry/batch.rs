@@ -33,7 +33,7 @@ pub enum ExportError {
 }
 
 /// How a [`BatchProcessor`] queues and batches.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BatchConfig {
     /// Spans kept waiting at most; more are dropped (and counted).
     pub queue_capacity: usize,
@@ -98,7 +98,10 @@ impl std::fmt::Debug for BatchProcessor {
 
 impl BatchProcessor {
     /// Starts the worker on the current tokio runtime. Fails outside one.
-    pub fn spawn(sink: Arc<dyn SpanSink>, config: BatchConfig) -> Result<Arc<Self>, crate::ServerError> {
+    pub fn spawn(
+        sink: Arc<dyn SpanSink>,
+        config: BatchConfig,
+    ) -> Result<Arc<Self>, crate::ServerError> {
         let handle = tokio::runtime::Handle::try_current().map_err(|_| {
             crate::ServerError::Config("trace export must be started inside a tokio runtime".into())
         })?;
@@ -120,7 +123,10 @@ impl BatchProcessor {
             Err(_) => {
                 let n = self.counters.dropped.fetch_add(1, Ordering::Relaxed);
                 if (n + 1).is_power_of_two() {
-                    ::tracing::warn!("trace export queue is full: {} span(s) dropped so far", n + 1);
+                    ::tracing::warn!(
+                        "trace export queue is full: {} span(s) dropped so far",
+                        n + 1
+                    );
                 }
             }
         }

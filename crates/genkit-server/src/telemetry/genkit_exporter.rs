@@ -85,7 +85,10 @@ impl SpanSink for TraceServerSink {
     fn export(&self, spans: Vec<Arc<RecordedSpan>>) -> BoxFuture<'_, Result<(), ExportError>> {
         Box::pin(async move {
             let Some(base) = self.url.get() else {
-                ::tracing::debug!("telemetry server is not configured: {} span(s) not saved", spans.len());
+                ::tracing::debug!(
+                    "telemetry server is not configured: {} span(s) not saved",
+                    spans.len()
+                );
                 return Ok(());
             };
             let endpoint = format!("{base}/api/traces");

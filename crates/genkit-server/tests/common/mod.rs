@@ -35,7 +35,11 @@ pub async fn start(server: FlowServer) -> Running {
     let task = tokio::spawn(server.serve_with_shutdown(listener, async move {
         let _ = rx.await;
     }));
-    Running { addr, stop: Some(tx), task }
+    Running {
+        addr,
+        stop: Some(tx),
+        task,
+    }
 }
 
 pub fn client() -> reqwest::Client {
@@ -47,18 +51,27 @@ pub fn client() -> reqwest::Client {
 pub fn conformance_dir() -> PathBuf {
     std::env::var_os("GENKIT_CONFORMANCE_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/genkit"))
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/genkit")
+        })
 }
 
 /// Splits a flow SSE body into frames (each ends with a blank line).
 pub fn sse_frames(body: &str) -> Vec<String> {
-    assert!(body.ends_with("\n\n"), "body must end with a frame delimiter: {body:?}");
+    assert!(
+        body.ends_with("\n\n"),
+        "body must end with a frame delimiter: {body:?}"
+    );
     body.split_terminator("\n\n").map(str::to_owned).collect()
 }
 
 /// A free port on 127.0.0.1 (bound then released).
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// The test runtime binary started in dev mode in a scratch project.
@@ -103,18 +116,32 @@ impl RuntimeProcess {
             if let Some(f) = found {
                 break f;
             }
-            assert!(std::time::Instant::now() < deadline, "no runtime file in {}", dir.display());
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no runtime file in {}",
+                dir.display()
+            );
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         };
-        let info: serde_json::Value = serde_json::from_slice(&std::fs::read(&runtime_file).unwrap()).unwrap();
+        let info: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&runtime_file).unwrap()).unwrap();
         if let Some(p) = flow_port {
             wait_for_port(p).await;
         }
-        Self { child, project, flow_port, runtime_file, info }
+        Self {
+            child,
+            project,
+            flow_port,
+            runtime_file,
+            info,
+        }
     }
 
     pub fn reflection_url(&self) -> String {
-        self.info["reflectionServerUrl"].as_str().unwrap().to_owned()
+        self.info["reflectionServerUrl"]
+            .as_str()
+            .unwrap()
+            .to_owned()
     }
 
     pub fn flow_url(&self, path: &str) -> String {
@@ -124,7 +151,11 @@ impl RuntimeProcess {
     /// Sends a signal (`INT`, `TERM`) with `kill`.
     pub fn signal(&self, sig: &str) {
         let pid = self.child.id().unwrap();
-        let st = std::process::Command::new("kill").arg(format!("-{sig}")).arg(pid.to_string()).status().unwrap();
+        let st = std::process::Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(pid.to_string())
+            .status()
+            .unwrap();
         assert!(st.success());
     }
 
@@ -141,7 +172,10 @@ impl RuntimeProcess {
 /// Waits (up to 10 s) until something listens on 127.0.0.1:`port`.
 pub async fn wait_for_port(port: u16) {
     for _ in 0..200 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
             return;
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -165,7 +199,8 @@ impl FakeTelemetryServer {
             axum::routing::post(move |body: axum::body::Bytes| {
                 let posts = posts.clone();
                 async move {
-                    let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
+                    let v: serde_json::Value =
+                        serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
                     posts.lock().push(v);
                     "OK"
                 }
@@ -183,7 +218,13 @@ impl FakeTelemetryServer {
             .lock()
             .iter()
             .filter(|p| p["traceId"] == trace_id)
-            .flat_map(|p| p["spans"].as_object().cloned().unwrap_or_default().into_values())
+            .flat_map(|p| {
+                p["spans"]
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default()
+                    .into_values()
+            })
             .collect()
     }
 
