@@ -1,0 +1,76 @@
+//! # Genkit for Rust
+//!
+//! Build AI applications from models, tools, prompts and flows. Each is an
+//! **Action** — a named, self-describing, schema-validated, traced,
+//! streamable async function — kept in a registry under a key like
+//! `/model/openai/gpt-4o`, so the same engine runs them locally, serves them
+//! over HTTP, and shows them in Genkit's Dev UI.
+//!
+//! ```
+//! use genkit::prelude::*;
+//!
+//! #[derive(Deserialize, Serialize, JsonSchema)]
+//! struct WeatherInput {
+//!     /// City name, e.g. "Beijing".
+//!     city: String,
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> genkit::Result<()> {
+//! let ai = Genkit::builder().default_model("scripted").build()?;
+//!
+//! // A scripted model stands in for a real one (no API key needed).
+//! ProgrammableModel::define(ai.registry(), "scripted")
+//!     .respond_tool_call("getWeather", json!({"city": "Beijing"}))
+//!     .respond_text("Yes: it is sunny in Beijing.");
+//!
+//! let weather = ai.define_tool(
+//!     "getWeather",
+//!     "Current weather for a city.",
+//!     |input: WeatherInput, _ctx| async move { Ok(format!("{}: sunny, 26°C", input.city)) },
+//! );
+//!
+//! let reply = ai
+//!     .generate(GenerateOptions::prompt("Is Beijing good for a walk today?").tool(&weather))
+//!     .await?;
+//! assert_eq!(reply.text(), "Yes: it is sunny in Beijing.");
+//!
+//! let shout = ai.define_flow("shout", |s: String, _ctx| async move { Ok(s.to_uppercase()) });
+//! assert_eq!(shout.run("hi".into()).await?, "HI");
+//! # Ok(()) }
+//! ```
+
+mod genkit;
+
+pub use crate::genkit::{Genkit, GenkitBuilder};
+
+pub use genkit_ai::{embedder, extract, formats, generate, middleware, model, prompt, testing, tool, types};
+pub use genkit_core::{
+    Action, ActionContext, ActionCtx, ActionDesc, ActionKind, ActionResult, ActionStream,
+    CancellationToken, DynAction, Error, ErasedAction, GENKIT_VERSION, Plugin, Registry, Result,
+    RunOptions, StatusCode, action, context, flow, plugin, registry, schema, status, tracing,
+};
+
+/// The AI layer crate (models, tools, generate, prompts), for APIs not re-exported here.
+pub use genkit_ai as ai;
+/// The core crate (actions, registry, tracing), for APIs not re-exported here.
+pub use genkit_core as core;
+
+/// Everything a typical app uses.
+pub mod prelude {
+    pub use crate::{Genkit, GenkitBuilder};
+    pub use futures::StreamExt;
+    pub use genkit_ai::generate::{GenerateChunk, GenerateOptions, GenerateStream, ToolErrorPolicy};
+    pub use genkit_ai::model::{Model, ModelCtx, ModelOptions, ModelRef};
+    pub use genkit_ai::testing::ProgrammableModel;
+    pub use genkit_ai::tool::{Tool, ToolCtx};
+    pub use genkit_ai::types::{
+        DocumentData, FinishReason, GenerateRequest, GenerateResponse, GenerateResponseChunk,
+        Message, ModelSupports, Part, Role, ToolRequest, ToolResponse,
+    };
+    pub use genkit_core::flow::FlowContext;
+    pub use genkit_core::{ActionContext, Error, Result, StatusCode};
+    pub use schemars::JsonSchema;
+    pub use serde::{Deserialize, Serialize};
+    pub use serde_json::{Value, json};
+}
