@@ -1,0 +1,229 @@
+//! Typed model and embedder configuration: what `config` in a generate call
+//! (or `options` of an embed call) may hold for Gemini.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::GeminiError;
+
+/// Configuration of a Gemini model call (`config` of a generate request).
+///
+/// Genkit's common options (`temperature`, `maxOutputTokens`, `topK`, `topP`,
+/// `stopSequences`) map to Gemini's `generationConfig`; any other key not
+/// listed here (`seed`, `presencePenalty`, `responseLogprobs`, `imageConfig`,
+/// `speechConfig`...) is passed into `generationConfig` unchanged.
+///
+/// A per-request `apiKey` is refused: the request (with its config) is
+/// recorded in traces, and keys must never be. Configure the key on the
+/// plugin instead.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GeminiConfig {
+    /// The model version to call instead of the model's own name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Sampling temperature (0 to 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// Maximum number of tokens to generate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
+    /// Top-k sampling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<u32>,
+    /// Nucleus sampling (0 to 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    /// Sequences that stop generation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_sequences: Option<Vec<String>>,
+    /// Number of candidates to generate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidate_count: Option<u32>,
+    /// Safety filter thresholds per harm category.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub safety_settings: Option<Vec<SafetySetting>>,
+    /// Thinking (reasoning) options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_config: Option<ThinkingConfig>,
+    /// How the model uses the declared functions; overrides the request's
+    /// `toolChoice`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function_calling_config: Option<FunctionCallingConfig>,
+    /// Output modalities (`TEXT`, `IMAGE`, `AUDIO`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_modalities: Option<Vec<String>>,
+    /// Lets the model write and run code (`true` or a `codeExecution` object).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code_execution: Option<Value>,
+    /// Grounding with Google Search (`true` or a `googleSearch` object).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub google_search: Option<Value>,
+    /// Legacy name of `googleSearch` used by older models.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub google_search_retrieval: Option<Value>,
+    /// Lets the model read URLs found in the prompt (`true` or an object).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url_context: Option<Value>,
+    /// Retrieval from File Search stores (a `fileSearch` object).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_search: Option<Value>,
+    /// Further Gemini `tools` entries, sent as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<Value>>,
+    /// Fields merged into `toolConfig`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_config: Option<Map<String, Value>>,
+    /// `toolConfig.retrievalConfig` (location and language for grounding).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retrieval_config: Option<Value>,
+    /// A context cache to use (`cachedContents/...`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_content: Option<String>,
+    /// Service tier (`standard`, `flex`, `priority`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_tier: Option<String>,
+    /// Other `generationConfig` fields, passed through unchanged.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A safety filter threshold for one harm category.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SafetySetting {
+    /// Harm category, e.g. `HARM_CATEGORY_HATE_SPEECH`.
+    pub category: String,
+    /// Threshold, e.g. `BLOCK_ONLY_HIGH` or `BLOCK_NONE`.
+    pub threshold: String,
+    /// Other fields (e.g. `method`), passed through.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl SafetySetting {
+    /// A threshold for a category.
+    pub fn new(category: impl Into<String>, threshold: impl Into<String>) -> Self {
+        Self {
+            category: category.into(),
+            threshold: threshold.into(),
+            extra: Map::new(),
+        }
+    }
+}
+
+/// Thinking options (`generationConfig.thinkingConfig`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThinkingConfig {
+    /// Return thought summaries (as Genkit `reasoning` parts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub include_thoughts: Option<bool>,
+    /// Gemini 2.5: thinking budget in tokens (0 disables, -1 is automatic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_budget: Option<i32>,
+    /// Gemini 3: thinking level (`MINIMAL`, `LOW`, `MEDIUM`, `HIGH`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_level: Option<String>,
+    /// Other fields, passed through.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// How the model may call the declared functions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FunctionCallingConfig {
+    /// `AUTO`, `ANY`, `NONE` or `MODE_UNSPECIFIED` (Genkit's `auto`,
+    /// `required`, `none` are accepted too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// With `ANY`: the functions the model may choose from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_function_names: Option<Vec<String>>,
+}
+
+/// Options of a Gemini embedding call (`options` of an embed request).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EmbedConfig {
+    /// The intended use, e.g. `RETRIEVAL_DOCUMENT`, `RETRIEVAL_QUERY`,
+    /// `SEMANTIC_SIMILARITY`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_type: Option<String>,
+    /// A title for `RETRIEVAL_DOCUMENT` inputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Truncate the vectors to this many dimensions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_dimensionality: Option<u32>,
+    /// The model version to call instead of the embedder's own name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+/// Keys that configure the client rather than the model; never forwarded.
+const REFUSED_KEYS: [&str; 1] = ["apiKey"];
+/// Keys Genkit JS accepts for client overrides; ignored here (the plugin's
+/// own settings apply) and never forwarded.
+const CLIENT_KEYS: [&str; 2] = ["baseUrl", "apiVersion"];
+
+/// Parses a request's `config` (absent or `null` is the default).
+pub(crate) fn parse_config<T: serde::de::DeserializeOwned + Default>(
+    config: Option<&Value>,
+    what: &str,
+) -> Result<T, GeminiError> {
+    let Some(value) = config.filter(|v| !v.is_null()) else {
+        return Ok(T::default());
+    };
+    let Value::Object(map) = value else {
+        return Err(GeminiError::InvalidRequest(format!(
+            "the {what} config must be a JSON object"
+        )));
+    };
+    if let Some(key) = REFUSED_KEYS.iter().find(|k| map.contains_key(**k)) {
+        return Err(GeminiError::InvalidRequest(format!(
+            "`{key}` in the request config is not supported (it would be recorded in traces); configure the API key on the GoogleAi plugin"
+        )));
+    }
+    let mut map = map.clone();
+    for key in CLIENT_KEYS {
+        map.remove(key);
+    }
+    serde_json::from_value(Value::Object(map))
+        .map_err(|e| GeminiError::InvalidRequest(format!("invalid {what} config: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn parses_known_and_passthrough_keys() {
+        let c: GeminiConfig = parse_config(
+            Some(&json!({"temperature": 0.5, "seed": 7, "thinkingConfig": {"thinkingBudget": 0}})),
+            "model",
+        )
+        .unwrap();
+        assert_eq!(c.temperature, Some(0.5));
+        assert_eq!(c.extra.get("seed"), Some(&json!(7)));
+        assert_eq!(c.thinking_config.and_then(|t| t.thinking_budget), Some(0));
+    }
+
+    #[test]
+    fn refuses_api_keys_and_bad_types_without_echoing_values() {
+        let e = parse_config::<GeminiConfig>(Some(&json!({"apiKey": "secret-123"})), "model")
+            .unwrap_err();
+        assert!(!e.to_string().contains("secret-123"));
+        let e = parse_config::<GeminiConfig>(Some(&json!({"temperature": "hot"})), "model")
+            .unwrap_err();
+        assert!(e.to_string().contains("invalid model config"), "{e}");
+        assert!(parse_config::<GeminiConfig>(Some(&json!([1])), "model").is_err());
+        assert_eq!(
+            parse_config::<GeminiConfig>(None, "model").unwrap(),
+            GeminiConfig::default()
+        );
+    }
+}
