@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use handlebars::template::Template;
-use handlebars::{Context, RenderContext, RenderError, RenderErrorReason, Renderable};
+use handlebars::{
+    Context, RenderContext, RenderError, RenderErrorReason, Renderable, TemplateError,
+};
 use serde_json::Value;
 
 use crate::error::{BoxError, Error, Location, Result};
@@ -186,6 +188,15 @@ impl Dotprompt {
         parse_document(source)
     }
 
+    /// Parses a prompt source and its template without resolving partials,
+    /// helpers, schemas or tools: reports malformed frontmatter and template
+    /// syntax errors, with lines counted from the start of `source`.
+    pub fn check(&self, source: &str) -> Result<ParsedPrompt> {
+        let doc = parse::parse_with_offsets(source)?;
+        template::compile(&doc.prompt.template, None).map_err(|e| syntax_error(&e, &doc))?;
+        Ok(doc.prompt)
+    }
+
     /// Compiles a prompt into a reusable [`PromptFunction`], resolving the
     /// partials it uses. Compiled templates are cached by source, so
     /// compiling (or rendering) the same source again reuses them.
@@ -272,17 +283,8 @@ impl Env {
             return Ok(Arc::clone(hit));
         }
         let doc = parse::parse_with_offsets(source)?;
-        let name = doc.prompt.meta.name.clone();
         let template =
-            template::compile(&doc.prompt.template, None).map_err(|e| Error::TemplateSyntax {
-                message: e.reason().to_string(),
-                location: Location {
-                    prompt: name.clone(),
-                    line: e.pos().map(|p| p.0 + doc.body_line_offset),
-                    column: e.pos().map(|p| p.1),
-                    ..Location::default()
-                },
-            })?;
+            template::compile(&doc.prompt.template, None).map_err(|e| syntax_error(&e, &doc))?;
         self.resolve_partials(&template).await?;
         let compiled = Compiled {
             prompt: doc.prompt,
@@ -528,6 +530,19 @@ impl Env {
             other => other,
         })?;
         Ok(RenderedPrompt { meta, messages })
+    }
+}
+
+/// A syntax error in the template body of `doc`, located in its source.
+fn syntax_error(e: &TemplateError, doc: &parse::Document) -> Error {
+    Error::TemplateSyntax {
+        message: template::syntax_message(e, &doc.prompt.template),
+        location: Location {
+            prompt: doc.prompt.meta.name.clone(),
+            line: e.pos().map(|p| p.0 + doc.body_line_offset),
+            column: e.pos().map(|p| p.1),
+            ..Location::default()
+        },
     }
 }
 

@@ -198,7 +198,7 @@ fn parse_yaml(text: &str, first_line: usize) -> Result<JsonMap> {
             .map(|l| (Some(first_line + l.line() - 1), Some(l.column())))
             .unwrap_or((None, None));
         Error::Frontmatter {
-            message: e.to_string(),
+            message: shift_lines(&e.to_string(), first_line - 1),
             location: Location {
                 line,
                 column,
@@ -217,6 +217,26 @@ fn parse_yaml(text: &str, first_line: usize) -> Result<JsonMap> {
             },
         }),
     }
+}
+
+/// Adds `offset` to every `line N` in a YAML error message, whose lines
+/// count from the start of the frontmatter, so they count from the source's.
+fn shift_lines(message: &str, offset: usize) -> String {
+    const WORD: &str = "line ";
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find(WORD) {
+        let (before, after) = rest.split_at(at + WORD.len());
+        out.push_str(before);
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        match after[..digits].parse::<usize>() {
+            Ok(line) => out.push_str(&(line + offset).to_string()),
+            Err(_) => out.push_str(&after[..digits]),
+        }
+        rest = &after[digits..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Converts YAML to JSON; non-string keys are stringified, tags dropped and
@@ -333,9 +353,11 @@ mod tests {
         let src = "# header\n---\nmodel: m\nconfig: [1, 2\n---\nbody";
         let err = parse_document(src).unwrap_err();
         match err {
-            Error::Frontmatter { location, .. } => {
+            Error::Frontmatter { location, message } => {
                 let line = location.line.unwrap();
                 assert!((4..=5).contains(&line), "line {line}");
+                // The YAML parser's own positions count from the source too.
+                assert!(message.contains("at line 4 column"), "{message}");
             }
             other => panic!("unexpected error {other}"),
         }

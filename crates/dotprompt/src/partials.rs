@@ -16,7 +16,7 @@ use crate::template;
 /// Compiles a partial's source; syntax errors name the partial.
 pub(crate) fn compile_partial(name: &str, source: &str) -> Result<Template> {
     template::compile(source, Some(name)).map_err(|e| Error::TemplateSyntax {
-        message: e.reason().to_string(),
+        message: template::syntax_message(&e, source),
         location: Location {
             partial: Some(name.to_owned()),
             line: e.pos().map(|p| p.0),

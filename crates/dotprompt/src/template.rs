@@ -12,7 +12,7 @@ use handlebars::template::{
     DecoratorTemplate, HelperTemplate, Parameter, Subexpression, Template, TemplateElement,
     TemplateMapping,
 };
-use handlebars::{Path, TemplateError};
+use handlebars::{Path, TemplateError, TemplateErrorReason};
 use serde_json::Value;
 
 use crate::helpers::DATA_HELPER;
@@ -28,6 +28,31 @@ pub(crate) fn compile(source: &str, name: Option<&str>) -> Result<Template, Temp
     };
     rewrite_template(&mut template);
     Ok(template)
+}
+
+/// A readable message for a template syntax error in `source`. The parser's
+/// list of every token it would have accepted is replaced by a short
+/// description; an error at the very end usually means a block was left open.
+pub(crate) fn syntax_message(e: &TemplateError, source: &str) -> String {
+    let TemplateErrorReason::InvalidSyntax(detail) = e.reason() else {
+        return e.reason().to_string();
+    };
+    if !detail.starts_with("expected ") {
+        return e.reason().to_string();
+    }
+    let end = end_position(source);
+    if e.pos() == Some(end) {
+        "unexpected end of template (is a `{{#block}}` left unclosed?)".to_owned()
+    } else {
+        "invalid Handlebars syntax".to_owned()
+    }
+}
+
+/// The 1-based (line, column) just past the last character of `source`.
+fn end_position(source: &str) -> (usize, usize) {
+    let line = source.matches('\n').count() + 1;
+    let last = source.rsplit('\n').next().unwrap_or_default();
+    (line, last.chars().count() + 1)
 }
 
 /// Position of an element in its template, 1-based.
@@ -232,6 +257,22 @@ fn split_path(raw: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn syntax_messages_are_short() {
+        let source = "a\n{{#if x}}\nb";
+        let e = compile(source, None).unwrap_err();
+        assert_eq!(
+            syntax_message(&e, source),
+            "unexpected end of template (is a `{{#block}}` left unclosed?)"
+        );
+        let source = "a {{#if x}}b{{/each}}";
+        let e = compile(source, None).unwrap_err();
+        assert!(syntax_message(&e, source).contains("\"if\" was opened"));
+        let source = "{{foo bar=}} tail";
+        let e = compile(source, None).unwrap_err();
+        assert_eq!(syntax_message(&e, source), "invalid Handlebars syntax");
+    }
 
     #[test]
     fn splits_data_paths() {

@@ -37,6 +37,7 @@ pub mod formats;
 pub mod generate;
 pub mod middleware;
 pub mod model;
+pub mod prompt;
 pub mod testing;
 pub mod tool;
 pub mod types;
