@@ -393,16 +393,18 @@ pub(crate) fn error_response(e: &Error) -> Response {
 async fn stream_response(action: DynAction, input: Value, opts: RunOptions<Value>) -> Response {
     let name = action.name().to_owned();
     let started = run::start(action, input, opts, true).await;
-    let body = started.events.map(move |ev| {
-        Ok::<_, std::convert::Infallible>(match ev {
-            Event::Chunk(c) => sse::message_frame(&c),
-            Event::Done(Ok(out)) => sse::result_frame(&out),
-            Event::Done(Err(e)) => {
-                log_failure(&name, &e);
-                sse::error_frame(&e)
-            }
-        })
+    let frames = started.events.map(move |ev| match ev {
+        Event::Chunk(c) => sse::message_frame(&c),
+        Event::Done(Ok(out)) => sse::result_frame(&out),
+        Event::Done(Err(e)) => {
+            log_failure(&name, &e);
+            sse::error_frame(&e)
+        }
     });
+    // Frames that are ready together go out in one write.
+    let body = frames
+        .ready_chunks(64)
+        .map(|batch| Ok::<_, std::convert::Infallible>(concat(batch)));
     let mut r = Response::new(Body::from_stream(body));
     let h = r.headers_mut();
     h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
@@ -411,6 +413,18 @@ async fn stream_response(action: DynAction, input: Value, opts: RunOptions<Value
         insert_trace_headers(h, t);
     }
     r
+}
+
+/// Joins frames into one buffer (no copy for a single frame).
+pub(crate) fn concat(mut frames: Vec<Bytes>) -> Bytes {
+    if frames.len() == 1 {
+        return frames.pop().unwrap_or_default();
+    }
+    let mut buf = bytes::BytesMut::with_capacity(frames.iter().map(Bytes::len).sum());
+    for f in frames {
+        buf.extend_from_slice(&f);
+    }
+    buf.freeze()
 }
 
 #[cfg(test)]

@@ -128,9 +128,13 @@ pub(super) async fn run_action(
                     final_body(result, trace)
                 }
             };
-            Ok::<_, std::convert::Infallible>(Bytes::from(bytes))
+            Bytes::from(bytes)
         }
     });
+    // Frames that are ready together go out in one write.
+    let body = body
+        .ready_chunks(64)
+        .map(|batch| Ok::<_, std::convert::Infallible>(crate::flow_server::concat(batch)));
     let mut r = Response::new(Body::from_stream(body));
     decorate(&mut r, streaming, trace);
     r
