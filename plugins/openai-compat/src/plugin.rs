@@ -71,9 +71,9 @@ impl Shared {
 /// its Chat Completions and Embeddings API (llama.cpp, vLLM, LM Studio,
 /// Ollama's `/v1`, OpenRouter, ...).
 ///
-/// Models in its list are registered when the plugin initialises and listed
-/// with their capabilities without it; any other name is resolved on demand
-/// with generic capabilities.
+/// Models and embedders in its lists are listed with their capabilities
+/// (without initialising anything); each action is built on its first
+/// lookup, and any other name resolves too, with generic capabilities.
 #[derive(Clone)]
 pub struct OpenAiCompatible {
     shared: Arc<Shared>,
@@ -141,8 +141,11 @@ impl Plugin for OpenAiCompatible {
         &self.shared.name
     }
 
+    /// Registers nothing up front: every model and embedder (listed or not)
+    /// is built on its first lookup, so a plugin with a long list costs
+    /// nothing until used.
     async fn init(&self, _registry: &Registry) -> Result<Vec<DynAction>> {
-        Ok(self.listed_actions())
+        Ok(Vec::new())
     }
 
     async fn resolve(
@@ -191,6 +194,7 @@ pub struct OpenAiCompatibleBuilder {
     base_url: String,
     api_key: Option<ApiKey>,
     api_key_env: Option<String>,
+    require_api_key: Option<bool>,
     headers: Vec<(String, String)>,
     timeout: Duration,
     models: Vec<ModelSpec>,
@@ -224,6 +228,7 @@ impl Default for OpenAiCompatibleBuilder {
             base_url: DEFAULT_BASE_URL.into(),
             api_key: None,
             api_key_env: None,
+            require_api_key: None,
             headers: Vec::new(),
             timeout: DEFAULT_TIMEOUT,
             models: openai_models(),
@@ -255,6 +260,13 @@ impl OpenAiCompatibleBuilder {
     /// Reads the key from the environment variable `var` when no key is given.
     pub fn api_key_env(mut self, var: impl Into<String>) -> Self {
         self.api_key_env = Some(var.into());
+        self
+    }
+
+    /// Whether a request without any key fails with `FAILED_PRECONDITION`
+    /// instead of going out (default: only for OpenAI's own base URL).
+    pub fn require_api_key(mut self, required: bool) -> Self {
+        self.require_api_key = Some(required);
         self
     }
 
@@ -349,7 +361,7 @@ impl OpenAiCompatibleBuilder {
                 name: self.name,
                 client,
                 structured_output: self.structured_output,
-                require_api_key: is_openai,
+                require_api_key: self.require_api_key.unwrap_or(is_openai),
                 models: self.models,
                 embedders: self.embedders,
                 listed: OnceLock::new(),
