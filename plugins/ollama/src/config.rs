@@ -1,0 +1,116 @@
+//! [`OllamaConfig`]: the `config` an Ollama model accepts, and where each
+//! field goes in an `/api/chat` request.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Model configuration: Genkit's common fields, mapped to Ollama's
+/// `options`, plus Ollama's top-level `keepAlive` and `think`. Every other
+/// key is put in `options` as it is (e.g. `num_ctx`, `repeat_penalty`,
+/// `min_p`, `mirostat`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OllamaConfig {
+    /// Model to send instead of the action's (`model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Sampling temperature (`options.temperature`; Ollama's default is 0.8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// Token limit of the answer (`options.num_predict`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<i64>,
+    /// Top-k sampling (`options.top_k`; default 40).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<u32>,
+    /// Nucleus sampling (`options.top_p`; default 0.9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    /// Sequences that end generation (`options.stop`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_sequences: Option<Vec<String>>,
+    /// Seed for reproducible sampling (`options.seed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<i64>,
+    /// Context window in tokens (`options.num_ctx`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_ctx: Option<u32>,
+    /// How long the model stays loaded after the request, e.g. `"5m"` or
+    /// seconds (`keep_alive`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_alive: Option<Value>,
+    /// Thinking for reasoning models: `true`/`false` or a level such as
+    /// `"high"` (`think`). Thinking comes back as reasoning parts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub think: Option<Value>,
+    /// Any other key, put in `options` as it is.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl OllamaConfig {
+    /// Reads a request's `config` (absent or `null` gives the defaults);
+    /// `null` members count as absent.
+    pub fn from_value(config: Option<&Value>) -> Result<Self, serde_json::Error> {
+        match config {
+            None | Some(Value::Null) => Ok(Self::default()),
+            Some(Value::Object(map)) => serde_json::from_value(Value::Object(
+                map.iter()
+                    .filter(|(_, v)| !v.is_null())
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            )),
+            Some(other) => serde_json::from_value(other.clone()),
+        }
+    }
+
+    /// The `options` object: mapped fields, then the other keys (which win).
+    pub(crate) fn options(&self) -> Map<String, Value> {
+        let mut o = Map::new();
+        let mut put = |k: &str, v: Option<Value>| {
+            if let Some(v) = v {
+                o.insert(k.to_owned(), v);
+            }
+        };
+        put("temperature", self.temperature.map(Value::from));
+        put("num_predict", self.max_output_tokens.map(Value::from));
+        put("top_k", self.top_k.map(Value::from));
+        put("top_p", self.top_p.map(Value::from));
+        put("stop", self.stop_sequences.clone().map(Value::from));
+        put("seed", self.seed.map(Value::from));
+        put("num_ctx", self.num_ctx.map(Value::from));
+        // Genkit's request-scoped key has no meaning for Ollama.
+        o.extend(
+            self.extra
+                .iter()
+                .filter(|(k, _)| k.as_str() != "apiKey")
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
+        o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn options_mapping() {
+        let c = OllamaConfig::from_value(Some(&json!({
+            "temperature": 0.1, "maxOutputTokens": 5, "topK": 3, "topP": 0.5,
+            "stopSequences": ["x"], "seed": 1, "numCtx": 4096, "keepAlive": "1m",
+            "think": true, "repeat_penalty": 1.2, "apiKey": "k", "version": null
+        })))
+        .unwrap();
+        assert_eq!(
+            Value::Object(c.options()),
+            json!({"temperature": 0.1, "num_predict": 5, "top_k": 3, "top_p": 0.5,
+                   "stop": ["x"], "seed": 1, "num_ctx": 4096, "repeat_penalty": 1.2})
+        );
+        assert_eq!(c.keep_alive, Some(json!("1m")));
+        assert_eq!(c.think, Some(json!(true)));
+        assert!(OllamaConfig::from_value(Some(&json!({"topK": "many"}))).is_err());
+    }
+}

@@ -1,0 +1,168 @@
+//! Ollama failures and how they map to Genkit statuses.
+
+use genkit_core::{Error, StatusCode};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// Longest server message or body excerpt kept in an error.
+const MAX_MESSAGE_CHARS: usize = 2_000;
+
+/// Something that went wrong talking to an Ollama server.
+#[derive(Debug, thiserror::Error)]
+pub enum OllamaError {
+    /// The server answered with a non-success HTTP status.
+    #[error("{provider} API error (HTTP {status}): {message}")]
+    Api {
+        /// The plugin name.
+        provider: String,
+        /// The HTTP status.
+        status: u16,
+        /// The server's message (`error`), or an excerpt of the body.
+        message: String,
+    },
+    /// An `{"error": ...}` line arrived inside a stream (after HTTP 200).
+    #[error("{provider} stream error: {message}")]
+    StreamError {
+        /// The plugin name.
+        provider: String,
+        /// The server's message.
+        message: String,
+    },
+    /// No answer (or no next stream line) within the request timeout.
+    #[error("{provider} request timed out after {timeout:?} ({what})")]
+    Timeout {
+        /// The plugin name.
+        provider: String,
+        /// The configured timeout.
+        timeout: Duration,
+        /// What was awaited.
+        what: &'static str,
+    },
+    /// The server could not be reached or the connection broke.
+    #[error("{provider} request to {url} failed (is the Ollama server running?): {source}")]
+    Transport {
+        /// The plugin name.
+        provider: String,
+        /// The URL.
+        url: String,
+        /// The underlying error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The response is not what the API documents.
+    #[error("malformed response from {provider}: {detail}")]
+    Malformed {
+        /// The plugin name.
+        provider: String,
+        /// What is wrong, with an excerpt of the offending data.
+        detail: String,
+    },
+    /// The stream ended before its final (`"done": true`) line.
+    #[error("the stream from {provider} ended before the response was complete ({detail})")]
+    CutOff {
+        /// The plugin name.
+        provider: String,
+        /// What was missing.
+        detail: String,
+    },
+}
+
+impl OllamaError {
+    /// The Genkit status: HTTP statuses through
+    /// [`StatusCode::from_http_status`] (400 `INVALID_ARGUMENT`, 401
+    /// `UNAUTHENTICATED`, 403 `PERMISSION_DENIED`, 404 `NOT_FOUND`, 429
+    /// `RESOURCE_EXHAUSTED`, 5xx `UNAVAILABLE`); timeouts
+    /// `DEADLINE_EXCEEDED`; transport failures, stream errors and cut-off
+    /// streams `UNAVAILABLE`; malformed data `INTERNAL`.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            OllamaError::Api { status, .. } => StatusCode::from_http_status(*status),
+            OllamaError::Timeout { .. } => StatusCode::DeadlineExceeded,
+            OllamaError::StreamError { .. }
+            | OllamaError::Transport { .. }
+            | OllamaError::CutOff { .. } => StatusCode::Unavailable,
+            OllamaError::Malformed { .. } => StatusCode::Internal,
+        }
+    }
+}
+
+impl From<OllamaError> for Error {
+    fn from(e: OllamaError) -> Self {
+        let status = e.status();
+        let details = match &e {
+            OllamaError::Api { status, .. } => Some(json!({ "httpStatus": status })),
+            _ => None,
+        };
+        let mut err = Error::new(status, e.to_string());
+        if let Some(d) = details {
+            err = err.with_details(d);
+        }
+        err.with_source(e)
+    }
+}
+
+/// Shortens `text` to at most [`MAX_MESSAGE_CHARS`] characters.
+pub(crate) fn excerpt(text: &str) -> String {
+    let text = text.trim();
+    match text.char_indices().nth(MAX_MESSAGE_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+/// The message of an error body: Ollama's `{"error": "..."}` (or an object
+/// with a `message`), else an excerpt of the body.
+pub(crate) fn parse_error_body(body: &str) -> String {
+    let message = serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| match v.get("error") {
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(Value::Object(o)) => o.get("message").and_then(Value::as_str).map(str::to_owned),
+            _ => None,
+        })
+        .unwrap_or_else(|| body.to_owned());
+    let message = excerpt(&message);
+    if message.is_empty() {
+        "(empty body)".into()
+    } else {
+        message
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api(status: u16) -> OllamaError {
+        OllamaError::Api {
+            provider: "ollama".into(),
+            status,
+            message: "m".into(),
+        }
+    }
+
+    #[test]
+    fn statuses() {
+        assert_eq!(api(400).status(), StatusCode::InvalidArgument);
+        assert_eq!(api(401).status(), StatusCode::Unauthenticated);
+        assert_eq!(api(403).status(), StatusCode::PermissionDenied);
+        assert_eq!(api(404).status(), StatusCode::NotFound);
+        assert_eq!(api(429).status(), StatusCode::ResourceExhausted);
+        assert_eq!(api(500).status(), StatusCode::Unavailable);
+        assert_eq!(
+            Error::from(api(404)).details(),
+            Some(&json!({"httpStatus": 404}))
+        );
+    }
+
+    #[test]
+    fn error_bodies() {
+        assert_eq!(
+            parse_error_body(r#"{"error":"model 'x' not found"}"#),
+            "model 'x' not found"
+        );
+        assert_eq!(parse_error_body(r#"{"error":{"message":"bad"}}"#), "bad");
+        assert_eq!(parse_error_body("oops"), "oops");
+        assert_eq!(parse_error_body(""), "(empty body)");
+    }
+}

@@ -1,0 +1,119 @@
+//! Ollama's native wire format (`/api/chat`, `/api/embed`, `/api/tags`),
+//! only the fields the plugin reads or writes. Responses are read leniently.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One message of a chat request.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct ChatMessage {
+    /// `system`, `user`, `assistant` or `tool`.
+    pub role: &'static str,
+    /// The text (always present, `""` when there is none).
+    pub content: String,
+    /// Base64 images (no `data:` prefix).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub images: Option<Vec<String>>,
+    /// Tool calls of an assistant message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<ToolCall>>,
+    /// The tool a tool message answers for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    /// The call a tool message answers (newer servers pair calls by id).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+/// A tool call: arguments are a JSON object, not a string.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ToolCall {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub function: FunctionCall,
+}
+
+/// The function a tool call names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct FunctionCall {
+    pub name: String,
+    #[serde(default)]
+    pub arguments: Value,
+}
+
+/// A tool offered to the model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct Tool {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub function: FunctionDef,
+}
+
+/// A function definition.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct FunctionDef {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub parameters: Value,
+}
+
+/// A chat response, or one line of a streamed one.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct ChatResponse {
+    #[serde(default)]
+    pub message: Option<ResponseMessage>,
+    #[serde(default)]
+    pub done: bool,
+    #[serde(default)]
+    pub done_reason: Option<String>,
+    #[serde(default)]
+    pub prompt_eval_count: Option<u64>,
+    #[serde(default)]
+    pub eval_count: Option<u64>,
+    #[serde(default)]
+    pub error: Option<Value>,
+}
+
+/// The assistant message (or the part of it a stream line adds).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct ResponseMessage {
+    #[serde(default)]
+    pub content: Option<String>,
+    #[serde(default)]
+    pub thinking: Option<String>,
+    #[serde(default)]
+    pub tool_calls: Option<Vec<ToolCall>>,
+}
+
+/// An `/api/embed` response.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct EmbedResponse {
+    pub embeddings: Vec<Vec<f32>>,
+}
+
+/// An `/api/tags` response.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct TagsResponse {
+    #[serde(default)]
+    pub models: Vec<LocalModel>,
+}
+
+/// One locally available model.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct LocalModel {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+}
+
+impl LocalModel {
+    /// The model's name (`model`, else `name`).
+    pub fn id(&self) -> Option<&str> {
+        self.model
+            .as_deref()
+            .or(self.name.as_deref())
+            .filter(|n| !n.is_empty())
+    }
+}
