@@ -3,7 +3,7 @@
 # handler doing the same work (the ceiling) and Genkit JS's Express handler.
 #
 #   bench/server/run.sh                 # 10 s per run, 64 connections
-#   DURATION=5 CONNECTIONS=32 bench/server/run.sh
+#   DURATION=5 CONNECTIONS=32 ROUNDS=5 bench/server/run.sh
 #   SKIP_JS=1 bench/server/run.sh       # Rust targets only
 #   SKIP_BUILD=1 bench/server/run.sh    # use already built release examples
 #
@@ -13,7 +13,9 @@
 #   stream  POST /stream {"data":10}, Accept: text/event-stream -> 10 SSE chunks + result
 # For each target: requests/s, p50/p99 latency, errors (socket errors and
 # non-2xx), and the server's peak RSS (VmHWM from /proc/<pid>/status).
-# Prints one JSON line per (target, scenario), then ratios to bare axum.
+# The Rust targets are measured ROUNDS times (default 3), alternating which
+# goes first, since the machine may be busy; the summary uses medians.
+# Prints one JSON line per run, then median ratios to bare axum.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -24,6 +26,7 @@ THREADS="${THREADS:-2}"
 TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}"
 OUT="${OUT:-$HERE/results.jsonl}"
 PORT_BASE="${PORT_BASE:-3480}"
+ROUNDS="${ROUNDS:-3}"
 
 if ! command -v wrk >/dev/null; then
   if [ "$(id -u)" = 0 ]; then
@@ -84,8 +87,8 @@ check_response() { # name port
   fi
 }
 
-run_target() { # name port command...
-  local name="$1" port="$2"; shift 2
+run_target() { # name round port command...
+  local name="$1" round="$2" port="$3"; shift 3
   PORT="$port" "$@" >/dev/null 2>&1 &
   SERVER_PID=$!
   wait_port "$port"
@@ -103,38 +106,49 @@ run_target() { # name port command...
     non2xx="$(awk '/Non-2xx or 3xx responses:/ {print $5}' <<<"$out")"
     local hwm
     hwm="$(awk '/^VmHWM:/ {printf "%.1f", $2 / 1024}' "/proc/$SERVER_PID/status")"
-    printf '{"target":"%s","scenario":"%s","requests_per_sec":%s,"p50_ms":%s,"p99_ms":%s,"errors":%s,"peak_rss_mb":%s,"connections":%s,"duration_s":%s}\n' \
-      "$name" "$scenario" "$rps" "$p50" "$p99" "$(( ${socket:-0} + ${non2xx:-0} ))" "$hwm" "$CONNECTIONS" "$DURATION" | tee -a "$OUT"
+    printf '{"target":"%s","round":%s,"scenario":"%s","requests_per_sec":%s,"p50_ms":%s,"p99_ms":%s,"errors":%s,"peak_rss_mb":%s,"connections":%s,"duration_s":%s}\n' \
+      "$name" "$round" "$scenario" "$rps" "$p50" "$p99" "$(( ${socket:-0} + ${non2xx:-0} ))" "$hwm" "$CONNECTIONS" "$DURATION" | tee -a "$OUT"
   done
   kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true
   SERVER_PID=""
 }
 
 : >"$OUT"
-run_target bare_axum "$((PORT_BASE + 1))" "$TARGET_DIR/release/examples/bench_bare_axum"
-run_target genkit_rust "$PORT_BASE" "$TARGET_DIR/release/examples/bench_flow_server"
+for round in $(seq 1 "$ROUNDS"); do
+  if [ $((round % 2)) = 1 ]; then
+    run_target bare_axum "$round" "$((PORT_BASE + 1))" "$TARGET_DIR/release/examples/bench_bare_axum"
+    run_target genkit_rust "$round" "$PORT_BASE" "$TARGET_DIR/release/examples/bench_flow_server"
+  else
+    run_target genkit_rust "$round" "$PORT_BASE" "$TARGET_DIR/release/examples/bench_flow_server"
+    run_target bare_axum "$round" "$((PORT_BASE + 1))" "$TARGET_DIR/release/examples/bench_bare_axum"
+  fi
+done
 if [ -z "${SKIP_JS:-}" ] && command -v node >/dev/null; then
   JS="$REPO/bench/js"
   if [ ! -d "$JS/node_modules" ] || [ "$JS/package-lock.json" -nt "$JS/node_modules" ]; then
     (cd "$JS" && npm ci --no-audit --no-fund >/dev/null)
   fi
-  (unset GENKIT_ENV; cd "$JS" && run_target genkit_js_express "$((PORT_BASE + 2))" node flow_server.mjs)
+  (unset GENKIT_ENV; cd "$JS" && run_target genkit_js_express 1 "$((PORT_BASE + 2))" node flow_server.mjs)
 fi
 
 python3 - "$OUT" <<'EOF'
-import json, sys
+import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-by = {(r["target"], r["scenario"]): r for r in rows}
-print("\nratios to bare axum (requests/s: higher is better; p99: lower is better)")
-for (target, scenario), r in sorted(by.items()):
-    base = by.get(("bare_axum", scenario))
-    if not base or target == "bare_axum":
-        continue
-    print(f"  {target:18} {scenario:6}  rps {r['requests_per_sec'] / base['requests_per_sec']:.2f}x"
-          f"  p99 {r['p99_ms'] / base['p99_ms']:.2f}x  errors {r['errors']}  peak RSS {r['peak_rss_mb']} MB"
-          f" (axum {base['peak_rss_mb']} MB)")
+groups = {}
+for r in rows:
+    groups.setdefault((r["target"], r["scenario"]), []).append(r)
+med = {k: {m: statistics.median(x[m] for x in v) for m in ("requests_per_sec", "p50_ms", "p99_ms", "peak_rss_mb")}
+       for k, v in groups.items()}
+print("\nmedians (requests/s, p50 ms, p99 ms, peak RSS MB) and ratios to bare axum")
+for (target, scenario), m in sorted(med.items()):
+    base = med.get(("bare_axum", scenario))
+    line = (f"  {target:18} {scenario:6} {m['requests_per_sec']:>10.0f} rps  p50 {m['p50_ms']:.2f}"
+            f"  p99 {m['p99_ms']:.2f}  rss {m['peak_rss_mb']:.1f}")
+    if base and target != "bare_axum":
+        line += (f"   | rps {m['requests_per_sec'] / base['requests_per_sec']:.2f}x"
+                 f"  p99 {m['p99_ms'] / base['p99_ms']:.2f}x")
+    print(line)
 errors = sum(r["errors"] for r in rows)
-if errors:
-    print(f"ERRORS: {errors}", file=sys.stderr)
-    sys.exit(1)
+print(f"errors: {errors}")
+sys.exit(1 if errors else 0)
 EOF

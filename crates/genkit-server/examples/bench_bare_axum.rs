@@ -20,12 +20,18 @@ async fn echo(body: Bytes) -> Response {
 }
 
 async fn stream(body: Bytes) -> Response {
-    let Some(n) = serde_json::from_slice::<Value>(&body).ok().and_then(|v| v["data"].as_u64()) else {
+    let Some(n) = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|v| v["data"].as_u64())
+    else {
         return StatusCode::BAD_REQUEST.into_response();
     };
     let frames = (0..n)
         .map(|i| format!("data: {}\n\n", json!({ "message": { "i": i } })))
-        .chain(std::iter::once(format!("data: {}\n\n", json!({ "result": "done" }))))
+        .chain(std::iter::once(format!(
+            "data: {}\n\n",
+            json!({ "result": "done" })
+        )))
         .map(|f| Ok::<_, std::convert::Infallible>(Bytes::from(f)));
     (
         [(header::CONTENT_TYPE, "text/event-stream")],
@@ -36,9 +42,16 @@ async fn stream(body: Bytes) -> Response {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let port: u16 = std::env::var("PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(3401);
-    let app = Router::new().route("/echo", post(echo)).route("/stream", post(stream));
+    let port: u16 = std::env::var("PORT")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(3401);
+    let app = Router::new()
+        .route("/echo", post(echo))
+        .route("/stream", post(stream));
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
-    axum::serve(listener, app).with_graceful_shutdown(genkit_server::shutdown::signal()).await?;
+    axum::serve(listener, app)
+        .with_graceful_shutdown(genkit_server::shutdown::signal())
+        .await?;
     Ok(())
 }

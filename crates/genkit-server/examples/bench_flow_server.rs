@@ -9,7 +9,10 @@ use serde_json::json;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let port: u16 = std::env::var("PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(3400);
+    let port: u16 = std::env::var("PORT")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(3400);
     let registry = Registry::new();
     define_flow(&registry, "echo", |s: String, _| async move { Ok(s) })?;
     define_streaming_flow(&registry, "stream", |n: u32, ctx| async move {
@@ -18,6 +21,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         Ok("done".to_owned())
     })?;
-    FlowServer::new(&registry).serve(("127.0.0.1", port)).await?;
+    FlowServer::new(&registry)
+        .serve(("127.0.0.1", port))
+        .await?;
     Ok(())
 }

@@ -25,6 +25,8 @@
 //! }
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod context_providers;
 mod dev;
 mod error;

@@ -4,7 +4,7 @@
 //! servers stop accepting and finish what is in flight, the dev tooling
 //! removes its runtime file. A second signal exits at once. Installing a
 //! handler takes the default "terminate" action away, so when no server of
-//! this crate is [serving](Participant) the dev tooling ends the process itself
+//! this crate is serving (see [`crate::FlowServer::serve`]) the dev tooling ends the process itself
 //! after cleaning up (see [`crate::DevToolingOptions::exit_on_signal`]).
 
 use std::sync::OnceLock;

@@ -7,7 +7,7 @@
 //!   in dev mode spans are also posted when they start.
 //! - **OTLP** (cargo feature `otlp`): enabled by the standard
 //!   `OTEL_EXPORTER_OTLP_ENDPOINT` / `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`
-//!   variables (see [`otlp`]).
+//!   variables (see the `otlp` module).
 //!
 //! Both run behind a [`BatchProcessor`]: bounded queue, background worker,
 //! drop-and-count when full. Nothing is installed (and spans record nothing)
