@@ -1,0 +1,191 @@
+//! Typed model configuration: what `config` in a generate call may hold for
+//! Claude models.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::error::AnthropicError;
+
+/// Configuration of a Claude model call (`config` of a generate request).
+///
+/// Genkit's common options map to the Messages API (`maxOutputTokens` →
+/// `max_tokens`, `topK` → `top_k`, `topP` → `top_p`, `stopSequences` →
+/// `stop_sequences`); any other key not listed here (`service_tier`,
+/// `container`, ...) is passed into the request body unchanged.
+///
+/// A per-request `apiKey` is refused: the request (with its config) is
+/// recorded in traces, and keys must never be. Configure the key on the
+/// plugin instead.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AnthropicConfig {
+    /// The model id to call instead of the model's own name (e.g. a dated
+    /// snapshot).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Sampling temperature (0 to 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// `max_tokens`: the most tokens to generate (the plugin's default when
+    /// absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
+    /// Top-k sampling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<u32>,
+    /// Nucleus sampling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    /// Sequences that stop generation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_sequences: Option<Vec<String>>,
+    /// Anthropic's `tool_choice` object (`{"type": "tool", "name": ...}`,
+    /// `disable_parallel_tool_use`...); overrides the request's `toolChoice`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        rename = "tool_choice"
+    )]
+    pub tool_choice: Option<Value>,
+    /// Request metadata (`{"user_id": ...}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+    /// Extended thinking.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<ThinkingConfig>,
+    /// `output_config` fields (e.g. `effort`); the plugin adds `format` for
+    /// structured output.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        rename = "output_config"
+    )]
+    pub output_config: Option<Map<String, Value>>,
+    /// Other request fields, passed through unchanged.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Extended thinking options.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThinkingConfig {
+    /// Turns thinking on (with `budgetTokens`) or off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Tokens the model may spend thinking (at least 1024).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_tokens: Option<u32>,
+    /// Lets the model decide how much to think (newer models).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<bool>,
+    /// With `adaptive`: `summarized` or `omitted` thinking text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display: Option<String>,
+}
+
+impl ThinkingConfig {
+    /// The Messages API's `thinking` object, and the budget it spends.
+    pub(crate) fn to_wire(&self) -> Result<Option<(Value, Option<u32>)>, AnthropicError> {
+        if self.adaptive == Some(true) {
+            if self.enabled == Some(true) {
+                return Err(AnthropicError::InvalidRequest(
+                    "thinking cannot be both `enabled` and `adaptive`".into(),
+                ));
+            }
+            let mut v = json!({"type": "adaptive"});
+            if let Some(d) = &self.display {
+                v["display"] = json!(d);
+            }
+            return Ok(Some((v, None)));
+        }
+        match (self.enabled, self.budget_tokens) {
+            (Some(false), _) => Ok(Some((json!({"type": "disabled"}), None))),
+            (Some(true), None) => Err(AnthropicError::InvalidRequest(
+                "thinking.budgetTokens is required when thinking is enabled".into(),
+            )),
+            (_, Some(budget)) => Ok(Some((
+                json!({"type": "enabled", "budget_tokens": budget}),
+                Some(budget),
+            ))),
+            (None, None) => Ok(None),
+        }
+    }
+}
+
+/// Keys that must not be sent.
+const REFUSED_KEYS: [&str; 1] = ["apiKey"];
+/// Keys Genkit JS uses to pick a client surface; not request fields.
+const CLIENT_KEYS: [&str; 1] = ["apiVersion"];
+
+/// Parses a request's `config` (absent or `null` is the default).
+pub(crate) fn parse_config(config: Option<&Value>) -> Result<AnthropicConfig, AnthropicError> {
+    let Some(value) = config.filter(|v| !v.is_null()) else {
+        return Ok(AnthropicConfig::default());
+    };
+    let Value::Object(map) = value else {
+        return Err(AnthropicError::InvalidRequest(
+            "the model config must be a JSON object".into(),
+        ));
+    };
+    if let Some(key) = REFUSED_KEYS.iter().find(|k| map.contains_key(**k)) {
+        return Err(AnthropicError::InvalidRequest(format!(
+            "`{key}` in the request config is not supported (it would be recorded in traces); configure the API key on the Anthropic plugin"
+        )));
+    }
+    let mut map = map.clone();
+    for key in CLIENT_KEYS {
+        map.remove(key);
+    }
+    serde_json::from_value(Value::Object(map))
+        .map_err(|e| AnthropicError::InvalidRequest(format!("invalid model config: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thinking_modes() {
+        let t = |v: Value| {
+            serde_json::from_value::<ThinkingConfig>(v)
+                .unwrap()
+                .to_wire()
+        };
+        assert_eq!(
+            t(json!({"enabled": true, "budgetTokens": 2048})).unwrap(),
+            Some((
+                json!({"type": "enabled", "budget_tokens": 2048}),
+                Some(2048)
+            ))
+        );
+        assert_eq!(
+            t(json!({"enabled": false})).unwrap(),
+            Some((json!({"type": "disabled"}), None))
+        );
+        assert_eq!(
+            t(json!({"adaptive": true, "display": "omitted"})).unwrap(),
+            Some((json!({"type": "adaptive", "display": "omitted"}), None))
+        );
+        assert!(t(json!({"enabled": true})).is_err());
+        assert!(t(json!({"enabled": true, "adaptive": true})).is_err());
+        assert_eq!(t(json!({})).unwrap(), None);
+    }
+
+    #[test]
+    fn config_keys() {
+        let c = parse_config(Some(
+            &json!({"topK": 5, "service_tier": "auto", "apiVersion": "beta"}),
+        ))
+        .unwrap();
+        assert_eq!(c.top_k, Some(5));
+        assert_eq!(
+            c.extra,
+            Map::from_iter([("service_tier".to_owned(), json!("auto"))])
+        );
+        let e = parse_config(Some(&json!({"apiKey": "sk-ant-xyz"}))).unwrap_err();
+        assert!(!e.to_string().contains("sk-ant-xyz"));
+        assert!(parse_config(Some(&json!({"maxOutputTokens": "many"}))).is_err());
+    }
+}
