@@ -112,12 +112,20 @@ pub async fn start_dev_tooling_with(
     ::tracing::info!("Genkit reflection server running on {url} (runtime {runtime_id})");
 
     // Initialise plugins before announcing the runtime, as Genkit JS does.
-    registry.list_actions().await?;
-
-    let project_dir = match options.project_dir {
-        Some(d) => d,
-        None => std::env::current_dir()
-            .map_err(|e| ServerError::Config(format!("no working directory: {e}")))?,
+    if let Err(e) = registry.list_actions().await {
+        stop.cancel();
+        return Err(e.into());
+    }
+    let project_dir = match options
+        .project_dir
+        .map(Ok)
+        .unwrap_or_else(std::env::current_dir)
+    {
+        Ok(d) => d,
+        Err(e) => {
+            stop.cancel();
+            return Err(ServerError::Config(format!("no working directory: {e}")));
+        }
     };
     let root = find_project_root(&project_dir);
     let now = SystemTime::now();
