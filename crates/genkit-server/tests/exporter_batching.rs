@@ -73,7 +73,7 @@ impl SpanSink for Stuck {
 async fn spans_arriving_during_an_export_form_the_next_batches() {
     let sink = Arc::new(Recorder {
         batches: Mutex::default(),
-        first_delay: Duration::from_millis(200),
+        first_delay: Duration::from_millis(500),
     });
     let p = BatchProcessor::spawn(
         sink.clone(),
@@ -86,7 +86,10 @@ async fn spans_arriving_during_an_export_form_the_next_batches() {
     .unwrap();
     let t = TraceId::random();
     p.on_end(&span(t, "first", Some(2.0)));
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Wait until the worker is busy with the first span.
+    while sink.batches.lock().is_empty() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     for i in 0..150 {
         p.on_end(&span(t, &format!("s{i}"), Some(2.0)));
     }

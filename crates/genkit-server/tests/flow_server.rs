@@ -502,15 +502,15 @@ async fn graceful_shutdown_finishes_in_flight_streams() {
     assert_eq!(&first[..], b"data: {\"message\":0}\n\n");
     s.stop();
     // New connections are refused once shutdown began.
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    assert!(
-        client()
-            .post(s.url("/hello"))
-            .json(&json!({"data": "x"}))
-            .send()
-            .await
-            .is_err()
-    );
+    let mut refused = false;
+    for _ in 0..100 {
+        if tokio::net::TcpStream::connect(s.addr).await.is_err() {
+            refused = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(refused, "still accepting connections after shutdown began");
     let mut rest = Vec::new();
     while let Some(chunk) = body.next().await {
         rest.extend_from_slice(&chunk.unwrap());

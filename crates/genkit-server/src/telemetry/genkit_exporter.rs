@@ -92,33 +92,32 @@ impl SpanSink for TraceServerSink {
                 return Ok(());
             };
             let endpoint = format!("{base}/api/traces");
-            let mut first_error = None;
-            for trace in group_traces(&spans) {
-                let body = match serde_json::to_vec(&trace) {
-                    Ok(b) => b,
-                    Err(e) => {
-                        first_error.get_or_insert(ExportError::Transport(e.to_string()));
-                        continue;
-                    }
-                };
-                let sent = self
-                    .client
-                    .post(&endpoint)
-                    .header("content-type", "application/json")
-                    .header("accept", "application/json")
-                    .body(body)
-                    .send()
-                    .await;
-                match sent {
-                    Ok(r) if r.status().is_success() => {}
-                    Ok(r) => {
-                        first_error.get_or_insert(ExportError::Status(r.status().as_u16()));
-                    }
-                    Err(e) => {
-                        first_error.get_or_insert(ExportError::Transport(e.to_string()));
+            // One request per trace, sent concurrently.
+            let sends = group_traces(&spans).into_iter().map(|trace| {
+                let endpoint = &endpoint;
+                async move {
+                    let body = serde_json::to_vec(&trace)
+                        .map_err(|e| ExportError::Transport(e.to_string()))?;
+                    let r = self
+                        .client
+                        .post(endpoint)
+                        .header("content-type", "application/json")
+                        .header("accept", "application/json")
+                        .body(body)
+                        .send()
+                        .await
+                        .map_err(|e| ExportError::Transport(e.to_string()))?;
+                    if r.status().is_success() {
+                        Ok(())
+                    } else {
+                        Err(ExportError::Status(r.status().as_u16()))
                     }
                 }
-            }
+            });
+            let first_error = futures::future::join_all(sends)
+                .await
+                .into_iter()
+                .find_map(Result::err);
             first_error.map_or(Ok(()), Err)
         })
     }
