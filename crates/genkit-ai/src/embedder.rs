@@ -85,8 +85,7 @@ where
     }
     desc.input_schema = Some(genkit_core::schema::schema_for::<EmbedRequest>());
     desc.output_schema = Some(genkit_core::schema::schema_for::<EmbedResponse>());
-    Action::from_desc(desc, runner)
-        .unwrap_or_else(|e| panic!("embedder schemas are built in and compile: {e}"))
+    Action::from_desc_typed(desc, runner)
 }
 
 /// Defines an embedder and registers it as `/embedder/<name>`.

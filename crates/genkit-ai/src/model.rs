@@ -201,8 +201,7 @@ impl Model {
             };
             ModelNext::new(chain, tail).run(req, mctx)
         };
-        let action = Action::from_desc(opts.desc(ActionKind::Model), body)
-            .unwrap_or_else(|e| panic!("model schemas are built in and compile: {e}"));
+        let action = Action::from_desc_typed(opts.desc(ActionKind::Model), body);
         Model { action, info }
     }
 
@@ -324,11 +323,21 @@ pub async fn lookup_model(registry: &Registry, name: &str) -> Result<DynAction> 
 }
 
 /// Calls a model action with a typed request, passing stream chunks on.
+/// Models built with [`Model::new`] are called without any JSON conversion.
 pub async fn call_model(
     model: &DynAction,
     req: GenerateRequest,
     ctx: &ModelCallCtx,
 ) -> Result<GenerateResponse> {
+    if let Some(typed) = ModelAction::downcast(model) {
+        let opts = RunOptions {
+            context: Some(ctx.context.clone()),
+            cancel: Some(ctx.cancel.clone()),
+            on_chunk: ctx.on_chunk.clone(),
+            ..RunOptions::default()
+        };
+        return Ok(typed.run_with(req, opts).await?.output);
+    }
     let input = serde_json::to_value(&req)?;
     let mut opts = RunOptions::new()
         .context(ctx.context.clone())
@@ -440,41 +449,42 @@ impl BackgroundModel {
         start_desc.output_schema = Some(genkit_core::schema::schema_for::<Operation>());
         let chain = opts.chain();
         let (start_fn, k) = (fns.start.clone(), key.clone());
-        let start = Action::from_desc(start_desc, move |req: GenerateRequest, ctx: ActionCtx| {
-            let start_fn = start_fn.clone();
-            let k = k.clone();
-            let trace = ctx.trace;
-            let tail: ModelFn = Arc::new(move |req, mctx: ModelCallCtx| {
+        let start =
+            Action::from_desc_typed(start_desc, move |req: GenerateRequest, ctx: ActionCtx| {
                 let start_fn = start_fn.clone();
-                let inner = ActionCtx {
-                    context: mctx.context,
-                    chunks: ChunkSender::none(),
-                    cancel: mctx.cancel,
-                    trace,
-                    metadata: None,
-                };
-                Box::pin(async move {
-                    let op = start_fn(req, inner).await?;
-                    Ok(GenerateResponse {
-                        operation: Some(op),
-                        ..GenerateResponse::default()
+                let k = k.clone();
+                let trace = ctx.trace;
+                let tail: ModelFn = Arc::new(move |req, mctx: ModelCallCtx| {
+                    let start_fn = start_fn.clone();
+                    let inner = ActionCtx {
+                        context: mctx.context,
+                        chunks: ChunkSender::none(),
+                        cancel: mctx.cancel,
+                        trace,
+                        metadata: None,
+                    };
+                    Box::pin(async move {
+                        let op = start_fn(req, inner).await?;
+                        Ok(GenerateResponse {
+                            operation: Some(op),
+                            ..GenerateResponse::default()
+                        })
                     })
-                })
+                });
+                let mctx = ModelCallCtx {
+                    on_chunk: None,
+                    context: ctx.context,
+                    cancel: ctx.cancel,
+                };
+                let run = ModelNext::new(chain.clone(), tail).run(req, mctx);
+                async move {
+                    let resp = run.await?;
+                    let op = resp
+                        .operation
+                        .ok_or_else(|| Error::internal("background model returned no operation"))?;
+                    Ok(stamp(op, &k))
+                }
             });
-            let mctx = ModelCallCtx {
-                on_chunk: None,
-                context: ctx.context,
-                cancel: ctx.cancel,
-            };
-            let run = ModelNext::new(chain.clone(), tail).run(req, mctx);
-            async move {
-                let resp = run.await?;
-                let op = resp
-                    .operation
-                    .ok_or_else(|| Error::internal("background model returned no operation"))?;
-                Ok(stamp(op, &k))
-            }
-        })?;
         let op_desc = |kind: ActionKind, suffix: &str| {
             let mut d = ActionDesc::new(kind, format!("{}/{suffix}", opts.name));
             d.description = opts.label.clone();
@@ -484,25 +494,25 @@ impl BackgroundModel {
             d
         };
         let (check_fn, k) = (fns.check.clone(), key.clone());
-        let check = Action::from_desc(
+        let check = Action::from_desc_typed(
             op_desc(ActionKind::CheckOperation, "check"),
             move |op, ctx| {
                 let f = check_fn.clone();
                 let k = k.clone();
                 async move { Ok(stamp(f(op, ctx).await?, &k)) }
             },
-        )?;
+        );
         let cancel = match fns.cancel {
             Some(cancel_fn) => {
                 let k = key.clone();
-                Some(Action::from_desc(
+                Some(Action::from_desc_typed(
                     op_desc(ActionKind::CancelOperation, "cancel"),
                     move |op, ctx| {
                         let f = cancel_fn.clone();
                         let k = k.clone();
                         async move { Ok(stamp(f(op, ctx).await?, &k)) }
                     },
-                )?)
+                ))
             }
             None => None,
         };

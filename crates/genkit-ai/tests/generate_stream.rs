@@ -50,7 +50,7 @@ async fn indexes_follow_messages_across_turns() {
     let mut seen = Vec::new();
     while let Some(c) = stream.next().await {
         let c = c.unwrap();
-        seen.push((c.index(), c.role, c.text(), c.accumulated_text().to_owned()));
+        seen.push((c.index(), c.role, c.text(), c.accumulated_text()));
     }
     assert_eq!(
         seen,

@@ -2,7 +2,9 @@
 //! `define_*` / `generate` methods over it.
 
 use genkit_ai::embedder::{EmbedderAction, EmbedderOptions, define_embedder, embed, embed_many};
-use genkit_ai::generate::{GenerateOptions, GenerateStream, define_generate_action, generate, generate_stream};
+use genkit_ai::generate::{
+    GenerateOptions, GenerateStream, define_generate_action, generate, generate_stream,
+};
 use genkit_ai::middleware::{GenerateMiddleware, define_middleware};
 use genkit_ai::model::{
     BackgroundModel, BackgroundModelFns, Model, ModelCtx, ModelOptions, check_operation,
@@ -143,7 +145,11 @@ impl Genkit {
         F: Fn(I, FlowContext<S>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O>> + Send + 'static,
     {
-        registered("flow", name, define_streaming_flow(&self.registry, name, body))
+        registered(
+            "flow",
+            name,
+            define_streaming_flow(&self.registry, name, body),
+        )
     }
 
     /// Runs a named step of a flow, recorded as a child span.
@@ -172,9 +178,17 @@ impl Genkit {
     ///
     /// # Panics
     /// If a model with this name is already defined.
-    pub fn define_background_model(&self, opts: ModelOptions, fns: BackgroundModelFns) -> BackgroundModel {
+    pub fn define_background_model(
+        &self,
+        opts: ModelOptions,
+        fns: BackgroundModelFns,
+    ) -> BackgroundModel {
         let name = opts.name.clone();
-        registered("background model", &name, define_background_model(&self.registry, opts, fns))
+        registered(
+            "background model",
+            &name,
+            define_background_model(&self.registry, opts, fns),
+        )
     }
 
     /// Polls a background model's operation.
@@ -193,20 +207,33 @@ impl Genkit {
         F: Fn(I, ToolCtx) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O>> + Send + 'static,
     {
-        registered("tool", name, define_tool(&self.registry, name, description, body))
+        registered(
+            "tool",
+            name,
+            define_tool(&self.registry, name, description, body),
+        )
     }
 
     /// Defines a multipart tool (`/tool.v2/<name>`), returning parts besides its output.
     ///
     /// # Panics
     /// If a tool with this name is already defined.
-    pub fn define_multipart_tool<I, F, Fut>(&self, name: &str, description: &str, body: F) -> Tool<I, MultipartToolResponse>
+    pub fn define_multipart_tool<I, F, Fut>(
+        &self,
+        name: &str,
+        description: &str,
+        body: F,
+    ) -> Tool<I, MultipartToolResponse>
     where
         I: Payload + JsonSchema,
         F: Fn(I, ToolCtx) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<MultipartToolResponse>> + Send + 'static,
     {
-        registered("tool", name, define_multipart_tool(&self.registry, name, description, body))
+        registered(
+            "tool",
+            name,
+            define_multipart_tool(&self.registry, name, description, body),
+        )
     }
 
     /// Defines an interrupt: a tool that pauses generation for the caller to
@@ -219,7 +246,11 @@ impl Genkit {
         I: Payload + JsonSchema,
         O: Payload + JsonSchema,
     {
-        registered("interrupt", name, define_interrupt(&self.registry, name, description, None))
+        registered(
+            "interrupt",
+            name,
+            define_interrupt(&self.registry, name, description, None),
+        )
     }
 
     /// Defines an embedder, registered as `/embedder/<name>`.
@@ -232,7 +263,11 @@ impl Genkit {
         Fut: Future<Output = Result<EmbedResponse>> + Send + 'static,
     {
         let name = opts.name.clone();
-        registered("embedder", &name, define_embedder(&self.registry, opts, runner))
+        registered(
+            "embedder",
+            &name,
+            define_embedder(&self.registry, opts, runner),
+        )
     }
 
     /// Embeds a text.
@@ -241,7 +276,11 @@ impl Genkit {
     }
 
     /// Embeds documents.
-    pub async fn embed_many(&self, embedder: &str, documents: Vec<DocumentData>) -> Result<Vec<Embedding>> {
+    pub async fn embed_many(
+        &self,
+        embedder: &str,
+        documents: Vec<DocumentData>,
+    ) -> Result<Vec<Embedding>> {
         embed_many(&self.registry, embedder, documents, None).await
     }
 
@@ -281,7 +320,11 @@ impl Genkit {
     }
 
     /// A variant (`name.variant.prompt`) of a prompt.
-    pub fn prompt_variant<I, O>(&self, name: &str, variant: &str) -> Result<ExecutablePrompt<I, O>> {
+    pub fn prompt_variant<I, O>(
+        &self,
+        name: &str,
+        variant: &str,
+    ) -> Result<ExecutablePrompt<I, O>> {
         genkit_ai::prompt::prompt(&self.registry, name, Some(variant))
     }
 

@@ -44,10 +44,12 @@ mod genkit;
 
 pub use crate::genkit::{Genkit, GenkitBuilder};
 
-pub use genkit_ai::{embedder, extract, formats, generate, middleware, model, prompt, testing, tool, types};
+pub use genkit_ai::{
+    embedder, extract, formats, generate, middleware, model, prompt, testing, tool, types,
+};
 pub use genkit_core::{
     Action, ActionContext, ActionCtx, ActionDesc, ActionKind, ActionResult, ActionStream,
-    CancellationToken, DynAction, Error, ErasedAction, GENKIT_VERSION, Plugin, Registry, Result,
+    CancellationToken, DynAction, ErasedAction, Error, GENKIT_VERSION, Plugin, Registry, Result,
     RunOptions, StatusCode, action, context, flow, plugin, registry, schema, status, tracing,
 };
 
@@ -60,7 +62,9 @@ pub use genkit_core as core;
 pub mod prelude {
     pub use crate::{Genkit, GenkitBuilder};
     pub use futures::StreamExt;
-    pub use genkit_ai::generate::{GenerateChunk, GenerateOptions, GenerateStream, ToolErrorPolicy};
+    pub use genkit_ai::generate::{
+        GenerateChunk, GenerateOptions, GenerateStream, ToolErrorPolicy,
+    };
     pub use genkit_ai::model::{Model, ModelCtx, ModelOptions, ModelRef};
     pub use genkit_ai::testing::ProgrammableModel;
     pub use genkit_ai::tool::{Tool, ToolCtx};

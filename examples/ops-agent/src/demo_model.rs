@@ -16,7 +16,11 @@ fn mentioned(text: &str) -> Vec<Service> {
         .into_iter()
         .filter(|s| lower.contains(s.name()) || (*s == Service::Db && lower.contains("database")))
         .collect();
-    if named.is_empty() { Service::ALL.to_vec() } else { named }
+    if named.is_empty() {
+        Service::ALL.to_vec()
+    } else {
+        named
+    }
 }
 
 fn respond(req: &GenerateRequest) -> Message {
@@ -40,11 +44,15 @@ fn respond(req: &GenerateRequest) -> Message {
             .flat_map(|s| {
                 [
                     Part::tool_request(
-                        ToolRequest::new("getServiceStatus", json!({"service": s.name()})).with_ref(s.name()),
+                        ToolRequest::new("getServiceStatus", json!({"service": s.name()}))
+                            .with_ref(s.name()),
                     ),
                     Part::tool_request(
-                        ToolRequest::new("queryLogs", json!({"service": s.name(), "recentMinutes": 60}))
-                            .with_ref(s.name()),
+                        ToolRequest::new(
+                            "queryLogs",
+                            json!({"service": s.name(), "recentMinutes": 60}),
+                        )
+                        .with_ref(s.name()),
                     ),
                 ]
             })
@@ -66,7 +74,11 @@ fn respond(req: &GenerateRequest) -> Message {
                 } else {
                     "looks healthy"
                 };
-                lines.push(format!("- {} {verdict} (cpu {:.0}%)", r.reference.as_deref().unwrap_or("?"), cpu * 100.0));
+                lines.push(format!(
+                    "- {} {verdict} (cpu {:.0}%)",
+                    r.reference.as_deref().unwrap_or("?"),
+                    cpu * 100.0
+                ));
             }
             _ => {
                 for l in out.as_array().into_iter().flatten() {
@@ -75,18 +87,23 @@ fn respond(req: &GenerateRequest) -> Message {
             }
         }
     }
-    Message::model(format!("Here is what I found for \"{question}\":\n{}", lines.join("\n")))
+    Message::model(format!(
+        "Here is what I found for \"{question}\":\n{}",
+        lines.join("\n")
+    ))
 }
 
 /// Registers the demo model.
 pub fn define_demo_model(ai: &Genkit) -> Model {
     ai.define_model(
-        ModelOptions::new(DEMO_MODEL).label("Rule-based demo model").supports(ModelSupports {
-            multiturn: Some(true),
-            tools: Some(true),
-            system_role: Some(true),
-            ..ModelSupports::default()
-        }),
+        ModelOptions::new(DEMO_MODEL)
+            .label("Rule-based demo model")
+            .supports(ModelSupports {
+                multiturn: Some(true),
+                tools: Some(true),
+                system_role: Some(true),
+                ..ModelSupports::default()
+            }),
         |req: GenerateRequest, ctx: ModelCtx| async move {
             let message = respond(&req);
             if ctx.is_streaming() {

@@ -11,8 +11,14 @@ mod tools;
 
 use genkit::prelude::*;
 
-fn build() -> genkit::Result<(Genkit, genkit::Action<String, String>, genkit::Action<String, String, String>)> {
-    let ai = Genkit::builder().default_model(demo_model::DEMO_MODEL).build()?;
+fn build() -> genkit::Result<(
+    Genkit,
+    genkit::Action<String, String>,
+    genkit::Action<String, String, String>,
+)> {
+    let ai = Genkit::builder()
+        .default_model(demo_model::DEMO_MODEL)
+        .build()?;
     demo_model::define_demo_model(&ai);
     let (status, logs) = tools::define_tools(&ai);
 
@@ -38,19 +44,24 @@ fn build() -> genkit::Result<(Genkit, genkit::Action<String, String>, genkit::Ac
 
     let stream_diagnose = {
         let ai2 = ai.clone();
-        ai.define_streaming_flow("streamDiagnose", move |question: String, ctx: FlowContext<String>| {
-            let (ai, status, logs) = (ai2.clone(), status.clone(), logs.clone());
-            async move {
-                let mut stream = ai.generate_stream(GenerateOptions::prompt(question).tool(&status).tool(&logs));
-                while let Some(chunk) = stream.next().await {
-                    let text = chunk?.text();
-                    if !text.is_empty() {
-                        ctx.send_chunk(text);
+        ai.define_streaming_flow(
+            "streamDiagnose",
+            move |question: String, ctx: FlowContext<String>| {
+                let (ai, status, logs) = (ai2.clone(), status.clone(), logs.clone());
+                async move {
+                    let mut stream = ai.generate_stream(
+                        GenerateOptions::prompt(question).tool(&status).tool(&logs),
+                    );
+                    while let Some(chunk) = stream.next().await {
+                        let text = chunk?.text();
+                        if !text.is_empty() {
+                            ctx.send_chunk(text);
+                        }
                     }
+                    Ok(stream.response().await?.text())
                 }
-                Ok(stream.response().await?.text())
-            }
-        })
+            },
+        )
     };
     Ok((ai, diagnose, stream_diagnose))
 }
@@ -71,8 +82,13 @@ async fn main() -> Result<()> {
     }
 
     for question in ["Is the database healthy?", "Why is the scheduler down?"] {
-        let result = diagnose.run_with(question.to_owned(), Default::default()).await?;
-        println!("> {question}\n{}\n(trace {})\n", result.output, result.trace.trace_id);
+        let result = diagnose
+            .run_with(question.to_owned(), Default::default())
+            .await?;
+        println!(
+            "> {question}\n{}\n(trace {})\n",
+            result.output, result.trace.trace_id
+        );
     }
 
     println!("> (streaming) How are the api and worker doing?");

@@ -18,7 +18,12 @@ pub enum Service {
 
 impl Service {
     /// All services.
-    pub const ALL: [Service; 4] = [Service::Api, Service::Worker, Service::Scheduler, Service::Db];
+    pub const ALL: [Service; 4] = [
+        Service::Api,
+        Service::Worker,
+        Service::Scheduler,
+        Service::Db,
+    ];
 
     /// The service's name as the tools spell it.
     pub fn name(self) -> &'static str {
@@ -63,10 +68,26 @@ pub struct LogsInput {
 /// The simulated state of the fleet: the database is struggling.
 pub fn status_of(service: Service) -> Status {
     match service {
-        Service::Db => Status { online: true, cpu: 0.97, memory: 0.91 },
-        Service::Api => Status { online: true, cpu: 0.42, memory: 0.55 },
-        Service::Worker => Status { online: true, cpu: 0.18, memory: 0.33 },
-        Service::Scheduler => Status { online: false, cpu: 0.0, memory: 0.0 },
+        Service::Db => Status {
+            online: true,
+            cpu: 0.97,
+            memory: 0.91,
+        },
+        Service::Api => Status {
+            online: true,
+            cpu: 0.42,
+            memory: 0.55,
+        },
+        Service::Worker => Status {
+            online: true,
+            cpu: 0.18,
+            memory: 0.33,
+        },
+        Service::Scheduler => Status {
+            online: false,
+            cpu: 0.0,
+            memory: 0.0,
+        },
     }
 }
 

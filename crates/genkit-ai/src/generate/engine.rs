@@ -18,7 +18,7 @@ use crate::model::{call_model, lookup_model, model_info};
 use crate::tool::to_tool_definition;
 use crate::types::{
     FinishReason, GenerateActionOptions, GenerateRequest, GenerateResponse, GenerateResponseChunk,
-    Message, Metadata, OutputConfig, Role,
+    Message, Metadata, OutputConfig, Role, ToolDefinition,
 };
 use futures::future::BoxFuture;
 use genkit_core::schema::SchemaValidator;
@@ -26,6 +26,7 @@ use genkit_core::tracing::{SpanOptions, SpanType, in_span, is_recording};
 use genkit_core::{ActionKind, DynAction, Error, Registry, Result, RunOptions, StatusCode};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 /// Default limit of tool-loop turns.
@@ -64,6 +65,7 @@ pub(crate) struct Engine {
     model_hooks: Arc<[Arc<dyn ModelMiddleware>]>,
     pub(crate) tool_errors: ToolErrorPolicy,
     indexer: ChunkIndexer,
+    tool_defs: Mutex<HashMap<String, ToolDefinition>>,
 }
 
 impl Engine {
@@ -82,6 +84,7 @@ impl Engine {
             model_hooks: model_hooks.into(),
             tool_errors,
             indexer: ChunkIndexer::default(),
+            tool_defs: Mutex::new(HashMap::new()),
         })
     }
 
@@ -194,12 +197,12 @@ impl Engine {
             }
         }
 
-        let request = self.to_model_request(&raw, &tools, &model);
-        let output_schema = request.output.as_ref().and_then(|o| o.schema.clone());
-        let format_name = request.output.as_ref().and_then(|o| o.format.clone());
+        warn_about_capabilities(&raw, &tools, &model);
+        let request = self.to_model_request(&raw, &tools);
+        let output = request.output.clone();
         let is_background = model.desc().kind == ActionKind::BackgroundModel;
 
-        let mut response = self.dispatch_model(&model, request.clone(), &ctx).await?;
+        let mut response = self.dispatch_model(&model, request, &ctx).await?;
         if is_background {
             return Ok(response);
         }
@@ -209,22 +212,35 @@ impl Engine {
             .take()
             .or_else(|| response.message().cloned())
             .unwrap_or_else(|| Message::new(Role::Model, Vec::<crate::types::Part>::new()));
-        annotate_output_format(&mut message, request.output.as_ref());
-        let finish = Finished { response, request };
+        annotate_output_format(&mut message, output.as_ref());
+        // The request the model was sent is rebuilt only for the response
+        // that leaves the loop, rather than copied on every turn.
+        let finish = |response: GenerateResponse, message: Message| {
+            Finished {
+                response,
+                request: self.to_model_request(&raw, &tools),
+            }
+            .into_response(message)
+        };
 
         let has_tool_requests = message.content.iter().any(|p| p.is_tool_request());
         // Exit A: nothing to run, or the caller runs tools itself.
         if raw.return_tool_requests == Some(true) || !has_tool_requests {
             if !has_tool_requests {
-                validate_output(&message, format_name.as_deref(), output_schema.as_ref())?;
+                let output = output.as_ref();
+                validate_output(
+                    &message,
+                    output.and_then(|o| o.format.as_deref()),
+                    output.and_then(|o| o.schema.as_ref()),
+                )?;
             }
-            return Ok(finish.into_response(message));
+            return Ok(finish(response, message));
         }
         // Exit B: the loop guard, before any tool runs.
         let max_turns = raw.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
         if turn + 1 > max_turns {
-            let request_json = serde_json::to_value(&finish.request).unwrap_or(Value::Null);
-            let response = finish.into_response(message);
+            let response = finish(response, message);
+            let request_json = serde_json::to_value(&response.request).unwrap_or(Value::Null);
             return Err(Error::new(
                 StatusCode::Aborted,
                 format!("Exceeded maximum tool call iterations ({max_turns})"),
@@ -237,14 +253,14 @@ impl Engine {
         match resolve_tool_requests(&self, &raw, &message, &tools_by_name, &ctx).await? {
             // Exit C: a tool interrupted.
             ToolRun::Interrupted(revised) => {
-                let mut response = finish.into_response(revised);
+                let mut response = finish(response, revised);
                 response.finish_reason = Some(FinishReason::Interrupted);
                 response.finish_message =
                     Some("One or more tool calls resulted in interrupts.".into());
                 Ok(response)
             }
             ToolRun::Completed(tool_message) => {
-                if let Some(tm) = &tool_message {
+                if let (Some(tm), true) = (&tool_message, ctx.on_chunk.is_some()) {
                     self.emit(
                         &ctx,
                         Role::Tool,
@@ -275,30 +291,23 @@ impl Engine {
         lookup_model(&self.registry, &name).await
     }
 
+    /// The definition models see for a tool, built once per generate call.
+    fn tool_definition(&self, tool: &DynAction) -> ToolDefinition {
+        let key = tool.key();
+        if let Some(d) = self.tool_defs.lock().get(&key) {
+            return d.clone();
+        }
+        let def = to_tool_definition(tool.desc());
+        self.tool_defs.lock().insert(key, def.clone());
+        def
+    }
+
     /// Genkit's `actionToGenerateRequest`.
     fn to_model_request(
         &self,
         raw: &GenerateActionOptions,
         tools: &[DynAction],
-        model: &DynAction,
     ) -> GenerateRequest {
-        let info = model_info(model);
-        let supports = info.as_ref().and_then(|i| i.supports.as_ref());
-        if !tools.is_empty() && supports.is_some_and(|s| s.tools != Some(true)) {
-            tracing::warn!(
-                "The model '{}' does not support tools (you set: {} tools). The model may not behave the way you expect.",
-                model.name(),
-                tools.len()
-            );
-        }
-        if let Some(choice) = raw.tool_choice
-            && supports.is_some_and(|s| s.tool_choice != Some(true))
-        {
-            tracing::warn!(
-                "The model '{}' does not support the 'toolChoice' option (you set: {choice:?}). The model may not behave the way you expect.",
-                model.name()
-            );
-        }
         let output = match &raw.output {
             Some(o) => OutputConfig {
                 format: o.format.clone(),
@@ -311,7 +320,7 @@ impl Engine {
         GenerateRequest {
             messages: raw.messages.clone(),
             config: raw.config.clone(),
-            tools: Some(tools.iter().map(|t| to_tool_definition(t.desc())).collect()),
+            tools: Some(tools.iter().map(|t| self.tool_definition(t)).collect()),
             tool_choice: raw.tool_choice,
             output: Some(output),
             docs: raw.docs.clone(),
@@ -369,6 +378,28 @@ impl Engine {
         ModelNext::new(self.model_hooks.clone(), tail)
             .run(request, mctx)
             .await
+    }
+}
+
+/// Genkit warns (and goes on) when a request uses what the model says it
+/// cannot do.
+fn warn_about_capabilities(raw: &GenerateActionOptions, tools: &[DynAction], model: &DynAction) {
+    let info = model_info(model);
+    let supports = info.as_ref().and_then(|i| i.supports.as_ref());
+    if !tools.is_empty() && supports.is_some_and(|s| s.tools != Some(true)) {
+        tracing::warn!(
+            "The model '{}' does not support tools (you set: {} tools). The model may not behave the way you expect.",
+            model.name(),
+            tools.len()
+        );
+    }
+    if let Some(choice) = raw.tool_choice
+        && supports.is_some_and(|s| s.tool_choice != Some(true))
+    {
+        tracing::warn!(
+            "The model '{}' does not support the 'toolChoice' option (you set: {choice:?}). The model may not behave the way you expect.",
+            model.name()
+        );
     }
 }
 

@@ -116,10 +116,10 @@ pub fn define_generate_action(registry: &Registry) -> Result<GenerateAction> {
     desc.output_schema = Some(genkit_core::schema::schema_for::<GenerateResponse>());
     desc.stream_schema = Some(genkit_core::schema::schema_for::<GenerateResponseChunk>());
     let reg = registry.clone();
-    let action = Action::from_desc(desc, move |options: GenerateActionOptions, ctx| {
+    let action = Action::from_desc_typed(desc, move |options: GenerateActionOptions, ctx| {
         let reg = reg.clone();
         async move { generate_action_options(&reg, options, Vec::new(), ctx).await }
-    })?;
+    });
     registry.register(&action)?;
     Ok(action)
 }

@@ -7,16 +7,24 @@ use crate::formats::{ChunkParseContext, FormatHandler};
 use crate::types::{GenerateResponse, GenerateResponseChunk};
 use futures::Stream;
 use genkit_core::{ActionStream, Error, Result};
+use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
+
+/// The text of one message as it streams in. Only ever appended to, so a
+/// chunk can keep a length and read its prefix later, instead of copying the
+/// whole text so far into every chunk.
+type MessageText = Arc<Mutex<String>>;
 
 /// A streamed chunk with what has accumulated in its message so far.
 #[derive(Debug, Clone)]
 pub struct GenerateChunk {
     chunk: GenerateResponseChunk,
-    accumulated_text: String,
+    message_text: MessageText,
+    accumulated_len: usize,
     output: Option<Value>,
 }
 
@@ -36,9 +44,10 @@ impl GenerateChunk {
         self.chunk.text()
     }
 
-    /// All text of this chunk's message so far.
-    pub fn accumulated_text(&self) -> &str {
-        &self.accumulated_text
+    /// All text of this chunk's message up to and including this chunk.
+    pub fn accumulated_text(&self) -> String {
+        let text = self.message_text.lock();
+        text.get(..self.accumulated_len).unwrap_or(&text).to_owned()
     }
 
     /// The message index (across tool-loop turns).
@@ -75,7 +84,7 @@ pub struct GenerateStream {
     inner: ActionStream<GenerateResponseChunk, GenerateResponse>,
     parser: Option<Box<dyn FormatHandler>>,
     current_index: Option<u32>,
-    accumulated: String,
+    message_text: MessageText,
     previous: Vec<GenerateResponseChunk>,
 }
 
@@ -91,7 +100,7 @@ impl GenerateStream {
             inner,
             parser,
             current_index: None,
-            accumulated: String::new(),
+            message_text: MessageText::default(),
             previous: Vec::new(),
         }
     }
@@ -105,10 +114,18 @@ impl GenerateStream {
         let index = chunk.index.unwrap_or(0);
         if self.current_index != Some(index) {
             self.current_index = Some(index);
-            self.accumulated.clear();
+            self.message_text = MessageText::default();
             self.previous.clear();
         }
-        self.accumulated.push_str(&chunk.text());
+        let accumulated_len = {
+            let mut text = self.message_text.lock();
+            for part in &chunk.content {
+                if let Some(t) = part.as_text() {
+                    text.push_str(t);
+                }
+            }
+            text.len()
+        };
         let output = self.parser.as_ref().and_then(|p| {
             p.parse_chunk(&ChunkParseContext::new(&chunk, &self.previous))
                 .ok()
@@ -119,7 +136,8 @@ impl GenerateStream {
         }
         GenerateChunk {
             chunk,
-            accumulated_text: self.accumulated.clone(),
+            message_text: self.message_text.clone(),
+            accumulated_len,
             output,
         }
     }

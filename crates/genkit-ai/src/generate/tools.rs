@@ -186,32 +186,38 @@ pub(crate) async fn resolve_tool_requests(
             .map(|part| run_tool_request(engine, part, tools, ctx)),
     )
     .await?;
-    let mut revised = message.clone();
-    let mut responses = Vec::new();
-    let mut interrupted = false;
-    for (i, outcome) in outcomes.into_iter().enumerate() {
-        match outcome {
-            None => {}
-            Some(Outcome::Response(response)) => {
-                if let (Some(out), PartKind::ToolResponse(r)) =
-                    (revised.content.get_mut(i), &response.kind)
-                {
-                    out.metadata.get_or_insert_with(Metadata::new).insert(
-                        "pendingOutput".into(),
-                        r.output.clone().unwrap_or(Value::Null),
-                    );
+    let interrupted = outcomes
+        .iter()
+        .any(|o| matches!(o, Some(Outcome::Interrupt(_))));
+    if interrupted {
+        // Interrupted requests are marked; finished ones keep their output as
+        // `pendingOutput` so a resume does not run them again.
+        let mut revised = message.clone();
+        for (i, outcome) in outcomes.into_iter().enumerate() {
+            match outcome {
+                None => {}
+                Some(Outcome::Response(response)) => {
+                    if let (Some(out), PartKind::ToolResponse(r)) =
+                        (revised.content.get_mut(i), &response.kind)
+                    {
+                        out.metadata.get_or_insert_with(Metadata::new).insert(
+                            "pendingOutput".into(),
+                            r.output.clone().unwrap_or(Value::Null),
+                        );
+                    }
                 }
-                responses.push(response);
-            }
-            Some(Outcome::Interrupt(part)) => {
-                revised.content[i] = part;
-                interrupted = true;
+                Some(Outcome::Interrupt(part)) => revised.content[i] = part,
             }
         }
-    }
-    if interrupted {
         return Ok(ToolRun::Interrupted(revised));
     }
+    let responses: Vec<Part> = outcomes
+        .into_iter()
+        .filter_map(|o| match o {
+            Some(Outcome::Response(r)) => Some(r),
+            _ => None,
+        })
+        .collect();
     if responses.is_empty() {
         return Ok(ToolRun::Completed(None));
     }

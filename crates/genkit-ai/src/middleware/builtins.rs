@@ -399,6 +399,10 @@ fn purpose_is(part: &Part, purpose: &str) -> bool {
 
 #[async_trait]
 impl ModelMiddleware for AugmentWithContext {
+    fn applies(&self, req: &GenerateRequest) -> bool {
+        req.docs.as_ref().is_some_and(|d| !d.is_empty())
+    }
+
     async fn call(
         &self,
         mut req: GenerateRequest,
@@ -454,6 +458,13 @@ pub fn simulate_constrained_generation(
 
 #[async_trait]
 impl ModelMiddleware for SimulateConstrainedGeneration {
+    fn applies(&self, req: &GenerateRequest) -> bool {
+        req.output
+            .as_ref()
+            .is_some_and(|o| o.constrained == Some(true) && o.schema.is_some())
+            && needs_simulated_constraints(self.supports.as_ref(), req)
+    }
+
     async fn call(
         &self,
         mut req: GenerateRequest,

@@ -59,6 +59,13 @@ pub trait ModelMiddleware: Send + Sync + 'static {
         ctx: ModelCallCtx,
         next: ModelNext,
     ) -> Result<GenerateResponse>;
+
+    /// Whether this layer has anything to do for `req`; layers that say no
+    /// are skipped without a call (the built-in shims use it to cost
+    /// nothing on requests they leave alone).
+    fn applies(&self, _req: &GenerateRequest) -> bool {
+        true
+    }
 }
 
 /// The inner layers of a model chain.

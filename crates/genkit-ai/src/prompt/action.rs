@@ -141,6 +141,10 @@ fn describe(kind: ActionKind, core: &PromptCore, resolved: Option<&Resolved>) ->
 }
 
 impl ErasedAction for PromptAction {
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
+    }
+
     fn desc(&self) -> &ActionDesc {
         match self.built() {
             Ok(built) => &built.desc,

@@ -203,6 +203,10 @@ pub trait ErasedAction: Send + Sync + 'static {
         opts: RunOptions<Value>,
     ) -> BoxFuture<'_, Result<ActionResult<Value>>>;
 
+    /// The action as `Any`, so typed callers can recover the typed action
+    /// (see [`Action::downcast`]) and skip JSON entirely.
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync>;
+
     /// The registry key.
     fn key(&self) -> String {
         self.desc().key()
@@ -290,6 +294,47 @@ impl<I: Payload, O: Payload, S: Serialize + Send + 'static> Action<I, O, S> {
             .unwrap_or_else(|e| panic!("derived schema did not compile: {e}"))
     }
 
+    /// An action whose schemas in `desc` describe `I` and `O` exactly, with
+    /// no constraint beyond their serde shape (the framework's own wire types:
+    /// generate requests, responses...). Typed (de)serialization enforces
+    /// them, reporting the failing path, so no JSON-schema validation runs —
+    /// and typed callers pass values without any JSON at all.
+    pub fn from_desc_typed<F, Fut>(desc: ActionDesc, body: F) -> Self
+    where
+        F: Fn(I, ActionCtx<S>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O>> + Send + 'static,
+    {
+        Self::build(desc, None, None, body)
+    }
+
+    fn build<F, Fut>(
+        desc: ActionDesc,
+        input_validator: Option<SchemaValidator>,
+        output_validator: Option<SchemaValidator>,
+        body: F,
+    ) -> Self
+    where
+        F: Fn(I, ActionCtx<S>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O>> + Send + 'static,
+    {
+        let span = SpanOptions {
+            name: desc.name.as_str().into(),
+            span_type: SpanType::Action,
+            subtype: Some(desc.kind.as_str().into()),
+            key: Some(desc.key().into()),
+        };
+        Self {
+            inner: Arc::new(Inner {
+                desc,
+                span,
+                input_validator,
+                output_validator,
+                body: Box::new(move |i, ctx| Box::pin(body(i, ctx))),
+                _types: PhantomData,
+            }),
+        }
+    }
+
     /// An action described by `desc` (schemas given as raw JSON schema, e.g. for
     /// dynamic tools). Fails with `INVALID_ARGUMENT` if a schema does not compile.
     pub fn from_desc<F, Fut>(desc: ActionDesc, body: F) -> Result<Self>
@@ -311,22 +356,7 @@ impl<I: Payload, O: Payload, S: Serialize + Send + 'static> Action<I, O, S> {
         let output_validator = compile(&desc.output_schema).map_err(|e| {
             Error::invalid_argument(format!("output schema of `{}`: {}", desc.name, e.message()))
         })?;
-        let span = SpanOptions {
-            name: desc.name.as_str().into(),
-            span_type: SpanType::Action,
-            subtype: Some(desc.kind.as_str().into()),
-            key: Some(desc.key().into()),
-        };
-        Ok(Self {
-            inner: Arc::new(Inner {
-                desc,
-                span,
-                input_validator,
-                output_validator,
-                body: Box::new(move |i, ctx| Box::pin(body(i, ctx))),
-                _types: PhantomData,
-            }),
-        })
+        Ok(Self::build(desc, input_validator, output_validator, body))
     }
 
     /// The self-description.
@@ -491,6 +521,10 @@ impl<I: Payload, O: Payload, S: Payload> ErasedAction for Inner<I, O, S> {
         &self.desc
     }
 
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
+    }
+
     fn run_json(
         &self,
         input: Value,
@@ -501,11 +535,21 @@ impl<I: Payload, O: Payload, S: Payload> ErasedAction for Inner<I, O, S> {
                 v.validate(&input).map_err(mark_caller_error)?;
             }
             let recorded = crate::tracing::is_recording().then(|| input.clone());
-            let typed: I = serde_json::from_value(input).map_err(|e| {
-                mark_caller_error(Error::invalid_argument(format!(
-                    "invalid input for `{}`: {e}",
-                    self.desc.name
-                )))
+            let typed: I = serde_path_to_error::deserialize(input).map_err(|e| {
+                let path = e.path().to_string();
+                let path = if path == "." {
+                    "(root)".to_owned()
+                } else {
+                    path
+                };
+                mark_caller_error(
+                    Error::invalid_argument(format!(
+                        "invalid input for `{}`: - {path}: {}",
+                        self.desc.name,
+                        e.inner()
+                    ))
+                    .with_details(serde_json::json!({ "paths": [path] })),
+                )
             })?;
             let on_chunk: Option<ChunkCallback<S>> = opts.on_chunk.map(|cb| {
                 let name = self.desc.name.clone();
@@ -534,6 +578,16 @@ impl<I: Payload, O: Payload, S: Payload> ErasedAction for Inner<I, O, S> {
 }
 
 impl<I: Payload, O: Payload, S: Payload> Action<I, O, S> {
+    /// The typed action behind an erased one, if its types are `I`, `O`, `S`.
+    pub fn downcast(action: &DynAction) -> Option<Self> {
+        action
+            .clone()
+            .into_any()
+            .downcast::<Inner<I, O, S>>()
+            .ok()
+            .map(|inner| Self { inner })
+    }
+
     /// This action as a shared erased action.
     pub fn to_dyn(&self) -> DynAction {
         self.inner.clone()

@@ -8,6 +8,7 @@ use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
 /// The chunk buffer between the running body and the consumer. Usually the
@@ -16,6 +17,10 @@ use std::task::{Context, Poll};
 struct ChunkQueue<S> {
     items: Mutex<VecDeque<S>>,
     waker: AtomicWaker,
+    /// Set while the consumer polls the run: a chunk pushed then needs no
+    /// wakeup (the consumer looks at the queue right after), which saves a
+    /// scheduler round trip per chunk.
+    polling: AtomicBool,
 }
 
 impl<S> ChunkQueue<S> {
@@ -23,12 +28,15 @@ impl<S> ChunkQueue<S> {
         Arc::new(Self {
             items: Mutex::new(VecDeque::new()),
             waker: AtomicWaker::new(),
+            polling: AtomicBool::new(false),
         })
     }
 
     fn push(&self, item: S) {
         self.items.lock().push_back(item);
-        self.waker.wake();
+        if !self.polling.load(Ordering::SeqCst) {
+            self.waker.wake();
+        }
     }
 
     fn pop(&self) -> Option<S> {
@@ -109,7 +117,10 @@ impl<S: Send + 'static, O: Send + 'static> Stream for ActionStream<S, O> {
                 }
                 return Poll::Ready(None);
             };
-            match run.as_mut().poll(cx) {
+            this.queue.polling.store(true, Ordering::SeqCst);
+            let polled = run.as_mut().poll(cx);
+            this.queue.polling.store(false, Ordering::SeqCst);
+            match polled {
                 Poll::Ready(r) => {
                     this.run = None;
                     this.result = Some(r);

@@ -1,0 +1,155 @@
+//! The scripted workloads of the benchmarks, shared by the criterion benches
+//! and the `peer` binary, and written to do exactly what bench/js does.
+
+use genkit::prelude::*;
+use genkit::tracing::{InMemoryTraceStore, add_span_processor};
+use std::sync::Arc;
+
+/// Installs an in-memory trace store, so spans are recorded as in dev mode.
+pub fn install_exporter() {
+    add_span_processor(Arc::new(InMemoryTraceStore::with_capacity(1000)));
+}
+
+/// A registry with flow `echo` (input returned as is).
+pub fn flow_echo() -> Genkit {
+    let ai = Genkit::builder()
+        .no_prompt_dir()
+        .build()
+        .expect("genkit builds");
+    ai.define_flow("echo", |s: String, _ctx| async move { Ok(s) });
+    ai
+}
+
+/// One call of `/flow/echo` looked up in the registry and run on JSON.
+pub async fn call_flow_echo(ai: &Genkit) -> Value {
+    let action = ai
+        .registry()
+        .lookup_action("/flow/echo")
+        .await
+        .expect("lookup")
+        .expect("registered");
+    action
+        .run_json(json!("hello"), Default::default())
+        .await
+        .expect("runs")
+        .output
+}
+
+fn text(t: &str) -> GenerateResponse {
+    GenerateResponse::new(Message::model(t), FinishReason::Stop)
+}
+
+/// A model `scripted` answering `hello`.
+pub fn generate_plain() -> Genkit {
+    let ai = Genkit::builder()
+        .no_prompt_dir()
+        .build()
+        .expect("genkit builds");
+    ai.define_model(ModelOptions::new("scripted"), |_req, _ctx| async {
+        Ok(text("hello"))
+    });
+    ai
+}
+
+/// One plain generate.
+pub async fn call_generate_plain(ai: &Genkit) -> String {
+    ai.generate(GenerateOptions::prompt("hi").model("scripted"))
+        .await
+        .expect("generates")
+        .text()
+}
+
+/// Input of the two benchmark tools.
+#[derive(Deserialize, Serialize, JsonSchema)]
+pub struct X {
+    /// A number.
+    pub x: f64,
+}
+
+/// A model that asks for `toolA` and `toolB` on each of three turns, then
+/// answers `done` (the turn is the number of tool messages so far).
+pub fn generate_tools() -> (Genkit, Tool<X, String>, Tool<X, String>) {
+    let ai = Genkit::builder()
+        .no_prompt_dir()
+        .build()
+        .expect("genkit builds");
+    let a = ai.define_tool("toolA", "tool A", |i: X, _ctx| async move {
+        Ok(format!("a{}", i.x))
+    });
+    let b = ai.define_tool("toolB", "tool B", |i: X, _ctx| async move {
+        Ok(format!("b{}", i.x))
+    });
+    ai.define_model(
+        ModelOptions::new("scripted").supports(ModelSupports {
+            tools: Some(true),
+            multiturn: Some(true),
+            ..Default::default()
+        }),
+        |req: GenerateRequest, _ctx| async move {
+            let turns = req.messages.iter().filter(|m| m.role == Role::Tool).count();
+            if turns < 3 {
+                let t = turns + 1;
+                let calls = vec![
+                    Part::tool_request(
+                        ToolRequest::new("toolA", json!({"x": t})).with_ref(format!("a{t}")),
+                    ),
+                    Part::tool_request(
+                        ToolRequest::new("toolB", json!({"x": t})).with_ref(format!("b{t}")),
+                    ),
+                ];
+                return Ok(GenerateResponse::new(
+                    Message::model(calls),
+                    FinishReason::Stop,
+                ));
+            }
+            Ok(text("done"))
+        },
+    );
+    (ai, a, b)
+}
+
+/// One generate with three tool turns (four model calls, six tool runs).
+pub async fn call_generate_tools(ai: &Genkit, a: &Tool<X, String>, b: &Tool<X, String>) -> String {
+    ai.generate(
+        GenerateOptions::prompt("go")
+            .model("scripted")
+            .tool(a)
+            .tool(b),
+    )
+    .await
+    .expect("generates")
+    .text()
+}
+
+/// Chunks the streaming model sends.
+pub const STREAM_CHUNKS: usize = 1000;
+
+/// A model that streams 1000 one-character chunks, then answers with their text.
+pub fn generate_stream() -> Genkit {
+    let ai = Genkit::builder()
+        .no_prompt_dir()
+        .build()
+        .expect("genkit builds");
+    ai.define_model(
+        ModelOptions::new("streamer"),
+        |_req, ctx: ModelCtx| async move {
+            for _ in 0..STREAM_CHUNKS {
+                ctx.send_chunk(GenerateResponseChunk::new(vec![Part::text("x")]));
+            }
+            Ok(text(&"x".repeat(STREAM_CHUNKS)))
+        },
+    );
+    ai
+}
+
+/// One streamed generate, consuming every chunk; returns the chunk count.
+pub async fn call_generate_stream(ai: &Genkit) -> usize {
+    let mut stream = ai.generate_stream(GenerateOptions::prompt("hi").model("streamer"));
+    let mut n = 0;
+    while let Some(c) = stream.next().await {
+        c.expect("chunk");
+        n += 1;
+    }
+    stream.response().await.expect("response");
+    n
+}
