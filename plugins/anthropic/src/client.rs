@@ -72,6 +72,7 @@ impl AnthropicClient {
         let payload = serde_json::to_vec(body)
             .map_err(|e| AnthropicError::InvalidRequest(format!("request body: {e}")))?;
         let url = format!("{}/v1/messages", self.base_url);
+        tracing::debug!(%url, bytes = payload.len(), stream = body.stream == Some(true), "calling the Anthropic API");
         let mut request = self.http.post(url).headers(headers).body(payload);
         if let Some(t) = self.timeout {
             request = request.timeout(t);

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use genkit_ai::generate::{GenerateOptions, generate, generate_stream};
+use genkit_ai::middleware::retry;
 use genkit_ai::tool::Tool;
 use genkit_ai::types::{FinishReason, Part, Role, ToolChoice};
 use genkit_anthropic::{Anthropic, AnthropicOptions};
@@ -728,4 +729,56 @@ async fn a_per_request_api_key_is_refused() {
     assert_eq!(err.status(), StatusCode::InvalidArgument);
     assert!(!err.to_string().contains("sk-ant-other"));
     assert!(server.requests().is_empty());
+}
+
+#[tokio::test]
+async fn the_retry_middleware_retries_rate_limits_and_overload() {
+    let error = |http: u16, kind: &str| {
+        Reply::error(
+            http,
+            json!({"type": "error", "error": {"type": kind, "message": "try later"}}),
+        )
+    };
+    let (server, registry) = setup(vec![
+        error(429, "rate_limit_error"),
+        error(529, "overloaded_error"),
+        Reply::json(text_message("finally")),
+    ])
+    .await;
+    let response = generate(
+        &registry,
+        GenerateOptions::prompt("hi").model(MODEL).use_middleware(
+            retry()
+                .initial_delay(Duration::from_millis(5))
+                .jitter(false),
+        ),
+    )
+    .await
+    .expect("retried until it worked");
+    assert_eq!(response.text(), "finally");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(requests.iter().all(|r| r.body == requests[0].body));
+}
+
+#[tokio::test]
+async fn a_malformed_stream_event_is_an_error() {
+    let (_server, registry) = setup(vec![Reply::Sse {
+        events: vec![
+            json!({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant",
+                "content": [], "model": "claude-sonnet-4-5", "usage": {"input_tokens": 1}}})
+            .to_string(),
+            r#"{"type": "content_block_delta", "index": 0, "delta": {"type": "text_del"#.to_owned(),
+        ],
+        end: End::Close,
+    }])
+    .await;
+    let err = tokio::time::timeout(
+        Duration::from_secs(10),
+        generate_stream(&registry, GenerateOptions::prompt("hi").model(MODEL)).response(),
+    )
+    .await
+    .expect("no hang")
+    .expect_err("malformed");
+    assert_eq!(err.status(), StatusCode::Internal, "{err}");
 }

@@ -105,6 +105,7 @@ impl GeminiClient {
         headers.insert("x-goog-api-key", key.header_value()?);
         let payload = serde_json::to_vec(body)
             .map_err(|e| GeminiError::InvalidRequest(format!("request body: {e}")))?;
+        tracing::debug!(%url, bytes = payload.len(), "calling the Gemini API");
         let mut request = self.http.post(url).headers(headers).body(payload);
         if let Some(t) = self.timeout {
             request = request.timeout(t);

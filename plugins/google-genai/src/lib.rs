@@ -62,6 +62,8 @@
 //! # Ok(()) }
 //! ```
 
+#![deny(missing_docs)]
+
 mod client;
 pub mod config;
 mod convert;

@@ -10,6 +10,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use genkit_ai::embedder::{embed, embed_many};
 use genkit_ai::generate::{GenerateOptions, generate, generate_stream};
+use genkit_ai::middleware::retry;
 use genkit_ai::tool::Tool;
 use genkit_ai::types::{DocumentData, FinishReason, Part, Role, ToolChoice};
 use genkit_core::{CancellationToken, Plugin, Registry, StatusCode};
@@ -811,4 +812,58 @@ async fn a_per_request_api_key_is_refused() {
     assert_eq!(err.status(), StatusCode::InvalidArgument);
     assert!(!err.to_string().contains("other-key-123"));
     assert!(server.requests().is_empty());
+}
+
+#[tokio::test]
+async fn the_retry_middleware_retries_rate_limits_and_outages() {
+    let (server, registry) = setup(vec![
+        Reply::error(
+            429,
+            json!({"error": {"code": 429, "message": "slow down", "status": "RESOURCE_EXHAUSTED"}}),
+        ),
+        Reply::error(
+            503,
+            json!({"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}),
+        ),
+        Reply::json(text_reply("finally")),
+    ])
+    .await;
+    let response = generate(
+        &registry,
+        GenerateOptions::prompt("hi")
+            .model("googleai/gemini-2.5-flash")
+            .use_middleware(
+                retry()
+                    .initial_delay(Duration::from_millis(5))
+                    .jitter(false),
+            ),
+    )
+    .await
+    .expect("retried until it worked");
+    assert_eq!(response.text(), "finally");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(requests.iter().all(|r| r.body == requests[0].body));
+}
+
+#[tokio::test]
+async fn a_malformed_stream_event_is_an_error() {
+    let (_server, registry) = setup(vec![Reply::Sse {
+        events: vec![r#"{"candidates": [{"content": {"parts": [{"text": "Hi"#.to_owned()],
+        end: End::Close,
+    }])
+    .await;
+    let err = tokio::time::timeout(
+        Duration::from_secs(10),
+        generate_stream(
+            &registry,
+            GenerateOptions::prompt("hi").model("googleai/gemini-2.5-flash"),
+        )
+        .response(),
+    )
+    .await
+    .expect("no hang")
+    .expect_err("malformed");
+    assert_eq!(err.status(), StatusCode::Internal, "{err}");
+    assert!(err.message().contains("not JSON"), "{err}");
 }

@@ -70,7 +70,7 @@ pub(crate) fn to_gemini_request(
         contents,
         system_instruction,
         tools: tools(req.tools(), config)?,
-        tool_config: tool_config(req.tool_choice, config)?,
+        tool_config: tool_config(req.tool_choice.filter(|_| !req.tools().is_empty()), config)?,
         safety_settings: config.safety_settings.as_ref().map(|settings| {
             settings
                 .iter()
@@ -339,6 +339,8 @@ fn function_declaration(tool: &ToolDefinition) -> Result<Value, GeminiError> {
     Ok(Value::Object(decl))
 }
 
+/// `toolConfig`: the config's `functionCallingConfig`, else the request's
+/// tool choice (given only when there are functions to choose from).
 fn tool_config(
     choice: Option<ToolChoice>,
     config: &GeminiConfig,
