@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs Genkit for Rust and Genkit JS side by side on the same scripted work,
+# in one run on this machine, and writes the ratios to bench/RESULTS.md.
+#
+#   bench/run.sh              # all peers (~2 minutes)
+#   SECONDS_PER_BENCH=5 bench/run.sh
+#
+# Rust: bench/rust (the `peer` binary, timing loops the same way as
+# bench/js/lib/harness.mjs). JS: bench/js (npm genkit, pinned). Both time
+# sequential awaited operations after a warm-up and report peak RSS.
+# The dotprompt and HTTP-server comparisons have their own scripts
+# (bench/dotprompt/run.sh, bench/server/run.sh) whose numbers are folded in
+# when their result files exist.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+target="${CARGO_TARGET_DIR:-$root/target}"
+secs="${SECONDS_PER_BENCH:-3}"
+out="$here/.results"
+mkdir -p "$out"
+
+echo "bench: building the Rust peer (release)" >&2
+(cd "$root" && CARGO_TARGET_DIR="$target" cargo build --release -q -p genkit-bench --bin peer)
+peer="$target/release/peer"
+
+: > "$out/rust.jsonl"
+for b in flow_echo generate_plain generate_tools generate_stream; do
+  "$peer" "$b" --seconds "$secs" >> "$out/rust.jsonl"
+  "$peer" "$b" --seconds "$secs" --exporter >> "$out/rust.jsonl"
+done
+
+: > "$out/js.jsonl"
+for b in flow_echo generate_plain generate_tools generate_stream; do
+  "$here/js/run_all.sh" "$b" --seconds "$secs" | grep '^{' >> "$out/js.jsonl"
+  "$here/js/run_all.sh" "$b" --seconds "$secs" --no-otel | grep '^{' >> "$out/js.jsonl"
+done
+
+python3 "$here/report.py" "$out" "$here/RESULTS.md"
+echo "bench: wrote $here/RESULTS.md" >&2
