@@ -12,7 +12,9 @@
 #   echo    POST /echo   {"data":"hello"}                  -> {"result":"hello"}
 #   stream  POST /stream {"data":10}, Accept: text/event-stream -> 10 SSE chunks + result
 # For each target: requests/s, p50/p99 latency, errors (socket errors and
-# non-2xx), and the server's peak RSS (VmHWM from /proc/<pid>/status).
+# non-2xx), the server's CPU time per request (utime+stime from
+# /proc/<pid>/stat: robust when other work shares the machine) and its peak
+# RSS (VmHWM from /proc/<pid>/status).
 # The Rust targets are measured ROUNDS times (default 3), alternating which
 # goes first, since the machine may be busy; the summary uses medians.
 # Prints one JSON line per run, then median ratios to bare axum.
@@ -74,6 +76,9 @@ to_ms() {
     printf "%.3f", n }'
 }
 
+# utime + stime of a process, in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
 check_response() { # name port
   local echo_body stream_body
   echo_body="$(curl -s -X POST "http://127.0.0.1:$2/echo" -H 'content-type: application/json' -d '{"data":"hello"}')"
@@ -96,9 +101,12 @@ run_target() { # name round port command...
   for scenario in echo stream; do
     # Warm up, then measure.
     wrk -t"$THREADS" -c"$CONNECTIONS" -d2s -s "$LUA_DIR/$scenario.lua" "http://127.0.0.1:$port/$scenario" >/dev/null
-    local out rps p50 p99 socket non2xx
+    local out rps p50 p99 socket non2xx cpu0 cpu1 reqs
+    cpu0="$(cpu_ticks "$SERVER_PID")"
     out="$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$LUA_DIR/$scenario.lua" \
       "http://127.0.0.1:$port/$scenario")"
+    cpu1="$(cpu_ticks "$SERVER_PID")"
+    reqs="$(awk '/requests in/ {print $1}' <<<"$out")"
     rps="$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")"
     p50="$(to_ms "$(awk '$1 == "50%" {print $2}' <<<"$out")")"
     p99="$(to_ms "$(awk '$1 == "99%" {print $2}' <<<"$out")")"
@@ -106,8 +114,10 @@ run_target() { # name round port command...
     non2xx="$(awk '/Non-2xx or 3xx responses:/ {print $5}' <<<"$out")"
     local hwm
     hwm="$(awk '/^VmHWM:/ {printf "%.1f", $2 / 1024}' "/proc/$SERVER_PID/status")"
-    printf '{"target":"%s","round":%s,"scenario":"%s","requests_per_sec":%s,"p50_ms":%s,"p99_ms":%s,"errors":%s,"peak_rss_mb":%s,"connections":%s,"duration_s":%s}\n' \
-      "$name" "$round" "$scenario" "$rps" "$p50" "$p99" "$(( ${socket:-0} + ${non2xx:-0} ))" "$hwm" "$CONNECTIONS" "$DURATION" | tee -a "$OUT"
+    local cpu_us
+    cpu_us="$(awk -v t="$((cpu1 - cpu0))" -v r="$reqs" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.2f", t * 1e6 / hz / r}')"
+    printf '{"target":"%s","round":%s,"scenario":"%s","requests_per_sec":%s,"p50_ms":%s,"p99_ms":%s,"server_cpu_us_per_req":%s,"errors":%s,"peak_rss_mb":%s,"connections":%s,"duration_s":%s}\n' \
+      "$name" "$round" "$scenario" "$rps" "$p50" "$p99" "$cpu_us" "$(( ${socket:-0} + ${non2xx:-0} ))" "$hwm" "$CONNECTIONS" "$DURATION" | tee -a "$OUT"
   done
   kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true
   SERVER_PID=""
@@ -137,16 +147,17 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 groups = {}
 for r in rows:
     groups.setdefault((r["target"], r["scenario"]), []).append(r)
-med = {k: {m: statistics.median(x[m] for x in v) for m in ("requests_per_sec", "p50_ms", "p99_ms", "peak_rss_mb")}
+med = {k: {m: statistics.median(x[m] for x in v) for m in ("requests_per_sec", "p50_ms", "p99_ms", "server_cpu_us_per_req", "peak_rss_mb")}
        for k, v in groups.items()}
-print("\nmedians (requests/s, p50 ms, p99 ms, peak RSS MB) and ratios to bare axum")
+print("\nmedians (requests/s, p50 ms, p99 ms, server CPU us/request, peak RSS MB) and ratios to bare axum")
 for (target, scenario), m in sorted(med.items()):
     base = med.get(("bare_axum", scenario))
     line = (f"  {target:18} {scenario:6} {m['requests_per_sec']:>10.0f} rps  p50 {m['p50_ms']:.2f}"
-            f"  p99 {m['p99_ms']:.2f}  rss {m['peak_rss_mb']:.1f}")
+            f"  p99 {m['p99_ms']:.2f}  cpu {m['server_cpu_us_per_req']:.1f}us  rss {m['peak_rss_mb']:.1f}")
     if base and target != "bare_axum":
         line += (f"   | rps {m['requests_per_sec'] / base['requests_per_sec']:.2f}x"
-                 f"  p99 {m['p99_ms'] / base['p99_ms']:.2f}x")
+                 f"  p99 {m['p99_ms'] / base['p99_ms']:.2f}x"
+                 f"  cpu/req {m['server_cpu_us_per_req'] / base['server_cpu_us_per_req']:.2f}x")
     print(line)
 errors = sum(r["errors"] for r in rows)
 print(f"errors: {errors}")

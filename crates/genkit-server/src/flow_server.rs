@@ -20,7 +20,7 @@ use crate::sse;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::{BytesRejection, FailedToBufferBody};
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
 use axum::http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode as HttpStatus, Uri};
 use axum::response::{IntoResponse, Response};
@@ -242,13 +242,13 @@ impl Route {
 
 type Routes = Arc<HashMap<String, Route>>;
 
-async fn dispatch(
-    State(routes): State<Routes>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
+async fn dispatch(State(routes): State<Routes>, request: Request) -> Response {
+    // Take the parts apart rather than through extractors, which would
+    // clone the headers.
+    let (mut parts, body) = request.into_parts();
+    let method = std::mem::take(&mut parts.method);
+    let uri = std::mem::take(&mut parts.uri);
+    let headers = std::mem::take(&mut parts.headers);
     let Some(route) = routes.get(uri.path()) else {
         return error_response(&Error::user_facing(
             StatusCode::NotFound,
@@ -265,7 +265,8 @@ async fn dispatch(
             .insert(axum::http::header::ALLOW, HeaderValue::from_static("POST"));
         return r;
     }
-    let body = match body {
+    // The extensions carry the body limit set by `DefaultBodyLimit`.
+    let body = match Bytes::from_request(Request::from_parts(parts, body), &()).await {
         Ok(b) => b,
         Err(BytesRejection::FailedToBufferBody(FailedToBufferBody::LengthLimitError(_))) => {
             let mut r = error_response(&Error::user_facing(
