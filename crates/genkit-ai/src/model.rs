@@ -122,10 +122,10 @@ impl ModelOptions {
         let mut desc = ActionDesc::new(kind, self.name.clone())
             .with_description(info.label.clone().unwrap_or_default())
             .with_metadata("model", model_meta);
-        desc.input_schema = Some(genkit_core::schema::schema_for::<GenerateRequest>());
-        desc.output_schema = Some(genkit_core::schema::schema_for::<GenerateResponse>());
+        desc.input_schema = Some(wire_schemas().request.clone());
+        desc.output_schema = Some(wire_schemas().response.clone());
         if kind == ActionKind::Model {
-            desc.stream_schema = Some(genkit_core::schema::schema_for::<GenerateResponseChunk>());
+            desc.stream_schema = Some(wire_schemas().chunk.clone());
         }
         desc
     }
@@ -142,6 +142,25 @@ impl ModelOptions {
         ))));
         chain.into()
     }
+}
+
+/// The JSON schemas of the model wire types, derived once per process
+/// (deriving them is what made defining many models slow).
+pub(crate) struct WireSchemas {
+    pub(crate) request: Value,
+    pub(crate) response: Value,
+    pub(crate) chunk: Value,
+    pub(crate) operation: Value,
+}
+
+pub(crate) fn wire_schemas() -> &'static WireSchemas {
+    static SCHEMAS: std::sync::OnceLock<WireSchemas> = std::sync::OnceLock::new();
+    SCHEMAS.get_or_init(|| WireSchemas {
+        request: genkit_core::schema::schema_for::<GenerateRequest>(),
+        response: genkit_core::schema::schema_for::<GenerateResponse>(),
+        chunk: genkit_core::schema::schema_for::<GenerateResponseChunk>(),
+        operation: genkit_core::schema::schema_for::<Operation>(),
+    })
 }
 
 /// A model: an action of kind `model` plus its capabilities.
@@ -433,10 +452,7 @@ impl BackgroundModel {
     /// Builds the three actions without registering them.
     pub fn new(opts: ModelOptions, fns: BackgroundModelFns) -> Result<Self> {
         let mut meta = opts.desc(ActionKind::BackgroundModel).metadata;
-        meta.insert(
-            "outputSchema".into(),
-            genkit_core::schema::schema_for::<GenerateResponse>(),
-        );
+        meta.insert("outputSchema".into(), wire_schemas().response.clone());
         let key = ActionKey::format(ActionKind::BackgroundModel, &opts.name);
         let stamp = move |mut op: Operation, key: &str| {
             op.action = Some(key.to_owned());
@@ -445,8 +461,8 @@ impl BackgroundModel {
         let mut start_desc = ActionDesc::new(ActionKind::BackgroundModel, opts.name.clone());
         start_desc.description = opts.label.clone();
         start_desc.metadata = meta.clone();
-        start_desc.input_schema = Some(genkit_core::schema::schema_for::<GenerateRequest>());
-        start_desc.output_schema = Some(genkit_core::schema::schema_for::<Operation>());
+        start_desc.input_schema = Some(wire_schemas().request.clone());
+        start_desc.output_schema = Some(wire_schemas().operation.clone());
         let chain = opts.chain();
         let (start_fn, k) = (fns.start.clone(), key.clone());
         let start =
@@ -489,8 +505,8 @@ impl BackgroundModel {
             let mut d = ActionDesc::new(kind, format!("{}/{suffix}", opts.name));
             d.description = opts.label.clone();
             d.metadata = meta.clone();
-            d.input_schema = Some(genkit_core::schema::schema_for::<Operation>());
-            d.output_schema = Some(genkit_core::schema::schema_for::<Operation>());
+            d.input_schema = Some(wire_schemas().operation.clone());
+            d.output_schema = Some(wire_schemas().operation.clone());
             d
         };
         let (check_fn, k) = (fns.check.clone(), key.clone());

@@ -16,7 +16,7 @@ use std::sync::Arc;
 enum Scripted {
     Response {
         chunks: Vec<GenerateResponseChunk>,
-        response: GenerateResponse,
+        response: Box<GenerateResponse>,
     },
     Error(Error),
 }
@@ -80,7 +80,7 @@ impl ProgrammableModel {
                             for c in chunks {
                                 ctx.send_chunk(c);
                             }
-                            Ok(response)
+                            Ok(*response)
                         }
                         Some(Scripted::Error(e)) => Err(e),
                         None => Err(Error::new(
@@ -115,10 +115,10 @@ impl ProgrammableModel {
         chunks: Vec<GenerateResponseChunk>,
         response: GenerateResponse,
     ) -> Self {
-        self.state
-            .lock()
-            .script
-            .push_back(Scripted::Response { chunks, response });
+        self.state.lock().script.push_back(Scripted::Response {
+            chunks,
+            response: Box::new(response),
+        });
         self
     }
 

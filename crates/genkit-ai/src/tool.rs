@@ -261,6 +261,9 @@ where
     Ok(Tool::from_dyn(action.to_dyn()))
 }
 
+/// Computes an interrupt's metadata from the tool input.
+pub type InterruptMetadataFn<I> = std::sync::Arc<dyn Fn(&I) -> Value + Send + Sync>;
+
 /// Defines an interrupt: a tool that always interrupts, for a human (or the
 /// calling app) to answer with [`Tool::respond`]. `request_metadata`
 /// computes the interrupt's metadata from the input.
@@ -268,7 +271,7 @@ pub fn define_interrupt<I, O>(
     registry: &Registry,
     name: &str,
     description: &str,
-    request_metadata: Option<std::sync::Arc<dyn Fn(&I) -> Value + Send + Sync>>,
+    request_metadata: Option<InterruptMetadataFn<I>>,
 ) -> Result<Tool<I, O>>
 where
     I: Payload + JsonSchema,

@@ -11,11 +11,14 @@ mod tools;
 
 use genkit::prelude::*;
 
-fn build() -> genkit::Result<(
-    Genkit,
-    genkit::Action<String, String>,
-    genkit::Action<String, String, String>,
-)> {
+/// The app: a Genkit instance with its flows.
+struct App {
+    ai: Genkit,
+    diagnose: genkit::Action<String, String>,
+    stream_diagnose: genkit::Action<String, String, String>,
+}
+
+fn build() -> genkit::Result<App> {
     let ai = Genkit::builder()
         .default_model(demo_model::DEMO_MODEL)
         .build()?;
@@ -63,12 +66,20 @@ fn build() -> genkit::Result<(
             },
         )
     };
-    Ok((ai, diagnose, stream_diagnose))
+    Ok(App {
+        ai,
+        diagnose,
+        stream_diagnose,
+    })
 }
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    let (ai, diagnose, stream_diagnose) = build()?;
+    let App {
+        ai,
+        diagnose,
+        stream_diagnose,
+    } = build()?;
 
     if std::env::args().any(|a| a == "--serve") || genkit_server::is_dev_env() {
         let _dev = genkit_server::start_dev_tooling(ai.registry())

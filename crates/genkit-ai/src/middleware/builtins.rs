@@ -46,6 +46,15 @@ pub const DEFAULT_RETRY_STATUSES: &[StatusCode] = &[
     StatusCode::Internal,
 ];
 
+/// Called with each retried error and its attempt number.
+pub type RetryCallback = Arc<dyn Fn(&Error, u32) + Send + Sync>;
+
+/// Called with each error that triggers a fallback.
+pub type ErrorCallback = Arc<dyn Fn(&Error) + Send + Sync>;
+
+/// Decides which media parts to download.
+pub type PartFilter = Arc<dyn Fn(&Part) -> bool + Send + Sync>;
+
 /// Retries failed model calls with exponential backoff and jitter.
 pub struct Retry {
     max_retries: u32,
@@ -54,7 +63,7 @@ pub struct Retry {
     max_delay: Duration,
     backoff_factor: f64,
     jitter: bool,
-    on_error: Option<Arc<dyn Fn(&Error, u32) + Send + Sync>>,
+    on_error: Option<RetryCallback>,
 }
 
 /// Retry middleware with Genkit's defaults: 3 retries of `UNAVAILABLE`,
@@ -192,7 +201,7 @@ pub struct Fallback {
     registry: Registry,
     models: Vec<String>,
     statuses: Vec<StatusCode>,
-    on_error: Option<Arc<dyn Fn(&Error) + Send + Sync>>,
+    on_error: Option<ErrorCallback>,
 }
 
 /// Fallback middleware: on an error with a fallback status, the same request
@@ -550,7 +559,7 @@ pub type MediaFetcher = Arc<
 pub struct DownloadMedia {
     fetcher: MediaFetcher,
     max_bytes: Option<usize>,
-    filter: Option<Arc<dyn Fn(&Part) -> bool + Send + Sync>>,
+    filter: Option<PartFilter>,
 }
 
 /// Media download using `fetcher` to get each URL's bytes and content type

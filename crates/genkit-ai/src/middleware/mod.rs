@@ -15,9 +15,9 @@
 mod builtins;
 
 pub use builtins::{
-    AugmentWithContext, DownloadMedia, Fallback, MediaFetcher, Retry,
-    SimulateConstrainedGeneration, SimulateSystemPrompt, ValidateSupport, augment_with_context,
-    download_request_media, fallback, retry, simulate_constrained_generation,
+    AugmentWithContext, DownloadMedia, ErrorCallback, Fallback, MediaFetcher, PartFilter, Retry,
+    RetryCallback, SimulateConstrainedGeneration, SimulateSystemPrompt, ValidateSupport,
+    augment_with_context, download_request_media, fallback, retry, simulate_constrained_generation,
     simulate_system_prompt, validate_support,
 };
 
