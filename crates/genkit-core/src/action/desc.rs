@@ -71,9 +71,10 @@ impl ActionDesc {
         ActionKey::format(self.kind, &self.name)
     }
 
-    /// The descriptor JSON of the Reflection API's `/api/actions`: `key`, `name`,
-    /// and `description`, `inputSchema`, `outputSchema`, `streamSchema`,
-    /// `metadata` when they have a value.
+    /// The descriptor JSON of the Reflection API's `/api/actions`: `key`,
+    /// `name`, and `description`, `inputSchema`, `outputSchema`, `metadata`
+    /// when they have a value (as Genkit JS lists actions; the stream schema
+    /// is not part of the listing).
     pub fn to_descriptor(&self) -> Value {
         let mut m = Map::new();
         m.insert("key".into(), Value::from(self.key()));
@@ -86,9 +87,6 @@ impl ActionDesc {
         }
         if let Some(s) = &self.output_schema {
             m.insert("outputSchema".into(), s.clone());
-        }
-        if let Some(s) = &self.stream_schema {
-            m.insert("streamSchema".into(), s.clone());
         }
         let mut metadata = self.metadata.clone();
         metadata
