@@ -2,19 +2,25 @@
 # Runs every test of the repository: formatting, lints, unit, integration and
 # conformance tests, and the end-to-end tests against Genkit's official tools
 # (npm) and a real local model server (PyPI). Installs what those need on
-# first run (cached outside the repository).
+# first run (npm packages in the repo, the model server in ~/.cache).
 set -euo pipefail
 cd "$(dirname "$0")"
 
 step() { printf '\n==> %s\n' "$*"; }
 
+js=crates/genkit-server/tests/js
+if [ ! -d "$js/node_modules" ] || [ "$js/package-lock.json" -nt "$js/node_modules/.package-lock.json" ]; then
+  step "installing npm packages for the tests (genkit-cli, genkit JS client)"
+  (cd "$js" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
 step "cargo fmt --check"
 cargo fmt --all --check
 
-step "cargo clippy (deny warnings)"
-cargo clippy --workspace --all-targets -- -D warnings
+step "cargo clippy (all crates, all targets, OTLP export included; warnings are errors)"
+cargo clippy --workspace --all-targets --features genkit-server/otlp -- -D warnings
 
-step "cargo test (unit, integration, conformance, doc tests)"
-cargo test --workspace
+step "cargo test (unit, integration, conformance, official genkit CLI and JS client, doc tests)"
+cargo test --workspace --features genkit-server/otlp
 
 printf '\nAll tests passed.\n'
