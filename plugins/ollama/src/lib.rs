@@ -41,6 +41,8 @@
 //! # Ok(()) }
 //! ```
 
+#![warn(missing_docs)]
+
 mod client;
 mod config;
 mod convert;

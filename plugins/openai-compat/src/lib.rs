@@ -52,6 +52,8 @@
 //! "weather"}}}`. Genkit's `toolChoice: required` with a single tool is sent
 //! in that named form.
 
+#![warn(missing_docs)]
+
 mod client;
 mod config;
 mod convert;
