@@ -2,7 +2,7 @@
 //! tools, a cache of compiled templates, and rendering.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use handlebars::template::Template;
@@ -12,7 +12,8 @@ use handlebars::{
 use serde_json::Value;
 
 use crate::error::{BoxError, Error, Location, Result};
-use crate::helpers::{self, DATA_HELPER, DataHelper, DataScope, Engine, HelperFn};
+use crate::fast;
+use crate::helpers::{DATA_HELPER, DataHelper, DataScope, Engine, HelperFn};
 use crate::messages::to_messages;
 use crate::parse::{self, parse_document};
 use crate::partials;
@@ -50,16 +51,37 @@ pub struct DotpromptOptions {
 }
 
 /// A prompt template parsed and compiled once, shared by renders.
-#[derive(Debug)]
 struct Compiled {
     prompt: ParsedPrompt,
     template: Template,
     body_line_offset: usize,
+    /// The fast renderer's plan, for the engine generation it was made in
+    /// (`None` inside: the template needs handlebars).
+    plan: Mutex<Option<(u64, Option<Arc<fast::Plan>>)>>,
+    /// Metadata resolved without options, for the environment generation
+    /// it was resolved in.
+    metadata: Mutex<Option<(u64, PromptMetadata)>>,
+    /// Length of the last rendered text, to size the next one.
+    last_len: AtomicUsize,
 }
 
 impl Compiled {
     fn location(&self) -> Location {
         Location::prompt(self.prompt.meta.name.as_deref())
+    }
+
+    /// The plan for the engine's current helpers and partials, made on
+    /// first use and again whenever they change.
+    fn plan(&self, engine: &Engine) -> Option<Arc<fast::Plan>> {
+        let mut slot = self.plan.lock().unwrap_or_else(PoisonError::into_inner);
+        match &*slot {
+            Some((generation, plan)) if *generation == engine.generation() => plan.clone(),
+            _ => {
+                let plan = fast::plan(&self.template, engine).map(Arc::new);
+                *slot = Some((engine.generation(), plan.clone()));
+                plan
+            }
+        }
     }
 }
 
@@ -75,6 +97,9 @@ struct Env {
     cache: Mutex<HashMap<String, Arc<Compiled>>>,
     /// Number of templates compiled (cache misses), for diagnostics.
     compilations: AtomicUsize,
+    /// Changes whenever a tool or schema is defined, so cached metadata can
+    /// tell it is stale.
+    definitions: AtomicU64,
 }
 
 /// A Dotprompt environment: parses, compiles and renders `.prompt` sources.
@@ -117,15 +142,13 @@ impl Dotprompt {
             let partial = partials::compile_partial(name, source)?;
             // Register without the cycle check first, so partials may refer
             // to each other in any order; then check the whole set.
-            write(&dotprompt.env.engine)
-                .handlebars
-                .register_template(name, partial);
+            write(&dotprompt.env.engine).register_partial_unchecked(name, partial);
         }
         {
             let mut engine = write(&dotprompt.env.engine);
             for name in partials.keys() {
                 if let Some(partial) = engine.handlebars.get_template(name).cloned() {
-                    partials::register(&mut engine.handlebars, name, partial)?;
+                    engine.register_partial(name, partial)?;
                 }
             }
         }
@@ -135,7 +158,7 @@ impl Dotprompt {
     fn with_env(options: DotpromptOptions) -> Self {
         let mut engine = Engine::new();
         for (name, helper) in options.helpers {
-            engine.register_helper(&name, helpers::user_helper(&name, helper));
+            engine.register_user_helper(&name, helper);
         }
         Self {
             env: Arc::new(Env {
@@ -149,6 +172,7 @@ impl Dotprompt {
                 partial_resolver: options.partial_resolver,
                 cache: Mutex::new(HashMap::new()),
                 compilations: AtomicUsize::new(0),
+                definitions: AtomicU64::new(0),
             }),
         }
     }
@@ -158,7 +182,7 @@ impl Dotprompt {
     where
         F: Fn(&[Value], &JsonMap) -> Result<Value, BoxError> + Send + Sync + 'static,
     {
-        write(&self.env.engine).register_helper(name, helpers::user_helper(name, Arc::new(helper)));
+        write(&self.env.engine).register_user_helper(name, Arc::new(helper));
         self
     }
 
@@ -166,19 +190,21 @@ impl Dotprompt {
     /// would make partials include each other in a cycle.
     pub fn define_partial(&self, name: &str, source: &str) -> Result<&Self> {
         let partial = partials::compile_partial(name, source)?;
-        partials::register(&mut write(&self.env.engine).handlebars, name, partial)?;
+        write(&self.env.engine).register_partial(name, partial)?;
         Ok(self)
     }
 
     /// Registers a named JSON Schema for Picoschema type references.
     pub fn define_schema(&self, name: &str, schema: Value) -> &Self {
         write(&self.env.schemas).insert(name.to_owned(), schema);
+        self.env.definitions.fetch_add(1, Ordering::Relaxed);
         self
     }
 
     /// Registers a tool definition under its name.
     pub fn define_tool(&self, tool: ToolDefinition) -> &Self {
         write(&self.env.tools).insert(tool.name.clone(), tool);
+        self.env.definitions.fetch_add(1, Ordering::Relaxed);
         self
     }
 
@@ -266,10 +292,14 @@ impl PromptFunction {
         data: &DataArgument,
         options: Option<&PromptMetadata>,
     ) -> Result<RenderedPrompt> {
-        let mut meta = self
-            .env
-            .resolve_metadata(&self.compiled.prompt, options)
-            .await?;
+        let mut meta = match options {
+            None => self.env.prompt_metadata(&self.compiled).await?,
+            Some(_) => {
+                self.env
+                    .resolve_metadata(&self.compiled.prompt, options)
+                    .await?
+            }
+        };
         let defaults = meta.input.take().and_then(|input| input.default);
         self.env
             .render_compiled(&self.compiled, data, defaults, meta)
@@ -290,6 +320,9 @@ impl Env {
             prompt: doc.prompt,
             template,
             body_line_offset: doc.body_line_offset,
+            plan: Mutex::new(None),
+            metadata: Mutex::new(None),
+            last_len: AtomicUsize::new(0),
         };
         self.check_helpers(&compiled)?;
         self.compilations.fetch_add(1, Ordering::Relaxed);
@@ -351,7 +384,7 @@ impl Env {
             );
             let mut engine = write(&self.engine);
             if !engine.handlebars.has_template(&name) {
-                partials::register(&mut engine.handlebars, &name, partial)?;
+                engine.register_partial(&name, partial)?;
             }
         }
         Ok(())
@@ -391,6 +424,32 @@ impl Env {
             }
         }
         Ok(())
+    }
+
+    /// The metadata of a compiled prompt rendered without options. Without
+    /// resolvers it depends only on the defined tools and schemas, so it is
+    /// resolved once per change of those and copied for each render.
+    async fn prompt_metadata(&self, compiled: &Compiled) -> Result<PromptMetadata> {
+        if self.tool_resolver.is_some() || self.schema_resolver.is_some() {
+            return self.resolve_metadata(&compiled.prompt, None).await;
+        }
+        let generation = self.definitions.load(Ordering::Acquire);
+        let cached = compiled
+            .metadata
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .filter(|(g, _)| *g == generation)
+            .map(|(_, meta)| meta.clone());
+        if let Some(meta) = cached {
+            return Ok(meta);
+        }
+        let meta = self.resolve_metadata(&compiled.prompt, None).await?;
+        *compiled
+            .metadata
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some((generation, meta.clone()));
+        Ok(meta)
     }
 
     /// Merges model defaults, frontmatter and options, then resolves tools
@@ -499,7 +558,9 @@ impl Env {
         Ok(())
     }
 
-    /// Renders the template and builds the messages.
+    /// Renders the template and builds the messages: with the fast
+    /// renderer when the template has a plan (and it succeeds), else with
+    /// handlebars.
     fn render_compiled(
         &self,
         compiled: &Compiled,
@@ -507,21 +568,24 @@ impl Env {
         defaults: Option<JsonMap>,
         meta: PromptMetadata,
     ) -> Result<RenderedPrompt> {
-        let mut variables = defaults.unwrap_or_default();
-        if let Some(input) = &data.input {
-            variables.extend(input.iter().map(|(k, v)| (k.clone(), v.clone())));
-        }
-        let context = Context::from(Value::Object(variables));
         let scope = DataScope::new(data, &meta);
         let text = {
             let engine = read(&self.engine);
-            let mut rc = RenderContext::new(None);
-            rc.register_local_helper(DATA_HELPER, Box::new(DataHelper(&scope)));
-            compiled
-                .template
-                .renders(&engine.handlebars, &context, &mut rc)
-                .map_err(|e| render_error(e, compiled))?
+            let fast = compiled.plan(&engine).and_then(|plan| {
+                let input = fast::Data {
+                    input: data.input.as_ref(),
+                    defaults: defaults.as_ref(),
+                    scope: &scope,
+                };
+                let capacity = compiled.last_len.load(Ordering::Relaxed);
+                fast::render(&plan, input, capacity).ok()
+            });
+            match fast {
+                Some(text) => text,
+                None => render_handlebars(&engine, compiled, data, defaults, &scope)?,
+            }
         };
+        compiled.last_len.store(text.len(), Ordering::Relaxed);
         let messages = to_messages(&text, data.messages.as_deref()).map_err(|e| match e {
             Error::InvalidRole { role, .. } => Error::InvalidRole {
                 role,
@@ -531,6 +595,27 @@ impl Env {
         })?;
         Ok(RenderedPrompt { meta, messages })
     }
+}
+
+/// Renders with handlebars, from the input merged over the defaults.
+fn render_handlebars(
+    engine: &Engine,
+    compiled: &Compiled,
+    data: &DataArgument,
+    defaults: Option<JsonMap>,
+    scope: &DataScope<'_>,
+) -> Result<String> {
+    let mut variables = defaults.unwrap_or_default();
+    if let Some(input) = &data.input {
+        variables.extend(input.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+    let context = Context::from(Value::Object(variables));
+    let mut rc = RenderContext::new(None);
+    rc.register_local_helper(DATA_HELPER, Box::new(DataHelper(scope)));
+    compiled
+        .template
+        .renders(&engine.handlebars, &context, &mut rc)
+        .map_err(|e| render_error(e, compiled))
 }
 
 /// A syntax error in the template body of `doc`, located in its source.

@@ -1,7 +1,7 @@
 //! Handlebars helpers: Dotprompt's built-ins, adapters for user helpers, and
 //! the hidden helper that serves `@`-data variables.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
 use handlebars::{
@@ -10,7 +10,10 @@ use handlebars::{
 };
 use serde_json::{Map, Value, json};
 
-use crate::error::BoxError;
+use handlebars::template::Template;
+
+use crate::error::{BoxError, Result};
+use crate::partials;
 use crate::types::{DataArgument, JsonMap, PromptMetadata};
 
 /// A user-defined helper: receives the positional arguments and the hash
@@ -32,11 +35,15 @@ const NON_STANDARD_HELPERS: &[&str] = &[
 const STANDARD_HELPERS: &[&str] = &["if", "unless", "each", "with", "lookup", "log"];
 
 /// A Handlebars registry set up the Dotprompt way (no HTML escaping, only
-/// standard and Dotprompt helpers), plus the names of its helpers.
+/// standard and Dotprompt helpers), plus the names of its helpers, the
+/// user helpers themselves (for the fast renderer) and a generation that
+/// changes whenever a helper or partial is registered.
 pub(crate) struct Engine {
     /// The registry, with helpers and partials.
     pub(crate) handlebars: Handlebars<'static>,
     helpers: HashSet<String>,
+    user_helpers: HashMap<String, HelperFn>,
+    generation: u64,
 }
 
 impl Engine {
@@ -49,6 +56,8 @@ impl Engine {
         let mut engine = Self {
             handlebars,
             helpers: STANDARD_HELPERS.iter().map(|&n| n.to_owned()).collect(),
+            user_helpers: HashMap::new(),
+            generation: 0,
         };
         engine.register_helper("json", Box::new(JsonHelper));
         engine.register_helper("role", Box::new(MarkerHelper::Role));
@@ -60,32 +69,60 @@ impl Engine {
         engine
     }
 
-    /// Registers (or replaces) a helper.
-    pub(crate) fn register_helper(&mut self, name: &str, helper: Box<dyn HelperDef + Send + Sync>) {
+    /// Registers (or replaces) a built-in helper.
+    fn register_helper(&mut self, name: &str, helper: Box<dyn HelperDef + Send + Sync>) {
         self.handlebars.register_helper(name, helper);
         self.helpers.insert(name.to_owned());
+        self.user_helpers.remove(name);
+        self.generation += 1;
+    }
+
+    /// Registers (or replaces) a user helper.
+    pub(crate) fn register_user_helper(&mut self, name: &str, f: HelperFn) {
+        let adapter = Box::new(UserHelper {
+            name: name.to_owned(),
+            f: Arc::clone(&f),
+        });
+        self.register_helper(name, adapter);
+        self.user_helpers.insert(name.to_owned(), f);
+    }
+
+    /// Registers (or replaces) a compiled partial, refusing include cycles.
+    pub(crate) fn register_partial(&mut self, name: &str, partial: Template) -> Result<()> {
+        partials::register(&mut self.handlebars, name, partial)?;
+        self.generation += 1;
+        Ok(())
+    }
+
+    /// Registers a partial without the cycle check (see `Dotprompt::new`).
+    pub(crate) fn register_partial_unchecked(&mut self, name: &str, partial: Template) {
+        self.handlebars.register_template(name, partial);
+        self.generation += 1;
     }
 
     /// Whether a helper of that name is registered.
     pub(crate) fn has_helper(&self, name: &str) -> bool {
         self.helpers.contains(name)
     }
-}
 
-/// Wraps a [`HelperFn`] for registration.
-pub(crate) fn user_helper(name: &str, f: HelperFn) -> Box<dyn HelperDef + Send + Sync> {
-    Box::new(UserHelper {
-        name: name.to_owned(),
-        f,
-    })
+    /// The user helper of that name, if it is one.
+    pub(crate) fn user_helper(&self, name: &str) -> Option<&HelperFn> {
+        self.user_helpers.get(name)
+    }
+
+    /// Changes whenever a helper or a partial is registered, so plans made
+    /// from the registry can tell they are stale.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
 }
 
 fn derived<'rc>(value: Value) -> Result<ScopedJson<'rc>, RenderError> {
     Ok(ScopedJson::Derived(value))
 }
 
-/// Renders a value as Handlebars would print it.
-fn as_text(value: &Value) -> String {
+/// Renders a value as a marker argument (strings bare, null empty).
+pub(crate) fn as_text(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),
@@ -104,32 +141,42 @@ impl HelperDef for JsonHelper {
         _: &'rc Context,
         _: &mut RenderContext<'reg, 'rc>,
     ) -> Result<ScopedJson<'rc>, RenderError> {
-        let Some(param) = h.param(0).filter(|p| !p.is_value_missing()) else {
-            return derived(Value::String(String::new()));
-        };
-        let indent = match h.hash_get("indent").map(|v| v.value()) {
-            Some(Value::Number(n)) => {
-                " ".repeat(n.as_f64().unwrap_or(0.0).clamp(0.0, 10.0) as usize)
-            }
-            Some(Value::String(s)) => s.chars().take(10).collect(),
-            _ => String::new(),
-        };
-        let text = if indent.is_empty() {
-            serde_json::to_string(param.value())
-        } else {
-            let mut buf = Vec::new();
-            let formatter = serde_json::ser::PrettyFormatter::with_indent(indent.as_bytes());
-            let mut ser = serde_json::Serializer::with_formatter(&mut buf, formatter);
-            serde::Serialize::serialize(param.value(), &mut ser)
-                .map(|()| String::from_utf8_lossy(&buf).into_owned())
-        }
-        .map_err(|e| RenderErrorReason::Other(format!("json helper: {e}")))?;
+        let value = h
+            .param(0)
+            .filter(|p| !p.is_value_missing())
+            .map(|p| p.value());
+        let indent = h.hash_get("indent").map(|v| v.value());
+        let text = json_text(value, indent).map_err(RenderErrorReason::Other)?;
         derived(Value::String(text))
     }
 }
 
+/// What `{{json value indent=...}}` inserts: nothing for a missing value,
+/// else its JSON, pretty-printed with up to 10 spaces (a number) or the
+/// first 10 characters (a string) of indentation.
+pub(crate) fn json_text(value: Option<&Value>, indent: Option<&Value>) -> Result<String, String> {
+    let Some(value) = value else {
+        return Ok(String::new());
+    };
+    let indent = match indent {
+        Some(Value::Number(n)) => " ".repeat(n.as_f64().unwrap_or(0.0).clamp(0.0, 10.0) as usize),
+        Some(Value::String(s)) => s.chars().take(10).collect(),
+        _ => String::new(),
+    };
+    if indent.is_empty() {
+        return serde_json::to_string(value).map_err(|e| format!("json helper: {e}"));
+    }
+    let mut buf = Vec::new();
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(indent.as_bytes());
+    let mut ser = serde_json::Serializer::with_formatter(&mut buf, formatter);
+    serde::Serialize::serialize(value, &mut ser)
+        .map(|()| String::from_utf8_lossy(&buf).into_owned())
+        .map_err(|e| format!("json helper: {e}"))
+}
+
 /// Helpers that emit the markers message building splits on.
-enum MarkerHelper {
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum MarkerHelper {
     /// `{{role "system"}}`
     Role,
     /// `{{history}}`
@@ -148,21 +195,34 @@ impl HelperDef for MarkerHelper {
         _: &'rc Context,
         _: &mut RenderContext<'reg, 'rc>,
     ) -> Result<ScopedJson<'rc>, RenderError> {
-        let first = || h.param(0).map(|p| as_text(p.value())).unwrap_or_default();
-        let marker = match self {
+        let marker = self.text(h.param(0).map(|p| p.value()), &|key| {
+            h.hash_get(key).map(|v| v.value())
+        });
+        derived(Value::String(marker))
+    }
+}
+
+impl MarkerHelper {
+    /// The marker for these arguments (`first`: the first positional one).
+    pub(crate) fn text<'v>(
+        self,
+        first: Option<&Value>,
+        hash: &dyn Fn(&str) -> Option<&'v Value>,
+    ) -> String {
+        let first = || first.map(as_text).unwrap_or_default();
+        match self {
             MarkerHelper::Role => format!("<<<dotprompt:role:{}>>>", first()),
             MarkerHelper::History => "<<<dotprompt:history>>>".to_owned(),
             MarkerHelper::Section => format!("<<<dotprompt:section {}>>>", first()),
             MarkerHelper::Media => {
-                let hash = |key| h.hash_get(key).map(|v| as_text(v.value()));
+                let hash = |key| hash(key).map(as_text);
                 let url = hash("url").unwrap_or_default();
                 match hash("contentType").filter(|t| !t.is_empty()) {
                     Some(content_type) => format!("<<<dotprompt:media:url {url} {content_type}>>>"),
                     None => format!("<<<dotprompt:media:url {url}>>>"),
                 }
             }
-        };
-        derived(Value::String(marker))
+        }
     }
 }
 
@@ -173,7 +233,7 @@ struct EqualsHelper {
 
 /// JavaScript `===` on JSON values: numbers compare by value, so `5` and
 /// `5.0` are equal, but `5` and `"5"` are not.
-fn strict_equals(a: &Value, b: &Value) -> bool {
+pub(crate) fn strict_equals(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
         _ => a == b,
@@ -270,10 +330,16 @@ impl<'a> DataScope<'a> {
 
     /// Looks up a path such as `["state", "count"]`.
     fn lookup(&self, path: &[Value]) -> Option<&Value> {
+        let segments = path.iter().map(Value::as_str).collect::<Option<Vec<_>>>()?;
+        self.lookup_segments(&segments)
+    }
+
+    /// Looks up a path given as its segments.
+    pub(crate) fn lookup_segments<S: AsRef<str>>(&self, path: &[S]) -> Option<&Value> {
         let (first, rest) = path.split_first()?;
-        let mut value = self.root(first.as_str()?)?;
+        let mut value = self.root(first.as_ref())?;
         for segment in rest {
-            let key = segment.as_str()?;
+            let key = segment.as_ref();
             value = match value {
                 Value::Object(map) => map.get(key)?,
                 Value::Array(items) => items.get(key.parse::<usize>().ok()?)?,

@@ -51,6 +51,7 @@
 
 mod dotprompt;
 mod error;
+mod fast;
 mod helpers;
 mod messages;
 mod parse;

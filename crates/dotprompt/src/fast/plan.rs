@@ -1,0 +1,403 @@
+//! Turning a handlebars template into a [`Plan`]: helpers bound, partials
+//! resolved (recursively), paths pre-parsed. Unsupported constructs give no
+//! plan.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use handlebars::template::{
+    DecoratorTemplate, HelperTemplate, Parameter, Template, TemplateElement,
+};
+use handlebars::{Path, PathSeg};
+use serde_json::Value;
+
+use super::Abort;
+use crate::helpers::{DATA_HELPER, Engine, HelperFn, MarkerHelper};
+
+/// Partials nested deeper than this are left to handlebars.
+const MAX_PARTIAL_DEPTH: usize = 16;
+
+/// A template ready for the fast renderer.
+pub(crate) struct Plan {
+    pub(super) nodes: Vec<Node>,
+}
+
+/// One step of a plan.
+pub(super) enum Node {
+    /// Literal text.
+    Text(String),
+    /// `{{path}}`: a value, printed.
+    Value(PathRef),
+    /// `{{helper args}}`: a helper's result, printed.
+    Print(Call),
+    /// `{{#if}}`, `{{#unless}}`, `{{#each}}`, `{{#with}}`, `{{#ifEquals}}`,
+    /// `{{#unlessEquals}}`.
+    Block {
+        kind: BlockKind,
+        params: Vec<Arg>,
+        hash: Hash,
+        template: Option<Plan>,
+        inverse: Option<Plan>,
+    },
+    /// `{{> name context key=value}}`.
+    Partial {
+        plan: Arc<Plan>,
+        context: Option<Arg>,
+        hash: Hash,
+    },
+}
+
+/// The built-in block helpers.
+#[derive(Clone, Copy)]
+pub(super) enum BlockKind {
+    /// `if` (`positive`) or `unless`.
+    If { positive: bool },
+    /// `each`.
+    Each,
+    /// `with`.
+    With,
+    /// `ifEquals` (`when_equal`) or `unlessEquals`.
+    Equals { when_equal: bool },
+}
+
+/// A helper call.
+pub(super) struct Call {
+    pub(super) helper: Helper,
+    pub(super) params: Vec<Arg>,
+    pub(super) hash: Hash,
+}
+
+/// A helper that returns a value.
+pub(super) enum Helper {
+    /// `json`.
+    Json,
+    /// `role`, `history`, `section`, `media`.
+    Marker(MarkerHelper),
+    /// `lookup`.
+    Lookup,
+    /// An `@`-data path (the template rewrite's hidden helper).
+    Data(Vec<String>),
+    /// A user helper.
+    User(HelperFn),
+}
+
+/// Named (`key=value`) arguments.
+pub(super) type Hash = Vec<(String, Arg)>;
+
+/// A helper argument.
+pub(super) enum Arg {
+    /// A literal.
+    Literal(Value),
+    /// A path.
+    Path(PathRef),
+    /// A subexpression.
+    Call(Box<Call>),
+}
+
+/// A pre-parsed path, resolved as handlebars-rust does.
+pub(super) enum PathRef {
+    /// `@index`, `@../first` ...: a block-local variable `level` blocks up.
+    Local { level: usize, name: String },
+    /// `a.b`, `../a`, `@root.a`, `this`: named segments from the context
+    /// `up` blocks up, or from the root.
+    Relative {
+        up: usize,
+        root: bool,
+        segs: Vec<String>,
+    },
+}
+
+/// Plans `template` with the helpers and partials of `engine`; `None` if it
+/// uses something the fast renderer does not do.
+pub(crate) fn plan(template: &Template, engine: &Engine) -> Option<Plan> {
+    Planner {
+        engine,
+        depth: 0,
+        partials: HashMap::new(),
+    }
+    .template(template)
+    .ok()
+}
+
+struct Planner<'e> {
+    engine: &'e Engine,
+    depth: usize,
+    /// Partials planned so far (each partial is planned once).
+    partials: HashMap<String, Arc<Plan>>,
+}
+
+impl Planner<'_> {
+    fn template(&mut self, template: &Template) -> Result<Plan, Abort> {
+        let mut nodes = Vec::with_capacity(template.elements.len());
+        for element in &template.elements {
+            if let Some(node) = self.element(element)? {
+                nodes.push(node);
+            }
+        }
+        Ok(Plan { nodes })
+    }
+
+    fn optional(&mut self, template: Option<&Template>) -> Result<Option<Plan>, Abort> {
+        template.map(|t| self.template(t)).transpose()
+    }
+
+    fn element(&mut self, element: &TemplateElement) -> Result<Option<Node>, Abort> {
+        Ok(Some(match element {
+            TemplateElement::RawString(text) => {
+                if text.is_empty() {
+                    return Ok(None);
+                }
+                Node::Text(text.clone())
+            }
+            TemplateElement::Comment(_) => return Ok(None),
+            TemplateElement::Expression(ht) | TemplateElement::HtmlExpression(ht) => {
+                self.expression(ht)?
+            }
+            TemplateElement::HelperBlock(ht) => self.block(ht)?,
+            TemplateElement::PartialExpression(dt) => self.partial(dt)?,
+            _ => return Err(Abort),
+        }))
+    }
+
+    /// `{{name}}` prints a value unless a helper has that name; anything
+    /// with arguments is a helper call.
+    fn expression(&mut self, ht: &HelperTemplate) -> Result<Node, Abort> {
+        if ht.block_param.is_some() {
+            return Err(Abort);
+        }
+        if ht.params.is_empty() && ht.hash.is_empty() {
+            let Parameter::Path(path) = &ht.name else {
+                return Err(Abort);
+            };
+            let raw = match path {
+                Path::Relative((_, raw)) | Path::Local((_, _, raw)) => raw,
+            };
+            if !self.is_helper(raw) {
+                return Ok(Node::Value(path_ref(path)?));
+            }
+        }
+        self.call(ht).map(Node::Print)
+    }
+
+    fn is_helper(&self, name: &str) -> bool {
+        name == DATA_HELPER || self.engine.has_helper(name)
+    }
+
+    fn call(&mut self, ht: &HelperTemplate) -> Result<Call, Abort> {
+        let name = helper_name(&ht.name)?;
+        let (params, hash) = self.arguments(&ht.params, &ht.hash)?;
+        let helper = if let Some(f) = self.engine.user_helper(name) {
+            Helper::User(Arc::clone(f))
+        } else {
+            match name {
+                DATA_HELPER => {
+                    let [Arg::Literal(Value::Array(segments))] = params.as_slice() else {
+                        return Err(Abort);
+                    };
+                    let segments = segments
+                        .iter()
+                        .map(|s| s.as_str().map(str::to_owned))
+                        .collect::<Option<Vec<_>>>()
+                        .ok_or(Abort)?;
+                    return Ok(Call {
+                        helper: Helper::Data(segments),
+                        params: Vec::new(),
+                        hash,
+                    });
+                }
+                "json" => Helper::Json,
+                "role" => Helper::Marker(MarkerHelper::Role),
+                "history" => Helper::Marker(MarkerHelper::History),
+                "section" => Helper::Marker(MarkerHelper::Section),
+                "media" => Helper::Marker(MarkerHelper::Media),
+                "lookup" => Helper::Lookup,
+                _ => return Err(Abort),
+            }
+        };
+        if !self.engine.has_helper(name) {
+            return Err(Abort);
+        }
+        Ok(Call {
+            helper,
+            params,
+            hash,
+        })
+    }
+
+    fn block(&mut self, ht: &HelperTemplate) -> Result<Node, Abort> {
+        if ht.block_param.is_some() {
+            return Err(Abort);
+        }
+        let name = helper_name(&ht.name)?;
+        if self.engine.user_helper(name).is_some() || !self.engine.has_helper(name) {
+            return Err(Abort);
+        }
+        let kind = match name {
+            "if" => BlockKind::If { positive: true },
+            "unless" => BlockKind::If { positive: false },
+            "each" => BlockKind::Each,
+            "with" => BlockKind::With,
+            "ifEquals" => BlockKind::Equals { when_equal: true },
+            "unlessEquals" => BlockKind::Equals { when_equal: false },
+            _ => return Err(Abort),
+        };
+        let (params, hash) = self.arguments(&ht.params, &ht.hash)?;
+        // `if`, `unless`, `each` and `with` fail without their argument.
+        if params.is_empty() && !matches!(kind, BlockKind::Equals { .. }) {
+            return Err(Abort);
+        }
+        Ok(Node::Block {
+            kind,
+            params,
+            hash,
+            template: self.optional(ht.template.as_ref())?,
+            inverse: self.optional(ht.inverse.as_ref())?,
+        })
+    }
+
+    fn partial(&mut self, dt: &DecoratorTemplate) -> Result<Node, Abort> {
+        // Indented (standalone) partials and partial blocks have their own
+        // whitespace and block semantics.
+        if dt.indent.is_some() || dt.template.is_some() {
+            return Err(Abort);
+        }
+        let name = match &dt.name {
+            Parameter::Name(name) => name.as_str(),
+            Parameter::Path(Path::Relative((_, raw))) => raw.as_str(),
+            _ => return Err(Abort),
+        };
+        if name == "@partial-block" {
+            return Err(Abort);
+        }
+        let (mut params, hash) = self.arguments(&dt.params, &dt.hash)?;
+        let plan = match self.partials.get(name) {
+            Some(plan) => Arc::clone(plan),
+            None => {
+                let template = self.engine.handlebars.get_template(name).ok_or(Abort)?;
+                if self.depth >= MAX_PARTIAL_DEPTH {
+                    return Err(Abort);
+                }
+                self.depth += 1;
+                let planned = self.template(template);
+                self.depth -= 1;
+                let plan = Arc::new(planned?);
+                self.partials.insert(name.to_owned(), Arc::clone(&plan));
+                plan
+            }
+        };
+        // Handlebars evaluates every parameter but uses only the first.
+        let context = if params.is_empty() {
+            None
+        } else {
+            Some(params.remove(0))
+        };
+        if !params.is_empty() {
+            return Err(Abort);
+        }
+        Ok(Node::Partial {
+            plan,
+            context,
+            hash,
+        })
+    }
+
+    fn arguments(
+        &mut self,
+        params: &[Parameter],
+        hash: &HashMap<String, Parameter>,
+    ) -> Result<(Vec<Arg>, Hash), Abort> {
+        let params = params
+            .iter()
+            .map(|p| self.argument(p))
+            .collect::<Result<Vec<_>, _>>()?;
+        let hash = hash
+            .iter()
+            .map(|(k, p)| Ok((k.clone(), self.argument(p)?)))
+            .collect::<Result<Vec<_>, Abort>>()?;
+        Ok((params, hash))
+    }
+
+    fn argument(&mut self, param: &Parameter) -> Result<Arg, Abort> {
+        match param {
+            Parameter::Literal(value) => Ok(Arg::Literal(value.clone())),
+            Parameter::Path(path) => path_ref(path).map(Arg::Path),
+            Parameter::Subexpression(sub) => match sub.element.as_ref() {
+                TemplateElement::Expression(ht) if !ht.block => {
+                    self.call(ht).map(|c| Arg::Call(Box::new(c)))
+                }
+                _ => Err(Abort),
+            },
+            _ => Err(Abort),
+        }
+    }
+}
+
+fn helper_name(name: &Parameter) -> Result<&str, Abort> {
+    match name {
+        Parameter::Name(name) => Ok(name),
+        Parameter::Path(Path::Relative((_, raw))) => Ok(raw),
+        _ => Err(Abort),
+    }
+}
+
+/// A path as handlebars-rust resolves it: leading `../` count, `@root`
+/// before any name, then every named segment (`this` is already dropped
+/// by the parser; other rules are ignored).
+fn path_ref(path: &Path) -> Result<PathRef, Abort> {
+    match path {
+        Path::Local((level, name, _)) => Ok(PathRef::Local {
+            level: *level,
+            name: name.clone(),
+        }),
+        Path::Relative((segs, _)) => {
+            let mut up = 0;
+            let mut root = false;
+            for seg in segs {
+                match seg {
+                    PathSeg::Named(_) => break,
+                    PathSeg::Ruled(_) => match rule(seg) {
+                        Some(Rule::Root) => {
+                            root = true;
+                            break;
+                        }
+                        Some(Rule::Up) => up += 1,
+                        _ => break,
+                    },
+                    _ => return Err(Abort),
+                }
+            }
+            let mut names = Vec::with_capacity(segs.len());
+            for seg in segs {
+                match seg {
+                    PathSeg::Named(name) => names.push(name.clone()),
+                    PathSeg::Ruled(_) if rule(seg).is_some() => {}
+                    _ => return Err(Abort),
+                }
+            }
+            Ok(PathRef::Relative {
+                up,
+                root,
+                segs: names,
+            })
+        }
+    }
+}
+
+/// The path rules handlebars keeps in paths.
+#[derive(PartialEq, Eq)]
+enum Rule {
+    Root,
+    Up,
+    Local,
+}
+
+/// handlebars does not export its grammar's rules; they are told apart by
+/// name. An unknown rule gives `None` (and no plan).
+fn rule(seg: &PathSeg) -> Option<Rule> {
+    match format!("{seg:?}").as_str() {
+        "Ruled(path_root)" => Some(Rule::Root),
+        "Ruled(path_up)" => Some(Rule::Up),
+        "Ruled(path_local)" => Some(Rule::Local),
+        _ => None,
+    }
+}
