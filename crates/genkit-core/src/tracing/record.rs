@@ -106,10 +106,10 @@ impl RecordedSpan {
             a.insert("genkit:metadata:context".into(), Value::from(json));
         }
         if let Some(input) = &self.input {
-            a.insert("genkit:input".into(), Value::from(input.to_string()));
+            a.insert("genkit:input".into(), Value::from(redacted(input).to_string()));
         }
         if let Some(output) = &self.output {
-            a.insert("genkit:output".into(), Value::from(output.to_string()));
+            a.insert("genkit:output".into(), Value::from(redacted(output).to_string()));
         }
         for (k, v) in &self.attributes {
             a.insert(k.clone(), v.clone());
@@ -161,5 +161,61 @@ impl RecordedSpan {
             status,
             time_events: Some(TimeEvents { time_event: events }),
         }
+    }
+}
+
+/// Keys whose values never leave the process in a trace (a per-request
+/// `config.apiKey`, for instance).
+const SECRET_KEYS: [&str; 3] = ["apiKey", "api_key", "secrets"];
+
+fn has_secret(value: &Value) -> bool {
+    match value {
+        Value::Object(m) => m
+            .iter()
+            .any(|(k, v)| SECRET_KEYS.contains(&k.as_str()) || has_secret(v)),
+        Value::Array(a) => a.iter().any(has_secret),
+        _ => false,
+    }
+}
+
+/// `value` with secret fields replaced by `<redacted>` (borrowed when there
+/// is nothing to hide, which is almost always).
+fn redacted(value: &Value) -> std::borrow::Cow<'_, Value> {
+    fn scrub(value: &mut Value) {
+        match value {
+            Value::Object(m) => {
+                for (k, v) in m.iter_mut() {
+                    if SECRET_KEYS.contains(&k.as_str()) {
+                        *v = Value::from("<redacted>");
+                    } else {
+                        scrub(v);
+                    }
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(scrub),
+            _ => {}
+        }
+    }
+    if !has_secret(value) {
+        return std::borrow::Cow::Borrowed(value);
+    }
+    let mut copy = value.clone();
+    scrub(&mut copy);
+    std::borrow::Cow::Owned(copy)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn secrets_are_redacted_in_exported_inputs() {
+        let v = json!({"messages": [], "config": {"apiKey": "sk-123", "temperature": 1}});
+        let r = redacted(&v);
+        assert_eq!(r["config"]["apiKey"], "<redacted>");
+        assert_eq!(r["config"]["temperature"], 1);
+        let plain = json!({"a": [1, {"b": 2}]});
+        assert!(matches!(redacted(&plain), std::borrow::Cow::Borrowed(_)));
     }
 }
