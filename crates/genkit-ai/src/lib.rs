@@ -32,6 +32,7 @@
 //! # Ok::<(), genkit_ai::formats::FormatError>(())
 //! ```
 
+pub mod embedder;
 pub mod extract;
 pub mod formats;
 pub mod generate;
@@ -41,4 +42,3 @@ pub mod prompt;
 pub mod testing;
 pub mod tool;
 pub mod types;
-pub mod embedder;

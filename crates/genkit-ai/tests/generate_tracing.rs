@@ -15,7 +15,10 @@ async fn each_turn_nests_a_generate_span_with_model_and_tool_spans() {
     let store = Arc::new(InMemoryTraceStore::default());
     add_span_processor(store.clone());
     let reg = Registry::new();
-    define_tool(&reg, "lookup", "looks up", |_: Value, _ctx| async { Ok(json!("found")) }).unwrap();
+    define_tool(&reg, "lookup", "looks up", |_: Value, _ctx| async {
+        Ok(json!("found"))
+    })
+    .unwrap();
     ProgrammableModel::define(&reg, "toolModel")
         .respond_tool_call("lookup", json!({}))
         .respond_text("answer");
@@ -23,13 +26,19 @@ async fn each_turn_nests_a_generate_span_with_model_and_tool_spans() {
     let flow = define_flow(&reg, "toolFlow", move |q: String, _| {
         let reg = r2.clone();
         async move {
-            Ok(generate(&reg, GenerateOptions::prompt(q).model("toolModel").tool("lookup"))
-                .await?
-                .text())
+            Ok(generate(
+                &reg,
+                GenerateOptions::prompt(q).model("toolModel").tool("lookup"),
+            )
+            .await?
+            .text())
         }
     })
     .unwrap();
-    let r = flow.run_with("q".into(), RunOptions::default()).await.unwrap();
+    let r = flow
+        .run_with("q".into(), RunOptions::default())
+        .await
+        .unwrap();
     assert_eq!(r.output, "answer");
     let trace = store.get(&r.trace.trace_id.to_string()).unwrap();
     let mut paths: Vec<_> = trace
