@@ -23,4 +23,12 @@ cargo clippy --workspace --all-targets --features genkit-server/otlp -- -D warni
 step "cargo test (unit, integration, conformance, official genkit CLI and JS client, doc tests)"
 cargo test --workspace --features genkit-server/otlp
 
+step "end-to-end: OpenAI-compatible plugin against a real local model server (llama-cpp-python + SmolLM2)"
+# The install builds llama.cpp once (about 6 minutes on 2 cores) into ~/.cache/genkit-rs.
+export GENKIT_E2E_LOCAL_MODEL=1
+bash tests-support/openai-compat/e2e-local-model.sh
+
+step "end-to-end: genkit dev:test-model (official CLI) on the OpenAI-compatible plugin and the local server"
+bash tests-support/openai-compat/dev-test-model.sh
+
 printf '\nAll tests passed.\n'
