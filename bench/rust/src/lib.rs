@@ -2,12 +2,24 @@
 //! and the `peer` binary, and written to do exactly what bench/js does.
 
 use genkit::prelude::*;
-use genkit::tracing::{InMemoryTraceStore, add_span_processor};
+use genkit::tracing::{RecordedSpan, SpanProcessor, add_span_processor};
 use std::sync::Arc;
 
-/// Installs an in-memory trace store, so spans are recorded as in dev mode.
+/// A span processor doing an exporter's work inline: each finished span is
+/// turned into Genkit's wire `SpanData` and serialized, then dropped. (Real
+/// exporters do this on a background task; inline is the worst case.)
+struct SerializingExporter;
+
+impl SpanProcessor for SerializingExporter {
+    fn on_end(&self, span: &Arc<RecordedSpan>) {
+        let wire = span.to_span_data();
+        std::hint::black_box(serde_json::to_vec(&wire).ok());
+    }
+}
+
+/// Installs the serializing exporter, so every span is recorded and exported.
 pub fn install_exporter() {
-    add_span_processor(Arc::new(InMemoryTraceStore::with_capacity(1000)));
+    add_span_processor(Arc::new(SerializingExporter));
 }
 
 /// A registry with flow `echo` (input returned as is).

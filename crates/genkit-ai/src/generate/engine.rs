@@ -102,12 +102,12 @@ impl Engine {
                 .clone()
                 .unwrap_or_else(|| "generate".to_owned());
             let input = if is_recording() {
-                serde_json::to_value(&raw).ok()
+                serde_json::to_string(&raw).ok()
             } else {
                 None
             };
             let fut = self.run_middleware(raw, turn, message_index, ctx);
-            in_span(SpanOptions::new(name, SpanType::Util), input.as_ref(), fut).await
+            in_span(SpanOptions::new(name, SpanType::Util), input, fut).await
         })
     }
 

@@ -382,17 +382,17 @@ impl<I: Payload, O: Payload, S: Serialize + Send + 'static> Action<I, O, S> {
     /// Runs with options and returns the output with its trace ids.
     pub async fn run_with(&self, input: I, opts: RunOptions<S>) -> Result<ActionResult<O>> {
         let inner = &self.inner;
-        let input_json = if inner.input_validator.is_some() || crate::tracing::is_recording() {
-            Some(serde_json::to_value(&input)?)
-        } else {
-            None
+        let recording = crate::tracing::is_recording();
+        let input_text = match &inner.input_validator {
+            Some(v) => {
+                let json = serde_json::to_value(&input)?;
+                v.validate(&json).map_err(mark_caller_error)?;
+                recording.then(|| json.to_string())
+            }
+            None if recording => Some(serde_json::to_string(&input)?),
+            None => None,
         };
-        if let (Some(v), Some(json)) = (&inner.input_validator, &input_json) {
-            v.validate(json).map_err(mark_caller_error)?;
-        }
-        let (output, _, trace) = inner
-            .execute(input, input_json.as_ref(), opts, false)
-            .await?;
+        let (output, _, trace) = inner.execute(input, input_text, opts, false).await?;
         Ok(ActionResult { output, trace })
     }
 
@@ -432,7 +432,7 @@ impl<I: Payload, O: Payload, S: Serialize + Send + 'static> Inner<I, O, S> {
     async fn execute(
         &self,
         input: I,
-        input_json: Option<&Value>,
+        input_text: Option<String>,
         opts: RunOptions<S>,
         want_json: bool,
     ) -> Result<(O, Option<Value>, TraceInfo)> {
@@ -444,8 +444,8 @@ impl<I: Payload, O: Payload, S: Serialize + Send + 'static> Inner<I, O, S> {
         }
         let context = opts.context.unwrap_or(parent.context);
         if span.is_recording() {
-            if let Some(json) = input_json {
-                span.set_input(json.clone());
+            if let Some(text) = input_text {
+                span.set_input_json(text);
             }
             span.set_context(&context);
         }
@@ -482,7 +482,7 @@ impl<I: Payload, O: Payload, S: Serialize + Send + 'static> Inner<I, O, S> {
         };
         match result {
             Ok(output) => {
-                let need_json = want_json || span.is_recording() || self.output_validator.is_some();
+                let need_json = want_json || self.output_validator.is_some();
                 let output_json = if need_json {
                     match serde_json::to_value(&output) {
                         Ok(v) => Some(v),
@@ -498,8 +498,11 @@ impl<I: Payload, O: Payload, S: Serialize + Send + 'static> Inner<I, O, S> {
                 } else {
                     None
                 };
-                if let (true, Some(json)) = (span.is_recording(), &output_json) {
-                    span.set_output_value(json.clone());
+                if span.is_recording() {
+                    match &output_json {
+                        Some(json) => span.set_output_json(json.to_string()),
+                        None => span.set_output(&output),
+                    }
                 }
                 span.end_ok();
                 // As in Genkit, the output is validated after the span closes.
@@ -534,7 +537,7 @@ impl<I: Payload, O: Payload, S: Payload> ErasedAction for Inner<I, O, S> {
             if let Some(v) = &self.input_validator {
                 v.validate(&input).map_err(mark_caller_error)?;
             }
-            let recorded = crate::tracing::is_recording().then(|| input.clone());
+            let recorded = crate::tracing::is_recording().then(|| input.to_string());
             let typed: I = serde_path_to_error::deserialize(input).map_err(|e| {
                 let path = e.path().to_string();
                 let path = if path == "." {
@@ -566,9 +569,7 @@ impl<I: Payload, O: Payload, S: Payload> ErasedAction for Inner<I, O, S> {
                 on_trace_start: opts.on_trace_start,
                 metadata: opts.metadata,
             };
-            let (_, json, trace) = self
-                .execute(typed, recorded.as_ref(), typed_opts, true)
-                .await?;
+            let (_, json, trace) = self.execute(typed, recorded, typed_opts, true).await?;
             Ok(ActionResult {
                 output: json.unwrap_or(Value::Null),
                 trace,

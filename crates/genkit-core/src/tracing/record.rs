@@ -52,10 +52,10 @@ pub struct RecordedSpan {
     pub start_time: f64,
     /// End, epoch milliseconds.
     pub end_time: Option<f64>,
-    /// The input.
-    pub input: Option<Value>,
-    /// The output.
-    pub output: Option<Value>,
+    /// The input, as JSON text.
+    pub input: Option<String>,
+    /// The output, as JSON text.
+    pub output: Option<String>,
     /// The action context (redacted when exported).
     pub context: Option<ActionContext>,
     /// Other attributes.
@@ -106,10 +106,16 @@ impl RecordedSpan {
             a.insert("genkit:metadata:context".into(), Value::from(json));
         }
         if let Some(input) = &self.input {
-            a.insert("genkit:input".into(), Value::from(redacted(input).to_string()));
+            a.insert(
+                "genkit:input".into(),
+                Value::from(redacted(input).into_owned()),
+            );
         }
         if let Some(output) = &self.output {
-            a.insert("genkit:output".into(), Value::from(redacted(output).to_string()));
+            a.insert(
+                "genkit:output".into(),
+                Value::from(redacted(output).into_owned()),
+            );
         }
         for (k, v) in &self.attributes {
             a.insert(k.clone(), v.clone());
@@ -168,19 +174,10 @@ impl RecordedSpan {
 /// `config.apiKey`, for instance).
 const SECRET_KEYS: [&str; 3] = ["apiKey", "api_key", "secrets"];
 
-fn has_secret(value: &Value) -> bool {
-    match value {
-        Value::Object(m) => m
-            .iter()
-            .any(|(k, v)| SECRET_KEYS.contains(&k.as_str()) || has_secret(v)),
-        Value::Array(a) => a.iter().any(has_secret),
-        _ => false,
-    }
-}
-
-/// `value` with secret fields replaced by `<redacted>` (borrowed when there
-/// is nothing to hide, which is almost always).
-fn redacted(value: &Value) -> std::borrow::Cow<'_, Value> {
+/// JSON text `json` with secret fields replaced by `<redacted>`; borrowed
+/// (no parsing at all) when none of the secret keys appears in it, which is
+/// almost always.
+fn redacted(json: &str) -> std::borrow::Cow<'_, str> {
     fn scrub(value: &mut Value) {
         match value {
             Value::Object(m) => {
@@ -196,12 +193,20 @@ fn redacted(value: &Value) -> std::borrow::Cow<'_, Value> {
             _ => {}
         }
     }
-    if !has_secret(value) {
-        return std::borrow::Cow::Borrowed(value);
+    let mentions_secret = SECRET_KEYS
+        .iter()
+        .any(|k| json.contains(&format!("\"{k}\"")));
+    if !mentions_secret {
+        return std::borrow::Cow::Borrowed(json);
     }
-    let mut copy = value.clone();
-    scrub(&mut copy);
-    std::borrow::Cow::Owned(copy)
+    match serde_json::from_str::<Value>(json) {
+        Ok(mut v) => {
+            scrub(&mut v);
+            std::borrow::Cow::Owned(v.to_string())
+        }
+        // Not JSON after all: keep nothing rather than risk a secret.
+        Err(_) => std::borrow::Cow::Borrowed("\"<redacted>\""),
+    }
 }
 
 #[cfg(test)]
@@ -211,11 +216,12 @@ mod tests {
 
     #[test]
     fn secrets_are_redacted_in_exported_inputs() {
-        let v = json!({"messages": [], "config": {"apiKey": "sk-123", "temperature": 1}});
-        let r = redacted(&v);
+        let v =
+            json!({"messages": [], "config": {"apiKey": "sk-123", "temperature": 1}}).to_string();
+        let r: Value = serde_json::from_str(&redacted(&v)).unwrap();
         assert_eq!(r["config"]["apiKey"], "<redacted>");
         assert_eq!(r["config"]["temperature"], 1);
-        let plain = json!({"a": [1, {"b": 2}]});
+        let plain = json!({"a": [1, {"b": 2}]}).to_string();
         assert!(matches!(redacted(&plain), std::borrow::Cow::Borrowed(_)));
     }
 }

@@ -226,24 +226,33 @@ impl Span {
         }
     }
 
-    /// Records `genkit:input`.
-    pub fn set_input(&mut self, input: Value) {
+    /// Records `genkit:input` as JSON text.
+    pub fn set_input_json(&mut self, input: String) {
         if let Some(r) = &mut self.record {
             r.input = Some(input);
         }
     }
 
-    /// Records `genkit:output`.
-    pub fn set_output_value(&mut self, output: Value) {
+    /// Records `genkit:input` from any serializable value (serialized only
+    /// while recording).
+    pub fn set_input<T: Serialize + ?Sized>(&mut self, input: &T) {
+        if let Some(r) = &mut self.record {
+            r.input = serde_json::to_string(input).ok();
+        }
+    }
+
+    /// Records `genkit:output` as JSON text.
+    pub fn set_output_json(&mut self, output: String) {
         if let Some(r) = &mut self.record {
             r.output = Some(output);
         }
     }
 
-    /// Records `genkit:output` from any serializable value.
+    /// Records `genkit:output` from any serializable value (serialized only
+    /// while recording).
     pub fn set_output<T: Serialize + ?Sized>(&mut self, output: &T) {
         if let Some(r) = &mut self.record {
-            r.output = serde_json::to_value(output).ok();
+            r.output = serde_json::to_string(output).ok();
         }
     }
 
@@ -298,18 +307,18 @@ impl Drop for Span {
     }
 }
 
-/// Runs `fut` inside a new span, recording `input` (if given) and the output.
-/// Used for non-action steps such as a generate turn (`{generate,t:util}`).
-pub async fn in_span<T, F>(opts: SpanOptions, input: Option<&Value>, fut: F) -> Result<T>
+/// Runs `fut` inside a new span, recording `input_json` (JSON text, if
+/// given) and the output (serialized only while recording). Used for
+/// non-action steps such as a generate turn (`{generate,t:util}`); callers
+/// build `input_json` only when [`is_recording`](super::is_recording).
+pub async fn in_span<T, F>(opts: SpanOptions, input_json: Option<String>, fut: F) -> Result<T>
 where
     T: Serialize,
     F: Future<Output = Result<T>>,
 {
     let mut span = Span::start(&opts);
-    if let Some(input) = input
-        && span.is_recording()
-    {
-        span.set_input(input.clone());
+    if let Some(input) = input_json {
+        span.set_input_json(input);
     }
     let mut frame = Frame::current();
     frame.span = Some(span.ctx());
