@@ -21,6 +21,11 @@ impl TraceId {
         }
     }
 
+    /// The id as a number.
+    pub fn as_u128(self) -> u128 {
+        self.0
+    }
+
     /// Parses 32 hex digits.
     pub fn parse(s: &str) -> Option<Self> {
         (s.len() == 32)
@@ -31,6 +36,11 @@ impl TraceId {
 }
 
 impl SpanId {
+    /// The id as a number.
+    pub fn as_u64(self) -> u64 {
+        self.0
+    }
+
     /// A random, non-zero id.
     pub fn random() -> Self {
         loop {

@@ -19,7 +19,7 @@ pub use data::{
 };
 pub use ids::{SpanId, TraceId};
 pub use processor::{SpanProcessor, add_span_processor, is_recording, remove_span_processor};
-pub use record::{RecordedSpan, SpanFailure};
+pub use record::{RecordedSpan, SpanFailure, TraceJson};
 pub(crate) use span::Frame;
 pub use span::{
     Span, SpanOptions, SpanType, TraceInfo, current_cancellation, current_context, current_trace,

@@ -8,6 +8,8 @@ use super::data::{
 use super::ids::{SpanId, TraceId};
 use super::span::SpanType;
 use crate::context::ActionContext;
+use serde::ser::{SerializeMap, SerializeStruct};
+use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -170,9 +172,269 @@ impl RecordedSpan {
     }
 }
 
+/// The wire form (`SpanData` JSON), written straight from the record: no
+/// intermediate attribute map or copied strings, which is what exporters
+/// serialize for every span. Equal to serializing
+/// [`to_span_data`](RecordedSpan::to_span_data).
+impl Serialize for RecordedSpan {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("SpanData", 13)?;
+        st.serialize_field("spanId", &Hex(&self.span_id))?;
+        st.serialize_field("traceId", &Hex(&self.trace_id))?;
+        match &self.parent_span_id {
+            Some(p) => st.serialize_field("parentSpanId", &Hex(p))?,
+            None => st.skip_field("parentSpanId")?,
+        }
+        st.serialize_field("startTime", &self.start_time)?;
+        st.serialize_field("endTime", &self.end_time.unwrap_or(0.0))?;
+        st.serialize_field("attributes", &WireAttributes(self))?;
+        st.serialize_field("displayName", &*self.name)?;
+        st.serialize_field("links", &[(); 0])?;
+        st.serialize_field("instrumentationLibrary", &InstrumentationLibrary::default())?;
+        st.serialize_field("spanKind", "INTERNAL")?;
+        st.serialize_field("sameProcessAsParentSpan", &BoolValue { value: true })?;
+        if self.end_time.is_some() {
+            match &self.failure {
+                None => st.serialize_field("status", &SpanStatus::default())?,
+                Some(f) => st.serialize_field(
+                    "status",
+                    &SpanStatus {
+                        code: 2,
+                        message: Some(f.message.clone()),
+                    },
+                )?,
+            }
+        } else {
+            st.skip_field("status")?;
+        }
+        st.serialize_field("timeEvents", &WireEvents(self))?;
+        st.end()
+    }
+}
+
+/// Writes an id as fixed-width lower-case hex, without allocating.
+struct Hex<'a, T: HexId>(&'a T);
+
+/// Ids written as hex.
+trait HexId {
+    /// Fills `buf` with the hex digits and returns them.
+    fn hex<'b>(&self, buf: &'b mut [u8; 32]) -> &'b str;
+}
+
+fn write_hex(value: u128, digits: usize, buf: &mut [u8; 32]) -> &str {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for (i, slot) in buf[..digits].iter_mut().enumerate() {
+        let shift = 4 * (digits - 1 - i);
+        *slot = DIGITS[((value >> shift) & 0xf) as usize];
+    }
+    // Only ASCII hex digits were written.
+    std::str::from_utf8(&buf[..digits]).unwrap_or_default()
+}
+
+impl HexId for TraceId {
+    fn hex<'b>(&self, buf: &'b mut [u8; 32]) -> &'b str {
+        write_hex(self.as_u128(), 32, buf)
+    }
+}
+
+impl HexId for SpanId {
+    fn hex<'b>(&self, buf: &'b mut [u8; 32]) -> &'b str {
+        write_hex(u128::from(self.as_u64()), 16, buf)
+    }
+}
+
+impl<T: HexId> Serialize for Hex<'_, T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut buf = [0u8; 32];
+        s.serialize_str(self.0.hex(&mut buf))
+    }
+}
+
+struct WireAttributes<'a>(&'a RecordedSpan);
+
+impl Serialize for WireAttributes<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let r = self.0;
+        // Custom attributes win over built-in ones of the same name (as in
+        // `to_span_data`, where they are inserted later).
+        let own = |k: &str| !r.attributes.contains_key(k);
+        let mut m = s.serialize_map(None)?;
+        let entry = |m: &mut S::SerializeMap, k: &str, v: Attr<'_>| -> Result<(), S::Error> {
+            if own(k) {
+                m.serialize_entry(k, &v)?;
+            }
+            Ok(())
+        };
+        entry(&mut m, "genkit:type", Attr::Str(r.span_type.as_str()))?;
+        entry(&mut m, "genkit:name", Attr::Str(&r.name))?;
+        if let Some(sub) = &r.subtype {
+            entry(&mut m, "genkit:metadata:subtype", Attr::Str(sub))?;
+        }
+        if let Some(key) = &r.key {
+            entry(&mut m, "genkit:key", Attr::Str(key))?;
+        }
+        if let Some(labels) = &r.labels {
+            for (k, v) in labels {
+                entry(&mut m, k, Attr::Str(v))?;
+            }
+        }
+        if r.is_root() {
+            entry(&mut m, "genkit:isRoot", Attr::Bool(true))?;
+        }
+        if let Some(ctx) = &r.context
+            && let Some(json) = ctx.redacted_json()
+        {
+            entry(&mut m, "genkit:metadata:context", Attr::Str(&json))?;
+        }
+        if let Some(input) = &r.input {
+            entry(&mut m, "genkit:input", Attr::Str(&redacted(input)))?;
+        }
+        if let Some(output) = &r.output {
+            entry(&mut m, "genkit:output", Attr::Str(&redacted(output)))?;
+        }
+        if r.end_time.is_some() {
+            match &r.failure {
+                None => entry(&mut m, "genkit:state", Attr::Str("success"))?,
+                Some(f) => {
+                    entry(&mut m, "genkit:state", Attr::Str("error"))?;
+                    if f.is_source {
+                        entry(&mut m, "genkit:isFailureSource", Attr::Bool(true))?;
+                    }
+                }
+            }
+        }
+        entry(&mut m, "genkit:path", Attr::Str(&r.decorated_path()))?;
+        for (k, v) in &r.attributes {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+struct WireEvents<'a>(&'a RecordedSpan);
+
+impl Serialize for WireEvents<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("TimeEvents", 1)?;
+        match (&self.0.failure, self.0.end_time) {
+            (Some(f), Some(_)) => {
+                let mut ev = Map::new();
+                ev.insert("exception.type".into(), Value::from(f.status));
+                ev.insert("exception.message".into(), Value::from(f.message.clone()));
+                ev.insert("exception.stacktrace".into(), Value::from(f.stack.clone()));
+                let event = TimeEvent {
+                    time: f.time,
+                    annotation: Annotation {
+                        attributes: ev,
+                        description: "exception".into(),
+                    },
+                };
+                st.serialize_field("timeEvent", &[event])?;
+            }
+            _ => st.serialize_field("timeEvent", &[(); 0])?,
+        }
+        st.end()
+    }
+}
+
+/// One trace's spans in wire form (`TraceData` JSON), written straight from
+/// the records; what the Genkit telemetry exporter posts. When a span was
+/// recorded twice (started, then ended), the later record wins.
+pub struct TraceJson<'a> {
+    trace_id: TraceId,
+    spans: Vec<&'a RecordedSpan>,
+}
+
+impl<'a> TraceJson<'a> {
+    /// Groups spans by trace, traces in first-seen order.
+    pub fn group(spans: impl IntoIterator<Item = &'a RecordedSpan>) -> Vec<TraceJson<'a>> {
+        let mut out: Vec<TraceJson<'a>> = Vec::new();
+        for span in spans {
+            match out.iter_mut().find(|t| t.trace_id == span.trace_id) {
+                Some(t) => match t.spans.iter_mut().find(|s| s.span_id == span.span_id) {
+                    Some(existing) => *existing = span,
+                    None => t.spans.push(span),
+                },
+                None => out.push(TraceJson {
+                    trace_id: span.trace_id,
+                    spans: vec![span],
+                }),
+            }
+        }
+        out
+    }
+}
+
+impl TraceJson<'_> {
+    /// The trace assembled as [`TraceData`](super::TraceData) (for
+    /// inspection; exporters serialize `self` directly).
+    pub fn to_trace_data(&self) -> super::TraceData {
+        let mut trace = super::TraceData {
+            trace_id: self.trace_id.to_string(),
+            ..Default::default()
+        };
+        for span in &self.spans {
+            trace.insert_span(span.to_span_data());
+        }
+        trace
+    }
+}
+
+impl Serialize for TraceJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let root = self.spans.iter().find(|r| r.is_root());
+        let mut st = s.serialize_struct("TraceData", 5)?;
+        st.serialize_field("traceId", &Hex(&self.trace_id))?;
+        match root {
+            Some(r) => {
+                st.serialize_field("displayName", &*r.name)?;
+                st.serialize_field("startTime", &r.start_time)?;
+                st.serialize_field("endTime", &r.end_time.unwrap_or(0.0))?;
+            }
+            None => {
+                st.skip_field("displayName")?;
+                st.skip_field("startTime")?;
+                st.skip_field("endTime")?;
+            }
+        }
+        st.serialize_field("spans", &SpansById(&self.spans))?;
+        st.end()
+    }
+}
+
+struct SpansById<'a, 'b>(&'b [&'a RecordedSpan]);
+
+impl Serialize for SpansById<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for span in self.0 {
+            m.serialize_entry(&Hex(&span.span_id), *span)?;
+        }
+        m.end()
+    }
+}
+
+/// A built-in attribute value: text or a flag.
+enum Attr<'a> {
+    Str(&'a str),
+    Bool(bool),
+}
+
+impl Serialize for Attr<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Attr::Str(t) => s.serialize_str(t),
+            Attr::Bool(b) => s.serialize_bool(*b),
+        }
+    }
+}
+
 /// Keys whose values never leave the process in a trace (a per-request
 /// `config.apiKey`, for instance).
 const SECRET_KEYS: [&str; 3] = ["apiKey", "api_key", "secrets"];
+
+/// The secret keys as they appear in JSON text, for a quick check.
+const QUOTED_SECRET_KEYS: [&str; 3] = ["\"apiKey\"", "\"api_key\"", "\"secrets\""];
 
 /// JSON text `json` with secret fields replaced by `<redacted>`; borrowed
 /// (no parsing at all) when none of the secret keys appears in it, which is
@@ -193,9 +455,7 @@ fn redacted(json: &str) -> std::borrow::Cow<'_, str> {
             _ => {}
         }
     }
-    let mentions_secret = SECRET_KEYS
-        .iter()
-        .any(|k| json.contains(&format!("\"{k}\"")));
+    let mentions_secret = QUOTED_SECRET_KEYS.iter().any(|k| json.contains(k));
     if !mentions_secret {
         return std::borrow::Cow::Borrowed(json);
     }
@@ -213,6 +473,73 @@ fn redacted(json: &str) -> std::borrow::Cow<'_, str> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn span(failure: bool, root: bool) -> RecordedSpan {
+        RecordedSpan {
+            trace_id: TraceId::random(),
+            span_id: SpanId::random(),
+            parent_span_id: (!root).then(SpanId::random),
+            name: "step".into(),
+            span_type: SpanType::Action,
+            subtype: Some("tool".into()),
+            key: Some("/tool/step".into()),
+            labels: Some(
+                [("team".to_owned(), "core".to_owned())]
+                    .into_iter()
+                    .collect(),
+            ),
+            path: "/{flow,t:flow}/{step,t:action}".into(),
+            start_time: 1.5,
+            end_time: Some(2.5),
+            input: Some(r#"{"config":{"apiKey":"k"}}"#.into()),
+            output: Some("\"out\"".into()),
+            context: Some(crate::context::ActionContext::from_value(
+                json!({"auth": 1, "t": 2}),
+            )),
+            attributes: Map::from_iter([("custom".to_owned(), json!({"x": 1}))]),
+            failure: failure.then(|| SpanFailure {
+                status: "NOT_FOUND",
+                message: "NOT_FOUND: gone".into(),
+                stack: "NOT_FOUND: gone".into(),
+                time: 2.0,
+                is_source: true,
+            }),
+        }
+    }
+
+    #[test]
+    fn direct_wire_form_equals_span_data() {
+        for (failure, root) in [(false, false), (true, false), (false, true), (true, true)] {
+            let s = span(failure, root);
+            let direct = serde_json::to_value(&s).unwrap();
+            let built = serde_json::to_value(s.to_span_data()).unwrap();
+            assert_eq!(direct, built, "failure={failure} root={root}");
+        }
+        let mut started = span(false, true);
+        started.end_time = None;
+        assert_eq!(
+            serde_json::to_value(&started).unwrap(),
+            serde_json::to_value(started.to_span_data()).unwrap()
+        );
+    }
+
+    #[test]
+    fn trace_json_equals_assembled_trace_data() {
+        let root = span(false, true);
+        let mut child = span(true, false);
+        child.trace_id = root.trace_id;
+        child.parent_span_id = Some(root.span_id);
+        let mut started = child.clone();
+        started.end_time = None;
+        started.failure = None;
+        let traces = TraceJson::group([&started, &root, &child]);
+        assert_eq!(traces.len(), 1);
+        let direct = serde_json::to_value(&traces[0]).unwrap();
+        let built = traces[0].to_trace_data();
+        assert_eq!(built.spans.len(), 2);
+        assert_eq!(built.spans[&child.span_id.to_string()].end_time, 2.5);
+        assert_eq!(direct, serde_json::to_value(&built).unwrap());
+    }
 
     #[test]
     fn secrets_are_redacted_in_exported_inputs() {

@@ -4,7 +4,7 @@
 
 use super::batch::{ExportError, SpanSink};
 use futures::future::BoxFuture;
-use genkit_core::tracing::{RecordedSpan, TraceData, TraceId};
+use genkit_core::tracing::{RecordedSpan, TraceData, TraceJson};
 use parking_lot::RwLock;
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,24 +57,10 @@ impl TraceServerSink {
 /// Groups spans by trace, in first-seen order; a later record of the same
 /// span (its end after its start) replaces the earlier one.
 pub fn group_traces(spans: &[Arc<RecordedSpan>]) -> Vec<TraceData> {
-    let mut traces: Vec<(TraceId, TraceData)> = Vec::new();
-    for span in spans {
-        let idx = match traces.iter().position(|(id, _)| *id == span.trace_id) {
-            Some(i) => i,
-            None => {
-                traces.push((
-                    span.trace_id,
-                    TraceData {
-                        trace_id: span.trace_id.to_string(),
-                        ..TraceData::default()
-                    },
-                ));
-                traces.len() - 1
-            }
-        };
-        traces[idx].1.insert_span(span.to_span_data());
-    }
-    traces.into_iter().map(|(_, t)| t).collect()
+    TraceJson::group(spans.iter().map(|s| &**s))
+        .iter()
+        .map(TraceJson::to_trace_data)
+        .collect()
 }
 
 impl SpanSink for TraceServerSink {
@@ -93,11 +79,14 @@ impl SpanSink for TraceServerSink {
             };
             let endpoint = format!("{base}/api/traces");
             // One request per trace, sent concurrently.
-            let sends = group_traces(&spans).into_iter().map(|trace| {
+            // Traces are serialized straight from the records, without
+            // building `TraceData` first.
+            let traces = TraceJson::group(spans.iter().map(|s| &**s));
+            let bodies: Vec<_> = traces.iter().map(serde_json::to_vec).collect();
+            let sends = bodies.into_iter().map(|body| {
                 let endpoint = &endpoint;
                 async move {
-                    let body = serde_json::to_vec(&trace)
-                        .map_err(|e| ExportError::Transport(e.to_string()))?;
+                    let body = body.map_err(|e| ExportError::Transport(e.to_string()))?;
                     let r = self
                         .client
                         .post(endpoint)
