@@ -17,11 +17,11 @@ fi
 step "cargo fmt --check"
 cargo fmt --all --check
 
-step "cargo clippy (all crates, all targets, OTLP export included; warnings are errors)"
-cargo clippy --workspace --all-targets --features genkit-server/otlp -- -D warnings
+step "cargo clippy (all crates, all targets, OTLP export and media download included; warnings are errors)"
+cargo clippy --workspace --all-targets --features genkit-server/otlp,genkit-ai/download-media -- -D warnings
 
 step "cargo test (unit, integration, conformance, official genkit CLI and JS client, doc tests)"
-cargo test --workspace --features genkit-server/otlp
+cargo test --workspace --features genkit-server/otlp,genkit-ai/download-media
 
 step "end-to-end: OpenAI-compatible plugin against a real local model server (llama-cpp-python + SmolLM2)"
 # The install builds llama.cpp once (about 6 minutes on 2 cores) into ~/.cache/genkit-rs.

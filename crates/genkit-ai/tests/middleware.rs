@@ -469,3 +469,57 @@ async fn named_middleware_resolves_for_serialized_requests() {
     assert_eq!(err.status(), StatusCode::NotFound);
     assert_eq!(reg.list_values("middleware").len(), 1);
 }
+
+/// The HTTP fetcher against a real (local) HTTP server.
+#[cfg(feature = "download-media")]
+#[tokio::test]
+async fn download_media_over_http() {
+    use genkit_ai::middleware::download_request_media_http;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        for _ in 0..2 {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            let mut buf = [0u8; 1024];
+            let n = sock.read(&mut buf).await.unwrap();
+            let req = String::from_utf8_lossy(&buf[..n]).to_string();
+            let resp = if req.starts_with("GET /cat.png") {
+                "HTTP/1.1 200 OK\r\ncontent-type: image/png\r\ncontent-length: 3\r\nconnection: close\r\n\r\nPNG".to_owned()
+            } else {
+                "HTTP/1.1 404 Not Found\r\ncontent-length: 4\r\nconnection: close\r\n\r\ngone"
+                    .to_owned()
+            };
+            sock.write_all(resp.as_bytes()).await.unwrap();
+        }
+    });
+    let reg = Registry::new();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    define_model(
+        &reg,
+        ModelOptions::new("vision").use_middleware(download_request_media_http()),
+        move |req: GenerateRequest, _ctx| {
+            *s.lock() = req.messages[0].content.clone();
+            async {
+                Ok(GenerateResponse::new(
+                    Message::model("ok"),
+                    genkit_ai::types::FinishReason::Stop,
+                ))
+            }
+        },
+    )
+    .unwrap();
+    let ok = GenerateOptions::prompt(vec![Part::media(format!("http://{addr}/cat.png"), None)])
+        .model("vision");
+    generate(&reg, ok).await.unwrap();
+    assert!(
+        matches!(&seen.lock()[0].kind, PartKind::Media(m) if m.url == "data:image/png;base64,UE5H")
+    );
+    let missing =
+        GenerateOptions::prompt(vec![Part::media(format!("http://{addr}/nope.png"), None)])
+            .model("vision");
+    let err = generate(&reg, missing).await.unwrap_err();
+    assert_eq!(err.status(), StatusCode::NotFound);
+    assert!(err.message().contains("gone"), "{err}");
+}

@@ -587,8 +587,8 @@ impl DownloadMedia {
     }
 }
 
+/// Media download over HTTP with `reqwest` (feature `download-media`).
 #[cfg(feature = "download-media")]
-/// Media download over HTTP with `reqwest`.
 pub fn download_request_media_http() -> DownloadMedia {
     let client = reqwest::Client::new();
     download_request_media(Arc::new(move |url, max| {

@@ -14,6 +14,8 @@
 
 mod builtins;
 
+#[cfg(feature = "download-media")]
+pub use builtins::download_request_media_http;
 pub use builtins::{
     AugmentWithContext, DownloadMedia, ErrorCallback, Fallback, MediaFetcher, PartFilter, Retry,
     RetryCallback, SimulateConstrainedGeneration, SimulateSystemPrompt, ValidateSupport,
