@@ -1,0 +1,38 @@
+//! # genkit-provider
+//!
+//! What Genkit for Rust's model-provider plugins (`plugins/*`) share, so each
+//! plugin keeps only its wire format:
+//!
+//! - [`ApiKey`]: a credential that never shows in `Debug`, logs or errors.
+//! - [`http`]: building the `reqwest` client, and [`HttpClient`], which
+//!   sends requests with the plugin's headers under a [`Deadline`], reads
+//!   error answers ([`ErrorResponse`]) and bodies.
+//! - [`error`]: HTTP status → Genkit [`StatusCode`](genkit_core::StatusCode),
+//!   `Retry-After`, message excerpts, and the `details` of a
+//!   [`genkit_core::Error`] (`httpStatus`, `retryAfterMs`, ...).
+//! - [`stream`]: Server-Sent Events and newline-delimited JSON bodies read
+//!   frame by frame with idle timeouts, and [`fold_stream`], which feeds
+//!   them to a provider's parser until it is done or the body ends.
+//! - [`until_cancelled`]: runs a call until the action is cancelled, dropping
+//!   the HTTP request with it.
+//! - [`plugin`]: builder validation, sensitive extra headers, model and
+//!   embedder spec lists, and the checks every text embedder makes.
+//! - `test_server` (feature `test-server`): a scripted HTTP server on
+//!   127.0.0.1 for wire tests.
+
+#![warn(missing_docs)]
+
+mod call;
+pub mod error;
+pub mod http;
+pub mod plugin;
+mod secret;
+pub mod stream;
+#[cfg(feature = "test-server")]
+pub mod test_server;
+
+pub use call::until_cancelled;
+pub use error::{BodyError, ErrorResponse, HttpError};
+pub use http::{Deadline, HttpClient, HttpClientBuilder};
+pub use secret::{ApiKey, InvalidKeyHeader};
+pub use stream::{Frame, FrameReader, StreamFold, fold_stream};
