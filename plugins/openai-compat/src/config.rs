@@ -1,7 +1,7 @@
 //! [`OpenAiConfig`]: the `config` a request to an OpenAI-compatible model
 //! accepts, and how each field maps onto the Chat Completions body.
 
-use crate::secret::ApiKey;
+use genkit_provider::ApiKey;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -97,18 +97,7 @@ impl OpenAiConfig {
     /// Reads a request's `config` (absent or `null` gives the defaults).
     /// `null` members are treated as absent.
     pub fn from_value(config: Option<&Value>) -> Result<Self, serde_json::Error> {
-        match config {
-            None | Some(Value::Null) => Ok(Self::default()),
-            Some(Value::Object(map)) => {
-                let cleaned: Map<String, Value> = map
-                    .iter()
-                    .filter(|(_, v)| !v.is_null())
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect();
-                serde_json::from_value(Value::Object(cleaned))
-            }
-            Some(other) => serde_json::from_value(other.clone()),
-        }
+        genkit_provider::plugin::parse_options(config)
     }
 }
 

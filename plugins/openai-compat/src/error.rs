@@ -1,11 +1,11 @@
 //! Provider failures and how they map to Genkit statuses.
 
 use genkit_core::{Error, StatusCode};
+use genkit_provider::HttpError;
+pub(crate) use genkit_provider::error::excerpt;
+use genkit_provider::error::{http_error_details, to_genkit_error};
 use serde_json::{Value, json};
 use std::time::Duration;
-
-/// Longest provider message or body excerpt kept in an error.
-const MAX_MESSAGE_CHARS: usize = 2_000;
 
 /// Something that went wrong talking to an OpenAI-compatible server.
 #[derive(Debug, thiserror::Error)]
@@ -102,20 +102,45 @@ impl ProviderError {
                 code,
                 retry_after,
                 ..
-            } => {
-                let mut d = json!({ "httpStatus": status });
-                if let Some(code) = code {
-                    d["code"] = Value::from(code.clone());
-                }
-                if let Some(after) = retry_after {
-                    d["retryAfterMs"] = Value::from(after.as_millis() as u64);
-                }
-                Some(d)
-            }
+            } => Some(http_error_details(
+                *status,
+                [("code", code.clone().map(Value::from))],
+                *retry_after,
+            )),
             ProviderError::StreamError {
                 code: Some(code), ..
             } => Some(json!({ "code": code })),
             _ => None,
+        }
+    }
+
+    /// The failure of an exchange with the server of plugin `provider`,
+    /// whose request timeout is `timeout`: error answers are read for the
+    /// provider's message and code.
+    pub(crate) fn from_http(provider: &str, timeout: Duration, e: HttpError) -> Self {
+        let provider = provider.to_owned();
+        match e {
+            HttpError::Timeout { what, .. } => ProviderError::Timeout {
+                provider,
+                timeout,
+                what,
+            },
+            HttpError::Transport { url, source } => ProviderError::Transport {
+                provider,
+                url,
+                source,
+            },
+            HttpError::Malformed(detail) => ProviderError::Malformed { provider, detail },
+            HttpError::Status(response) => {
+                let (message, code) = parse_error_body(&response.text());
+                ProviderError::Api {
+                    provider,
+                    status: response.status,
+                    message,
+                    code,
+                    retry_after: response.retry_after(),
+                }
+            }
         }
     }
 }
@@ -134,21 +159,7 @@ impl From<ProviderError> for Error {
     fn from(e: ProviderError) -> Self {
         let status = e.status();
         let details = e.details();
-        let message = e.to_string();
-        let mut err = Error::new(status, message);
-        if let Some(d) = details {
-            err = err.with_details(d);
-        }
-        err.with_source(e)
-    }
-}
-
-/// Shortens `text` to at most [`MAX_MESSAGE_CHARS`] characters.
-pub(crate) fn excerpt(text: &str) -> String {
-    let text = text.trim();
-    match text.char_indices().nth(MAX_MESSAGE_CHARS) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
+        to_genkit_error(status, e, details)
     }
 }
 
@@ -198,19 +209,10 @@ pub(crate) fn error_message_of(v: &Value) -> Option<(String, Option<String>)> {
         .map(|m| (excerpt(&as_text(m)), None))
 }
 
-/// Parses a `Retry-After` header given in seconds.
-pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
-    value
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(Duration::from_secs_f64)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use genkit_provider::error::{MAX_MESSAGE_CHARS, parse_retry_after};
 
     fn api(status: u16) -> ProviderError {
         ProviderError::Api {

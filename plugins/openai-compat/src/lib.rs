@@ -62,16 +62,15 @@ mod error;
 mod model;
 mod models;
 mod plugin;
-mod secret;
 mod stream;
 mod wire;
 
 pub use config::{OpenAiConfig, StructuredOutputStyle, VisualDetailLevel};
 pub use embedder::EmbedConfig;
 pub use error::ProviderError;
+pub use genkit_provider::ApiKey;
 pub use models::{EmbedderSpec, ModelSpec, TokenLimitField, openai_embedders, openai_models};
 pub use plugin::{
     API_KEY_ENV, DEFAULT_BASE_URL, DEFAULT_NAME, DEFAULT_TIMEOUT, OpenAiCompatible,
     OpenAiCompatibleBuilder,
 };
-pub use secret::ApiKey;

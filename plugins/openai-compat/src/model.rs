@@ -8,7 +8,8 @@ use crate::plugin::Shared;
 use crate::stream::read_stream;
 use genkit_ai::model::{Model, ModelCtx, ModelOptions};
 use genkit_ai::types::{GenerateRequest, GenerateResponse};
-use genkit_core::{Error, Result};
+use genkit_core::Result;
+use genkit_provider::until_cancelled;
 use std::sync::Arc;
 
 /// Builds the model action for `spec`.
@@ -41,10 +42,10 @@ async fn generate(
     let client = &shared.client;
     let work = async {
         if streaming {
-            let response = client
+            let events = client
                 .post_stream("chat/completions", &built.body, key)
                 .await?;
-            read_stream(client, response, |chunk| ctx.send_chunk(chunk)).await
+            read_stream(client, events, |chunk| ctx.send_chunk(chunk)).await
         } else {
             let raw = client
                 .post_json("chat/completions", &built.body, key)
@@ -52,9 +53,5 @@ async fn generate(
             from_completion(client.provider(), raw)
         }
     };
-    tokio::select! {
-        biased;
-        _ = ctx.cancel.cancelled() => Err(Error::cancelled()),
-        result = work => result.map_err(Error::from),
-    }
+    until_cancelled(&ctx.cancel, work).await
 }

@@ -2,6 +2,7 @@
 //! capabilities, and the wire details that differ between them.
 
 use genkit_ai::types::{ConstrainedSupport, ModelSupports};
+use genkit_provider::plugin::Spec;
 
 /// Which body field carries a token limit given as `maxOutputTokens`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -129,6 +130,26 @@ impl EmbedderSpec {
     pub fn label(mut self, label: impl Into<String>) -> Self {
         self.label = Some(label.into());
         self
+    }
+}
+
+impl Spec for ModelSpec {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn unlisted(name: &str) -> Self {
+        ModelSpec::new(name)
+    }
+}
+
+impl Spec for EmbedderSpec {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn unlisted(name: &str) -> Self {
+        EmbedderSpec::new(name)
     }
 }
 

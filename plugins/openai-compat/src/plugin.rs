@@ -5,12 +5,12 @@ use crate::config::StructuredOutputStyle;
 use crate::embedder::build_embedder;
 use crate::model::build_model;
 use crate::models::{EmbedderSpec, ModelSpec, openai_embedders, openai_models};
-use crate::secret::ApiKey;
 use async_trait::async_trait;
 use genkit_core::{
     ActionDesc, ActionKind, DynAction, Error, IntoDynAction, Plugin, Registry, Result,
 };
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use genkit_provider::ApiKey;
+use genkit_provider::plugin::{SpecList, header_map, validate_http_url, validate_name};
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -30,8 +30,8 @@ pub(crate) struct Shared {
     pub(crate) client: Client,
     pub(crate) structured_output: StructuredOutputStyle,
     require_api_key: bool,
-    models: Vec<ModelSpec>,
-    embedders: Vec<EmbedderSpec>,
+    models: SpecList<ModelSpec>,
+    embedders: SpecList<EmbedderSpec>,
     listed: OnceLock<Vec<ActionDesc>>,
 }
 
@@ -47,22 +47,6 @@ impl Shared {
             )));
         }
         Ok(over)
-    }
-
-    fn model_spec(&self, name: &str) -> ModelSpec {
-        self.models
-            .iter()
-            .find(|m| m.name == name)
-            .cloned()
-            .unwrap_or_else(|| ModelSpec::new(name))
-    }
-
-    fn embedder_spec(&self, name: &str) -> EmbedderSpec {
-        self.embedders
-            .iter()
-            .find(|e| e.name == name)
-            .cloned()
-            .unwrap_or_else(|| EmbedderSpec::new(name))
     }
 }
 
@@ -84,8 +68,8 @@ impl fmt::Debug for OpenAiCompatible {
         f.debug_struct("OpenAiCompatible")
             .field("name", &self.shared.name)
             .field("client", &self.shared.client)
-            .field("models", &self.shared.models.len())
-            .field("embedders", &self.shared.embedders.len())
+            .field("models", &self.shared.models.as_slice().len())
+            .field("embedders", &self.shared.embedders.as_slice().len())
             .finish()
     }
 }
@@ -113,22 +97,24 @@ impl OpenAiCompatible {
 
     /// The models it lists.
     pub fn models(&self) -> &[ModelSpec] {
-        &self.shared.models
+        self.shared.models.as_slice()
     }
 
     /// The embedders it lists.
     pub fn embedders(&self) -> &[EmbedderSpec] {
-        &self.shared.embedders
+        self.shared.embedders.as_slice()
     }
 
     fn listed_actions(&self) -> Vec<DynAction> {
         let s = &self.shared;
         let models = s
             .models
+            .as_slice()
             .iter()
             .map(|m| build_model(s.clone(), m.clone()).into_dyn());
         let embedders = s
             .embedders
+            .as_slice()
             .iter()
             .map(|e| build_embedder(s.clone(), e.clone()).into_dyn());
         models.chain(embedders).collect()
@@ -156,9 +142,11 @@ impl Plugin for OpenAiCompatible {
     ) -> Result<Option<DynAction>> {
         let s = &self.shared;
         Ok(match kind {
-            ActionKind::Model => Some(build_model(s.clone(), s.model_spec(name)).into_dyn()),
+            ActionKind::Model => {
+                Some(build_model(s.clone(), s.models.get_or_unlisted(name)).into_dyn())
+            }
             ActionKind::Embedder => {
-                Some(build_embedder(s.clone(), s.embedder_spec(name)).into_dyn())
+                Some(build_embedder(s.clone(), s.embedders.get_or_unlisted(name)).into_dyn())
             }
             _ => None,
         })
@@ -197,8 +185,8 @@ pub struct OpenAiCompatibleBuilder {
     require_api_key: Option<bool>,
     headers: Vec<(String, String)>,
     timeout: Duration,
-    models: Vec<ModelSpec>,
-    embedders: Vec<EmbedderSpec>,
+    models: SpecList<ModelSpec>,
+    embedders: SpecList<EmbedderSpec>,
     structured_output: StructuredOutputStyle,
 }
 
@@ -214,8 +202,8 @@ impl fmt::Debug for OpenAiCompatibleBuilder {
                 &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
             )
             .field("timeout", &self.timeout)
-            .field("models", &self.models.len())
-            .field("embedders", &self.embedders.len())
+            .field("models", &self.models.as_slice().len())
+            .field("embedders", &self.embedders.as_slice().len())
             .field("structured_output", &self.structured_output)
             .finish()
     }
@@ -231,8 +219,8 @@ impl Default for OpenAiCompatibleBuilder {
             require_api_key: None,
             headers: Vec::new(),
             timeout: DEFAULT_TIMEOUT,
-            models: openai_models(),
-            embedders: openai_embedders(),
+            models: SpecList::new(openai_models()),
+            embedders: SpecList::new(openai_embedders()),
             structured_output: StructuredOutputStyle::default(),
         }
     }
@@ -287,27 +275,25 @@ impl OpenAiCompatibleBuilder {
 
     /// Replaces the list of known chat models.
     pub fn models(mut self, models: impl IntoIterator<Item = ModelSpec>) -> Self {
-        self.models = models.into_iter().collect();
+        self.models = SpecList::new(models);
         self
     }
 
     /// Adds (or replaces, by name) one known chat model.
     pub fn model(mut self, model: ModelSpec) -> Self {
-        self.models.retain(|m| m.name != model.name);
-        self.models.push(model);
+        self.models.upsert(model);
         self
     }
 
     /// Replaces the list of known embedders.
     pub fn embedders(mut self, embedders: impl IntoIterator<Item = EmbedderSpec>) -> Self {
-        self.embedders = embedders.into_iter().collect();
+        self.embedders = SpecList::new(embedders);
         self
     }
 
     /// Adds (or replaces, by name) one known embedder.
     pub fn embedder(mut self, embedder: EmbedderSpec) -> Self {
-        self.embedders.retain(|e| e.name != embedder.name);
-        self.embedders.push(embedder);
+        self.embedders.upsert(embedder);
         self
     }
 
@@ -320,42 +306,21 @@ impl OpenAiCompatibleBuilder {
     /// Builds the plugin. Fails with `INVALID_ARGUMENT` for an empty name, a
     /// base URL that is not `http(s)`, or an invalid header.
     pub fn build(self) -> Result<OpenAiCompatible> {
-        if self.name.is_empty() || self.name.contains('/') {
-            return Err(Error::invalid_argument(format!(
-                "plugin name `{}` must be non-empty and hold no `/`",
-                self.name
-            )));
-        }
-        let url = reqwest::Url::parse(&self.base_url)
-            .map_err(|e| Error::invalid_argument(format!("base URL `{}`: {e}", self.base_url)))?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(Error::invalid_argument(format!(
-                "base URL `{}` must be http or https",
-                self.base_url
-            )));
-        }
+        validate_name(&self.name)?;
+        validate_http_url("base URL", &self.base_url)?;
         let is_openai = self.base_url.trim_end_matches('/') == DEFAULT_BASE_URL;
         let api_key = self
             .api_key
             .or_else(|| self.api_key_env.as_deref().and_then(ApiKey::from_env))
             .or_else(|| is_openai.then(|| ApiKey::from_env(API_KEY_ENV)).flatten());
-        let mut headers = HeaderMap::new();
-        for (name, value) in &self.headers {
-            let n = HeaderName::try_from(name.as_str())
-                .map_err(|e| Error::invalid_argument(format!("header name `{name}`: {e}")))?;
-            let v = HeaderValue::try_from(value.as_str()).map_err(|_| {
-                Error::invalid_argument(format!("the value of header `{name}` is not valid"))
-            })?;
-            headers.append(n, v);
-        }
+        let headers = header_map(&self.headers)?;
         let client = Client::new(
             self.name.clone(),
             &self.base_url,
             api_key,
             headers,
             self.timeout,
-        )
-        .map_err(|e| Error::internal(format!("building the HTTP client: {e}")))?;
+        )?;
         Ok(OpenAiCompatible {
             shared: Arc::new(Shared {
                 name: self.name,

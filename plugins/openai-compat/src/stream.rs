@@ -6,10 +6,9 @@ use crate::client::Client;
 use crate::convert::response::{assemble, push_text_parts, tool_request_part};
 use crate::error::{ProviderError, error_message_of, excerpt};
 use crate::wire::{ChatCompletionChunk, ToolCallDelta, Usage};
-use eventsource_stream::{EventStreamError, Eventsource};
-use futures::StreamExt;
 use genkit_ai::extract::parse_partial_json;
 use genkit_ai::types::{GenerateResponse, GenerateResponseChunk, Part, ToolRequest};
+use genkit_provider::{Frame, FrameReader, StreamFold, fold_stream};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
@@ -53,11 +52,6 @@ impl StreamState {
             created: None,
             done: false,
         }
-    }
-
-    /// Whether `[DONE]` arrived.
-    pub(crate) fn is_done(&self) -> bool {
-        self.done
     }
 
     fn malformed(&self, detail: String) -> ProviderError {
@@ -232,46 +226,46 @@ impl StreamState {
     }
 }
 
-/// Reads an SSE response to the end, sending a chunk for each event that
-/// adds content. Waiting longer than the client's timeout for the next event
-/// is `DEADLINE_EXCEEDED`; a stream that breaks off is an error.
+impl StreamFold for StreamState {
+    type Output = GenerateResponse;
+    type Error = ProviderError;
+
+    fn push(
+        &mut self,
+        frame: Frame,
+        emit: &mut dyn FnMut(GenerateResponseChunk),
+    ) -> Result<(), ProviderError> {
+        if let Some(chunk) = self.on_event(&frame.event, &frame.data)? {
+            emit(chunk);
+        }
+        Ok(())
+    }
+
+    /// Whether `[DONE]` arrived.
+    fn is_done(&self) -> bool {
+        self.done
+    }
+
+    fn finish(self) -> Result<GenerateResponse, ProviderError> {
+        StreamState::finish(self)
+    }
+}
+
+/// Reads an SSE answer until `[DONE]` or its end, sending a chunk for each
+/// event that adds content. Waiting longer than the client's timeout for the
+/// next event is `DEADLINE_EXCEEDED`; a stream that breaks off is an error.
 pub(crate) async fn read_stream(
     client: &Client,
-    response: reqwest::Response,
+    events: FrameReader,
     send: impl Fn(GenerateResponseChunk),
 ) -> Result<GenerateResponse, ProviderError> {
-    let mut events = response.bytes_stream().eventsource();
-    let mut state = StreamState::new(client.provider());
-    while !state.is_done() {
-        let next = tokio::time::timeout(client.timeout(), events.next())
-            .await
-            .map_err(|_| ProviderError::Timeout {
-                provider: client.provider().to_owned(),
-                timeout: client.timeout(),
-                what: "waiting for the next stream event",
-            })?;
-        let event = match next {
-            None => break,
-            Some(Ok(event)) => event,
-            Some(Err(EventStreamError::Transport(source))) => {
-                return Err(ProviderError::Transport {
-                    provider: client.provider().to_owned(),
-                    url: client.base_url().to_owned(),
-                    source,
-                });
-            }
-            Some(Err(e)) => {
-                return Err(ProviderError::Malformed {
-                    provider: client.provider().to_owned(),
-                    detail: format!("the event stream does not parse: {e}"),
-                });
-            }
-        };
-        if let Some(chunk) = state.on_event(&event.event, &event.data)? {
-            send(chunk);
-        }
-    }
-    state.finish()
+    fold_stream(
+        events,
+        StreamState::new(client.provider()),
+        |e| client.error(e),
+        send,
+    )
+    .await
 }
 
 #[cfg(test)]

@@ -2,9 +2,6 @@
 //! the exact requests it sends and answers in the Chat Completions /
 //! Embeddings wire format.
 
-mod common;
-
-use common::{MockServer, Reply, StreamEnd};
 use futures::StreamExt;
 use genkit_ai::embedder::{embed, embed_many};
 use genkit_ai::generate::{GenerateOptions, generate, generate_stream};
@@ -14,16 +11,17 @@ use genkit_ai::tool::Tool;
 use genkit_ai::types::{DocumentData, FinishReason, Part, ToolChoice};
 use genkit_core::{ActionKind, CancellationToken, Registry, StatusCode};
 use genkit_openai::{ModelSpec, OpenAiCompatible, OpenAiCompatibleBuilder, StructuredOutputStyle};
+use genkit_provider::test_server::{End, Reply, TestServer, sse_data};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 const KEY: &str = "sk-test-secret-123";
 
-fn builder(server: &MockServer) -> OpenAiCompatibleBuilder {
+fn builder(server: &TestServer) -> OpenAiCompatibleBuilder {
     OpenAiCompatible::builder()
         .base_url(format!("{}/v1", server.url))
         .api_key(KEY)
@@ -39,8 +37,8 @@ fn registry(plugin: OpenAiCompatible) -> Registry {
     registry
 }
 
-async fn setup(replies: Vec<Reply>) -> (MockServer, Registry) {
-    let server = MockServer::start(replies).await;
+async fn setup(replies: Vec<Reply>) -> (TestServer, Registry) {
+    let server = TestServer::start(replies).await;
     let reg = registry(builder(&server).build().expect("build"));
     (server, reg)
 }
@@ -69,6 +67,12 @@ fn tool_calls_completion(calls: Value) -> Value {
         json!({"role": "assistant", "content": null, "tool_calls": calls}),
         "tool_calls",
     )
+}
+
+/// An SSE reply of `data:` events (each JSON value, then `[DONE]`).
+fn sse_done(events: Vec<Value>) -> Reply {
+    let frames = events.iter().map(|e| sse_data(&e.to_string()));
+    Reply::sse(frames.chain([sse_data("[DONE]")]))
 }
 
 fn chunk(delta: Value, finish: Option<&str>) -> Value {
@@ -113,7 +117,7 @@ fn weather_tool_json() -> Value {
 
 #[tokio::test]
 async fn generate_sends_the_exact_request_and_reads_the_answer() {
-    let (server, reg) = setup(vec![Reply::ok(text_completion("Paris."))]).await;
+    let (server, reg) = setup(vec![Reply::json(text_completion("Paris."))]).await;
     let response = bounded(generate(
         &reg,
         GenerateOptions::prompt(vec![
@@ -173,7 +177,7 @@ async fn finish_reasons_map_to_genkit() {
         ("length", FinishReason::Length),
         ("something_new", FinishReason::Other),
     ] {
-        let (_server, reg) = setup(vec![Reply::ok(completion(
+        let (_server, reg) = setup(vec![Reply::json(completion(
             json!({"role": "assistant", "content": "x"}),
             wire,
         ))])
@@ -188,7 +192,7 @@ async fn finish_reasons_map_to_genkit() {
     }
     // A filtered answer is `blocked`, which `generate` turns into an error
     // carrying the response.
-    let (_server, reg) = setup(vec![Reply::ok(completion(
+    let (_server, reg) = setup(vec![Reply::json(completion(
         json!({"role": "assistant", "content": ""}),
         "content_filter",
     ))])
@@ -211,10 +215,10 @@ async fn finish_reasons_map_to_genkit() {
 #[tokio::test]
 async fn tool_loop_sends_the_tool_result_back() {
     let (server, reg) = setup(vec![
-        Reply::ok(tool_calls_completion(json!([
+        Reply::json(tool_calls_completion(json!([
             {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Paris\"}"}}
         ]))),
-        Reply::ok(text_completion("It is 18 °C in Paris.")),
+        Reply::json(text_completion("It is 18 °C in Paris.")),
     ])
     .await;
     let calls = Arc::new(AtomicUsize::new(0));
@@ -258,11 +262,11 @@ async fn tool_loop_sends_the_tool_result_back() {
 #[tokio::test]
 async fn parallel_tool_calls_all_run_and_answer() {
     let (server, reg) = setup(vec![
-        Reply::ok(tool_calls_completion(json!([
+        Reply::json(tool_calls_completion(json!([
             {"id": "call_p", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Paris\"}"}},
             {"id": "call_r", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Rome\"}"}}
         ]))),
-        Reply::ok(text_completion("Paris 18, Rome 25.")),
+        Reply::json(text_completion("Paris 18, Rome 25.")),
     ])
     .await;
     let calls = Arc::new(AtomicUsize::new(0));
@@ -290,7 +294,7 @@ async fn parallel_tool_calls_all_run_and_answer() {
 
 #[tokio::test]
 async fn required_tool_choice_with_one_tool_names_it() {
-    let (server, reg) = setup(vec![Reply::ok(tool_calls_completion(json!([
+    let (server, reg) = setup(vec![Reply::json(tool_calls_completion(json!([
         {"id": "c", "type": "function", "function": {"name": "weather", "arguments": "{ \"city\": \"Oslo\" }"}}
     ])))])
     .await;
@@ -319,7 +323,7 @@ async fn required_tool_choice_with_one_tool_names_it() {
 
 #[tokio::test]
 async fn streamed_text_arrives_in_chunks() {
-    let (server, reg) = setup(vec![Reply::sse_done(vec![
+    let (server, reg) = setup(vec![sse_done(vec![
         chunk(json!({"role": "assistant", "content": ""}), None),
         chunk(json!({"content": "Hel"}), None),
         chunk(json!({"content": "lo!"}), None),
@@ -355,7 +359,7 @@ async fn streamed_tool_calls_are_assembled_across_chunks() {
         chunk(json!({"tool_calls": [call]}), None)
     };
     let (server, reg) = setup(vec![
-        Reply::sse_done(vec![
+        sse_done(vec![
             chunk(json!({"role": "assistant", "content": null}), None),
             frag(0, Some("call_p"), Some("weather"), ""),
             frag(0, None, None, "{\"ci"),
@@ -365,7 +369,7 @@ async fn streamed_tool_calls_are_assembled_across_chunks() {
             frag(0, None, None, "is\"}"),
             chunk(json!({}), Some("tool_calls")),
         ]),
-        Reply::sse_done(vec![
+        sse_done(vec![
             chunk(json!({"content": "Both "}), None),
             chunk(json!({"content": "nice."}), None),
             chunk(json!({}), Some("stop")),
@@ -418,7 +422,7 @@ struct Person {
 
 #[tokio::test]
 async fn structured_output_uses_response_format() {
-    let (server, reg) = setup(vec![Reply::ok(text_completion(
+    let (server, reg) = setup(vec![Reply::json(text_completion(
         "{\"name\": \"Mara\", \"age\": 25}",
     ))])
     .await;
@@ -448,7 +452,7 @@ async fn structured_output_uses_response_format() {
 
 #[tokio::test]
 async fn structured_output_in_llama_cpp_style_streams() {
-    let server = MockServer::start(vec![Reply::sse_done(vec![
+    let server = TestServer::start(vec![sse_done(vec![
         chunk(json!({"content": "{\"name\": "}), None),
         chunk(json!({"content": "\"Ada\", \"age\": 3"}), None),
         chunk(json!({"content": "6}"}), None),
@@ -504,7 +508,7 @@ async fn http_errors_map_to_statuses_with_the_provider_message() {
     for (http, status) in cases {
         let body = json!({"error": {"message": format!("provider says {http}"),
                                     "type": "invalid_request_error", "param": null, "code": "some_code"}});
-        let (_server, reg) = setup(vec![Reply::Json(http, body, Vec::new())]).await;
+        let (_server, reg) = setup(vec![Reply::status(http, body)]).await;
         let err = bounded(generate(
             &reg,
             GenerateOptions::prompt("hi").model("openai/gpt-4o"),
@@ -521,12 +525,7 @@ async fn http_errors_map_to_statuses_with_the_provider_message() {
         assert!(!all.contains(KEY), "the API key leaked: {all}");
     }
     // A non-JSON error body is quoted.
-    let (_server, reg) = setup(vec![Reply::Raw(
-        500,
-        "text/plain",
-        "Internal Server Error".into(),
-    )])
-    .await;
+    let (_server, reg) = setup(vec![Reply::raw(500, "text/plain", "Internal Server Error")]).await;
     let err = bounded(generate(
         &reg,
         GenerateOptions::prompt("hi").model("openai/gpt-4o"),
@@ -540,12 +539,12 @@ async fn http_errors_map_to_statuses_with_the_provider_message() {
 #[tokio::test]
 async fn rate_limits_are_retried_by_the_retry_middleware() {
     let (server, reg) = setup(vec![
-        Reply::Json(
+        Reply::status(
             429,
             json!({"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}),
-            vec![("retry-after", "0".into())],
-        ),
-        Reply::ok(text_completion("ok")),
+        )
+        .header("retry-after", "0"),
+        Reply::json(text_completion("ok")),
     ])
     .await;
     let retried = Arc::new(AtomicUsize::new(0));
@@ -578,7 +577,7 @@ async fn a_stream_cut_off_midway_is_an_error() {
         "data: {}\n\n",
         chunk(json!({"content": "Hel"}), None)
     )];
-    let (_s, reg) = setup(vec![Reply::Sse(frames.clone(), StreamEnd::Close)]).await;
+    let (_s, reg) = setup(vec![Reply::sse(frames.clone())]).await;
     let mut stream = generate_stream(&reg, GenerateOptions::prompt("hi").model("openai/gpt-4o"));
     while bounded(stream.next()).await.is_some() {}
     let err = bounded(stream.response()).await.expect_err("cut off");
@@ -590,7 +589,7 @@ async fn a_stream_cut_off_midway_is_an_error() {
     );
 
     // The connection breaks mid-body.
-    let (_s, reg) = setup(vec![Reply::Sse(frames, StreamEnd::Abort)]).await;
+    let (_s, reg) = setup(vec![Reply::sse(frames).ending(End::Abort)]).await;
     let err = bounded(
         generate_stream(&reg, GenerateOptions::prompt("hi").model("openai/gpt-4o")).response(),
     )
@@ -605,7 +604,7 @@ async fn malformed_stream_events_and_stream_errors() {
         format!("data: {}\n\n", chunk(json!({"content": "a"}), None)),
         "data: {this is not json\n\n".to_owned(),
     ];
-    let (_s, reg) = setup(vec![Reply::Sse(frames, StreamEnd::Close)]).await;
+    let (_s, reg) = setup(vec![Reply::sse(frames)]).await;
     let err = bounded(
         generate_stream(&reg, GenerateOptions::prompt("hi").model("openai/gpt-4o")).response(),
     )
@@ -618,7 +617,7 @@ async fn malformed_stream_events_and_stream_errors() {
         format!("data: {}\n\n", chunk(json!({"content": "a"}), None)),
         "data: {\"error\": {\"message\": \"The server is overloaded\", \"type\": \"server_error\"}}\n\n".to_owned(),
     ];
-    let (_s, reg) = setup(vec![Reply::Sse(frames, StreamEnd::Close)]).await;
+    let (_s, reg) = setup(vec![Reply::sse(frames)]).await;
     let err = bounded(
         generate_stream(&reg, GenerateOptions::prompt("hi").model("openai/gpt-4o")).response(),
     )
@@ -628,12 +627,7 @@ async fn malformed_stream_events_and_stream_errors() {
     assert!(err.message().contains("The server is overloaded"), "{err}");
 
     // Non-JSON success bodies.
-    let (_s, reg) = setup(vec![Reply::Raw(
-        200,
-        "application/json",
-        "{\"choices\": [".into(),
-    )])
-    .await;
+    let (_s, reg) = setup(vec![Reply::raw(200, "application/json", "{\"choices\": [")]).await;
     let err = bounded(generate(
         &reg,
         GenerateOptions::prompt("hi").model("openai/gpt-4o"),
@@ -645,15 +639,13 @@ async fn malformed_stream_events_and_stream_errors() {
 
 #[tokio::test]
 async fn timeouts_are_deadline_exceeded() {
-    let server = MockServer::start(vec![
+    let server = TestServer::start(vec![
         Reply::Hang,
-        Reply::Sse(
-            vec![format!(
-                "data: {}\n\n",
-                chunk(json!({"content": "a"}), None)
-            )],
-            StreamEnd::Hang(Arc::default()),
-        ),
+        Reply::sse(vec![format!(
+            "data: {}\n\n",
+            chunk(json!({"content": "a"}), None)
+        )])
+        .ending(End::Hang),
     ])
     .await;
     let reg = registry(
@@ -680,14 +672,13 @@ async fn timeouts_are_deadline_exceeded() {
 
 #[tokio::test]
 async fn cancellation_drops_the_http_request() {
-    let dropped = Arc::new(AtomicBool::new(false));
-    let (_server, reg) = setup(vec![Reply::Sse(
-        vec![format!(
+    let (server, reg) = setup(vec![
+        Reply::sse(vec![format!(
             "data: {}\n\n",
             chunk(json!({"content": "first"}), None)
-        )],
-        StreamEnd::Hang(dropped.clone()),
-    )])
+        )])
+        .ending(End::Hang),
+    ])
     .await;
     let cancel = CancellationToken::new();
     let mut stream = generate_stream(
@@ -702,19 +693,14 @@ async fn cancellation_drops_the_http_request() {
     let err = bounded(stream.response()).await.expect_err("cancelled");
     assert_eq!(err.status(), StatusCode::Cancelled, "{err}");
     // The server sees the connection go away.
-    bounded(async {
-        while !dropped.load(Ordering::SeqCst) {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await;
+    bounded(server.wait_for_disconnect()).await;
 }
 
 // ---------------------------------------------------------------- keys
 
 #[tokio::test]
 async fn request_scoped_keys_and_missing_keys() {
-    let (server, reg) = setup(vec![Reply::ok(text_completion("ok"))]).await;
+    let (server, reg) = setup(vec![Reply::json(text_completion("ok"))]).await;
     bounded(generate(
         &reg,
         GenerateOptions::prompt("hi")
@@ -728,7 +714,7 @@ async fn request_scoped_keys_and_missing_keys() {
     assert!(req.body.get("apiKey").is_none() && req.body.get("api_key").is_none());
 
     // No key at all: nothing is sent when one is required.
-    let server = MockServer::start(vec![]).await;
+    let server = TestServer::start(vec![]).await;
     let plugin = OpenAiCompatible::builder()
         .base_url(format!("{}/v1", server.url))
         .require_api_key(true)
@@ -744,7 +730,7 @@ async fn request_scoped_keys_and_missing_keys() {
     assert!(server.requests().is_empty());
 
     // A local server without a key gets no Authorization header.
-    let server = MockServer::start(vec![Reply::ok(text_completion("ok"))]).await;
+    let server = TestServer::start(vec![Reply::json(text_completion("ok"))]).await;
     let plugin = OpenAiCompatible::builder()
         .name("local")
         .base_url(format!("{}/v1", server.url))
@@ -776,13 +762,13 @@ fn keys_never_show_in_debug_output() {
 #[tokio::test]
 async fn embeddings() {
     let (server, reg) = setup(vec![
-        Reply::ok(json!({"object": "list", "model": "text-embedding-3-small",
+        Reply::json(json!({"object": "list", "model": "text-embedding-3-small",
             "data": [
                 {"object": "embedding", "index": 1, "embedding": [0.5, 0.25]},
                 {"object": "embedding", "index": 0, "embedding": [1.0, -1.0]}
             ],
             "usage": {"prompt_tokens": 4, "total_tokens": 4}})),
-        Reply::ok(json!({"data": [{"index": 0, "embedding": [0.125]}]})),
+        Reply::json(json!({"data": [{"index": 0, "embedding": [0.125]}]})),
     ])
     .await;
     let out = bounded(embed_many(
@@ -822,7 +808,7 @@ async fn embeddings() {
 
 #[tokio::test]
 async fn embedding_count_mismatch_is_an_error() {
-    let (_server, reg) = setup(vec![Reply::ok(json!({"data": []}))]).await;
+    let (_server, reg) = setup(vec![Reply::json(json!({"data": []}))]).await;
     let err = bounded(embed(&reg, "openai/text-embedding-3-small", "x"))
         .await
         .expect_err("mismatch");
@@ -833,7 +819,7 @@ async fn embedding_count_mismatch_is_an_error() {
 
 #[tokio::test]
 async fn known_models_are_listed_and_others_resolved() {
-    let server = MockServer::start(vec![Reply::ok(text_completion("hi"))]).await;
+    let server = TestServer::start(vec![Reply::json(text_completion("hi"))]).await;
     let plugin = builder(&server).build().expect("build");
     let listed = genkit_core::Plugin::list_actions(&plugin)
         .await

@@ -2,7 +2,6 @@
 
 use crate::config::{OpenAiConfig, StructuredOutputStyle, VisualDetailLevel};
 use crate::models::{ModelSpec, TokenLimitField};
-use crate::secret::ApiKey;
 use crate::wire::{
     ChatMessage, ContentPart, FileData, FunctionCall, FunctionDef, ImageUrl, InputAudio,
     MessageContent, Tool, ToolCall,
@@ -12,6 +11,7 @@ use genkit_ai::types::{
     ToolDefinition, ToolRequest, ToolResponse,
 };
 use genkit_core::{Error, Result};
+use genkit_provider::ApiKey;
 use serde_json::{Map, Value, json};
 
 /// A request body ready to send, and the key to send it with.
