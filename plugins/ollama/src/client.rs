@@ -1,21 +1,21 @@
 //! The HTTP client: server address, extra headers, timeouts, and turning
-//! non-success answers into [`OllamaError`]s.
+//! failures into [`OllamaError`]s.
 
-use crate::error::{OllamaError, excerpt, parse_error_body};
+use crate::error::OllamaError;
+use genkit_provider::http::USER_AGENT;
+use genkit_provider::{Deadline, FrameReader, HttpClient, HttpClientBuilder, HttpError};
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 use std::fmt;
 use std::time::Duration;
 
-/// Longest time spent establishing a connection, whatever the request timeout.
-const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest line accepted (a line holds one token, or a whole tool call).
+const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
 /// A configured client for one Ollama server.
 pub(crate) struct Client {
-    http: reqwest::Client,
+    http: HttpClient,
     provider: String,
-    address: String,
-    headers: HeaderMap,
     timeout: Duration,
 }
 
@@ -23,8 +23,7 @@ impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Client")
             .field("provider", &self.provider)
-            .field("address", &self.address)
-            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("http", &self.http)
             .field("timeout", &self.timeout)
             .finish()
     }
@@ -32,25 +31,22 @@ impl fmt::Debug for Client {
 
 impl Client {
     /// A client for `address` (trailing `/` ignored). Extra headers are
-    /// marked sensitive (they may carry credentials of a proxy).
+    /// marked sensitive (they may carry credentials of a proxy). The timeout
+    /// bounds each wait: for the headers, for a whole body, between two
+    /// stream lines.
     pub(crate) fn new(
         provider: String,
         address: &str,
-        mut headers: HeaderMap,
+        headers: HeaderMap,
         timeout: Duration,
-    ) -> Result<Self, reqwest::Error> {
-        for value in headers.values_mut() {
-            value.set_sensitive(true);
-        }
-        let http = reqwest::Client::builder()
-            .connect_timeout(timeout.min(MAX_CONNECT_TIMEOUT))
-            .user_agent(concat!("genkit-rust/", env!("CARGO_PKG_VERSION")))
+    ) -> genkit_core::Result<Self> {
+        let http = HttpClientBuilder::new()
+            .connect_timeout(timeout)
+            .user_agent(USER_AGENT)
             .build()?;
         Ok(Self {
-            http,
+            http: HttpClient::new(http, address, Deadline::PerWait(timeout)).with_headers(headers),
             provider,
-            address: address.trim_end_matches('/').to_owned(),
-            headers,
             timeout,
         })
     }
@@ -60,117 +56,45 @@ impl Client {
         &self.provider
     }
 
-    /// The request timeout.
-    pub(crate) fn timeout(&self) -> Duration {
-        self.timeout
+    /// A failed exchange as an [`OllamaError`].
+    pub(crate) fn error(&self, e: HttpError) -> OllamaError {
+        OllamaError::from_http(&self.provider, self.timeout, e)
     }
 
-    /// `<address><path>`.
-    pub(crate) fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.address)
-    }
-
-    pub(crate) fn timed_out(&self, what: &'static str) -> OllamaError {
-        OllamaError::Timeout {
-            provider: self.provider.clone(),
-            timeout: self.timeout,
-            what,
-        }
-    }
-
-    pub(crate) fn transport(
-        &self,
-        path: &str,
-        source: impl std::error::Error + Send + Sync + 'static,
-    ) -> OllamaError {
-        OllamaError::Transport {
-            provider: self.provider.clone(),
-            url: self.url(path),
-            source: Box::new(source),
-        }
-    }
-
-    fn malformed(&self, detail: String) -> OllamaError {
-        OllamaError::Malformed {
-            provider: self.provider.clone(),
-            detail,
-        }
-    }
-
-    /// Sends a request and returns the response once its headers arrived
-    /// with a success status.
     async fn send(
         &self,
-        path: &str,
         request: reqwest::RequestBuilder,
     ) -> Result<reqwest::Response, OllamaError> {
-        let response =
-            tokio::time::timeout(self.timeout, request.headers(self.headers.clone()).send())
-                .await
-                .map_err(|_| self.timed_out("waiting for response headers"))?
-                .map_err(|e| {
-                    if e.is_timeout() {
-                        self.timed_out("waiting for the server")
-                    } else {
-                        self.transport(path, e)
-                    }
-                })?;
-        if response.status().is_success() {
-            return Ok(response);
-        }
-        let status = response.status().as_u16();
-        let body = match tokio::time::timeout(self.timeout, response.text()).await {
-            Ok(Ok(text)) => text,
-            Ok(Err(e)) => format!("(error body unreadable: {e})"),
-            Err(_) => "(error body not received in time)".to_owned(),
-        };
-        Err(OllamaError::Api {
-            provider: self.provider.clone(),
-            status,
-            message: parse_error_body(&body),
-        })
+        self.http.send(request).await.map_err(|e| self.error(e))
     }
 
-    async fn read_json(
-        &self,
-        path: &str,
-        response: reqwest::Response,
-    ) -> Result<Value, OllamaError> {
-        let bytes = tokio::time::timeout(self.timeout, response.bytes())
+    async fn read_json(&self, response: reqwest::Response) -> Result<Value, OllamaError> {
+        self.http
+            .read_json(response)
             .await
-            .map_err(|_| self.timed_out("reading the response body"))?
-            .map_err(|e| self.transport(path, e))?;
-        serde_json::from_slice(&bytes).map_err(|e| {
-            self.malformed(format!(
-                "the body is not JSON ({e}): {}",
-                excerpt(&String::from_utf8_lossy(&bytes))
-            ))
-        })
+            .map_err(|e| self.error(e))
     }
 
     /// `GET <path>`, returning the JSON answer.
     pub(crate) async fn get_json(&self, path: &str) -> Result<Value, OllamaError> {
-        let response = self.send(path, self.http.get(self.url(path))).await?;
-        self.read_json(path, response).await
+        let response = self.send(self.http.get(path)).await?;
+        self.read_json(response).await
     }
 
-    /// `POST <path>` with a JSON body, returning the JSON answer. The timeout
-    /// covers the whole exchange.
+    /// `POST <path>` with a JSON body, returning the JSON answer.
     pub(crate) async fn post_json(&self, path: &str, body: &Value) -> Result<Value, OllamaError> {
-        let response = self
-            .send(path, self.http.post(self.url(path)).json(body))
-            .await?;
-        self.read_json(path, response).await
+        let response = self.send(self.http.post(path).json(body)).await?;
+        self.read_json(response).await
     }
 
-    /// `POST <path>` with a JSON body, returning the response for streaming;
-    /// the timeout covers the wait for the headers.
+    /// `POST <path>` with a JSON body, returning the answer's
+    /// newline-delimited JSON lines.
     pub(crate) async fn post_stream(
         &self,
         path: &str,
         body: &Value,
-    ) -> Result<reqwest::Response, OllamaError> {
-        self.send(path, self.http.post(self.url(path)).json(body))
-            .await
+    ) -> Result<FrameReader, OllamaError> {
+        let response = self.send(self.http.post(path).json(body)).await?;
+        Ok(self.http.ndjson(response, MAX_LINE_BYTES))
     }
 }

@@ -53,16 +53,7 @@ impl OllamaConfig {
     /// Reads a request's `config` (absent or `null` gives the defaults);
     /// `null` members count as absent.
     pub fn from_value(config: Option<&Value>) -> Result<Self, serde_json::Error> {
-        match config {
-            None | Some(Value::Null) => Ok(Self::default()),
-            Some(Value::Object(map)) => serde_json::from_value(Value::Object(
-                map.iter()
-                    .filter(|(_, v)| !v.is_null())
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
-            )),
-            Some(other) => serde_json::from_value(other.clone()),
-        }
+        genkit_provider::plugin::parse_options(config)
     }
 
     /// The `options` object: mapped fields, then the other keys (which win).

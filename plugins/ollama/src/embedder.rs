@@ -4,11 +4,13 @@ use crate::error::excerpt;
 use crate::models::EmbedderSpec;
 use crate::plugin::Shared;
 use crate::wire::EmbedResponse as WireEmbedResponse;
-use genkit_ai::embedder::{
-    EmbedderAction, EmbedderInfo, EmbedderOptions, EmbedderSupports, embedder,
-};
+use genkit_ai::embedder::{EmbedderAction, EmbedderOptions, embedder};
 use genkit_ai::types::{EmbedRequest, EmbedResponse, Embedding};
 use genkit_core::{Error, Result};
+use genkit_provider::plugin::{
+    check_embedding_count, embed_options, embed_texts, text_embedder_info,
+};
+use genkit_provider::until_cancelled;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -39,18 +41,12 @@ pub struct EmbedConfig {
 
 /// Builds the embedder action for `spec`.
 pub(crate) fn build_embedder(shared: Arc<Shared>, spec: EmbedderSpec) -> EmbedderAction {
-    let info = EmbedderInfo {
-        label: Some(
-            spec.label
-                .clone()
-                .unwrap_or_else(|| format!("Ollama - {}", spec.name)),
-        ),
-        dimensions: spec.dimensions,
-        supports: Some(EmbedderSupports {
-            input: Some(vec!["text".into()]),
-            multilingual: None,
-        }),
-    };
+    let info = text_embedder_info(
+        spec.label
+            .clone()
+            .unwrap_or_else(|| format!("Ollama - {}", spec.name)),
+        spec.dimensions,
+    );
     let opts = EmbedderOptions::new(format!("{}/{}", shared.name, spec.name))
         .info(info)
         .config_json_schema(genkit_core::schema::schema_for::<EmbedConfig>());
@@ -58,13 +54,7 @@ pub(crate) fn build_embedder(shared: Arc<Shared>, spec: EmbedderSpec) -> Embedde
     embedder(opts, move |request: EmbedRequest, ctx| {
         let shared = shared.clone();
         let spec = spec.clone();
-        async move {
-            tokio::select! {
-                biased;
-                _ = ctx.cancel.cancelled() => Err(Error::cancelled()),
-                r = embed(&shared, &spec, request) => r,
-            }
-        }
+        async move { until_cancelled(&ctx.cancel, embed(&shared, &spec, request)).await }
     })
 }
 
@@ -78,23 +68,8 @@ async fn embed(
             embeddings: Vec::new(),
         });
     }
-    let config: EmbedConfig = match request.options {
-        None | Some(Value::Null) => EmbedConfig::default(),
-        Some(v) => serde_json::from_value(v).map_err(|e| {
-            Error::invalid_argument(format!("invalid options for embedder `{}`: {e}", spec.name))
-        })?,
-    };
-    let mut texts = Vec::with_capacity(request.input.len());
-    for (i, doc) in request.input.iter().enumerate() {
-        let text = doc.text();
-        if text.is_empty() {
-            return Err(Error::invalid_argument(format!(
-                "document {i} has no text: embedder `{}` embeds text only",
-                spec.name
-            )));
-        }
-        texts.push(Value::from(text));
-    }
+    let config: EmbedConfig = embed_options(&request, &spec.name)?;
+    let texts = embed_texts(&request, &spec.name)?;
     let mut body = Map::new();
     body.insert(
         "model".into(),
@@ -126,13 +101,7 @@ async fn embed(
             excerpt(&raw.to_string())
         ))
     })?;
-    if parsed.embeddings.len() != request.input.len() {
-        return Err(malformed(format!(
-            "{} embeddings for {} documents",
-            parsed.embeddings.len(),
-            request.input.len()
-        )));
-    }
+    check_embedding_count(&shared.name, parsed.embeddings.len(), request.input.len())?;
     Ok(EmbedResponse {
         embeddings: parsed
             .embeddings

@@ -1,11 +1,11 @@
 //! Ollama failures and how they map to Genkit statuses.
 
 use genkit_core::{Error, StatusCode};
-use serde_json::{Value, json};
+use genkit_provider::HttpError;
+pub(crate) use genkit_provider::error::excerpt;
+use genkit_provider::error::{http_error_details, to_genkit_error};
+use serde_json::Value;
 use std::time::Duration;
-
-/// Longest server message or body excerpt kept in an error.
-const MAX_MESSAGE_CHARS: usize = 2_000;
 
 /// Something that went wrong talking to an Ollama server.
 #[derive(Debug, thiserror::Error)]
@@ -86,27 +86,39 @@ impl OllamaError {
     }
 }
 
-impl From<OllamaError> for Error {
-    fn from(e: OllamaError) -> Self {
-        let status = e.status();
-        let details = match &e {
-            OllamaError::Api { status, .. } => Some(json!({ "httpStatus": status })),
-            _ => None,
-        };
-        let mut err = Error::new(status, e.to_string());
-        if let Some(d) = details {
-            err = err.with_details(d);
+impl OllamaError {
+    /// The failure of an exchange with the server of plugin `provider`,
+    /// whose request timeout is `timeout`.
+    pub(crate) fn from_http(provider: &str, timeout: Duration, e: HttpError) -> Self {
+        let provider = provider.to_owned();
+        match e {
+            HttpError::Timeout { what, .. } => OllamaError::Timeout {
+                provider,
+                timeout,
+                what,
+            },
+            HttpError::Transport { url, source } => OllamaError::Transport {
+                provider,
+                url,
+                source: Box::new(source),
+            },
+            HttpError::Malformed(detail) => OllamaError::Malformed { provider, detail },
+            HttpError::Status(response) => OllamaError::Api {
+                provider,
+                status: response.status,
+                message: parse_error_body(&response.text()),
+            },
         }
-        err.with_source(e)
     }
 }
 
-/// Shortens `text` to at most [`MAX_MESSAGE_CHARS`] characters.
-pub(crate) fn excerpt(text: &str) -> String {
-    let text = text.trim();
-    match text.char_indices().nth(MAX_MESSAGE_CHARS) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
+impl From<OllamaError> for Error {
+    fn from(e: OllamaError) -> Self {
+        let details = match &e {
+            OllamaError::Api { status, .. } => Some(http_error_details(*status, [], None)),
+            _ => None,
+        };
+        to_genkit_error(e.status(), e, details)
     }
 }
 
@@ -132,6 +144,7 @@ pub(crate) fn parse_error_body(body: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn api(status: u16) -> OllamaError {
         OllamaError::Api {

@@ -8,7 +8,8 @@ use crate::plugin::Shared;
 use crate::stream::read_stream;
 use genkit_ai::model::{Model, ModelCtx, ModelOptions};
 use genkit_ai::types::{GenerateRequest, GenerateResponse};
-use genkit_core::{Error, Result};
+use genkit_core::Result;
+use genkit_provider::until_cancelled;
 use std::sync::Arc;
 
 const CHAT_PATH: &str = "/api/chat";
@@ -43,8 +44,8 @@ async fn generate(
     let client = &shared.client;
     let work = async {
         if streaming {
-            let response = client.post_stream(CHAT_PATH, &body).await?;
-            read_stream(client, CHAT_PATH, response, &request.messages, |chunk| {
+            let lines = client.post_stream(CHAT_PATH, &body).await?;
+            read_stream(client, lines, &request.messages, |chunk| {
                 ctx.send_chunk(chunk)
             })
             .await
@@ -55,9 +56,5 @@ async fn generate(
             state.finish(&request.messages)
         }
     };
-    tokio::select! {
-        biased;
-        _ = ctx.cancel.cancelled() => Err(Error::cancelled()),
-        result = work => result.map_err(Error::from),
-    }
+    until_cancelled(&ctx.cancel, work).await
 }

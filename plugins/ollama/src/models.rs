@@ -1,6 +1,7 @@
 //! What the plugin knows about models and embedders.
 
 use genkit_ai::types::{ConstrainedSupport, ModelSupports};
+use genkit_provider::plugin::Spec;
 
 /// A chat model the plugin offers.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,6 +92,26 @@ impl EmbedderSpec {
     pub fn label(mut self, label: impl Into<String>) -> Self {
         self.label = Some(label.into());
         self
+    }
+}
+
+impl Spec for ModelSpec {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn unlisted(name: &str) -> Self {
+        ModelSpec::new(name)
+    }
+}
+
+impl Spec for EmbedderSpec {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn unlisted(name: &str) -> Self {
+        EmbedderSpec::new(name)
     }
 }
 

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use genkit_core::{
     ActionDesc, ActionKind, DynAction, Error, IntoDynAction, Plugin, Registry, Result,
 };
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use genkit_provider::plugin::{SpecList, header_map, validate_http_url, validate_name};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,26 +26,8 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 pub(crate) struct Shared {
     pub(crate) name: String,
     pub(crate) client: Client,
-    models: Vec<ModelSpec>,
-    embedders: Vec<EmbedderSpec>,
-}
-
-impl Shared {
-    fn model_spec(&self, name: &str) -> ModelSpec {
-        self.models
-            .iter()
-            .find(|m| m.name == name)
-            .cloned()
-            .unwrap_or_else(|| ModelSpec::new(name))
-    }
-
-    fn embedder_spec(&self, name: &str) -> EmbedderSpec {
-        self.embedders
-            .iter()
-            .find(|e| e.name == name)
-            .cloned()
-            .unwrap_or_else(|| EmbedderSpec::new(name))
-    }
+    models: SpecList<ModelSpec>,
+    embedders: SpecList<EmbedderSpec>,
 }
 
 /// The Ollama plugin: chat models (`/model/ollama/<model>`) over Ollama's
@@ -66,8 +48,8 @@ impl fmt::Debug for Ollama {
         f.debug_struct("Ollama")
             .field("name", &self.shared.name)
             .field("client", &self.shared.client)
-            .field("models", &self.shared.models.len())
-            .field("embedders", &self.shared.embedders.len())
+            .field("models", &self.shared.models.as_slice().len())
+            .field("embedders", &self.shared.embedders.as_slice().len())
             .finish()
     }
 }
@@ -139,9 +121,11 @@ impl Plugin for Ollama {
     ) -> Result<Option<DynAction>> {
         let s = &self.shared;
         Ok(match kind {
-            ActionKind::Model => Some(build_model(s.clone(), s.model_spec(name)).into_dyn()),
+            ActionKind::Model => {
+                Some(build_model(s.clone(), s.models.get_or_unlisted(name)).into_dyn())
+            }
             ActionKind::Embedder => {
-                Some(build_embedder(s.clone(), s.embedder_spec(name)).into_dyn())
+                Some(build_embedder(s.clone(), s.embedders.get_or_unlisted(name)).into_dyn())
             }
             _ => None,
         })
@@ -154,15 +138,20 @@ impl Plugin for Ollama {
         let s = &self.shared;
         let mut descs: Vec<ActionDesc> = s
             .models
+            .as_slice()
             .iter()
             .map(|m| self.model_desc(m.clone()))
-            .chain(s.embedders.iter().map(|e| self.embedder_desc(e.clone())))
+            .chain(
+                s.embedders
+                    .as_slice()
+                    .iter()
+                    .map(|e| self.embedder_desc(e.clone())),
+            )
             .collect();
         match self.local_models().await {
             Ok(names) => {
                 for name in names {
-                    let known = s.models.iter().any(|m| m.name == name)
-                        || s.embedders.iter().any(|e| e.name == name);
+                    let known = s.models.contains(&name) || s.embedders.contains(&name);
                     if known {
                         continue;
                     }
@@ -186,8 +175,8 @@ pub struct OllamaBuilder {
     server_address: String,
     headers: Vec<(String, String)>,
     timeout: Duration,
-    models: Vec<ModelSpec>,
-    embedders: Vec<EmbedderSpec>,
+    models: SpecList<ModelSpec>,
+    embedders: SpecList<EmbedderSpec>,
 }
 
 impl fmt::Debug for OllamaBuilder {
@@ -200,8 +189,8 @@ impl fmt::Debug for OllamaBuilder {
                 &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
             )
             .field("timeout", &self.timeout)
-            .field("models", &self.models)
-            .field("embedders", &self.embedders)
+            .field("models", &self.models.as_slice())
+            .field("embedders", &self.embedders.as_slice())
             .finish()
     }
 }
@@ -213,8 +202,8 @@ impl Default for OllamaBuilder {
             server_address: DEFAULT_SERVER_ADDRESS.into(),
             headers: Vec::new(),
             timeout: DEFAULT_TIMEOUT,
-            models: Vec::new(),
-            embedders: Vec::new(),
+            models: SpecList::default(),
+            embedders: SpecList::default(),
         }
     }
 }
@@ -248,52 +237,27 @@ impl OllamaBuilder {
 
     /// Adds (or replaces, by name) a chat model with its capabilities.
     pub fn model(mut self, model: ModelSpec) -> Self {
-        self.models.retain(|m| m.name != model.name);
-        self.models.push(model);
+        self.models.upsert(model);
         self
     }
 
     /// Adds (or replaces, by name) an embedder.
     pub fn embedder(mut self, embedder: EmbedderSpec) -> Self {
-        self.embedders.retain(|e| e.name != embedder.name);
-        self.embedders.push(embedder);
+        self.embedders.upsert(embedder);
         self
     }
 
     /// Builds the plugin. Fails with `INVALID_ARGUMENT` for an empty name, an
     /// address that is not `http(s)`, or an invalid header.
     pub fn build(self) -> Result<Ollama> {
-        if self.name.is_empty() || self.name.contains('/') {
-            return Err(Error::invalid_argument(format!(
-                "plugin name `{}` must be non-empty and hold no `/`",
-                self.name
-            )));
-        }
-        let url = reqwest::Url::parse(&self.server_address).map_err(|e| {
-            Error::invalid_argument(format!("server address `{}`: {e}", self.server_address))
-        })?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(Error::invalid_argument(format!(
-                "server address `{}` must be http or https",
-                self.server_address
-            )));
-        }
-        let mut headers = HeaderMap::new();
-        for (name, value) in &self.headers {
-            let n = HeaderName::try_from(name.as_str())
-                .map_err(|e| Error::invalid_argument(format!("header name `{name}`: {e}")))?;
-            let v = HeaderValue::try_from(value.as_str()).map_err(|_| {
-                Error::invalid_argument(format!("the value of header `{name}` is not valid"))
-            })?;
-            headers.append(n, v);
-        }
+        validate_name(&self.name)?;
+        validate_http_url("server address", &self.server_address)?;
         let client = Client::new(
             self.name.clone(),
             &self.server_address,
-            headers,
+            header_map(&self.headers)?,
             self.timeout,
-        )
-        .map_err(|e| Error::internal(format!("building the HTTP client: {e}")))?;
+        )?;
         Ok(Ollama {
             shared: Arc::new(Shared {
                 name: self.name,

@@ -2,9 +2,6 @@
 //! the exact requests it sends and answers in Ollama's wire format (JSON and
 //! newline-delimited JSON streams).
 
-mod common;
-
-use common::{MockServer, Reply, StreamEnd};
 use futures::StreamExt;
 use genkit_ai::embedder::embed_many;
 use genkit_ai::generate::{GenerateOptions, generate, generate_stream};
@@ -12,14 +9,15 @@ use genkit_ai::tool::Tool;
 use genkit_ai::types::{DocumentData, FinishReason, Part};
 use genkit_core::{ActionKind, CancellationToken, Plugin, Registry, StatusCode};
 use genkit_ollama::{EmbedderSpec, ModelSpec, Ollama, OllamaBuilder};
+use genkit_provider::test_server::{End, Reply, TestServer};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-fn builder(server: &MockServer) -> OllamaBuilder {
+fn builder(server: &TestServer) -> OllamaBuilder {
     Ollama::builder()
         .server_address(server.url.clone())
         .header("Authorization", "Bearer proxy-secret")
@@ -34,8 +32,8 @@ fn registry(plugin: Ollama) -> Registry {
     registry
 }
 
-async fn setup(replies: Vec<Reply>) -> (MockServer, Registry) {
-    let server = MockServer::start(replies).await;
+async fn setup(replies: Vec<Reply>) -> (TestServer, Registry) {
+    let server = TestServer::start(replies).await;
     let reg = registry(builder(&server).build().expect("build"));
     (server, reg)
 }
@@ -97,7 +95,7 @@ fn weather_tool_json() -> Value {
 
 #[tokio::test]
 async fn generate_sends_the_exact_request_and_reads_the_answer() {
-    let (server, reg) = setup(vec![Reply::ok(text_answer("A cat."))]).await;
+    let (server, reg) = setup(vec![Reply::json(text_answer("A cat."))]).await;
     let response = bounded(generate(
         &reg,
         GenerateOptions::prompt(vec![
@@ -145,14 +143,14 @@ async fn generate_sends_the_exact_request_and_reads_the_answer() {
 #[tokio::test]
 async fn tool_loop_and_parallel_calls() {
     let (server, reg) = setup(vec![
-        Reply::ok(answer(
+        Reply::json(answer(
             json!({"role": "assistant", "content": "", "tool_calls": [
                 {"function": {"name": "weather", "arguments": {"city": "Paris"}}},
                 {"function": {"name": "weather", "arguments": {"city": "Rome"}}}
             ]}),
             "stop",
         )),
-        Reply::ok(text_answer("Sunny in both.")),
+        Reply::json(text_answer("Sunny in both.")),
     ])
     .await;
     let calls = Arc::new(AtomicUsize::new(0));
@@ -285,10 +283,9 @@ async fn http_errors_map_to_statuses() {
         (500, StatusCode::Unavailable),
         (503, StatusCode::Unavailable),
     ] {
-        let (_server, reg) = setup(vec![Reply::Json(
+        let (_server, reg) = setup(vec![Reply::status(
             http,
             json!({"error": format!("ollama says {http}")}),
-            Vec::new(),
         )])
         .await;
         let err = bounded(generate(
@@ -334,10 +331,10 @@ async fn unreachable_server_is_unavailable() {
 #[tokio::test]
 async fn broken_streams_are_errors() {
     // Ends cleanly but without the final line.
-    let (_s, reg) = setup(vec![Reply::Ndjson(
-        vec![format!("{}\n", line("Hel"))],
-        StreamEnd::Close,
-    )])
+    let (_s, reg) = setup(vec![Reply::ndjson_frames(vec![format!(
+        "{}\n",
+        line("Hel")
+    )])])
     .await;
     let err =
         bounded(generate_stream(&reg, GenerateOptions::prompt("hi").model("ollama/m")).response())
@@ -351,10 +348,9 @@ async fn broken_streams_are_errors() {
     );
 
     // The connection breaks.
-    let (_s, reg) = setup(vec![Reply::Ndjson(
-        vec![format!("{}\n", line("Hel"))],
-        StreamEnd::Abort,
-    )])
+    let (_s, reg) = setup(vec![
+        Reply::ndjson_frames(vec![format!("{}\n", line("Hel"))]).ending(End::Abort),
+    ])
     .await;
     let err =
         bounded(generate_stream(&reg, GenerateOptions::prompt("hi").model("ollama/m")).response())
@@ -380,10 +376,10 @@ async fn broken_streams_are_errors() {
     );
 
     // A line that is not JSON.
-    let (_s, reg) = setup(vec![Reply::Ndjson(
-        vec![format!("{}\n", line("a")), "{\"message\": oops\n".into()],
-        StreamEnd::Close,
-    )])
+    let (_s, reg) = setup(vec![Reply::ndjson_frames(vec![
+        format!("{}\n", line("a")),
+        "{\"message\": oops\n".into(),
+    ])])
     .await;
     let err =
         bounded(generate_stream(&reg, GenerateOptions::prompt("hi").model("ollama/m")).response())
@@ -394,17 +390,10 @@ async fn broken_streams_are_errors() {
 
 #[tokio::test]
 async fn timeouts_and_cancellation() {
-    let dropped = Arc::new(AtomicBool::new(false));
-    let server = MockServer::start(vec![
+    let server = TestServer::start(vec![
         Reply::Hang,
-        Reply::Ndjson(
-            vec![format!("{}\n", line("a"))],
-            StreamEnd::Hang(Arc::default()),
-        ),
-        Reply::Ndjson(
-            vec![format!("{}\n", line("first"))],
-            StreamEnd::Hang(dropped.clone()),
-        ),
+        Reply::ndjson_frames(vec![format!("{}\n", line("a"))]).ending(End::Hang),
+        Reply::ndjson_frames(vec![format!("{}\n", line("first"))]).ending(End::Hang),
     ])
     .await;
     let reg = registry(
@@ -445,8 +434,9 @@ async fn timeouts_and_cancellation() {
     cancel.cancel();
     let err = bounded(stream.response()).await.expect_err("cancelled");
     assert_eq!(err.status(), StatusCode::Cancelled);
+    // All three hanging answers were dropped: the cancelled one too.
     bounded(async {
-        while !dropped.load(Ordering::SeqCst) {
+        while server.disconnects() < 3 {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     })
@@ -455,7 +445,7 @@ async fn timeouts_and_cancellation() {
 
 #[tokio::test]
 async fn embeddings() {
-    let (server, reg) = setup(vec![Reply::ok(json!({
+    let (server, reg) = setup(vec![Reply::json(json!({
         "model": "nomic-embed-text", "embeddings": [[0.5, -0.5], [0.25, 1.0]],
         "total_duration": 100, "load_duration": 1, "prompt_eval_count": 4
     }))])
@@ -484,7 +474,7 @@ async fn embeddings() {
 
 #[tokio::test]
 async fn models_are_listed_from_the_server() {
-    let server = MockServer::start(vec![Reply::ok(json!({"models": [
+    let server = TestServer::start(vec![Reply::json(json!({"models": [
         {"name": "llama3.2:latest", "model": "llama3.2:latest", "size": 2019393189,
          "details": {"family": "llama", "parameter_size": "3.2B"}},
         {"name": "nomic-embed-text:latest", "model": "nomic-embed-text:latest"},
