@@ -1,13 +1,14 @@
 //! The HTTP client for the Gemini API: URLs, headers, timeouts and error
 //! statuses. Knows nothing of Genkit types.
 
+use genkit_provider::http::USER_AGENT;
+use genkit_provider::{ApiKey, Deadline, FrameReader, HttpClient};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::time::Duration;
 
-use crate::error::{GeminiError, api_error, retry_after_header};
-use crate::secret::ApiKey;
+use crate::error::GeminiError;
 use crate::wire::{
     BatchEmbedContentsRequest, BatchEmbedContentsResponse, EmbedContentRequest,
     EmbedContentResponse, GenerateContentRequest, GenerateContentResponse,
@@ -17,21 +18,18 @@ use crate::wire::{
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
 
 /// The `x-goog-api-client` value sent with every request.
-const CLIENT_HEADER: &str = concat!("genkit-rust/", env!("CARGO_PKG_VERSION"));
-
-/// Error bodies larger than this are cut before being read.
-const MAX_ERROR_BODY: usize = 64 * 1024;
+const CLIENT_HEADER: &str = USER_AGENT;
 
 /// A configured connection to the Gemini API.
 #[derive(Debug, Clone)]
 pub(crate) struct GeminiClient {
-    http: reqwest::Client,
-    base_url: String,
+    http: HttpClient,
     api_key: Option<ApiKey>,
-    timeout: Option<Duration>,
 }
 
 impl GeminiClient {
+    /// A client whose requests (streamed ones included) end after
+    /// `timeout`, if given.
     pub fn new(
         http: reqwest::Client,
         base_url: &str,
@@ -39,10 +37,8 @@ impl GeminiClient {
         timeout: Option<Duration>,
     ) -> Self {
         Self {
-            http,
-            base_url: base_url.trim_end_matches('/').to_owned(),
+            http: HttpClient::new(http, base_url, Deadline::total(timeout)),
             api_key,
-            timeout,
         }
     }
 
@@ -53,17 +49,20 @@ impl GeminiClient {
         body: &GenerateContentRequest,
     ) -> Result<GenerateContentResponse, GeminiError> {
         let response = self.post(model, "generateContent", false, body).await?;
-        read_json(response).await
+        self.read_json(response).await
     }
 
-    /// `models/<name>:streamGenerateContent?alt=sse`: the response, whose body
-    /// is a server-sent event stream.
+    /// `models/<name>:streamGenerateContent?alt=sse`: the server-sent events
+    /// of the response.
     pub async fn stream_generate_content(
         &self,
         model: &str,
         body: &GenerateContentRequest,
-    ) -> Result<reqwest::Response, GeminiError> {
-        self.post(model, "streamGenerateContent", true, body).await
+    ) -> Result<FrameReader, GeminiError> {
+        let response = self
+            .post(model, "streamGenerateContent", true, body)
+            .await?;
+        Ok(self.http.sse(response))
     }
 
     /// `models/<name>:embedContent`.
@@ -73,7 +72,7 @@ impl GeminiClient {
         body: &EmbedContentRequest,
     ) -> Result<EmbedContentResponse, GeminiError> {
         let response = self.post(model, "embedContent", false, body).await?;
-        read_json(response).await
+        self.read_json(response).await
     }
 
     /// `models/<name>:batchEmbedContents`.
@@ -83,7 +82,7 @@ impl GeminiClient {
         body: &BatchEmbedContentsRequest,
     ) -> Result<BatchEmbedContentsResponse, GeminiError> {
         let response = self.post(model, "batchEmbedContents", false, body).await?;
-        read_json(response).await
+        self.read_json(response).await
     }
 
     /// Sends a POST and turns error statuses into [`GeminiError::Api`].
@@ -95,29 +94,38 @@ impl GeminiClient {
         body: &B,
     ) -> Result<reqwest::Response, GeminiError> {
         let key = self.api_key.as_ref().ok_or(GeminiError::MissingApiKey)?;
-        let mut url = format!("{}/{}:{method}", self.base_url, model_path(model));
+        let mut path = format!("{}:{method}", model_path(model));
         if sse {
-            url.push_str("?alt=sse");
+            path.push_str("?alt=sse");
         }
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert("x-goog-api-client", HeaderValue::from_static(CLIENT_HEADER));
-        headers.insert("x-goog-api-key", key.header_value()?);
+        headers.insert(
+            "x-goog-api-key",
+            key.header_value()
+                .map_err(|e| GeminiError::InvalidRequest(e.to_string()))?,
+        );
         let payload = serde_json::to_vec(body)
             .map_err(|e| GeminiError::InvalidRequest(format!("request body: {e}")))?;
-        tracing::debug!(%url, bytes = payload.len(), "calling the Gemini API");
-        let mut request = self.http.post(url).headers(headers).body(payload);
-        if let Some(t) = self.timeout {
-            request = request.timeout(t);
-        }
-        let response = request.send().await.map_err(GeminiError::from_reqwest)?;
-        let status = response.status();
-        if status.is_success() {
-            return Ok(response);
-        }
-        let retry_after = retry_after_header(response.headers());
-        let body = read_limited(response, MAX_ERROR_BODY).await?;
-        Err(api_error(status.as_u16(), &body, retry_after))
+        tracing::debug!(url = %self.http.url(&path), bytes = payload.len(), "calling the Gemini API");
+        let request = self.http.post(&path).headers(headers).body(payload);
+        self.http
+            .send(request)
+            .await
+            .map_err(GeminiError::from_http)
+    }
+
+    async fn read_json<T: DeserializeOwned>(
+        &self,
+        response: reqwest::Response,
+    ) -> Result<T, GeminiError> {
+        let bytes = self
+            .http
+            .read_bytes(response)
+            .await
+            .map_err(GeminiError::from_http)?;
+        serde_json::from_slice(&bytes).map_err(|e| GeminiError::Decode(e.to_string()))
     }
 }
 
@@ -129,26 +137,6 @@ fn model_path(model: &str) -> String {
     } else {
         format!("models/{model}")
     }
-}
-
-async fn read_json<T: DeserializeOwned>(response: reqwest::Response) -> Result<T, GeminiError> {
-    let bytes = response.bytes().await.map_err(GeminiError::from_reqwest)?;
-    serde_json::from_slice(&bytes).map_err(|e| GeminiError::Decode(e.to_string()))
-}
-
-async fn read_limited(
-    mut response: reqwest::Response,
-    limit: usize,
-) -> Result<Vec<u8>, GeminiError> {
-    let mut out = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(GeminiError::from_reqwest)? {
-        let room = limit.saturating_sub(out.len());
-        out.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        if out.len() >= limit {
-            break;
-        }
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

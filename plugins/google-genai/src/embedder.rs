@@ -6,12 +6,13 @@ use std::sync::Arc;
 use genkit_ai::embedder::{EmbedderAction, EmbedderOptions, embedder};
 use genkit_ai::types::{EmbedRequest, EmbedResponse, Embedding};
 use genkit_core::action::ActionCtx;
+use genkit_provider::until_cancelled;
 
 use crate::client::GeminiClient;
 use crate::config::{EmbedConfig, parse_config};
 use crate::convert::request::to_gemini_part;
 use crate::error::GeminiError;
-use crate::model::{NAMESPACE, until_cancelled};
+use crate::model::NAMESPACE;
 use crate::models::embedder_info;
 use crate::wire::{BatchEmbedContentsRequest, Content, EmbedContentRequest};
 

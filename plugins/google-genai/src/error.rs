@@ -2,7 +2,10 @@
 //! failure maps onto Genkit's canonical statuses.
 
 use genkit_core::StatusCode;
-use serde_json::{Value, json};
+pub(crate) use genkit_provider::error::status_for_http;
+use genkit_provider::error::{excerpt, http_error_details, to_genkit_error};
+use genkit_provider::{BodyError, HttpError};
+use serde_json::Value;
 use std::time::Duration;
 
 /// A failure of the Gemini plugin. Converted into a [`genkit_core::Error`]
@@ -72,28 +75,20 @@ impl GeminiError {
         }
     }
 
-    /// Classifies a transport error: timeouts are `DEADLINE_EXCEEDED`.
-    pub(crate) fn from_reqwest(e: reqwest::Error) -> Self {
-        if e.is_timeout() {
-            GeminiError::Timeout
-        } else {
-            GeminiError::Transport(e.without_url())
+    /// A failed exchange: timeouts are `DEADLINE_EXCEEDED`, error answers are
+    /// read for the API's error object.
+    pub(crate) fn from_http(e: HttpError) -> Self {
+        match e {
+            HttpError::Timeout { .. } => GeminiError::Timeout,
+            HttpError::Transport { source, .. } => GeminiError::Transport(source.without_url()),
+            HttpError::Malformed(detail) => GeminiError::Decode(detail),
+            HttpError::Status(response) => match response.body {
+                Err(BodyError::Transport(source)) if source.is_timeout() => GeminiError::Timeout,
+                Err(BodyError::Transport(source)) => GeminiError::Transport(source.without_url()),
+                Err(BodyError::Timeout) => GeminiError::Timeout,
+                Ok(ref body) => api_error(response.status, body, response.retry_after()),
+            },
         }
-    }
-}
-
-/// Genkit's status for an HTTP error status from a provider.
-pub(crate) fn status_for_http(http_status: u16) -> StatusCode {
-    match http_status {
-        400 => StatusCode::InvalidArgument,
-        401 => StatusCode::Unauthenticated,
-        403 => StatusCode::PermissionDenied,
-        404 => StatusCode::NotFound,
-        408 => StatusCode::DeadlineExceeded,
-        429 => StatusCode::ResourceExhausted,
-        499 => StatusCode::Cancelled,
-        500..=599 => StatusCode::Unavailable,
-        other => StatusCode::from_http_status(other),
     }
 }
 
@@ -105,23 +100,14 @@ impl From<GeminiError> for genkit_core::Error {
                 body,
                 retry_after,
                 ..
-            } => {
-                let mut d = json!({ "httpStatus": http_status });
-                if let Some(b) = body {
-                    d["error"] = (**b).clone();
-                }
-                if let Some(r) = retry_after {
-                    d["retryAfterMs"] = json!(r.as_millis() as u64);
-                }
-                Some(d)
-            }
+            } => Some(http_error_details(
+                *http_status,
+                [("error", body.as_deref().cloned())],
+                *retry_after,
+            )),
             _ => None,
         };
-        let err = genkit_core::Error::from_source(e.status(), e);
-        match details {
-            Some(d) => err.with_details(d),
-            None => err,
-        }
+        to_genkit_error(e.status(), e, details)
     }
 }
 
@@ -143,7 +129,7 @@ pub(crate) fn api_error(
                 message: if text.is_empty() {
                     "no error message".into()
                 } else {
-                    truncate(&text, 2000)
+                    excerpt(&text)
                 },
                 body: None,
                 retry_after: retry_after_header,
@@ -201,23 +187,10 @@ fn retry_delay(error: &Value) -> Option<Duration> {
         })
 }
 
-/// A `Retry-After` header in seconds.
-pub(crate) fn retry_after_header(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
-    let secs: f64 = value.trim().parse().ok()?;
-    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
-}
-
-fn truncate(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn http_statuses_map_to_genkit_statuses() {

@@ -72,12 +72,11 @@ mod error;
 mod model;
 pub mod models;
 mod plugin;
-mod secret;
 mod stream;
 mod wire;
 
 pub use client::DEFAULT_BASE_URL;
 pub use config::{EmbedConfig, FunctionCallingConfig, GeminiConfig, SafetySetting, ThinkingConfig};
 pub use error::GeminiError;
-pub use plugin::{DEFAULT_TIMEOUT, GoogleAi, GoogleAiOptions};
-pub use secret::{API_KEY_ENV_VARS, ApiKey};
+pub use genkit_provider::ApiKey;
+pub use plugin::{API_KEY_ENV_VARS, DEFAULT_TIMEOUT, GoogleAi, GoogleAiOptions};

@@ -5,14 +5,13 @@ use std::sync::Arc;
 
 use genkit_ai::model::{Model, ModelCtx, ModelOptions};
 use genkit_ai::types::{GenerateRequest, GenerateResponse};
-use genkit_core::CancellationToken;
+use genkit_provider::until_cancelled;
 
 use crate::client::GeminiClient;
 use crate::config::{GeminiConfig, parse_config};
 use crate::convert::ToolNames;
 use crate::convert::request::{RequestShape, to_gemini_request};
 use crate::convert::response::to_genkit_response;
-use crate::error::GeminiError;
 use crate::models::ModelKind;
 use crate::stream::read_stream;
 
@@ -60,25 +59,12 @@ async fn run(
     let client = &settings.client;
     let call = async {
         if ctx.is_streaming() {
-            let response = client.stream_generate_content(&version, &body).await?;
-            read_stream(response, &names, |chunk| ctx.send_chunk(chunk)).await
+            let events = client.stream_generate_content(&version, &body).await?;
+            read_stream(events, &names, |chunk| ctx.send_chunk(chunk)).await
         } else {
             client.generate_content(&version, &body).await
         }
     };
     let response = until_cancelled(&ctx.cancel, call).await?;
     Ok(to_genkit_response(response, &request.messages, &names)?)
-}
-
-/// Runs `call` unless `cancel` fires first; the call (and with it the HTTP
-/// request) is dropped on cancellation.
-pub(crate) async fn until_cancelled<T>(
-    cancel: &CancellationToken,
-    call: impl Future<Output = Result<T, GeminiError>>,
-) -> genkit_core::Result<T> {
-    tokio::select! {
-        biased;
-        _ = cancel.cancelled() => Err(genkit_core::Error::cancelled()),
-        result = call => result.map_err(Into::into),
-    }
 }

@@ -6,13 +6,17 @@ use std::time::Duration;
 use async_trait::async_trait;
 use genkit_ai::embedder::EmbedderAction;
 use genkit_ai::model::Model;
-use genkit_core::{ActionDesc, ActionKind, DynAction, Error, Plugin, Registry, Result, StatusCode};
+use genkit_core::{ActionDesc, ActionKind, DynAction, Plugin, Registry, Result};
+use genkit_provider::{ApiKey, HttpClientBuilder};
 
 use crate::client::{DEFAULT_BASE_URL, GeminiClient};
 use crate::embedder::define_embedder;
 use crate::model::{ModelSettings, NAMESPACE, define_model};
 use crate::models::{KNOWN_EMBEDDERS, KNOWN_MODELS};
-use crate::secret::ApiKey;
+
+/// The environment variables read for the API key, in order.
+pub const API_KEY_ENV_VARS: [&str; 3] =
+    ["GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_API_KEY"];
 
 /// The request timeout used unless another is configured.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
@@ -129,13 +133,11 @@ impl GoogleAi {
     pub fn with_options(options: GoogleAiOptions) -> Result<Self> {
         let http = match options.http_client {
             Some(c) => c,
-            None => reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .connect_timeout(Duration::from_secs(30))
-                .build()
-                .map_err(|e| Error::from_source(StatusCode::Internal, e))?,
+            None => HttpClientBuilder::new().no_redirects().build()?,
         };
-        let api_key = options.api_key.or_else(ApiKey::from_env);
+        let api_key = options
+            .api_key
+            .or_else(|| ApiKey::from_env_vars(&API_KEY_ENV_VARS));
         let client = GeminiClient::new(http, &options.base_url, api_key, options.timeout);
         Ok(Self {
             client: Arc::new(client),
@@ -201,5 +203,35 @@ impl Plugin for GoogleAi {
             .iter()
             .map(|a| a.desc().clone())
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_lookup_order_and_blank_values() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| (*v).to_owned())
+            }
+        };
+        let lookup = |vars| ApiKey::from_lookup(&API_KEY_ENV_VARS, env(vars));
+        let both = lookup(&[("GOOGLE_API_KEY", "g"), ("GEMINI_API_KEY", "m")]);
+        assert_eq!(both, Some(ApiKey::new("m")));
+        let blank = lookup(&[("GEMINI_API_KEY", "  "), ("GOOGLE_API_KEY", "g")]);
+        assert_eq!(blank, Some(ApiKey::new("g")));
+        let last = lookup(&[("GOOGLE_GENAI_API_KEY", "n")]);
+        assert_eq!(last, Some(ApiKey::new("n")));
+        assert_eq!(lookup(&[]), None);
+    }
+
+    #[test]
+    fn options_debug_hides_the_key() {
+        let options = GoogleAiOptions::new().api_key("AIza-very-secret");
+        assert!(!format!("{options:?}").contains("AIza-very-secret"));
     }
 }

@@ -3,9 +3,8 @@
 //! the events are folded into one response, which must end with a finish
 //! reason (or a blocked prompt) — a stream that stops short is an error.
 
-use eventsource_stream::Eventsource;
-use futures::StreamExt;
 use genkit_ai::types::{GenerateResponseChunk, Role};
+use genkit_provider::{Frame, FrameReader, StreamFold, fold_stream};
 use serde_json::Value;
 
 use crate::convert::ToolNames;
@@ -13,24 +12,38 @@ use crate::convert::response::to_genkit_parts;
 use crate::error::{GeminiError, api_error_from_object};
 use crate::wire::{Candidate, Content, GenerateContentResponse, WirePart};
 
-/// Reads the event stream of `response`, calling `on_chunk` with each
+/// Reads the events of a streamed response, calling `on_chunk` with each
 /// event's content, and returns the folded response.
 pub(crate) async fn read_stream(
-    response: reqwest::Response,
+    events: FrameReader,
     names: &ToolNames,
-    mut on_chunk: impl FnMut(GenerateResponseChunk),
+    on_chunk: impl FnMut(GenerateResponseChunk),
 ) -> Result<GenerateContentResponse, GeminiError> {
-    let mut events = response.bytes_stream().eventsource();
-    let mut aggregate = Aggregator::default();
-    while let Some(event) = events.next().await {
-        let event = event.map_err(|e| match e {
-            eventsource_stream::EventStreamError::Transport(e) => GeminiError::from_reqwest(e),
-            other => GeminiError::Decode(format!("invalid event stream: {other}")),
-        })?;
-        if event.data.trim().is_empty() {
-            continue;
-        }
-        let value: Value = serde_json::from_str(&event.data)
+    let fold = Events {
+        aggregate: Aggregator::default(),
+        names,
+    };
+    fold_stream(events, fold, GeminiError::from_http, on_chunk).await
+}
+
+/// The events read so far, and the names of the request's tools.
+struct Events<'a> {
+    aggregate: Aggregator,
+    names: &'a ToolNames,
+}
+
+impl StreamFold for Events<'_> {
+    type Output = GenerateContentResponse;
+    type Error = GeminiError;
+
+    /// Each candidate's parts go out as one chunk; an `error` object fails
+    /// the stream.
+    fn push(
+        &mut self,
+        frame: Frame,
+        emit: &mut dyn FnMut(GenerateResponseChunk),
+    ) -> Result<(), GeminiError> {
+        let value: Value = serde_json::from_str(&frame.data)
             .map_err(|e| GeminiError::Decode(format!("stream event is not JSON: {e}")))?;
         if let Some(error) = value.get("error") {
             return Err(api_error_from_object(500, error, None));
@@ -41,17 +54,21 @@ pub(crate) async fn read_stream(
             let parts = candidate
                 .content
                 .as_ref()
-                .map(|c| to_genkit_parts(&c.parts, names))
+                .map(|c| to_genkit_parts(&c.parts, self.names))
                 .unwrap_or_default();
             if !parts.is_empty() {
                 let mut out = GenerateResponseChunk::new(parts);
                 out.role = Some(Role::Model);
-                on_chunk(out);
+                emit(out);
             }
         }
-        aggregate.push(chunk);
+        self.aggregate.push(chunk);
+        Ok(())
     }
-    aggregate.finish()
+
+    fn finish(self) -> Result<GenerateContentResponse, GeminiError> {
+        self.aggregate.finish()
+    }
 }
 
 /// Folds streamed partial responses into one: parts are appended per

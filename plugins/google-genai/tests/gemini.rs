@@ -2,8 +2,6 @@
 //! requests (method, path, query, headers, JSON body) and answers in the
 //! Gemini API's documented formats (JSON and SSE).
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,14 +13,14 @@ use genkit_ai::tool::Tool;
 use genkit_ai::types::{DocumentData, FinishReason, Part, Role, ToolChoice};
 use genkit_core::{CancellationToken, Plugin, Registry, StatusCode};
 use genkit_google_genai::{GoogleAi, GoogleAiOptions};
+use genkit_provider::test_server::{End, Recorded, Reply, TestServer};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use support::{End, MockServer, Recorded, Reply};
 
 const KEY: &str = "test-key-7f3a9c";
 
-fn plugin_for(server: &MockServer, options: GoogleAiOptions) -> GoogleAi {
+fn plugin_for(server: &TestServer, options: GoogleAiOptions) -> GoogleAi {
     GoogleAi::with_options(
         options
             .api_key(KEY)
@@ -31,8 +29,8 @@ fn plugin_for(server: &MockServer, options: GoogleAiOptions) -> GoogleAi {
     .expect("plugin")
 }
 
-async fn setup_with(replies: Vec<Reply>, options: GoogleAiOptions) -> (MockServer, Registry) {
-    let server = MockServer::start(replies).await;
+async fn setup_with(replies: Vec<Reply>, options: GoogleAiOptions) -> (TestServer, Registry) {
+    let server = TestServer::start(replies).await;
     let registry = Registry::new();
     registry
         .register_plugin(Arc::new(plugin_for(&server, options)))
@@ -40,8 +38,19 @@ async fn setup_with(replies: Vec<Reply>, options: GoogleAiOptions) -> (MockServe
     (server, registry)
 }
 
-async fn setup(replies: Vec<Reply>) -> (MockServer, Registry) {
+async fn setup(replies: Vec<Reply>) -> (TestServer, Registry) {
     setup_with(replies, GoogleAiOptions::new()).await
+}
+
+/// An SSE reply as the Gemini API frames it: `data: <payload>` lines
+/// ending in CRLF.
+fn sse_raw(payloads: impl IntoIterator<Item = String>) -> Reply {
+    Reply::sse(payloads.into_iter().map(|p| format!("data: {p}\r\n\r\n")))
+}
+
+/// An SSE reply of JSON events.
+fn sse(events: impl IntoIterator<Item = Value>) -> Reply {
+    sse_raw(events.into_iter().map(|e| e.to_string()))
 }
 
 /// Method, path, query and headers of a model call.
@@ -295,14 +304,14 @@ async fn parallel_tool_calls_are_answered_together_in_order() {
 #[tokio::test]
 async fn streamed_tool_call_then_streamed_answer() {
     let (server, registry) = setup(vec![
-        Reply::sse([
+        sse([
             json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Checking"}]}, "index": 0}]}),
             json!({"candidates": [{"content": {"role": "model", "parts": [
                 {"functionCall": {"id": "s1", "name": "get_weather", "args": {"city": "Paris"}}}
             ]}, "finishReason": "STOP", "index": 0}],
              "usageMetadata": {"promptTokenCount": 8, "candidatesTokenCount": 3, "totalTokenCount": 11}}),
         ]),
-        Reply::sse([
+        sse([
             json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "It is "}]}}]}),
             json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "21.5°C."}]},
                 "finishReason": "STOP"}],
@@ -501,11 +510,11 @@ async fn http_errors_map_to_statuses_with_the_provider_message() {
         (503, "UNAVAILABLE", StatusCode::Unavailable),
     ];
     for (http, name, expected) in cases {
-        let reply = Reply::Json {
-            status: http,
-            body: json!({"error": {"code": http, "message": format!("provider says {http}"), "status": name}}),
-            headers: vec![("retry-after", "7".into())],
-        };
+        let reply = Reply::status(
+            http,
+            json!({"error": {"code": http, "message": format!("provider says {http}"), "status": name}}),
+        )
+        .header("retry-after", "7");
         let (_server, registry) = setup(vec![reply]).await;
         let err = generate(
             &registry,
@@ -529,7 +538,7 @@ async fn http_errors_map_to_statuses_with_the_provider_message() {
 
 #[tokio::test]
 async fn an_error_event_inside_the_stream_fails_the_call() {
-    let (_server, registry) = setup(vec![Reply::sse([
+    let (_server, registry) = setup(vec![sse([
         json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Hel"}]}}]}),
         json!({"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}}),
     ])])
@@ -546,10 +555,10 @@ async fn an_error_event_inside_the_stream_fails_the_call() {
 #[tokio::test]
 async fn a_stream_cut_off_mid_way_is_an_error_not_a_hang() {
     for end in [End::Abort, End::Close] {
-        let (_server, registry) = setup(vec![Reply::sse_ending(
+        let (_server, registry) = setup(vec![sse(
             [json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Once upon"}]}}]})],
-            end,
-        )])
+        )
+        .ending(end)])
         .await;
         let mut stream = generate_stream(
             &registry,
@@ -572,11 +581,12 @@ async fn a_stream_cut_off_mid_way_is_an_error_not_a_hang() {
 
 #[tokio::test]
 async fn cancelling_a_stream_closes_the_connection() {
-    let (server, registry) = setup(vec![Reply::sse_ending(
+    let (server, registry) =
+        setup(vec![sse(
         [json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "First"}]}}]})],
-        End::Hang,
-    )])
-    .await;
+    )
+    .ending(End::Hang)])
+        .await;
     let cancel = CancellationToken::new();
     let mut stream = generate_stream(
         &registry,
@@ -621,10 +631,8 @@ async fn a_request_over_the_timeout_is_deadline_exceeded() {
     let (_server, registry) = setup_with(
         vec![
             Reply::Stall,
-            Reply::sse_ending(
-                [json!({"candidates": [{"content": {"parts": [{"text": "slow"}]}}]})],
-                End::Hang,
-            ),
+            sse([json!({"candidates": [{"content": {"parts": [{"text": "slow"}]}}]})])
+                .ending(End::Hang),
         ],
         GoogleAiOptions::new().timeout(Duration::from_millis(300)),
     )
@@ -776,7 +784,7 @@ async fn unknown_models_resolve_on_demand_and_version_overrides_the_path() {
 
 #[tokio::test]
 async fn the_plugin_lists_known_models_and_never_shows_its_key() {
-    let server = MockServer::start(Vec::new()).await;
+    let server = TestServer::start(Vec::new()).await;
     let plugin = plugin_for(&server, GoogleAiOptions::new());
     assert!(!format!("{plugin:?}").contains(KEY));
     assert!(!format!("{:?}", GoogleAiOptions::new().api_key(KEY)).contains(KEY));
@@ -817,11 +825,11 @@ async fn a_per_request_api_key_is_refused() {
 #[tokio::test]
 async fn the_retry_middleware_retries_rate_limits_and_outages() {
     let (server, registry) = setup(vec![
-        Reply::error(
+        Reply::status(
             429,
             json!({"error": {"code": 429, "message": "slow down", "status": "RESOURCE_EXHAUSTED"}}),
         ),
-        Reply::error(
+        Reply::status(
             503,
             json!({"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}),
         ),
@@ -848,10 +856,9 @@ async fn the_retry_middleware_retries_rate_limits_and_outages() {
 
 #[tokio::test]
 async fn a_malformed_stream_event_is_an_error() {
-    let (_server, registry) = setup(vec![Reply::Sse {
-        events: vec![r#"{"candidates": [{"content": {"parts": [{"text": "Hi"#.to_owned()],
-        end: End::Close,
-    }])
+    let (_server, registry) = setup(vec![sse_raw([
+        r#"{"candidates": [{"content": {"parts": [{"text": "Hi"#.to_owned(),
+    ])])
     .await;
     let err = tokio::time::timeout(
         Duration::from_secs(10),
