@@ -1,11 +1,11 @@
 //! The HTTP client for the Messages API: URL, headers, timeouts and error
 //! statuses. Knows nothing of Genkit types.
 
+use genkit_provider::{ApiKey, Deadline, FrameReader, HttpClient};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use std::time::Duration;
 
-use crate::error::{AnthropicError, api_error, retry_after_header};
-use crate::secret::ApiKey;
+use crate::error::AnthropicError;
 use crate::wire::{MessagesRequest, MessagesResponse};
 
 /// The Anthropic API endpoint used unless another is configured.
@@ -14,19 +14,16 @@ pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 /// The `anthropic-version` header value this plugin speaks.
 pub const API_VERSION: &str = "2023-06-01";
 
-/// Error bodies larger than this are cut before being read.
-const MAX_ERROR_BODY: usize = 64 * 1024;
-
 /// A configured connection to the Messages API.
 #[derive(Debug, Clone)]
 pub(crate) struct AnthropicClient {
-    http: reqwest::Client,
-    base_url: String,
+    http: HttpClient,
     api_key: Option<ApiKey>,
-    timeout: Option<Duration>,
 }
 
 impl AnthropicClient {
+    /// A client whose requests (streamed ones included) end after
+    /// `timeout`, if given.
     pub fn new(
         http: reqwest::Client,
         base_url: &str,
@@ -34,10 +31,8 @@ impl AnthropicClient {
         timeout: Option<Duration>,
     ) -> Self {
         Self {
-            http,
-            base_url: base_url.trim_end_matches('/').to_owned(),
+            http: HttpClient::new(http, base_url, Deadline::total(timeout)),
             api_key,
-            timeout,
         }
     }
 
@@ -47,20 +42,22 @@ impl AnthropicClient {
         body: &MessagesRequest,
     ) -> Result<MessagesResponse, AnthropicError> {
         let response = self.post(body).await?;
-        let bytes = response
-            .bytes()
+        let bytes = self
+            .http
+            .read_bytes(response)
             .await
-            .map_err(AnthropicError::from_reqwest)?;
+            .map_err(AnthropicError::from_http)?;
         serde_json::from_slice(&bytes).map_err(|e| AnthropicError::Decode(e.to_string()))
     }
 
-    /// `POST /v1/messages` with `"stream": true`: the response, whose body is
-    /// a server-sent event stream.
+    /// `POST /v1/messages` with `"stream": true`: the server-sent events of
+    /// the response.
     pub async fn stream_message(
         &self,
         body: &MessagesRequest,
-    ) -> Result<reqwest::Response, AnthropicError> {
-        self.post(body).await
+    ) -> Result<FrameReader, AnthropicError> {
+        let response = self.post(body).await?;
+        Ok(self.http.sse(response))
     }
 
     async fn post(&self, body: &MessagesRequest) -> Result<reqwest::Response, AnthropicError> {
@@ -68,48 +65,21 @@ impl AnthropicClient {
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
-        headers.insert("x-api-key", key.header_value()?);
+        headers.insert(
+            "x-api-key",
+            key.header_value()
+                .map_err(|e| AnthropicError::InvalidRequest(e.to_string()))?,
+        );
         let payload = serde_json::to_vec(body)
             .map_err(|e| AnthropicError::InvalidRequest(format!("request body: {e}")))?;
-        let url = format!("{}/v1/messages", self.base_url);
-        tracing::debug!(%url, bytes = payload.len(), stream = body.stream == Some(true), "calling the Anthropic API");
-        let mut request = self.http.post(url).headers(headers).body(payload);
-        if let Some(t) = self.timeout {
-            request = request.timeout(t);
-        }
-        let response = request.send().await.map_err(AnthropicError::from_reqwest)?;
-        let status = response.status();
-        if status.is_success() {
-            return Ok(response);
-        }
-        let retry_after = retry_after_header(response.headers());
-        let request_id = response
-            .headers()
-            .get("request-id")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let body = read_limited(response, MAX_ERROR_BODY).await?;
-        Err(api_error(status.as_u16(), &body, request_id, retry_after))
+        let path = "v1/messages";
+        tracing::debug!(url = %self.http.url(path), bytes = payload.len(), stream = body.stream == Some(true), "calling the Anthropic API");
+        let request = self.http.post(path).headers(headers).body(payload);
+        self.http
+            .send(request)
+            .await
+            .map_err(AnthropicError::from_http)
     }
-}
-
-async fn read_limited(
-    mut response: reqwest::Response,
-    limit: usize,
-) -> Result<Vec<u8>, AnthropicError> {
-    let mut out = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(AnthropicError::from_reqwest)?
-    {
-        let room = limit.saturating_sub(out.len());
-        out.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        if out.len() >= limit {
-            break;
-        }
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

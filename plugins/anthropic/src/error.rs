@@ -2,7 +2,9 @@
 //! each failure maps onto Genkit's canonical statuses.
 
 use genkit_core::StatusCode;
-use serde_json::{Value, json};
+use genkit_provider::error::{http_error_details, to_genkit_error};
+use genkit_provider::{BodyError, HttpError};
+use serde_json::Value;
 use std::time::Duration;
 
 /// A failure of the Anthropic plugin. Converted into a
@@ -66,11 +68,30 @@ impl AnthropicError {
     }
 
     /// Classifies a transport error: timeouts are `DEADLINE_EXCEEDED`.
-    pub(crate) fn from_reqwest(e: reqwest::Error) -> Self {
+    fn from_reqwest(e: reqwest::Error) -> Self {
         if e.is_timeout() {
             AnthropicError::Timeout
         } else {
             AnthropicError::Transport(e.without_url())
+        }
+    }
+
+    /// A failed exchange: timeouts are `DEADLINE_EXCEEDED`, error answers are
+    /// read for the API's error object and `request-id`.
+    pub(crate) fn from_http(e: HttpError) -> Self {
+        match e {
+            HttpError::Timeout { .. } => AnthropicError::Timeout,
+            HttpError::Transport { source, .. } => AnthropicError::from_reqwest(source),
+            HttpError::Malformed(detail) => AnthropicError::Decode(detail),
+            HttpError::Status(response) => {
+                let request_id = response.header("request-id").map(str::to_owned);
+                let retry_after = response.retry_after();
+                match response.body {
+                    Ok(body) => api_error(response.status, &body, request_id, retry_after),
+                    Err(BodyError::Transport(source)) => AnthropicError::from_reqwest(source),
+                    Err(BodyError::Timeout) => AnthropicError::Timeout,
+                }
+            }
         }
     }
 }
@@ -78,15 +99,8 @@ impl AnthropicError {
 /// Genkit's status for an HTTP error status of the Messages API.
 pub(crate) fn status_for_http(http_status: u16) -> StatusCode {
     match http_status {
-        400 | 413 => StatusCode::InvalidArgument,
-        401 => StatusCode::Unauthenticated,
-        403 => StatusCode::PermissionDenied,
-        404 => StatusCode::NotFound,
-        408 => StatusCode::DeadlineExceeded,
-        429 => StatusCode::ResourceExhausted,
-        499 => StatusCode::Cancelled,
-        500..=599 => StatusCode::Unavailable,
-        other => StatusCode::from_http_status(other),
+        413 => StatusCode::InvalidArgument,
+        other => genkit_provider::error::status_for_http(other),
     }
 }
 
@@ -115,26 +129,17 @@ impl From<AnthropicError> for genkit_core::Error {
                 request_id,
                 retry_after,
                 ..
-            } => {
-                let mut d = json!({ "httpStatus": http_status });
-                if let Some(k) = kind {
-                    d["type"] = json!(k);
-                }
-                if let Some(id) = request_id {
-                    d["requestId"] = json!(id);
-                }
-                if let Some(r) = retry_after {
-                    d["retryAfterMs"] = json!(r.as_millis() as u64);
-                }
-                Some(d)
-            }
+            } => Some(http_error_details(
+                *http_status,
+                [
+                    ("type", kind.clone().map(Value::from)),
+                    ("requestId", request_id.clone().map(Value::from)),
+                ],
+                *retry_after,
+            )),
             _ => None,
         };
-        let err = genkit_core::Error::from_source(e.status(), e);
-        match details {
-            Some(d) => err.with_details(d),
-            None => err,
-        }
+        to_genkit_error(e.status(), e, details)
     }
 }
 
@@ -180,16 +185,10 @@ pub(crate) fn api_error(
     }
 }
 
-/// A `Retry-After` header in seconds.
-pub(crate) fn retry_after_header(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
-    let secs: f64 = value.trim().parse().ok()?;
-    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn statuses() {

@@ -72,12 +72,13 @@ mod error;
 mod model;
 pub mod models;
 mod plugin;
-mod secret;
 mod stream;
 mod wire;
 
 pub use client::{API_VERSION, DEFAULT_BASE_URL};
 pub use config::{AnthropicConfig, ThinkingConfig};
 pub use error::AnthropicError;
-pub use plugin::{Anthropic, AnthropicOptions, DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT};
-pub use secret::{API_KEY_ENV_VAR, ApiKey};
+pub use genkit_provider::ApiKey;
+pub use plugin::{
+    API_KEY_ENV_VAR, Anthropic, AnthropicOptions, DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT,
+};

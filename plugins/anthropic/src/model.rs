@@ -5,13 +5,12 @@ use std::sync::Arc;
 
 use genkit_ai::model::{Model, ModelCtx, ModelOptions};
 use genkit_ai::types::{GenerateRequest, GenerateResponse};
-use genkit_core::CancellationToken;
+use genkit_provider::until_cancelled;
 
 use crate::client::AnthropicClient;
 use crate::config::{AnthropicConfig, parse_config};
 use crate::convert::request::{RequestDefaults, to_messages_request};
 use crate::convert::response::to_genkit_response;
-use crate::error::AnthropicError;
 use crate::models::supports;
 use crate::stream::read_stream;
 
@@ -52,25 +51,12 @@ async fn run(
     let client = &settings.client;
     let call = async {
         if streaming {
-            let response = client.stream_message(&body).await?;
-            read_stream(response, |chunk| ctx.send_chunk(chunk)).await
+            let events = client.stream_message(&body).await?;
+            read_stream(events, |chunk| ctx.send_chunk(chunk)).await
         } else {
             client.create_message(&body).await
         }
     };
     let message = until_cancelled(&ctx.cancel, call).await?;
     Ok(to_genkit_response(message, &request.messages))
-}
-
-/// Runs `call` unless `cancel` fires first; the call (and with it the HTTP
-/// request) is dropped on cancellation.
-async fn until_cancelled<T>(
-    cancel: &CancellationToken,
-    call: impl Future<Output = Result<T, AnthropicError>>,
-) -> genkit_core::Result<T> {
-    tokio::select! {
-        biased;
-        _ = cancel.cancelled() => Err(genkit_core::Error::cancelled()),
-        result = call => result.map_err(Into::into),
-    }
 }

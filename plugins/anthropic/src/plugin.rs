@@ -5,13 +5,16 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use genkit_ai::model::Model;
-use genkit_core::{ActionDesc, ActionKind, DynAction, Error, Plugin, Registry, Result, StatusCode};
+use genkit_core::{ActionDesc, ActionKind, DynAction, Plugin, Registry, Result};
+use genkit_provider::{ApiKey, HttpClientBuilder};
 
 use crate::client::{AnthropicClient, DEFAULT_BASE_URL};
 use crate::convert::request::RequestDefaults;
 use crate::model::{ModelSettings, NAMESPACE, define_model};
 use crate::models::KNOWN_MODELS;
-use crate::secret::ApiKey;
+
+/// The environment variable read for the API key.
+pub const API_KEY_ENV_VAR: &str = "ANTHROPIC_API_KEY";
 
 /// `max_tokens` sent when a request's config sets no `maxOutputTokens`.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
@@ -131,13 +134,11 @@ impl Anthropic {
     pub fn with_options(options: AnthropicOptions) -> Result<Self> {
         let http = match options.http_client {
             Some(c) => c,
-            None => reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .connect_timeout(Duration::from_secs(30))
-                .build()
-                .map_err(|e| Error::from_source(StatusCode::Internal, e))?,
+            None => HttpClientBuilder::new().no_redirects().build()?,
         };
-        let api_key = options.api_key.or_else(ApiKey::from_env);
+        let api_key = options
+            .api_key
+            .or_else(|| ApiKey::from_env(API_KEY_ENV_VAR));
         let client = AnthropicClient::new(http, &options.base_url, api_key, options.timeout);
         Ok(Self {
             settings: ModelSettings {
@@ -191,5 +192,19 @@ impl Plugin for Anthropic {
             .iter()
             .map(|a| a.desc().clone())
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_never_show_in_debug_output() {
+        let options = AnthropicOptions::new().api_key("sk-ant-secret");
+        let plugin = Anthropic::with_options(options.clone()).expect("plugin");
+        let text = format!("{options:?} {plugin:?}");
+        assert!(!text.contains("sk-ant-secret"), "{text}");
+        assert!(text.contains("ApiKey(<redacted>)"), "{text}");
     }
 }

@@ -5,9 +5,8 @@
 //! is complete — and are assembled into the final message. A stream that
 //! ends before `message_stop` is an error.
 
-use eventsource_stream::Eventsource;
-use futures::StreamExt;
 use genkit_ai::types::{GenerateResponseChunk, Part, Role};
+use genkit_provider::{Frame, FrameReader, StreamFold, fold_stream};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -15,35 +14,49 @@ use crate::convert::response::block_to_part;
 use crate::error::{AnthropicError, http_status_for_kind};
 use crate::wire::{AnyBlock, Block, Delta, MessagesResponse, StreamEvent};
 
-/// Reads the event stream of `response`, calling `on_chunk` with new
+/// Reads the events of a streamed message, calling `on_chunk` with new
 /// content, and returns the assembled message.
 pub(crate) async fn read_stream(
-    response: reqwest::Response,
-    mut on_chunk: impl FnMut(GenerateResponseChunk),
+    events: FrameReader,
+    on_chunk: impl FnMut(GenerateResponseChunk),
 ) -> Result<MessagesResponse, AnthropicError> {
-    let mut events = response.bytes_stream().eventsource();
-    let mut assembler = Assembler::default();
-    while let Some(event) = events.next().await {
-        let event = event.map_err(|e| match e {
-            eventsource_stream::EventStreamError::Transport(e) => AnthropicError::from_reqwest(e),
-            other => AnthropicError::Decode(format!("invalid event stream: {other}")),
-        })?;
-        if event.data.trim().is_empty() {
-            continue;
-        }
-        let parsed: StreamEvent = serde_json::from_str(&event.data)
-            .map_err(|e| AnthropicError::Decode(format!("stream event `{}`: {e}", event.event)))?;
-        let parts = assembler.handle(parsed)?;
+    fold_stream(
+        events,
+        Assembler::default(),
+        AnthropicError::from_http,
+        on_chunk,
+    )
+    .await
+}
+
+impl StreamFold for Assembler {
+    type Output = MessagesResponse;
+    type Error = AnthropicError;
+
+    /// New content of an event goes out as one chunk.
+    fn push(
+        &mut self,
+        frame: Frame,
+        emit: &mut dyn FnMut(GenerateResponseChunk),
+    ) -> Result<(), AnthropicError> {
+        let parsed: StreamEvent = serde_json::from_str(&frame.data)
+            .map_err(|e| AnthropicError::Decode(format!("stream event `{}`: {e}", frame.event)))?;
+        let parts = self.handle(parsed)?;
         if !parts.is_empty() {
             let mut chunk = GenerateResponseChunk::new(parts);
             chunk.role = Some(Role::Model);
-            on_chunk(chunk);
+            emit(chunk);
         }
-        if assembler.is_done() {
-            break;
-        }
+        Ok(())
     }
-    assembler.finish()
+
+    fn is_done(&self) -> bool {
+        Assembler::is_done(self)
+    }
+
+    fn finish(self) -> Result<MessagesResponse, AnthropicError> {
+        Assembler::finish(self)
+    }
 }
 
 /// A content block being streamed.

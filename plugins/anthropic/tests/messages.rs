@@ -2,8 +2,6 @@
 //! requests (method, path, headers, JSON body) and answers in the Messages
 //! API's documented formats (JSON and server-sent events).
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,20 +12,20 @@ use genkit_ai::tool::Tool;
 use genkit_ai::types::{FinishReason, Part, Role, ToolChoice};
 use genkit_anthropic::{Anthropic, AnthropicOptions};
 use genkit_core::{CancellationToken, Plugin, Registry, StatusCode};
+use genkit_provider::test_server::{End, Recorded, Reply, TestServer};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use support::{End, MockServer, Recorded, Reply};
 
 const KEY: &str = "sk-ant-test-5d2e";
 const MODEL: &str = "anthropic/claude-sonnet-4-5";
 
-fn plugin_for(server: &MockServer, options: AnthropicOptions) -> Anthropic {
+fn plugin_for(server: &TestServer, options: AnthropicOptions) -> Anthropic {
     Anthropic::with_options(options.api_key(KEY).base_url(server.url.clone())).expect("plugin")
 }
 
-async fn setup_with(replies: Vec<Reply>, options: AnthropicOptions) -> (MockServer, Registry) {
-    let server = MockServer::start(replies).await;
+async fn setup_with(replies: Vec<Reply>, options: AnthropicOptions) -> (TestServer, Registry) {
+    let server = TestServer::start(replies).await;
     let registry = Registry::new();
     registry
         .register_plugin(Arc::new(plugin_for(&server, options)))
@@ -35,7 +33,7 @@ async fn setup_with(replies: Vec<Reply>, options: AnthropicOptions) -> (MockServ
     (server, registry)
 }
 
-async fn setup(replies: Vec<Reply>) -> (MockServer, Registry) {
+async fn setup(replies: Vec<Reply>) -> (TestServer, Registry) {
     setup_with(replies, AnthropicOptions::new()).await
 }
 
@@ -67,6 +65,25 @@ fn user_text(text: &str) -> Value {
 
 /// Stream events of a message: `message_start`, the given block events,
 /// `message_delta` with the stop reason, `message_stop`.
+/// An SSE reply as the Messages API frames it: `event: <type>` (the
+/// payload's `type`, when it has one) then `data: <payload>`.
+fn sse_raw(payloads: impl IntoIterator<Item = String>) -> Reply {
+    Reply::sse(payloads.into_iter().map(|data| {
+        let kind = serde_json::from_str::<Value>(&data)
+            .ok()
+            .and_then(|v| v.get("type").and_then(Value::as_str).map(str::to_owned));
+        match kind {
+            Some(kind) => format!("event: {kind}\ndata: {data}\n\n"),
+            None => format!("data: {data}\n\n"),
+        }
+    }))
+}
+
+/// An SSE reply of JSON events.
+fn sse(events: impl IntoIterator<Item = Value>) -> Reply {
+    sse_raw(events.into_iter().map(|e| e.to_string()))
+}
+
 fn stream_events(blocks: Vec<Value>, stop_reason: &str) -> Vec<Value> {
     let mut events = vec![json!({"type": "message_start", "message": {
         "id": "msg_s", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
@@ -303,8 +320,8 @@ async fn streamed_tool_call_is_assembled_from_input_json_deltas() {
         json!({"type": "content_block_stop", "index": 1}),
     ]);
     let (server, registry) = setup(vec![
-        Reply::sse(stream_events(first, "tool_use")),
-        Reply::sse(stream_events(
+        sse(stream_events(first, "tool_use")),
+        sse(stream_events(
             text_block(0, &["It is ", "21.5°C."]),
             "end_turn",
         )),
@@ -437,7 +454,7 @@ async fn streamed_thinking_round_trips_with_its_signature() {
     let mut blocks = thinking;
     blocks.extend(text_block(2, &["42"]));
     let (server, registry) = setup(vec![
-        Reply::sse(stream_events(blocks, "end_turn")),
+        sse(stream_events(blocks, "end_turn")),
         Reply::json(text_message("84")),
     ])
     .await;
@@ -503,12 +520,12 @@ async fn http_errors_map_to_statuses_with_the_provider_message() {
         (529, "overloaded_error", StatusCode::Unavailable),
     ];
     for (http, kind, expected) in cases {
-        let reply = Reply::Json {
-            status: http,
-            body: json!({"type": "error", "error": {"type": kind, "message": format!("provider says {http}")},
+        let reply = Reply::status(
+            http,
+            json!({"type": "error", "error": {"type": kind, "message": format!("provider says {http}")},
                 "request_id": format!("req_{http}")}),
-            headers: vec![("retry-after", "3".into())],
-        };
+        )
+        .header("retry-after", "3");
         let (_server, registry) = setup(vec![reply]).await;
         let err = generate(&registry, GenerateOptions::prompt("hi").model(MODEL))
             .await
@@ -534,7 +551,7 @@ async fn an_error_event_inside_the_stream_fails_the_call() {
     events.push(
         json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
     );
-    let (_server, registry) = setup(vec![Reply::sse(events)]).await;
+    let (_server, registry) = setup(vec![sse(events)]).await;
     let err = generate_stream(&registry, GenerateOptions::prompt("hi").model(MODEL))
         .response()
         .await
@@ -550,7 +567,7 @@ async fn a_stream_cut_off_mid_way_is_an_error_not_a_hang() {
         events.truncate(2);
         events.push(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}));
         events.push(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Once upon"}}));
-        let (_server, registry) = setup(vec![Reply::sse_ending(events, end)]).await;
+        let (_server, registry) = setup(vec![sse(events).ending(end)]).await;
         let mut stream = generate_stream(
             &registry,
             GenerateOptions::prompt("Tell a story").model(MODEL),
@@ -576,7 +593,7 @@ async fn cancelling_a_stream_closes_the_connection() {
     events.truncate(2);
     events.push(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}));
     events.push(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "First"}}));
-    let (server, registry) = setup(vec![Reply::sse_ending(events, End::Hang)]).await;
+    let (server, registry) = setup(vec![sse(events).ending(End::Hang)]).await;
     let cancel = CancellationToken::new();
     let mut stream = generate_stream(
         &registry,
@@ -690,7 +707,7 @@ async fn unknown_models_resolve_on_demand_and_version_overrides_the_model() {
 
 #[tokio::test]
 async fn the_plugin_lists_known_models_and_never_shows_its_key() {
-    let server = MockServer::start(Vec::new()).await;
+    let server = TestServer::start(Vec::new()).await;
     let plugin = plugin_for(&server, AnthropicOptions::new());
     assert!(!format!("{plugin:?}").contains(KEY));
     assert!(!format!("{:?}", AnthropicOptions::new().api_key(KEY)).contains(KEY));
@@ -734,7 +751,7 @@ async fn a_per_request_api_key_is_refused() {
 #[tokio::test]
 async fn the_retry_middleware_retries_rate_limits_and_overload() {
     let error = |http: u16, kind: &str| {
-        Reply::error(
+        Reply::status(
             http,
             json!({"type": "error", "error": {"type": kind, "message": "try later"}}),
         )
@@ -763,15 +780,12 @@ async fn the_retry_middleware_retries_rate_limits_and_overload() {
 
 #[tokio::test]
 async fn a_malformed_stream_event_is_an_error() {
-    let (_server, registry) = setup(vec![Reply::Sse {
-        events: vec![
-            json!({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant",
-                "content": [], "model": "claude-sonnet-4-5", "usage": {"input_tokens": 1}}})
-            .to_string(),
-            r#"{"type": "content_block_delta", "index": 0, "delta": {"type": "text_del"#.to_owned(),
-        ],
-        end: End::Close,
-    }])
+    let (_server, registry) = setup(vec![sse_raw([
+        json!({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant",
+            "content": [], "model": "claude-sonnet-4-5", "usage": {"input_tokens": 1}}})
+        .to_string(),
+        r#"{"type": "content_block_delta", "index": 0, "delta": {"type": "text_del"#.to_owned(),
+    ])])
     .await;
     let err = tokio::time::timeout(
         Duration::from_secs(10),
