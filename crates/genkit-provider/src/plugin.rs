@@ -1,5 +1,6 @@
 //! Scaffolding plugins share: builder validation, extra headers, lists of
-//! model and embedder specs, and the checks of a text embedder.
+//! model and embedder specs, request-config parsing, and the checks of a
+//! text embedder.
 
 use genkit_ai::embedder::{EmbedderInfo, EmbedderSupports};
 use genkit_ai::types::EmbedRequest;
@@ -96,6 +97,89 @@ impl<T: Spec> SpecList<T> {
     /// The specs, in order.
     pub fn as_slice(&self) -> &[T] {
         &self.0
+    }
+}
+
+/// How a hosted API's plugin reads a request's `config`.
+#[derive(Debug, Clone, Copy)]
+pub struct ConfigRules<'a> {
+    /// The plugin's type name, for messages (e.g. `GoogleAi`).
+    pub plugin: &'a str,
+    /// Keys refused because they would be recorded in traces (`apiKey`).
+    pub refused: &'a [&'a str],
+    /// Keys dropped before parsing (client overrides other Genkit
+    /// implementations accept).
+    pub ignored: &'a [&'a str],
+}
+
+/// Parses a request's `config` (absent or `null` is the default) under
+/// `rules`; `what` names it in messages (`model`, `embedder`). The error is
+/// the message for an invalid-request error.
+pub fn parse_request_config<T: DeserializeOwned + Default>(
+    config: Option<&Value>,
+    what: &str,
+    rules: &ConfigRules<'_>,
+) -> std::result::Result<T, String> {
+    let Some(value) = config.filter(|v| !v.is_null()) else {
+        return Ok(T::default());
+    };
+    let Value::Object(map) = value else {
+        return Err(format!("the {what} config must be a JSON object"));
+    };
+    if let Some(key) = rules.refused.iter().find(|k| map.contains_key(**k)) {
+        return Err(format!(
+            "`{key}` in the request config is not supported (it would be recorded in traces); configure the API key on the {} plugin",
+            rules.plugin
+        ));
+    }
+    let mut map = map.clone();
+    for key in rules.ignored {
+        map.remove(*key);
+    }
+    serde_json::from_value(Value::Object(map)).map_err(|e| format!("invalid {what} config: {e}"))
+}
+
+/// An embedding model a plugin offers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmbedderSpec {
+    /// The model's name at the provider, without the plugin prefix.
+    pub name: String,
+    /// A human-readable label.
+    pub label: Option<String>,
+    /// Vector length, when known.
+    pub dimensions: Option<u32>,
+}
+
+impl EmbedderSpec {
+    /// An embedder of unknown dimensions.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            label: None,
+            dimensions: None,
+        }
+    }
+
+    /// Sets the vector length.
+    pub fn dimensions(mut self, dimensions: u32) -> Self {
+        self.dimensions = Some(dimensions);
+        self
+    }
+
+    /// Sets the label.
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+}
+
+impl Spec for EmbedderSpec {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn unlisted(name: &str) -> Self {
+        EmbedderSpec::new(name)
     }
 }
 
@@ -227,12 +311,43 @@ mod tests {
         assert_eq!(list.get_or_unlisted("a"), S("a".into(), 3));
         assert_eq!(list.get_or_unlisted("zz"), S("zz".into(), 0));
         assert!(list.contains("b") && !list.contains("zz"));
+        let embedders = SpecList::new([EmbedderSpec::new("e").dimensions(3).label("E")]);
+        assert_eq!(embedders.get_or_unlisted("e").dimensions, Some(3));
+        assert_eq!(embedders.get_or_unlisted("x"), EmbedderSpec::new("x"));
     }
 
     #[derive(Debug, Default, Deserialize, PartialEq)]
     struct Opts {
         #[serde(default)]
         n: Option<u32>,
+    }
+
+    #[test]
+    fn request_configs() {
+        let rules = ConfigRules {
+            plugin: "Hosted",
+            refused: &["apiKey"],
+            ignored: &["baseUrl"],
+        };
+        let parse = |v: Option<Value>| parse_request_config::<Opts>(v.as_ref(), "model", &rules);
+        assert_eq!(parse(None).unwrap(), Opts::default());
+        assert_eq!(parse(Some(Value::Null)).unwrap(), Opts::default());
+        assert_eq!(
+            parse(Some(json!({"n": 3, "baseUrl": "http://x"}))).unwrap(),
+            Opts { n: Some(3) }
+        );
+        let refused = parse(Some(json!({"apiKey": "secret-1"}))).unwrap_err();
+        assert!(refused.contains("`apiKey`") && refused.contains("Hosted plugin"));
+        assert!(!refused.contains("secret-1"));
+        assert_eq!(
+            parse(Some(json!([1]))).unwrap_err(),
+            "the model config must be a JSON object"
+        );
+        assert!(
+            parse(Some(json!({"n": "many"})))
+                .unwrap_err()
+                .starts_with("invalid model config: ")
+        );
     }
 
     #[test]

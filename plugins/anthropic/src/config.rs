@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::error::AnthropicError;
+use genkit_provider::plugin::{ConfigRules, parse_request_config};
 
 /// Configuration of a Claude model call (`config` of a generate request).
 ///
@@ -121,25 +122,12 @@ const CLIENT_KEYS: [&str; 1] = ["apiVersion"];
 
 /// Parses a request's `config` (absent or `null` is the default).
 pub(crate) fn parse_config(config: Option<&Value>) -> Result<AnthropicConfig, AnthropicError> {
-    let Some(value) = config.filter(|v| !v.is_null()) else {
-        return Ok(AnthropicConfig::default());
+    let rules = ConfigRules {
+        plugin: "Anthropic",
+        refused: &REFUSED_KEYS,
+        ignored: &CLIENT_KEYS,
     };
-    let Value::Object(map) = value else {
-        return Err(AnthropicError::InvalidRequest(
-            "the model config must be a JSON object".into(),
-        ));
-    };
-    if let Some(key) = REFUSED_KEYS.iter().find(|k| map.contains_key(**k)) {
-        return Err(AnthropicError::InvalidRequest(format!(
-            "`{key}` in the request config is not supported (it would be recorded in traces); configure the API key on the Anthropic plugin"
-        )));
-    }
-    let mut map = map.clone();
-    for key in CLIENT_KEYS {
-        map.remove(key);
-    }
-    serde_json::from_value(Value::Object(map))
-        .map_err(|e| AnthropicError::InvalidRequest(format!("invalid model config: {e}")))
+    parse_request_config(config, "model", &rules).map_err(AnthropicError::InvalidRequest)
 }
 
 #[cfg(test)]

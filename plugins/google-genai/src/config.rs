@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::GeminiError;
+use genkit_provider::plugin::{ConfigRules, parse_request_config};
 
 /// Configuration of a Gemini model call (`config` of a generate request).
 ///
@@ -174,25 +175,12 @@ pub(crate) fn parse_config<T: serde::de::DeserializeOwned + Default>(
     config: Option<&Value>,
     what: &str,
 ) -> Result<T, GeminiError> {
-    let Some(value) = config.filter(|v| !v.is_null()) else {
-        return Ok(T::default());
+    let rules = ConfigRules {
+        plugin: "GoogleAi",
+        refused: &REFUSED_KEYS,
+        ignored: &CLIENT_KEYS,
     };
-    let Value::Object(map) = value else {
-        return Err(GeminiError::InvalidRequest(format!(
-            "the {what} config must be a JSON object"
-        )));
-    };
-    if let Some(key) = REFUSED_KEYS.iter().find(|k| map.contains_key(**k)) {
-        return Err(GeminiError::InvalidRequest(format!(
-            "`{key}` in the request config is not supported (it would be recorded in traces); configure the API key on the GoogleAi plugin"
-        )));
-    }
-    let mut map = map.clone();
-    for key in CLIENT_KEYS {
-        map.remove(key);
-    }
-    serde_json::from_value(Value::Object(map))
-        .map_err(|e| GeminiError::InvalidRequest(format!("invalid {what} config: {e}")))
+    parse_request_config(config, what, &rules).map_err(GeminiError::InvalidRequest)
 }
 
 #[cfg(test)]

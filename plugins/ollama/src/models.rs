@@ -1,6 +1,7 @@
 //! What the plugin knows about models and embedders.
 
 use genkit_ai::types::{ConstrainedSupport, ModelSupports};
+pub use genkit_provider::plugin::EmbedderSpec;
 use genkit_provider::plugin::Spec;
 
 /// A chat model the plugin offers.
@@ -61,40 +62,6 @@ impl ModelSpec {
     }
 }
 
-/// An embedding model the plugin offers.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EmbedderSpec {
-    /// The model's name on the server, without the plugin prefix.
-    pub name: String,
-    /// A human-readable label.
-    pub label: Option<String>,
-    /// Vector length, when known.
-    pub dimensions: Option<u32>,
-}
-
-impl EmbedderSpec {
-    /// An embedder of unknown dimensions.
-    pub fn new(name: impl Into<String>) -> Self {
-        Self {
-            name: name.into(),
-            label: None,
-            dimensions: None,
-        }
-    }
-
-    /// Sets the vector length.
-    pub fn dimensions(mut self, dimensions: u32) -> Self {
-        self.dimensions = Some(dimensions);
-        self
-    }
-
-    /// Sets the label.
-    pub fn label(mut self, label: impl Into<String>) -> Self {
-        self.label = Some(label.into());
-        self
-    }
-}
-
 impl Spec for ModelSpec {
     fn name(&self) -> &str {
         &self.name
@@ -102,16 +69,6 @@ impl Spec for ModelSpec {
 
     fn unlisted(name: &str) -> Self {
         ModelSpec::new(name)
-    }
-}
-
-impl Spec for EmbedderSpec {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn unlisted(name: &str) -> Self {
-        EmbedderSpec::new(name)
     }
 }
 
