@@ -19,10 +19,7 @@ use dotprompt::{
 use serde_json::{Map, Value, json};
 
 fn spec_dir() -> PathBuf {
-    match std::env::var_os("DOTPROMPT_SPEC_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/dotprompt"),
-    }
+    genkit_conformance::dotprompt_dir()
 }
 
 fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -1,6 +1,5 @@
 //! Runs Genkit's `generate.yaml` conformance cases against `/util/generate`,
-//! read unchanged from `$GENKIT_CONFORMANCE_DIR` (default
-//! `../shared/conformance/genkit` beside the repository).
+//! read unchanged from `$GENKIT_CONFORMANCE_DIR` (see `genkit_conformance`).
 
 use futures::StreamExt;
 use genkit_ai::generate::define_generate_action;
@@ -13,11 +12,7 @@ use serde_json::{Value, json};
 use std::path::PathBuf;
 
 fn conformance_dir() -> PathBuf {
-    std::env::var_os("GENKIT_CONFORMANCE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/genkit")
-        })
+    genkit_conformance::genkit_dir()
 }
 
 fn load_cases() -> Vec<Value> {

@@ -8,12 +8,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 fn conformance_dir() -> PathBuf {
-    match std::env::var_os("GENKIT_CONFORMANCE_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/genkit")
-        }
-    }
+    genkit_conformance::genkit_dir()
 }
 
 fn schema_defs() -> Value {

@@ -17,11 +17,7 @@ fn store() -> &'static Arc<InMemoryTraceStore> {
 }
 
 fn conformance_dir() -> PathBuf {
-    std::env::var_os("GENKIT_CONFORMANCE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/genkit")
-        })
+    genkit_conformance::genkit_dir()
 }
 
 fn validate_against(def: &str, value: &Value) {

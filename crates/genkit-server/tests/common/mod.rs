@@ -46,14 +46,9 @@ pub fn client() -> reqwest::Client {
     reqwest::Client::builder().no_proxy().build().unwrap()
 }
 
-/// The Genkit conformance folder (`GENKIT_CONFORMANCE_DIR`, default
-/// `../shared/conformance/genkit` beside the repo).
+/// The Genkit conformance folder (see `genkit_conformance::genkit_dir`).
 pub fn conformance_dir() -> PathBuf {
-    std::env::var_os("GENKIT_CONFORMANCE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/genkit")
-        })
+    genkit_conformance::genkit_dir()
 }
 
 /// Splits a flow SSE body into frames (each ends with a blank line).
