@@ -93,9 +93,52 @@ lines += [
     "  (`cargo bench -p genkit-bench`).",
 ]
 
-for extra in ("dotprompt.md", "server.md"):
-    path = os.path.join(out_dir, extra)
-    if os.path.exists(path):
-        lines += ["", open(path).read().rstrip()]
+dp = load("dotprompt.jsonl")
+if dp:
+    lines += [
+        "",
+        "## Dotprompt: rendering a prompt with a partial and a loop over 100 items",
+        "",
+        "| | Rust | npm dotprompt | Rust vs JS |",
+        "|---|---|---|---|",
+    ]
+    for r in dp:
+        lines.append(
+            f"| {r['bench']} | {r['rust_ns_per_op']:,} ns | {r['js_ns_per_op']:,.0f} ns | **{r['js_over_rust']:.1f}x** |"
+        )
+    lines.append("")
+    lines.append("`render` compiles the template from source each call (npm dotprompt recompiles too); `compiled` renders a prompt already compiled.")
+
+srv = load("server.jsonl")
+if srv:
+    import statistics
+    groups = {}
+    for r in srv:
+        groups.setdefault((r["target"], r["scenario"]), []).append(r)
+    med = {
+        k: {m: statistics.median(x[m] for x in v) for m in ("requests_per_sec", "p99_ms", "server_cpu_us_per_req", "peak_rss_mb")}
+        for k, v in groups.items()
+    }
+    errors = sum(r["errors"] for r in srv)
+    conn = srv[0].get("connections")
+    lines += [
+        "",
+        f"## Flows over HTTP (wrk, {conn} connections, medians of {max(len(v) for v in groups.values())} rounds; {errors} errors)",
+        "",
+        "| target | scenario | requests/s vs bare axum | p99 vs bare axum | server CPU per request vs bare axum | peak RSS |",
+        "|---|---|---|---|---|---|",
+    ]
+    names = {"bare_axum": "bare axum handler (ceiling)", "genkit_rust": "genkit-server", "genkit_js_express": "Genkit JS (`@genkit-ai/express`)"}
+    for (target, scenario), m in sorted(med.items(), key=lambda kv: (kv[0][1], kv[0][0] != "bare_axum", kv[0][0])):
+        base = med.get(("bare_axum", scenario))
+        if not base:
+            continue
+        lines.append(
+            f"| {names.get(target, target)} | {scenario} | {m['requests_per_sec'] / base['requests_per_sec']:.2f}x "
+            f"({m['requests_per_sec']:,.0f}/s) | {m['p99_ms'] / base['p99_ms']:.2f}x ({m['p99_ms']:.2f} ms) | "
+            f"{m['server_cpu_us_per_req'] / base['server_cpu_us_per_req']:.2f}x | {m['peak_rss_mb']:.0f} MB |"
+        )
+    lines.append("")
+    lines.append("`echo`: a flow returning its input; `stream`: a flow streaming 10 chunks over SSE.")
 
 open(results, "w").write("\n".join(lines) + "\n")

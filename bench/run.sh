@@ -8,9 +8,9 @@
 # Rust: bench/rust (the `peer` binary, timing loops the same way as
 # bench/js/lib/harness.mjs). JS: bench/js (npm genkit, pinned). Both time
 # sequential awaited operations after a warm-up and report peak RSS.
-# The dotprompt and HTTP-server comparisons have their own scripts
-# (bench/dotprompt/run.sh, bench/server/run.sh) whose numbers are folded in
-# when their result files exist.
+# Then the dotprompt render comparison (bench/dotprompt/run.sh) and the HTTP
+# load comparison (bench/server/run.sh); SKIP_DOTPROMPT=1 / SKIP_SERVER=1
+# leave them out.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
@@ -34,6 +34,18 @@ for b in flow_echo generate_plain generate_tools generate_stream; do
   "$here/js/run_all.sh" "$b" --seconds "$secs" | grep '^{' >> "$out/js.jsonl"
   "$here/js/run_all.sh" "$b" --seconds "$secs" --no-otel | grep '^{' >> "$out/js.jsonl"
 done
+
+if [ "${SKIP_DOTPROMPT:-0}" != 1 ]; then
+  echo "bench: dotprompt render (Rust criterion vs npm dotprompt)" >&2
+  CARGO_TARGET_DIR="$target" "$here/dotprompt/run.sh" | grep '^{' > "$out/dotprompt.jsonl"
+fi
+
+if [ "${SKIP_SERVER:-0}" != 1 ]; then
+  echo "bench: HTTP flow server (wrk: genkit-server, bare axum, Genkit JS express)" >&2
+  : > "$out/server.jsonl"
+  CARGO_TARGET_DIR="$target" OUT="$out/server.jsonl" DURATION="${SERVER_DURATION:-8}" \
+    ROUNDS="${SERVER_ROUNDS:-3}" "$here/server/run.sh" >&2
+fi
 
 python3 "$here/report.py" "$out" "$here/RESULTS.md"
 echo "bench: wrote $here/RESULTS.md" >&2
