@@ -31,7 +31,6 @@ use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::net::{TcpListener, ToSocketAddrs};
 use tower_http::cors::CorsLayer;
@@ -218,13 +217,10 @@ impl FlowServer {
         if let Ok(addr) = listener.local_addr() {
             ::tracing::info!("flow server listening on http://{addr}");
         }
-        axum::serve(
-            listener,
-            router.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(signal)
-        .await
-        .map_err(ServerError::Serve)
+        axum::serve(listener, router)
+            .with_graceful_shutdown(signal)
+            .await
+            .map_err(ServerError::Serve)
     }
 }
 
@@ -376,10 +372,10 @@ fn json_response(output: &Value, trace: Option<TraceInfo>) -> Response {
 }
 
 fn insert_trace_headers(h: &mut HeaderMap, t: TraceInfo) {
-    if let Ok(v) = HeaderValue::from_str(&t.trace_id.to_string()) {
+    if let Ok(v) = HeaderValue::from_bytes(&t.trace_id.to_hex()) {
         h.insert(TRACE_ID, v);
     }
-    if let Ok(v) = HeaderValue::from_str(&t.span_id.to_string()) {
+    if let Ok(v) = HeaderValue::from_bytes(&t.span_id.to_hex()) {
         h.insert(SPAN_ID, v);
     }
 }

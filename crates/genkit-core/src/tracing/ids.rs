@@ -26,6 +26,13 @@ impl TraceId {
         self.0
     }
 
+    /// The 32 lower-case hex digits, without allocating.
+    pub fn to_hex(self) -> [u8; 32] {
+        let mut out = [0u8; 32];
+        hex_into(self.0, &mut out);
+        out
+    }
+
     /// Parses 32 hex digits.
     pub fn parse(s: &str) -> Option<Self> {
         (s.len() == 32)
@@ -41,6 +48,13 @@ impl SpanId {
         self.0
     }
 
+    /// The 16 lower-case hex digits, without allocating.
+    pub fn to_hex(self) -> [u8; 16] {
+        let mut out = [0u8; 16];
+        hex_into(u128::from(self.0), &mut out);
+        out
+    }
+
     /// A random, non-zero id.
     pub fn random() -> Self {
         loop {
@@ -52,9 +66,23 @@ impl SpanId {
     }
 }
 
+/// Writes the low `out.len()` hex digits of `value` into `out`.
+fn hex_into(value: u128, out: &mut [u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let n = out.len();
+    for (i, slot) in out.iter_mut().enumerate() {
+        *slot = DIGITS[((value >> (4 * (n - 1 - i))) & 0xf) as usize];
+    }
+}
+
+/// The hex digits as text (they are ASCII by construction).
+pub(crate) fn hex_str(digits: &[u8]) -> &str {
+    std::str::from_utf8(digits).unwrap_or_default()
+}
+
 impl fmt::Display for TraceId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:032x}", self.0)
+        f.write_str(hex_str(&self.to_hex()))
     }
 }
 
@@ -66,7 +94,7 @@ impl fmt::Debug for TraceId {
 
 impl fmt::Display for SpanId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:016x}", self.0)
+        f.write_str(hex_str(&self.to_hex()))
     }
 }
 

@@ -217,36 +217,25 @@ struct Hex<'a, T: HexId>(&'a T);
 
 /// Ids written as hex.
 trait HexId {
-    /// Fills `buf` with the hex digits and returns them.
-    fn hex<'b>(&self, buf: &'b mut [u8; 32]) -> &'b str;
-}
-
-fn write_hex(value: u128, digits: usize, buf: &mut [u8; 32]) -> &str {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for (i, slot) in buf[..digits].iter_mut().enumerate() {
-        let shift = 4 * (digits - 1 - i);
-        *slot = DIGITS[((value >> shift) & 0xf) as usize];
-    }
-    // Only ASCII hex digits were written.
-    std::str::from_utf8(&buf[..digits]).unwrap_or_default()
+    /// Calls `f` with the hex digits.
+    fn with_hex<R>(&self, f: impl FnOnce(&str) -> R) -> R;
 }
 
 impl HexId for TraceId {
-    fn hex<'b>(&self, buf: &'b mut [u8; 32]) -> &'b str {
-        write_hex(self.as_u128(), 32, buf)
+    fn with_hex<R>(&self, f: impl FnOnce(&str) -> R) -> R {
+        f(super::ids::hex_str(&self.to_hex()))
     }
 }
 
 impl HexId for SpanId {
-    fn hex<'b>(&self, buf: &'b mut [u8; 32]) -> &'b str {
-        write_hex(u128::from(self.as_u64()), 16, buf)
+    fn with_hex<R>(&self, f: impl FnOnce(&str) -> R) -> R {
+        f(super::ids::hex_str(&self.to_hex()))
     }
 }
 
 impl<T: HexId> Serialize for Hex<'_, T> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut buf = [0u8; 32];
-        s.serialize_str(self.0.hex(&mut buf))
+        self.0.with_hex(|h| s.serialize_str(h))
     }
 }
 
