@@ -189,8 +189,21 @@ impl Model {
         let runner = Arc::new(runner);
         let chain = opts.chain();
         let info = Arc::new(opts.info());
-        let body = move |req: GenerateRequest, ctx: ModelCtx| {
+        let body = move |req: GenerateRequest,
+                         ctx: ModelCtx|
+              -> BoxFuture<'static, Result<GenerateResponse>> {
             let runner = runner.clone();
+            // Most requests need none of the middleware (the built-in shims
+            // apply only to documents or constrained output): call the
+            // model directly.
+            if !chain.iter().any(|layer| layer.applies(&req)) {
+                return Box::pin(async move {
+                    let started = std::time::Instant::now();
+                    let mut response = runner(req, ctx).await?;
+                    response.latency_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
+                    Ok(response)
+                });
+            }
             let chain = chain.clone();
             let trace = ctx.trace;
             let metadata = ctx.metadata.clone();

@@ -27,6 +27,7 @@ use genkit_core::{ActionKind, DynAction, Error, Registry, Result, RunOptions, St
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// Default limit of tool-loop turns.
@@ -39,21 +40,44 @@ pub(crate) fn default_formats() -> &'static Formats {
 
 /// Stamps streamed chunks with their message index and role: the index moves
 /// on whenever the role changes (model → tool → model ...), across turns.
+/// One atomic word (index << 8 | role code) keeps this lock-free, since it
+/// runs for every chunk.
 #[derive(Default)]
 pub(crate) struct ChunkIndexer {
-    state: Mutex<(u32, Option<Role>)>,
+    state: AtomicU64,
 }
 
 impl ChunkIndexer {
-    fn stamp(&self, role: Role, chunk: &mut GenerateResponseChunk) {
-        let mut s = self.state.lock();
-        if let Some(prev) = s.1
-            && prev != role
-        {
-            s.0 += 1;
+    fn role_code(role: Role) -> u64 {
+        match role {
+            Role::System => 1,
+            Role::User => 2,
+            Role::Model => 3,
+            Role::Tool => 4,
         }
-        s.1 = Some(role);
-        chunk.index = Some(s.0);
+    }
+
+    fn stamp(&self, role: Role, chunk: &mut GenerateResponseChunk) {
+        let code = Self::role_code(role);
+        let mut current = self.state.load(Ordering::Acquire);
+        let index = loop {
+            let (index, prev) = (current >> 8, current & 0xff);
+            let index = if prev != 0 && prev != code {
+                index + 1
+            } else {
+                index
+            };
+            match self.state.compare_exchange_weak(
+                current,
+                (index << 8) | code,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => break index,
+                Err(actual) => current = actual,
+            }
+        };
+        chunk.index = Some(u32::try_from(index).unwrap_or(u32::MAX));
         chunk.role = Some(role);
     }
 }
