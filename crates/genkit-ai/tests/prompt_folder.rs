@@ -121,12 +121,7 @@ async fn calling_generates_with_the_frontmatter_options() {
     assert_eq!(request.messages[1].text(), "Greet Ada in a warm way.");
     assert_eq!(request.config, Some(json!({"temperature": 0.3})));
     assert_eq!(request.tool_choice, Some(ToolChoice::Required));
-    let tools: Vec<_> = request
-        .tools
-        .iter()
-        .flatten()
-        .map(|t| t.name.as_str())
-        .collect();
+    let tools: Vec<_> = request.tools().iter().map(|t| t.name.as_str()).collect();
     assert_eq!(tools, vec!["lookupName"]);
 }
 

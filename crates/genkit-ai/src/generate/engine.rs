@@ -26,7 +26,6 @@ use genkit_core::tracing::{SpanOptions, SpanType, in_span, is_recording};
 use genkit_core::{ActionKind, DynAction, Error, Registry, Result, RunOptions, StatusCode};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -89,7 +88,19 @@ pub(crate) struct Engine {
     model_hooks: Arc<[Arc<dyn ModelMiddleware>]>,
     pub(crate) tool_errors: ToolErrorPolicy,
     indexer: ChunkIndexer,
-    tool_defs: Mutex<HashMap<String, ToolDefinition>>,
+    tool_defs: Mutex<Option<ToolDefinitions>>,
+    resolved: Mutex<Option<Resolved>>,
+}
+
+/// Tool definitions built for a list of tools.
+type ToolDefinitions = (Vec<DynAction>, Arc<[ToolDefinition]>);
+
+/// What a turn's model and tool names resolved to.
+struct Resolved {
+    model_name: Option<String>,
+    tool_names: Vec<String>,
+    model: DynAction,
+    tools: Vec<DynAction>,
 }
 
 impl Engine {
@@ -108,7 +119,8 @@ impl Engine {
             model_hooks: model_hooks.into(),
             tool_errors,
             indexer: ChunkIndexer::default(),
-            tool_defs: Mutex::new(HashMap::new()),
+            tool_defs: Mutex::new(None),
+            resolved: Mutex::new(None),
         })
     }
 
@@ -188,9 +200,7 @@ impl Engine {
         ctx: GenerateCallCtx,
     ) -> Result<GenerateResponse> {
         // Resolve the model, the tools (plus middleware tools) and the format.
-        let model = self.resolve_model(raw.model.as_deref()).await?;
-        let mut tools =
-            resolve_tools(&self.registry, raw.tools.as_deref().unwrap_or_default()).await?;
+        let (model, mut tools) = self.resolve_model_and_tools(&raw).await?;
         for m in self.middleware.iter() {
             tools.extend(m.tools());
         }
@@ -221,7 +231,10 @@ impl Engine {
             }
         }
 
-        warn_about_capabilities(&raw, &tools, &model);
+        if turn == 0 {
+            // Once per call, not once per turn of the same request.
+            warn_about_capabilities(&raw, &tools, &model);
+        }
         let request = self.to_model_request(&raw, &tools);
         let output = request.output.clone();
         let is_background = model.desc().kind == ActionKind::BackgroundModel;
@@ -238,11 +251,12 @@ impl Engine {
             .unwrap_or_else(|| Message::new(Role::Model, Vec::<crate::types::Part>::new()));
         annotate_output_format(&mut message, output.as_ref());
         // The request the model was sent is rebuilt only for the response
-        // that leaves the loop, rather than copied on every turn.
-        let finish = |response: GenerateResponse, message: Message| {
+        // that leaves the loop (from the options it came from, which are not
+        // needed any more), rather than copied on every turn.
+        let finish = |raw: GenerateActionOptions, response: GenerateResponse, message: Message| {
             Finished {
                 response,
-                request: self.to_model_request(&raw, &tools),
+                request: self.model_request_from(raw, &tools),
             }
             .into_response(message)
         };
@@ -258,12 +272,12 @@ impl Engine {
                     output.and_then(|o| o.schema.as_ref()),
                 )?;
             }
-            return Ok(finish(response, message));
+            return Ok(finish(raw, response, message));
         }
         // Exit B: the loop guard, before any tool runs.
         let max_turns = raw.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
         if turn + 1 > max_turns {
-            let response = finish(response, message);
+            let response = finish(raw, response, message);
             let request_json = serde_json::to_value(&response.request).unwrap_or(Value::Null);
             return Err(Error::new(
                 StatusCode::Aborted,
@@ -277,7 +291,7 @@ impl Engine {
         match resolve_tool_requests(&self, &raw, &message, &tools_by_name, &ctx).await? {
             // Exit C: a tool interrupted.
             ToolRun::Interrupted(revised) => {
-                let mut response = finish(response, revised);
+                let mut response = finish(raw, response, revised);
                 response.finish_reason = Some(FinishReason::Interrupted);
                 response.finish_message =
                     Some("One or more tool calls resulted in interrupts.".into());
@@ -301,6 +315,30 @@ impl Engine {
         }
     }
 
+    /// The model and tools the options name, looked up once per call and
+    /// reused by later turns that name the same ones.
+    async fn resolve_model_and_tools(
+        &self,
+        raw: &GenerateActionOptions,
+    ) -> Result<(DynAction, Vec<DynAction>)> {
+        let names = raw.tools.as_deref().unwrap_or_default();
+        if let Some(r) = self.resolved.lock().as_ref()
+            && r.model_name == raw.model
+            && r.tool_names == names
+        {
+            return Ok((r.model.clone(), r.tools.clone()));
+        }
+        let model = self.resolve_model(raw.model.as_deref()).await?;
+        let tools = resolve_tools(&self.registry, names).await?;
+        *self.resolved.lock() = Some(Resolved {
+            model_name: raw.model.clone(),
+            tool_names: names.to_vec(),
+            model: model.clone(),
+            tools: tools.clone(),
+        });
+        Ok((model, tools))
+    }
+
     async fn resolve_model(&self, name: Option<&str>) -> Result<DynAction> {
         let name = match name {
             Some(n) => n.to_owned(),
@@ -315,19 +353,41 @@ impl Engine {
         lookup_model(&self.registry, &name).await
     }
 
-    /// The definition models see for a tool, built once per generate call.
-    fn tool_definition(&self, tool: &DynAction) -> ToolDefinition {
-        let key = tool.key();
-        if let Some(d) = self.tool_defs.lock().get(&key) {
-            return d.clone();
+    /// The definitions models see for `tools`, built once per generate call
+    /// and shared by every turn that offers the same tools.
+    fn tool_definitions(&self, tools: &[DynAction]) -> Arc<[ToolDefinition]> {
+        let mut cache = self.tool_defs.lock();
+        if let Some((cached_for, defs)) = cache.as_ref()
+            && cached_for.len() == tools.len()
+            && cached_for.iter().zip(tools).all(|(a, b)| Arc::ptr_eq(a, b))
+        {
+            return defs.clone();
         }
-        let def = to_tool_definition(tool.desc());
-        self.tool_defs.lock().insert(key, def.clone());
-        def
+        let defs: Arc<[ToolDefinition]> =
+            tools.iter().map(|t| to_tool_definition(t.desc())).collect();
+        *cache = Some((tools.to_vec(), defs.clone()));
+        defs
     }
 
-    /// Genkit's `actionToGenerateRequest`.
-    fn to_model_request(
+    /// [`to_model_request`](Self::to_model_request), taking the options'
+    /// messages and config instead of copying them.
+    fn model_request_from(
+        &self,
+        raw: GenerateActionOptions,
+        tools: &[DynAction],
+    ) -> GenerateRequest {
+        let mut request = GenerateRequest {
+            messages: Vec::new(),
+            ..self.to_model_request_parts(&raw, tools)
+        };
+        request.messages = raw.messages;
+        request.config = raw.config;
+        request.docs = raw.docs;
+        request
+    }
+
+    /// Everything of the model request but the messages, config and docs.
+    fn to_model_request_parts(
         &self,
         raw: &GenerateActionOptions,
         tools: &[DynAction],
@@ -342,13 +402,27 @@ impl Engine {
             None => OutputConfig::default(),
         };
         GenerateRequest {
-            messages: raw.messages.clone(),
-            config: raw.config.clone(),
-            tools: Some(tools.iter().map(|t| self.tool_definition(t)).collect()),
+            messages: Vec::new(),
+            config: None,
+            tools: Some(self.tool_definitions(tools)),
             tool_choice: raw.tool_choice,
             output: Some(output),
-            docs: raw.docs.clone(),
+            docs: None,
             candidates: None,
+        }
+    }
+
+    /// Genkit's `actionToGenerateRequest`.
+    fn to_model_request(
+        &self,
+        raw: &GenerateActionOptions,
+        tools: &[DynAction],
+    ) -> GenerateRequest {
+        GenerateRequest {
+            messages: raw.messages.clone(),
+            config: raw.config.clone(),
+            docs: raw.docs.clone(),
+            ..self.to_model_request_parts(raw, tools)
         }
     }
 

@@ -84,19 +84,24 @@ async fn run_tool_request(
         .get(&request.name)
         .cloned()
         .ok_or_else(|| Error::not_found(format!("Tool {} not found", request.name)))?;
-    let tail: ToolFn = Arc::new(move |part: Part, tctx: ToolCallCtx| {
-        let tool = tool.clone();
-        Box::pin(async move { execute_tool(&tool, &part, tctx).await.map(Some) })
-    });
     let tctx = ToolCallCtx {
         context: ctx.context.clone(),
         cancel: ctx.cancel.clone(),
         metadata: part.metadata.clone().map(Value::Object),
     };
-    match ToolNext::new(engine.middleware.clone(), tail)
-        .run(part.clone(), tctx)
-        .await
-    {
+    let result = if engine.middleware.is_empty() {
+        // No middleware to wrap the call: run the tool directly.
+        execute_tool(&tool, part, tctx).await.map(Some)
+    } else {
+        let tail: ToolFn = Arc::new(move |part: Part, tctx: ToolCallCtx| {
+            let tool = tool.clone();
+            Box::pin(async move { execute_tool(&tool, &part, tctx).await.map(Some) })
+        });
+        ToolNext::new(engine.middleware.clone(), tail)
+            .run(part.clone(), tctx)
+            .await
+    };
+    match result {
         Ok(Some(response)) => Ok(Some(Outcome::Response(response))),
         Ok(None) => Ok(None),
         Err(e) => {

@@ -377,7 +377,7 @@ impl PromptCore {
         Ok(GenerateRequest {
             messages: options.messages,
             config: options.config,
-            tools: Some(definitions),
+            tools: Some(definitions.into()),
             tool_choice: options.tool_choice,
             output,
             docs: options.docs,

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Number, Value};
+use std::sync::Arc;
 
 use super::Metadata;
 use super::document::DocumentData;
@@ -147,9 +148,10 @@ pub struct GenerateRequest {
     /// Model-specific configuration.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<Value>,
-    /// Tools the model may call.
+    /// Tools the model may call. Shared (`Arc`): the same definitions go to
+    /// every turn of a tool loop without being copied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tools: Option<Vec<ToolDefinition>>,
+    pub tools: Option<Arc<[ToolDefinition]>>,
     /// How tools may be used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<ToolChoice>,
@@ -183,8 +185,8 @@ impl GenerateRequest {
     }
 
     /// Sets the tools.
-    pub fn with_tools(mut self, tools: Vec<ToolDefinition>) -> Self {
-        self.tools = Some(tools);
+    pub fn with_tools(mut self, tools: impl Into<Arc<[ToolDefinition]>>) -> Self {
+        self.tools = Some(tools.into());
         self
     }
 
