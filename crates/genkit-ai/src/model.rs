@@ -495,7 +495,7 @@ impl BackgroundModel {
                     Box::pin(async move {
                         let op = start_fn(req, inner).await?;
                         Ok(GenerateResponse {
-                            operation: Some(op),
+                            operation: Some(Box::new(op)),
                             ..GenerateResponse::default()
                         })
                     })
@@ -511,7 +511,7 @@ impl BackgroundModel {
                     let op = resp
                         .operation
                         .ok_or_else(|| Error::internal("background model returned no operation"))?;
-                    Ok(stamp(op, &k))
+                    Ok(stamp(*op, &k))
                 }
             });
         let op_desc = |kind: ActionKind, suffix: &str| {

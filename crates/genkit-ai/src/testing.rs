@@ -205,7 +205,7 @@ pub fn define_echo_model(registry: &Registry, name: &str) -> Result<Model> {
             let message = Message::new(Role::Model, text);
             let usage = crate::model::basic_usage_stats(&req.messages, &message);
             let mut response = GenerateResponse::new(message, FinishReason::Stop);
-            response.usage = Some(usage);
+            response.usage = Some(Box::new(usage));
             Ok(response)
         },
     )

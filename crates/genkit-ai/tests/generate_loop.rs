@@ -80,6 +80,72 @@ async fn tool_loop_runs_tools_and_feeds_results_back() {
     assert_eq!(r.messages().unwrap().len(), 4);
 }
 
+/// The history is shared with the model, not copied: a model that keeps its
+/// requests must still see each turn's history as it was sent, and one that
+/// drops them must see the same histories.
+#[tokio::test]
+async fn each_turn_sees_its_own_history_whether_or_not_the_model_keeps_it() {
+    use genkit_ai::model::{ModelOptions, define_model};
+    use genkit_ai::types::{GenerateRequest, GenerateResponse, Message, Part};
+
+    let reg = Registry::new();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let tool = weather_tool(&reg, calls.clone());
+    // Keeps every request (the history stays shared after the call).
+    let keeper = ProgrammableModel::define(&reg, "keeper")
+        .respond_tool_call("getWeather", json!({"city": "A"}))
+        .respond_tool_call("getWeather", json!({"city": "B"}))
+        .respond_text("done");
+    // Drops every request, recording only the history lengths and the last text.
+    let seen = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let s = seen.clone();
+    define_model(
+        &reg,
+        ModelOptions::new("dropper"),
+        move |req: GenerateRequest, _ctx| {
+            let turn = req.messages.iter().filter(|m| m.role == Role::Tool).count();
+            let last = req.messages.last().map(|m| m.text()).unwrap_or_default();
+            s.lock().push((req.messages.len(), last));
+            drop(req);
+            async move {
+                let reply = if turn < 2 {
+                    Message::model(vec![Part::tool_request(ToolRequest::new(
+                        "getWeather",
+                        json!({"city": format!("C{turn}")}),
+                    ))])
+                } else {
+                    Message::model("done")
+                };
+                Ok(GenerateResponse::new(reply, FinishReason::Stop))
+            }
+        },
+    )
+    .unwrap();
+
+    let r = generate(&reg, GenerateOptions::prompt("go").model("keeper").tool(&tool))
+        .await
+        .unwrap();
+    let lengths: Vec<usize> = keeper.requests().iter().map(|q| q.messages.len()).collect();
+    assert_eq!(lengths, vec![1, 3, 5]);
+    assert_eq!(keeper.requests()[0].messages[0].text(), "go");
+    assert_eq!(r.request.as_ref().unwrap().messages.len(), 5);
+    assert_eq!(r.messages().unwrap().len(), 6);
+
+    let r = generate(&reg, GenerateOptions::prompt("go").model("dropper").tool(&tool))
+        .await
+        .unwrap();
+    let seen = seen.lock().clone();
+    let lengths: Vec<usize> = seen.iter().map(|(n, _)| *n).collect();
+    assert_eq!(lengths, vec![1, 3, 5]);
+    assert_eq!(seen[0].1, "go");
+    assert_eq!(r.text(), "done");
+    let history = r.messages().unwrap();
+    assert_eq!(history.len(), 6);
+    let answer = history[4].content[0].as_tool_response().unwrap();
+    assert_eq!(answer.output, Some(json!("C1: sunny")));
+    assert_eq!(calls.load(Ordering::SeqCst), 4);
+}
+
 #[tokio::test]
 async fn tools_by_name_resolve_from_the_registry() {
     let reg = Registry::new();

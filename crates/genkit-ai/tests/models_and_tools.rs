@@ -116,7 +116,7 @@ async fn background_models_start_check_and_cancel() {
     let r = generate(&reg, GenerateOptions::prompt("make a video").model("veo"))
         .await
         .unwrap();
-    let op = r.operation.clone().unwrap();
+    let op = *r.operation.clone().unwrap();
     assert_eq!(op.id, "op-1");
     assert_eq!(op.action.as_deref(), Some("/background-model/veo"));
     let done = check_operation(&reg, op.clone()).await.unwrap();

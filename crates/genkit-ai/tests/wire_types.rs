@@ -320,18 +320,18 @@ fn requests_and_responses_validate() {
         finish_reason: Some(FinishReason::Stop),
         finish_message: Some("done".into()),
         latency_ms: Some(12.5),
-        usage: Some(usage),
+        usage: Some(Box::new(usage)),
         custom: Some(json!({})),
         raw: Some(json!({"id": "x"})),
-        request: Some(request.clone()),
-        operation: Some(Operation {
+        request: Some(Box::new(request.clone())),
+        operation: Some(Box::new(Operation {
             action: Some("/background-model/veo".into()),
             id: "op1".into(),
             done: Some(false),
             output: None,
             error: None,
             metadata: None,
-        }),
+        })),
         candidates: None,
     };
     check(&defs, "ModelResponse", &response);
@@ -410,7 +410,7 @@ fn response_helpers() {
     assert_eq!(response.tool_requests().len(), 2);
     assert_eq!(response.interrupts().len(), 1);
     assert_eq!(response.messages(), None);
-    response.request = Some(GenerateRequest::new(vec![Message::user("q")]));
+    response.request = Some(Box::new(GenerateRequest::new(vec![Message::user("q")])));
     assert_eq!(response.messages().map(|m| m.len()), Some(2));
 
     let chunks = [

@@ -132,6 +132,48 @@ async fn streaming_flow_delivers_every_chunk_in_order() {
     );
 }
 
+/// Chunks pushed from another thread while the consumer is waiting (and
+/// while it is taking earlier ones) all arrive, in order, with no lost wakeup.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chunks_sent_from_another_thread_all_arrive_in_order() {
+    let reg = Registry::new();
+    let flow = define_streaming_flow(
+        &reg,
+        "threaded",
+        |n: u32, ctx: genkit_core::flow::FlowContext<u32>| async move {
+            let sender = ctx.chunks.clone();
+            tokio::task::spawn_blocking(move || {
+                for i in 0..n {
+                    sender.send(i);
+                    if i % 97 == 0 {
+                        std::thread::sleep(Duration::from_micros(200));
+                    }
+                }
+            })
+            .await
+            .map_err(|e| Error::internal(e.to_string()))?;
+            Ok(n)
+        },
+    )
+    .unwrap();
+    let all = async {
+        for _ in 0..20 {
+            let mut stream = flow.stream(2000);
+            let mut next = 0;
+            while let Some(c) = stream.next().await {
+                assert_eq!(c.unwrap(), next);
+                next += 1;
+            }
+            assert_eq!(next, 2000);
+            assert_eq!(stream.output().await.unwrap(), 2000);
+        }
+    };
+    // A lost wakeup would hang; make it a failure instead.
+    tokio::time::timeout(Duration::from_secs(60), all)
+        .await
+        .expect("every stream finishes");
+}
+
 #[tokio::test]
 async fn chunks_sent_from_another_task_arrive() {
     let reg = Registry::new();

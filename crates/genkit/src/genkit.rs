@@ -334,8 +334,11 @@ impl Genkit {
     }
 
     /// Generates a response, running requested tools until the model answers.
-    pub async fn generate(&self, options: GenerateOptions) -> Result<GenerateResponse> {
-        generate(&self.registry, options).await
+    pub fn generate(
+        &self,
+        options: GenerateOptions,
+    ) -> impl Future<Output = Result<GenerateResponse>> + Send + 'static {
+        generate(&self.registry, options)
     }
 
     /// Generates a response as a stream of chunks, then the response.

@@ -417,7 +417,10 @@ pub fn simulate_constrained_generation(request: &mut GenerateRequest) -> bool {
         return false;
     };
     let instructions = constrained_instructions(schema);
-    inject_instructions(&mut request.messages, &instructions);
+    inject_instructions(
+        Arc::make_mut(&mut request.messages).as_mut_slice(),
+        &instructions,
+    );
     request.output = Some(OutputConfig {
         constrained: Some(false),
         ..OutputConfig::default()

@@ -6,6 +6,7 @@
 //! runs the tools and recurses into the next turn.
 
 use super::options::ToolErrorPolicy;
+use super::tool_defs::tool_definitions;
 use super::tools::{
     ResumeOutcome, ToolRun, resolve_resume, resolve_tool_requests, resolve_tools, tool_map,
 };
@@ -15,10 +16,9 @@ use crate::middleware::{
     ModelCallCtx, ModelFn, ModelMiddleware, ModelNext,
 };
 use crate::model::{call_model, lookup_model, model_info};
-use crate::tool::to_tool_definition;
 use crate::types::{
     FinishReason, GenerateActionOptions, GenerateRequest, GenerateResponse, GenerateResponseChunk,
-    Message, Metadata, OutputConfig, Role, ToolDefinition,
+    Message, Metadata, OutputConfig, Role,
 };
 use futures::future::BoxFuture;
 use genkit_core::schema::SchemaValidator;
@@ -26,6 +26,7 @@ use genkit_core::tracing::{SpanOptions, SpanType, in_span, is_recording};
 use genkit_core::{ActionKind, DynAction, Error, Registry, Result, RunOptions, StatusCode};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -59,6 +60,12 @@ impl ChunkIndexer {
     fn stamp(&self, role: Role, chunk: &mut GenerateResponseChunk) {
         let code = Self::role_code(role);
         let mut current = self.state.load(Ordering::Acquire);
+        if current & 0xff == code {
+            // Same role as the chunk before: the index stays (no write).
+            chunk.index = Some(u32::try_from(current >> 8).unwrap_or(u32::MAX));
+            chunk.role = Some(role);
+            return;
+        }
         let index = loop {
             let (index, prev) = (current >> 8, current & 0xff);
             let index = if prev != 0 && prev != code {
@@ -88,12 +95,8 @@ pub(crate) struct Engine {
     model_hooks: Arc<[Arc<dyn ModelMiddleware>]>,
     pub(crate) tool_errors: ToolErrorPolicy,
     indexer: ChunkIndexer,
-    tool_defs: Mutex<Option<ToolDefinitions>>,
-    resolved: Mutex<Option<Resolved>>,
+    resolved: Mutex<Option<Arc<Resolved>>>,
 }
-
-/// Tool definitions built for a list of tools.
-type ToolDefinitions = (Vec<DynAction>, Arc<[ToolDefinition]>);
 
 /// What a turn's model and tool names resolved to.
 struct Resolved {
@@ -101,6 +104,7 @@ struct Resolved {
     tool_names: Vec<String>,
     model: DynAction,
     tools: Vec<DynAction>,
+    tools_by_name: HashMap<String, DynAction>,
 }
 
 impl Engine {
@@ -119,7 +123,6 @@ impl Engine {
             model_hooks: model_hooks.into(),
             tool_errors,
             indexer: ChunkIndexer::default(),
-            tool_defs: Mutex::new(None),
             resolved: Mutex::new(None),
         })
     }
@@ -127,7 +130,7 @@ impl Engine {
     /// One turn in its own `generate` span (recursion gives one nested span per turn).
     pub(crate) fn helper(
         self: Arc<Self>,
-        raw: GenerateActionOptions,
+        raw: Box<GenerateActionOptions>,
         turn: u32,
         message_index: u32,
         ctx: GenerateCallCtx,
@@ -150,7 +153,7 @@ impl Engine {
     /// The generate-level middleware chain around one turn.
     async fn run_middleware(
         self: Arc<Self>,
-        raw: GenerateActionOptions,
+        raw: Box<GenerateActionOptions>,
         turn: u32,
         message_index: u32,
         ctx: GenerateCallCtx,
@@ -160,12 +163,15 @@ impl Engine {
         }
         let engine = self.clone();
         let tail = Arc::new(move |env: GenerateEnvelope, ctx: GenerateCallCtx| {
-            engine
-                .clone()
-                .turn(env.request, env.current_turn, env.message_index, ctx)
+            engine.clone().turn(
+                Box::new(env.request),
+                env.current_turn,
+                env.message_index,
+                ctx,
+            )
         });
         let env = GenerateEnvelope {
-            request: raw,
+            request: *raw,
             current_turn: turn,
             message_index,
         };
@@ -184,7 +190,7 @@ impl Engine {
     /// One turn of the loop.
     fn turn(
         self: Arc<Self>,
-        raw: GenerateActionOptions,
+        raw: Box<GenerateActionOptions>,
         turn: u32,
         message_index: u32,
         ctx: GenerateCallCtx,
@@ -194,23 +200,20 @@ impl Engine {
 
     async fn turn_inner(
         self: Arc<Self>,
-        mut raw: GenerateActionOptions,
+        mut raw: Box<GenerateActionOptions>,
         turn: u32,
         message_index: u32,
         ctx: GenerateCallCtx,
     ) -> Result<GenerateResponse> {
         // Resolve the model, the tools (plus middleware tools) and the format.
-        let (model, mut tools) = self.resolve_model_and_tools(&raw).await?;
-        for m in self.middleware.iter() {
-            tools.extend(m.tools());
-        }
+        let resolved = self.resolve_model_and_tools(&raw).await?;
+        let (model, tools, tools_by_name) =
+            (&resolved.model, &resolved.tools, &resolved.tools_by_name);
         apply_format(&mut raw, default_formats())
             .map_err(|e| Error::invalid_argument(e.to_string()))?;
-        // Overlapping tool names are refused before the model is called.
-        let tools_by_name = tool_map(&tools)?;
 
         if raw.resume.is_some() {
-            match resolve_resume(&self, &raw, &tools_by_name, &ctx).await? {
+            match resolve_resume(&self, &raw, tools_by_name, &ctx).await? {
                 ResumeOutcome::Interrupted(message) => {
                     return Err(Error::failed_precondition(
                         "One or more tools triggered an interrupt during a restarted execution.",
@@ -226,20 +229,25 @@ impl Engine {
                         Role::Tool,
                         GenerateResponseChunk::new(tool_message.content.clone()),
                     );
-                    return self.helper(*request, turn, message_index + 1, ctx).await;
+                    return self.helper(request, turn, message_index + 1, ctx).await;
                 }
             }
         }
 
         if turn == 0 {
             // Once per call, not once per turn of the same request.
-            warn_about_capabilities(&raw, &tools, &model);
+            warn_about_capabilities(&raw, tools, model);
         }
-        let request = self.to_model_request(&raw, &tools);
+        // The model shares the history rather than getting a copy; it comes
+        // back to the options once the model is done with it.
+        let history = Arc::new(std::mem::take(&mut raw.messages));
+        let request = self.to_model_request(&raw, history.clone(), tools);
         let output = request.output.clone();
         let is_background = model.desc().kind == ActionKind::BackgroundModel;
 
-        let mut response = self.dispatch_model(&model, request, &ctx).await?;
+        let response = self.dispatch_model(model, request, &ctx).await;
+        raw.messages = Arc::try_unwrap(history).unwrap_or_else(|shared| (*shared).clone());
+        let mut response = response?;
         if is_background {
             return Ok(response);
         }
@@ -253,13 +261,14 @@ impl Engine {
         // The request the model was sent is rebuilt only for the response
         // that leaves the loop (from the options it came from, which are not
         // needed any more), rather than copied on every turn.
-        let finish = |raw: GenerateActionOptions, response: GenerateResponse, message: Message| {
-            Finished {
-                response,
-                request: self.model_request_from(raw, &tools),
-            }
-            .into_response(message)
-        };
+        let finish =
+            |raw: Box<GenerateActionOptions>, response: GenerateResponse, message: Message| {
+                Finished {
+                    response,
+                    request: self.model_request_from(raw, tools),
+                }
+                .into_response(message)
+            };
 
         let has_tool_requests = message.content.iter().any(|p| p.is_tool_request());
         // Exit A: nothing to run, or the caller runs tools itself.
@@ -288,7 +297,7 @@ impl Engine {
                 "request": request_json,
             })));
         }
-        match resolve_tool_requests(&self, &raw, &message, &tools_by_name, &ctx).await? {
+        match resolve_tool_requests(&self, &raw, &message, tools_by_name, &ctx).await? {
             // Exit C: a tool interrupted.
             ToolRun::Interrupted(revised) => {
                 let mut response = finish(raw, response, revised);
@@ -315,28 +324,32 @@ impl Engine {
         }
     }
 
-    /// The model and tools the options name, looked up once per call and
-    /// reused by later turns that name the same ones.
-    async fn resolve_model_and_tools(
-        &self,
-        raw: &GenerateActionOptions,
-    ) -> Result<(DynAction, Vec<DynAction>)> {
+    /// The model and tools the options name (plus the tools middleware
+    /// contributes, and the tools by the name models call them), looked up
+    /// once per call and reused by later turns that name the same ones.
+    /// Overlapping tool names are refused here, before the model is called.
+    async fn resolve_model_and_tools(&self, raw: &GenerateActionOptions) -> Result<Arc<Resolved>> {
         let names = raw.tools.as_deref().unwrap_or_default();
         if let Some(r) = self.resolved.lock().as_ref()
             && r.model_name == raw.model
             && r.tool_names == names
         {
-            return Ok((r.model.clone(), r.tools.clone()));
+            return Ok(r.clone());
         }
         let model = self.resolve_model(raw.model.as_deref()).await?;
-        let tools = resolve_tools(&self.registry, names).await?;
-        *self.resolved.lock() = Some(Resolved {
+        let mut tools = resolve_tools(&self.registry, names).await?;
+        for m in self.middleware.iter() {
+            tools.extend(m.tools());
+        }
+        let resolved = Arc::new(Resolved {
             model_name: raw.model.clone(),
             tool_names: names.to_vec(),
-            model: model.clone(),
-            tools: tools.clone(),
+            model,
+            tools_by_name: tool_map(&tools)?,
+            tools,
         });
-        Ok((model, tools))
+        *self.resolved.lock() = Some(resolved.clone());
+        Ok(resolved)
     }
 
     async fn resolve_model(&self, name: Option<&str>) -> Result<DynAction> {
@@ -353,34 +366,16 @@ impl Engine {
         lookup_model(&self.registry, &name).await
     }
 
-    /// The definitions models see for `tools`, built once per generate call
-    /// and shared by every turn that offers the same tools.
-    fn tool_definitions(&self, tools: &[DynAction]) -> Arc<[ToolDefinition]> {
-        let mut cache = self.tool_defs.lock();
-        if let Some((cached_for, defs)) = cache.as_ref()
-            && cached_for.len() == tools.len()
-            && cached_for.iter().zip(tools).all(|(a, b)| Arc::ptr_eq(a, b))
-        {
-            return defs.clone();
-        }
-        let defs: Arc<[ToolDefinition]> =
-            tools.iter().map(|t| to_tool_definition(t.desc())).collect();
-        *cache = Some((tools.to_vec(), defs.clone()));
-        defs
-    }
-
     /// [`to_model_request`](Self::to_model_request), taking the options'
     /// messages and config instead of copying them.
     fn model_request_from(
         &self,
-        raw: GenerateActionOptions,
+        raw: Box<GenerateActionOptions>,
         tools: &[DynAction],
     ) -> GenerateRequest {
-        let mut request = GenerateRequest {
-            messages: Vec::new(),
-            ..self.to_model_request_parts(&raw, tools)
-        };
-        request.messages = raw.messages;
+        let raw = *raw;
+        let mut request = self.to_model_request_parts(&raw, tools);
+        request.messages = Arc::new(raw.messages);
         request.config = raw.config;
         request.docs = raw.docs;
         request
@@ -402,9 +397,9 @@ impl Engine {
             None => OutputConfig::default(),
         };
         GenerateRequest {
-            messages: Vec::new(),
+            messages: Arc::default(),
             config: None,
-            tools: Some(self.tool_definitions(tools)),
+            tools: Some(tool_definitions(tools)),
             tool_choice: raw.tool_choice,
             output: Some(output),
             docs: None,
@@ -412,14 +407,15 @@ impl Engine {
         }
     }
 
-    /// Genkit's `actionToGenerateRequest`.
+    /// Genkit's `actionToGenerateRequest`, with the history given separately.
     fn to_model_request(
         &self,
         raw: &GenerateActionOptions,
+        messages: Arc<Vec<Message>>,
         tools: &[DynAction],
     ) -> GenerateRequest {
         GenerateRequest {
-            messages: raw.messages.clone(),
+            messages,
             config: raw.config.clone(),
             docs: raw.docs.clone(),
             ..self.to_model_request_parts(raw, tools)
@@ -465,8 +461,8 @@ impl Engine {
                         ))
                     })?;
                     return Ok(GenerateResponse {
-                        operation: Some(operation),
-                        request: Some(req),
+                        operation: Some(Box::new(operation)),
+                        request: Some(Box::new(req)),
                         ..GenerateResponse::default()
                     });
                 }
@@ -524,7 +520,7 @@ impl Finished {
                     .unwrap_or_else(|| Value::Object(Default::default())),
             ),
             raw: None,
-            request: Some(self.request),
+            request: Some(Box::new(self.request)),
             operation: r.operation,
             candidates: None,
         }

@@ -5,6 +5,7 @@
 mod engine;
 mod options;
 mod stream;
+mod tool_defs;
 mod tools;
 
 pub use engine::DEFAULT_MAX_TURNS;
@@ -17,14 +18,20 @@ use crate::types::{GenerateActionOptions, GenerateResponse, GenerateResponseChun
 use engine::Engine;
 use genkit_core::action::{ActionCtx, ChunkCallback};
 use genkit_core::tracing::{current_cancellation, current_context};
-use genkit_core::{Action, ActionDesc, ActionKind, ActionStream, Error, Registry, Result};
+use genkit_core::{
+    Action, ActionDesc, ActionKind, ActionStream, DynAction, Error, Registry, Result,
+};
 use serde::de::DeserializeOwned;
+use std::future::Future;
 use std::sync::Arc;
 
 /// Generates a response, running requested tools until the model answers
 /// (up to `max_turns`).
-pub async fn generate(registry: &Registry, options: GenerateOptions) -> Result<GenerateResponse> {
-    run(registry, options, None).await
+pub fn generate(
+    registry: &Registry,
+    options: GenerateOptions,
+) -> impl Future<Output = Result<GenerateResponse>> + Send + 'static {
+    run(registry, options, None)
 }
 
 /// Like [`generate`], streaming chunks; read them from the returned stream,
@@ -33,53 +40,67 @@ pub fn generate_stream(registry: &Registry, options: GenerateOptions) -> Generat
     let format = options.output.as_ref().and_then(|o| o.format.clone());
     let schema = options.output.as_ref().and_then(|o| o.json_schema.clone());
     let registry = registry.clone();
-    let inner = ActionStream::new(move |cb| {
-        Box::pin(async move { run(&registry, options, Some(cb)).await })
-    });
+    let inner = ActionStream::new(move |cb| Box::pin(run(&registry, options, Some(cb))));
     GenerateStream::new(inner, format.as_deref(), schema.as_ref())
 }
 
-async fn run(
+/// One `generate` call. The options are turned into the engine's inputs
+/// before the returned future is built, so the (large) options are never
+/// part of its state.
+fn run(
     registry: &Registry,
-    options: GenerateOptions,
+    mut options: GenerateOptions,
     on_chunk: Option<ChunkCallback<GenerateResponseChunk>>,
-) -> Result<GenerateResponse> {
+) -> impl Future<Output = Result<GenerateResponse>> + Send + 'static {
     // A child registry per call holds the tools given by value.
     let child = registry.child();
-    let mut tool_names = Vec::with_capacity(options.tools.len());
-    for tool in &options.tools {
-        match tool {
-            ToolArg::Name(n) => tool_names.push(n.clone()),
-            ToolArg::Action(a) => {
-                let key = a.key();
-                match child.lookup_action(&key).await? {
-                    Some(existing) if Arc::ptr_eq(&existing, a) => {}
-                    Some(_) if child.registered_actions().contains_key(&key) => {
-                        return Err(Error::invalid_argument(format!(
-                            "Cannot provide two tools with the same name: '{}'",
-                            a.name()
-                        )));
-                    }
-                    _ => {
-                        child.register(a.clone())?;
-                    }
-                }
-                tool_names.push(a.name().to_owned());
-            }
-        }
-    }
-    let raw = options.to_action_options(tool_names)?;
+    let tools = std::mem::take(&mut options.tools);
+    let tool_names = tools
+        .iter()
+        .map(|t| match t {
+            ToolArg::Name(n) => n.clone(),
+            ToolArg::Action(a) => a.name().to_owned(),
+        })
+        .collect();
     let ctx = GenerateCallCtx {
         on_chunk,
-        context: options.context.clone().unwrap_or_else(current_context),
+        context: options.context.take().unwrap_or_else(current_context),
         cancel: options
             .cancel
-            .clone()
+            .take()
             .or_else(current_cancellation)
             .unwrap_or_default(),
     };
-    let engine = Engine::new(child, options.middleware.clone(), options.tool_errors);
-    engine.helper(raw, 0, 0, ctx).await
+    let middleware = std::mem::take(&mut options.middleware);
+    let tool_errors = options.tool_errors;
+    let raw = options.into_action_options(tool_names).map(Box::new);
+    async move {
+        let raw = raw?;
+        for tool in &tools {
+            if let ToolArg::Action(a) = tool {
+                register_dynamic_tool(&child, a).await?;
+            }
+        }
+        let engine = Engine::new(child, middleware, tool_errors);
+        engine.helper(raw, 0, 0, ctx).await
+    }
+}
+
+/// Registers a tool given by value in the call's child registry (once, if
+/// the same tool is given twice); a different tool under a registered
+/// tool's key is an error.
+async fn register_dynamic_tool(child: &Registry, tool: &DynAction) -> Result<()> {
+    let key = tool.key();
+    match child.lookup_action(&key).await? {
+        Some(existing) if Arc::ptr_eq(&existing, tool) => Ok(()),
+        Some(_) if child.registered_actions().contains_key(&key) => {
+            Err(Error::invalid_argument(format!(
+                "Cannot provide two tools with the same name: '{}'",
+                tool.name()
+            )))
+        }
+        _ => child.register(tool.clone()).map(drop),
+    }
 }
 
 /// Runs the engine on serializable options (what `/util/generate` does),
@@ -102,7 +123,7 @@ pub async fn generate_action_options(
         cancel: ctx.cancel,
     };
     let engine = Engine::new(child, middleware, ToolErrorPolicy::Fail);
-    engine.helper(options, 0, 0, call).await
+    engine.helper(Box::new(options), 0, 0, call).await
 }
 
 /// The typed `/util/generate` action.

@@ -264,14 +264,14 @@ impl GenerateOptions {
 
     /// The messages sent: system, then history, then prompt. Empty is
     /// `INVALID_ARGUMENT`.
-    pub(crate) fn all_messages(&self) -> Result<Vec<Message>> {
+    fn take_messages(&mut self) -> Result<Vec<Message>> {
         let mut out = Vec::with_capacity(self.messages.len() + 2);
-        if let Some(system) = &self.system {
-            out.push(Message::new(Role::System, system.clone()));
+        if let Some(system) = self.system.take() {
+            out.push(Message::new(Role::System, system));
         }
-        out.extend(self.messages.iter().cloned());
-        if let Some(prompt) = &self.prompt {
-            out.push(Message::new(Role::User, prompt.clone()));
+        out.append(&mut self.messages);
+        if let Some(prompt) = self.prompt.take() {
+            out.push(Message::new(Role::User, prompt));
         }
         if out.is_empty() {
             return Err(Error::invalid_argument(
@@ -285,6 +285,15 @@ impl GenerateOptions {
     /// the names the tools resolved to.
     pub(crate) fn to_action_options(
         &self,
+        tool_names: Vec<String>,
+    ) -> Result<GenerateActionOptions> {
+        self.clone().into_action_options(tool_names)
+    }
+
+    /// [`to_action_options`](Self::to_action_options), taking the messages,
+    /// documents and output options instead of copying them.
+    pub(crate) fn into_action_options(
+        mut self,
         tool_names: Vec<String>,
     ) -> Result<GenerateActionOptions> {
         let mut config = serde_json::Map::new();
@@ -313,22 +322,22 @@ impl GenerateOptions {
                 )));
             }
         }
-        let mut output = self.output.clone();
+        let mut output = self.output.take();
         if let Some(o) = &mut output
             && o.json_schema.is_some()
             && o.format.is_none()
         {
             o.format = Some("json".into());
         }
-        let resume = self.resume.as_ref().map(|r| GenerateActionResume {
-            respond: Some(r.respond.clone().unwrap_or_default()),
-            restart: Some(r.restart.clone().unwrap_or_default()),
-            metadata: r.metadata.clone(),
+        let resume = self.resume.take().map(|r| GenerateActionResume {
+            respond: Some(r.respond.unwrap_or_default()),
+            restart: Some(r.restart.unwrap_or_default()),
+            metadata: r.metadata,
         });
         Ok(GenerateActionOptions {
-            model: self.model.as_ref().map(|m| m.name.clone()),
-            docs: (!self.docs.is_empty()).then(|| self.docs.clone()),
-            messages: self.all_messages()?,
+            messages: self.take_messages()?,
+            model: self.model.map(|m| m.name),
+            docs: (!self.docs.is_empty()).then_some(self.docs),
             tools: (!tool_names.is_empty()).then_some(tool_names),
             resources: None,
             tool_choice: self.tool_choice,
@@ -337,7 +346,7 @@ impl GenerateOptions {
             resume,
             return_tool_requests: self.return_tool_requests,
             max_turns: self.max_turns,
-            step_name: self.step_name.clone(),
+            step_name: self.step_name,
             middleware: None,
         })
     }

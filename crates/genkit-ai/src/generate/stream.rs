@@ -25,7 +25,8 @@ pub struct GenerateChunk {
     chunk: GenerateResponseChunk,
     message_text: MessageText,
     accumulated_len: usize,
-    output: Option<Value>,
+    /// Boxed: a `Value` is large and chunks are moved often.
+    output: Option<Box<Value>>,
 }
 
 impl GenerateChunk {
@@ -57,13 +58,14 @@ impl GenerateChunk {
 
     /// The structured output parsed so far (when an output format is set).
     pub fn output(&self) -> Option<&Value> {
-        self.output.as_ref()
+        self.output.as_deref()
     }
 
     /// The structured output so far as `T`.
     pub fn output_as<T: DeserializeOwned>(&self) -> Result<Option<T>> {
         self.output
-            .clone()
+            .as_deref()
+            .cloned()
             .map(serde_json::from_value)
             .transpose()
             .map_err(|e| {
@@ -130,6 +132,7 @@ impl GenerateStream {
             p.parse_chunk(&ChunkParseContext::new(&chunk, &self.previous))
                 .ok()
                 .flatten()
+                .map(Box::new)
         });
         if self.parser.is_some() {
             self.previous.push(chunk.clone());

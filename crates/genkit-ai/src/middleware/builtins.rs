@@ -309,11 +309,12 @@ impl ModelMiddleware for SimulateSystemPrompt {
         next: ModelNext,
     ) -> Result<GenerateResponse> {
         if let Some(i) = req.messages.iter().position(|m| m.role == Role::System) {
-            let system = req.messages.remove(i);
+            let messages = Arc::make_mut(&mut req.messages);
+            let system = messages.remove(i);
             let mut content = vec![Part::text(self.preface.clone())];
             content.extend(system.content);
-            req.messages.insert(i, Message::new(Role::User, content));
-            req.messages.insert(
+            messages.insert(i, Message::new(Role::User, content));
+            messages.insert(
                 i + 1,
                 Message::new(Role::Model, Part::text(self.acknowledgement.clone())),
             );
@@ -422,9 +423,10 @@ impl ModelMiddleware for AugmentWithContext {
             Some(d) if !d.is_empty() => d.clone(),
             _ => return next.run(req, ctx).await,
         };
-        let Some(user) = req.messages.iter_mut().rev().find(|m| m.role == Role::User) else {
+        let Some(user_index) = req.messages.iter().rposition(|m| m.role == Role::User) else {
             return next.run(req, ctx).await;
         };
+        let user = &req.messages[user_index];
         let existing = user.content.iter().position(|p| purpose_is(p, "context"));
         if let Some(i) = existing {
             let pending = user.content[i]
@@ -440,6 +442,7 @@ impl ModelMiddleware for AugmentWithContext {
         }
         text.push('\n');
         let part = Part::text(text).with_metadata("purpose", Value::from("context"));
+        let user = &mut Arc::make_mut(&mut req.messages)[user_index];
         match existing {
             Some(i) => user.content[i] = part,
             None => user.content.push(part),
@@ -640,15 +643,24 @@ impl ModelMiddleware for DownloadMedia {
         next: ModelNext,
     ) -> Result<GenerateResponse> {
         use base64::Engine;
-        for message in &mut req.messages {
+        let wanted = |part: &Part| match &part.kind {
+            PartKind::Media(media) => {
+                media.url.starts_with("http") && self.filter.as_ref().is_none_or(|f| f(part))
+            }
+            _ => false,
+        };
+        // Copy-on-write: the history is copied only when something is fetched.
+        if !req.messages.iter().any(|m| m.content.iter().any(wanted)) {
+            return next.run(req, ctx).await;
+        }
+        for message in Arc::make_mut(&mut req.messages) {
             for part in &mut message.content {
+                if !wanted(part) {
+                    continue;
+                }
                 let PartKind::Media(media) = &part.kind else {
                     continue;
                 };
-                if !media.url.starts_with("http") || self.filter.as_ref().is_some_and(|f| !f(part))
-                {
-                    continue;
-                }
                 let (bytes, sniffed) = (self.fetcher)(media.url.clone(), self.max_bytes).await?;
                 if let Some(max) = self.max_bytes
                     && bytes.len() > max

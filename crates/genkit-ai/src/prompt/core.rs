@@ -375,7 +375,7 @@ impl PromptCore {
             content_type: o.content_type,
         });
         Ok(GenerateRequest {
-            messages: options.messages,
+            messages: options.messages.into(),
             config: options.config,
             tools: Some(definitions.into()),
             tool_choice: options.tool_choice,

@@ -143,8 +143,11 @@ impl OutputConfig {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GenerateRequest {
-    /// The conversation.
-    pub messages: Vec<Message>,
+    /// The conversation. Shared (`Arc`): the tool loop hands each turn's
+    /// history to the model without copying it. Read it through `Deref`;
+    /// change it with `Arc::make_mut(&mut req.messages)` (copies only if
+    /// it is still shared).
+    pub messages: Arc<Vec<Message>>,
     /// Model-specific configuration.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<Value>,
@@ -171,9 +174,9 @@ pub type ModelRequest = GenerateRequest;
 
 impl GenerateRequest {
     /// A request with these messages.
-    pub fn new(messages: Vec<Message>) -> Self {
+    pub fn new(messages: impl Into<Arc<Vec<Message>>>) -> Self {
         Self {
-            messages,
+            messages: messages.into(),
             ..Self::default()
         }
     }
@@ -344,6 +347,9 @@ pub struct CandidateError {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GenerateResponse {
+    // `usage`, `request` and `operation` are boxed: responses travel by
+    // value through every layer of the tool loop and middleware, and those
+    // three would make up most of their size.
     /// The generated message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<Message>,
@@ -358,7 +364,7 @@ pub struct GenerateResponse {
     pub latency_ms: Option<f64>,
     /// Usage counters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<GenerationUsage>,
+    pub usage: Option<Box<GenerationUsage>>,
     /// Provider-specific data (deprecated in favour of `raw`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom: Option<Value>,
@@ -367,10 +373,10 @@ pub struct GenerateResponse {
     pub raw: Option<Value>,
     /// The request that produced this response.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request: Option<GenerateRequest>,
+    pub request: Option<Box<GenerateRequest>>,
     /// A long-running operation, for background models.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub operation: Option<Operation>,
+    pub operation: Option<Box<Operation>>,
     /// Legacy candidates (only in the `GenerateResponse` form).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub candidates: Option<Vec<Candidate>>,
@@ -387,6 +393,12 @@ impl GenerateResponse {
             finish_reason: Some(finish_reason),
             ..Self::default()
         }
+    }
+
+    /// Sets the token and character counts.
+    pub fn with_usage(mut self, usage: GenerationUsage) -> Self {
+        self.usage = Some(Box::new(usage));
+        self
     }
 
     /// The generated message (falling back to the first legacy candidate).
@@ -445,7 +457,7 @@ impl GenerateResponse {
 
     /// The request's messages followed by the generated message, if both are present.
     pub fn messages(&self) -> Option<Vec<Message>> {
-        let mut history = self.request.as_ref()?.messages.clone();
+        let mut history = self.request.as_ref()?.messages.to_vec();
         history.push(self.message()?.clone());
         Some(history)
     }

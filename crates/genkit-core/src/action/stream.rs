@@ -39,8 +39,12 @@ impl<S> ChunkQueue<S> {
         }
     }
 
-    fn pop(&self) -> Option<S> {
-        self.items.lock().pop_front()
+    /// Moves every queued chunk into `into` (which must be empty), handing
+    /// the queue `into`'s buffer in exchange: one lock per burst of chunks
+    /// rather than per chunk, and the buffers' capacity is reused.
+    fn take_all(&self, into: &mut VecDeque<S>) {
+        debug_assert!(into.is_empty());
+        std::mem::swap(&mut *self.items.lock(), into);
     }
 }
 
@@ -52,6 +56,8 @@ impl<S> ChunkQueue<S> {
 /// the caller's task, so it inherits the caller's trace and context.
 pub struct ActionStream<S, O> {
     queue: Arc<ChunkQueue<S>>,
+    /// Chunks taken from the queue and not yet handed out.
+    ready: VecDeque<S>,
     run: Option<BoxFuture<'static, Result<O>>>,
     result: Option<Result<O>>,
     errored: bool,
@@ -69,6 +75,7 @@ impl<S: Send + 'static, O: Send + 'static> ActionStream<S, O> {
         let run = start(Arc::new(move |chunk| q.push(chunk)));
         Self {
             queue,
+            ready: VecDeque::new(),
             run: Some(run),
             result: None,
             errored: false,
@@ -79,6 +86,7 @@ impl<S: Send + 'static, O: Send + 'static> ActionStream<S, O> {
     pub fn failed(error: crate::error::Error) -> Self {
         Self {
             queue: ChunkQueue::new(),
+            ready: VecDeque::new(),
             run: None,
             result: Some(Err(error)),
             errored: false,
@@ -102,9 +110,8 @@ impl<S: Send + 'static, O: Send + 'static> Stream for ActionStream<S, O> {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<S>>> {
         let this = self.get_mut();
-        this.queue.waker.register(cx.waker());
         loop {
-            if let Some(chunk) = this.queue.pop() {
+            if let Some(chunk) = this.next_chunk() {
                 return Poll::Ready(Some(Ok(chunk)));
             }
             let Some(run) = this.run.as_mut() else {
@@ -126,13 +133,28 @@ impl<S: Send + 'static, O: Send + 'static> Stream for ActionStream<S, O> {
                     this.result = Some(r);
                 }
                 Poll::Pending => {
-                    if let Some(chunk) = this.queue.pop() {
+                    if let Some(chunk) = this.next_chunk() {
+                        return Poll::Ready(Some(Ok(chunk)));
+                    }
+                    // Chunks pushed from elsewhere wake us from now on; one
+                    // pushed before the registration is seen by this check.
+                    this.queue.waker.register(cx.waker());
+                    if let Some(chunk) = this.next_chunk() {
                         return Poll::Ready(Some(Ok(chunk)));
                     }
                     return Poll::Pending;
                 }
             }
         }
+    }
+}
+
+impl<S, O> ActionStream<S, O> {
+    fn next_chunk(&mut self) -> Option<S> {
+        if self.ready.is_empty() {
+            self.queue.take_all(&mut self.ready);
+        }
+        self.ready.pop_front()
     }
 }
 

@@ -57,7 +57,7 @@ pub(crate) fn to_genkit_response(
         message: Some(message),
         finish_reason: Some(finish_reason),
         finish_message,
-        usage: Some(usage),
+        usage: Some(Box::new(usage)),
         custom: raw.clone(),
         raw,
         candidates: (candidates.len() > 1).then_some(candidates),

@@ -131,7 +131,7 @@ impl ChatState {
         };
         let mut response = GenerateResponse::new(message, reason);
         response.finish_message = finish_message;
-        response.usage = Some(usage);
+        response.usage = Some(Box::new(usage));
         response.raw = Some(raw);
         Ok(response)
     }

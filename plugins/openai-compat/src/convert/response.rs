@@ -109,7 +109,7 @@ pub(crate) fn assemble(
     };
     let mut response = GenerateResponse::new(Message::new(Role::Model, parts), reason);
     response.finish_message = finish_message;
-    response.usage = usage.map(to_usage);
+    response.usage = usage.map(|u| Box::new(to_usage(u)));
     response
 }
 
