@@ -122,18 +122,24 @@ async fn each_turn_sees_its_own_history_whether_or_not_the_model_keeps_it() {
     )
     .unwrap();
 
-    let r = generate(&reg, GenerateOptions::prompt("go").model("keeper").tool(&tool))
-        .await
-        .unwrap();
+    let r = generate(
+        &reg,
+        GenerateOptions::prompt("go").model("keeper").tool(&tool),
+    )
+    .await
+    .unwrap();
     let lengths: Vec<usize> = keeper.requests().iter().map(|q| q.messages.len()).collect();
     assert_eq!(lengths, vec![1, 3, 5]);
     assert_eq!(keeper.requests()[0].messages[0].text(), "go");
     assert_eq!(r.request.as_ref().unwrap().messages.len(), 5);
     assert_eq!(r.messages().unwrap().len(), 6);
 
-    let r = generate(&reg, GenerateOptions::prompt("go").model("dropper").tool(&tool))
-        .await
-        .unwrap();
+    let r = generate(
+        &reg,
+        GenerateOptions::prompt("go").model("dropper").tool(&tool),
+    )
+    .await
+    .unwrap();
     let seen = seen.lock().clone();
     let lengths: Vec<usize> = seen.iter().map(|(n, _)| *n).collect();
     assert_eq!(lengths, vec![1, 3, 5]);
