@@ -382,7 +382,7 @@ fn requests_and_responses_validate() {
         role: Some(Role::Model),
         index: Some(0),
         content: vec![Part::text("par"), Part::reasoning("r")],
-        custom: Some(json!({"x": 1})),
+        custom: Some(Box::new(json!({"x": 1}))),
         aggregated: Some(false),
     };
     check(&defs, "GenerateResponseChunk", &chunk);

@@ -475,9 +475,10 @@ pub struct GenerateResponseChunk {
     /// Content generated in this chunk.
     #[serde(default)]
     pub content: Vec<Part>,
-    /// Provider-specific data.
+    /// Provider-specific data. Boxed: chunks are queued and moved one by
+    /// one, and an inline `Value` would make up most of their size.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub custom: Option<Value>,
+    pub custom: Option<Box<Value>>,
     /// True when the chunk repeats everything streamed so far rather than adding to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aggregated: Option<bool>,
