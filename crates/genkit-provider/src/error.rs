@@ -121,10 +121,12 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 /// (`501` and `504` included) is a transient `UNAVAILABLE` the retry
 /// middleware retries: 400 `INVALID_ARGUMENT`, 401 `UNAUTHENTICATED`, 403
 /// `PERMISSION_DENIED`, 404 `NOT_FOUND`, 408 `DEADLINE_EXCEEDED`, 429
-/// `RESOURCE_EXHAUSTED`, 499 `CANCELLED`; anything else as
+/// `RESOURCE_EXHAUSTED`, 499 `CANCELLED`; a redirect (never followed: the
+/// base URL needs fixing) `FAILED_PRECONDITION`; anything else as
 /// [`StatusCode::from_http_status`].
 pub fn status_for_http(http_status: u16) -> StatusCode {
     match http_status {
+        300..=399 => StatusCode::FailedPrecondition,
         500..=599 => StatusCode::Unavailable,
         other => StatusCode::from_http_status(other),
     }
@@ -200,6 +202,8 @@ mod tests {
     #[test]
     fn hosted_api_statuses() {
         let cases = [
+            (301, StatusCode::FailedPrecondition),
+            (307, StatusCode::FailedPrecondition),
             (400, StatusCode::InvalidArgument),
             (401, StatusCode::Unauthenticated),
             (403, StatusCode::PermissionDenied),

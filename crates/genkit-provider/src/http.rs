@@ -25,7 +25,9 @@ pub const MAX_ERROR_BODY: usize = 64 * 1024;
 /// Builds the `reqwest::Client` of a plugin.
 ///
 /// Defaults: connect timeout [`MAX_CONNECT_TIMEOUT`], no `User-Agent`,
-/// redirects followed (as `reqwest` does).
+/// redirects not followed: a plugin's headers carry credentials (API keys in
+/// custom headers that `reqwest` would not strip), and a provider API never
+/// needs a redirect, so a 3xx answer is an error naming its `Location`.
 #[derive(Debug, Clone)]
 pub struct HttpClientBuilder {
     connect_timeout: Duration,
@@ -38,7 +40,7 @@ impl Default for HttpClientBuilder {
         Self {
             connect_timeout: MAX_CONNECT_TIMEOUT,
             user_agent: None,
-            follow_redirects: true,
+            follow_redirects: false,
         }
     }
 }
@@ -61,10 +63,11 @@ impl HttpClientBuilder {
         self
     }
 
-    /// Never follows redirects, so credentials in headers never reach
-    /// another host.
-    pub fn no_redirects(mut self) -> Self {
-        self.follow_redirects = false;
+    /// Follows redirects (as `reqwest` does: up to 10, dropping the
+    /// standard credential headers across hosts, but not custom ones). Only
+    /// for a client that sends no credentials in custom headers.
+    pub fn follow_redirects(mut self) -> Self {
+        self.follow_redirects = true;
         self
     }
 
@@ -239,6 +242,25 @@ impl HttpClient {
     async fn error_response(&self, response: reqwest::Response) -> ErrorResponse {
         let status = response.status().as_u16();
         let headers = response.headers().clone();
+        if response.status().is_redirection() {
+            // Not followed (see `HttpClientBuilder`). Its body is at best a
+            // page saying where to go; say it plainly instead, so every
+            // plugin's "the body as the message" fallback reads well.
+            let to = headers
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .map(excerpt)
+                .unwrap_or_else(|| "(no Location header)".to_owned());
+            let note = format!(
+                "the server redirected to {to}; redirects are not followed (they could carry \
+                 credentials to another host), so configure the final address"
+            );
+            return ErrorResponse {
+                status,
+                headers,
+                body: Ok(note.into_bytes()),
+            };
+        }
         let body = self
             .deadline
             .wait(
@@ -354,10 +376,10 @@ mod tests {
     fn client_builder() {
         let b = HttpClientBuilder::new()
             .connect_timeout(Duration::from_secs(600))
-            .user_agent(USER_AGENT)
-            .no_redirects();
+            .user_agent(USER_AGENT);
         assert_eq!(b.connect_timeout, MAX_CONNECT_TIMEOUT);
         assert!(!b.follow_redirects);
+        assert!(b.clone().follow_redirects().follow_redirects);
         assert!(b.build().is_ok());
         assert!(USER_AGENT.starts_with("genkit-rust/"));
     }

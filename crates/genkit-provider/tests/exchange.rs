@@ -11,7 +11,6 @@ use std::time::Duration;
 fn client(server: &TestServer, deadline: Deadline) -> HttpClient {
     let http = HttpClientBuilder::new()
         .user_agent(USER_AGENT)
-        .no_redirects()
         .build()
         .expect("client");
     let headers = genkit_provider::plugin::header_map(&[("x-extra".into(), "extra".into())])

@@ -134,7 +134,7 @@ impl Anthropic {
     pub fn with_options(options: AnthropicOptions) -> Result<Self> {
         let http = match options.http_client {
             Some(c) => c,
-            None => HttpClientBuilder::new().no_redirects().build()?,
+            None => HttpClientBuilder::new().build()?,
         };
         let api_key = options
             .api_key

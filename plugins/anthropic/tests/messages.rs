@@ -544,6 +544,25 @@ async fn http_errors_map_to_statuses_with_the_provider_message() {
 }
 
 #[tokio::test]
+async fn redirects_are_not_followed() {
+    let (server, registry) = setup(vec![
+        Reply::status(308, json!({})).header("location", "http://127.0.0.1:9/v1/messages"),
+        Reply::json(text_message("followed")),
+    ])
+    .await;
+    let err = generate(&registry, GenerateOptions::prompt("hi").model(MODEL))
+        .await
+        .expect_err("a redirect is an error");
+    assert_eq!(err.status(), StatusCode::FailedPrecondition, "{err}");
+    assert!(
+        err.message()
+            .contains("redirected to http://127.0.0.1:9/v1/messages"),
+        "{err}"
+    );
+    assert_eq!(server.requests().len(), 1, "the redirect was followed");
+}
+
+#[tokio::test]
 async fn an_error_event_inside_the_stream_fails_the_call() {
     let mut events = stream_events(Vec::new(), "end_turn");
     events.truncate(2);

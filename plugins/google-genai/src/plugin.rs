@@ -133,7 +133,7 @@ impl GoogleAi {
     pub fn with_options(options: GoogleAiOptions) -> Result<Self> {
         let http = match options.http_client {
             Some(c) => c,
-            None => HttpClientBuilder::new().no_redirects().build()?,
+            None => HttpClientBuilder::new().build()?,
         };
         let api_key = options
             .api_key

@@ -537,6 +537,28 @@ async fn http_errors_map_to_statuses_with_the_provider_message() {
 }
 
 #[tokio::test]
+async fn redirects_are_not_followed() {
+    let (server, registry) = setup(vec![
+        Reply::status(302, json!({})).header("location", "http://127.0.0.1:9/v1beta"),
+        Reply::json(text_reply("followed")),
+    ])
+    .await;
+    let err = generate(
+        &registry,
+        GenerateOptions::prompt("hi").model("googleai/gemini-2.5-flash"),
+    )
+    .await
+    .expect_err("a redirect is an error");
+    assert_eq!(err.status(), StatusCode::FailedPrecondition, "{err}");
+    assert!(
+        err.message()
+            .contains("redirected to http://127.0.0.1:9/v1beta"),
+        "{err}"
+    );
+    assert_eq!(server.requests().len(), 1, "the redirect was followed");
+}
+
+#[tokio::test]
 async fn an_error_event_inside_the_stream_fails_the_call() {
     let (_server, registry) = setup(vec![sse([
         json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Hel"}]}}]}),

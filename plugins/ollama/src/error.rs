@@ -71,11 +71,15 @@ impl OllamaError {
     /// The Genkit status: HTTP statuses through
     /// [`StatusCode::from_http_status`] (400 `INVALID_ARGUMENT`, 401
     /// `UNAUTHENTICATED`, 403 `PERMISSION_DENIED`, 404 `NOT_FOUND`, 429
-    /// `RESOURCE_EXHAUSTED`, 5xx `UNAVAILABLE`); timeouts
+    /// `RESOURCE_EXHAUSTED`, 5xx `UNAVAILABLE`), a redirect (not followed)
+    /// `FAILED_PRECONDITION`; timeouts
     /// `DEADLINE_EXCEEDED`; transport failures, stream errors and cut-off
     /// streams `UNAVAILABLE`; malformed data `INTERNAL`.
     pub fn status(&self) -> StatusCode {
         match self {
+            OllamaError::Api {
+                status: 300..=399, ..
+            } => StatusCode::FailedPrecondition,
             OllamaError::Api { status, .. } => StatusCode::from_http_status(*status),
             OllamaError::Timeout { .. } => StatusCode::DeadlineExceeded,
             OllamaError::StreamError { .. }

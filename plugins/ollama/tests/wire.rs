@@ -305,6 +305,28 @@ async fn http_errors_map_to_statuses() {
 }
 
 #[tokio::test]
+async fn redirects_are_not_followed() {
+    let (server, reg) = setup(vec![
+        Reply::status(301, json!({})).header("location", "http://127.0.0.1:9/api/chat"),
+        Reply::json(json!({"error": "followed"})),
+    ])
+    .await;
+    let err = bounded(generate(
+        &reg,
+        GenerateOptions::prompt("hi").model("ollama/nope"),
+    ))
+    .await
+    .expect_err("a redirect is an error");
+    assert_eq!(err.status(), StatusCode::FailedPrecondition, "{err}");
+    assert!(
+        err.message()
+            .contains("redirected to http://127.0.0.1:9/api/chat"),
+        "{err}"
+    );
+    assert_eq!(server.requests().len(), 1, "the redirect was followed");
+}
+
+#[tokio::test]
 async fn unreachable_server_is_unavailable() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("addr").port();

@@ -77,11 +77,15 @@ impl ProviderError {
     /// The Genkit status for this failure: 400 → `INVALID_ARGUMENT`,
     /// 401 → `UNAUTHENTICATED`, 403 → `PERMISSION_DENIED`, 404 → `NOT_FOUND`,
     /// 429 → `RESOURCE_EXHAUSTED`, 5xx → `UNAVAILABLE` (504 →
-    /// `DEADLINE_EXCEEDED`, 501 → `UNIMPLEMENTED`); timeouts →
+    /// `DEADLINE_EXCEEDED`, 501 → `UNIMPLEMENTED`), a redirect (not
+    /// followed) → `FAILED_PRECONDITION`; timeouts →
     /// `DEADLINE_EXCEEDED`; transport failures and cut-off streams →
     /// `UNAVAILABLE`; malformed data → `INTERNAL`.
     pub fn status(&self) -> StatusCode {
         match self {
+            ProviderError::Api {
+                status: 300..=399, ..
+            } => StatusCode::FailedPrecondition,
             ProviderError::Api { status, .. } => StatusCode::from_http_status(*status),
             ProviderError::StreamError { code, .. } => stream_error_status(code.as_deref()),
             ProviderError::Timeout { .. } => StatusCode::DeadlineExceeded,

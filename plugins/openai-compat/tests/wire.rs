@@ -537,6 +537,32 @@ async fn http_errors_map_to_statuses_with_the_provider_message() {
 }
 
 #[tokio::test]
+async fn redirects_are_not_followed_so_credentials_stay_with_the_configured_host() {
+    let (server, reg) = setup(vec![
+        Reply::status(307, json!({})).header("location", "http://127.0.0.1:9/elsewhere"),
+        Reply::json(completion(
+            json!({"role": "assistant", "content": "followed"}),
+            "stop",
+        )),
+    ])
+    .await;
+    let err = bounded(generate(
+        &reg,
+        GenerateOptions::prompt("hi").model("openai/gpt-4o"),
+    ))
+    .await
+    .expect_err("a redirect is an error");
+    assert_eq!(err.status(), StatusCode::FailedPrecondition, "{err}");
+    assert!(
+        err.message()
+            .contains("redirected to http://127.0.0.1:9/elsewhere"),
+        "{err}"
+    );
+    assert_eq!(server.requests().len(), 1, "the redirect was followed");
+    assert!(!format!("{err} {err:?}").contains(KEY));
+}
+
+#[tokio::test]
 async fn rate_limits_are_retried_by_the_retry_middleware() {
     let (server, reg) = setup(vec![
         Reply::status(
