@@ -6,6 +6,7 @@
 //! `@name.path` reference is rewritten into a call of a hidden helper that
 //! looks the path up in the render's data (see `helpers::DataHelper`).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use handlebars::template::{
@@ -22,12 +23,85 @@ const BLOCK_LOCALS: &[&str] = &["index", "key", "first", "last"];
 
 /// Parses `source` and rewrites its `@`-data references.
 pub(crate) fn compile(source: &str, name: Option<&str>) -> Result<Template, TemplateError> {
+    let source = lone_dots_as_this(source);
     let mut template = match name {
-        Some(name) => Template::compile_with_name(source, name.to_owned())?,
-        None => Template::compile(source)?,
+        Some(name) => Template::compile_with_name(&source, name.to_owned())?,
+        None => Template::compile(&source)?,
     };
     rewrite_template(&mut template);
     Ok(template)
+}
+
+/// Handlebars.js reads a lone `.` as `this` (`{{.}}`, `{{#each .}}`,
+/// `{{json .}}`); handlebars-rust's grammar has no such path and rejects
+/// the template. Rewrites each lone `.` inside a tag to `this` before
+/// parsing, leaving text, string literals, `[…]` keys, comments, raw blocks
+/// and escaped `\{{` alone. (A position reported later on the same line
+/// is then three columns further right per rewrite.)
+fn lone_dots_as_this(source: &str) -> Cow<'_, str> {
+    // Only ASCII bytes are compared, so every index is a char boundary.
+    let b = source.as_bytes();
+    let find = |from: usize, what: &[u8]| -> usize {
+        b.get(from..)
+            .and_then(|rest| rest.windows(what.len()).position(|w| w == what))
+            .map_or(b.len(), |at| from + at)
+    };
+    let opens = |c: u8| matches!(c, b'{' | b'~' | b'(' | b'=' | b'&') || c.is_ascii_whitespace();
+    let closes = |c: u8| matches!(c, b'}' | b'~' | b')') || c.is_ascii_whitespace();
+    let mut dots = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let rest = &b[i..];
+        if rest.starts_with(b"\\{{") {
+            i += 3;
+        } else if !rest.starts_with(b"{{") {
+            i += 1;
+        } else if rest.starts_with(b"{{{{") {
+            // A raw block: its body is text up to the closing raw tag.
+            let body = find(i + 4, b"}}}}") + 4;
+            i = find(find(body, b"{{{{/"), b"}}}}") + 4;
+        } else if rest.starts_with(b"{{!--") {
+            i = find(i + 5, b"--}}") + 4;
+        } else if rest.starts_with(b"{{!") {
+            i = find(i + 3, b"}}") + 2;
+        } else {
+            let mut j = i + 2;
+            let mut quote = None;
+            let mut in_key = false;
+            while j < b.len() {
+                let c = b[j];
+                if let Some(q) = quote {
+                    if c == q {
+                        quote = None;
+                    }
+                } else if in_key {
+                    in_key = c != b']';
+                } else if c == b'"' || c == b'\'' {
+                    quote = Some(c);
+                } else if c == b'[' {
+                    in_key = true;
+                } else if c == b'}' && b.get(j + 1) == Some(&b'}') {
+                    break;
+                } else if c == b'.' && opens(b[j - 1]) && b.get(j + 1).is_none_or(|&n| closes(n)) {
+                    dots.push(j);
+                }
+                j += 1;
+            }
+            i = j + 2;
+        }
+    }
+    if dots.is_empty() {
+        return Cow::Borrowed(source);
+    }
+    let mut out = String::with_capacity(source.len() + 3 * dots.len());
+    let mut from = 0;
+    for dot in dots {
+        out.push_str(&source[from..dot]);
+        out.push_str("this");
+        from = dot + 1;
+    }
+    out.push_str(&source[from..]);
+    Cow::Owned(out)
 }
 
 /// A readable message for a template syntax error in `source`. The parser's
@@ -272,6 +346,46 @@ mod tests {
         let source = "{{foo bar=}} tail";
         let e = compile(source, None).unwrap_err();
         assert_eq!(syntax_message(&e, source), "invalid Handlebars syntax");
+    }
+
+    #[test]
+    fn a_lone_dot_is_this() {
+        for (source, expected) in [
+            ("{{.}}", "{{this}}"),
+            (
+                "{{~.~}} {{{.}}} {{& .}}",
+                "{{~this~}} {{{this}}} {{& this}}",
+            ),
+            (
+                "{{#each .}}{{json . indent=2}}{{/each}}",
+                "{{#each this}}{{json this indent=2}}{{/each}}",
+            ),
+            (
+                "{{#if (eq . x)}}{{f a=.}}{{/if}}",
+                "{{#if (eq this x)}}{{f a=this}}{{/if}}",
+            ),
+            // Paths, numbers, strings, keys, text, comments, escapes and raw
+            // blocks keep their dots.
+            (
+                "{{./a}} {{../a}} {{a.b}} {{f 1.5}} {{f \".\"}} {{f '.'}} {{[.]}} {{[ . ]}}",
+                "",
+            ),
+            (
+                ". {{! . }} {{!-- {{.}} --}} \\{{.}} {{{{raw}}}} {{.}} {{{{/raw}}}}",
+                "",
+            ),
+            ("é {{.}} é", "é {{this}} é"),
+            ("{{.", "{{this"),
+            ("{{ .", "{{ this"),
+        ] {
+            let expected = if expected.is_empty() {
+                source
+            } else {
+                expected
+            };
+            assert_eq!(lone_dots_as_this(source), expected, "{source:?}");
+        }
+        assert!(matches!(lone_dots_as_this("{{a.b}}"), Cow::Borrowed(_)));
     }
 
     #[test]

@@ -66,6 +66,18 @@ fn plain_variables_are_not_helper_calls() {
 }
 
 #[test]
+fn a_lone_dot_means_this_as_in_handlebars_js() {
+    let dp = Dotprompt::default();
+    let out = render(
+        &dp,
+        "{{#each items}}- {{.}}\n{{/each}}{{#with person}}{{json .}}{{/with}} {{json \".\"}}",
+        json!({"items": ["a", "b"], "person": {"n": 1}}),
+    )
+    .unwrap();
+    assert_eq!(first_text(&out), "- a\n- b\n{\"n\":1} \".\"");
+}
+
+#[test]
 fn unknown_partial_is_an_error() {
     let dp = Dotprompt::default();
     let err = render(&dp, "Hi {{> nowhere}}", json!({})).unwrap_err();
