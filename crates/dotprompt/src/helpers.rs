@@ -151,27 +151,20 @@ impl HelperDef for JsonHelper {
     }
 }
 
-/// What `{{json value indent=...}}` inserts: nothing for a missing value,
-/// else its JSON, pretty-printed with up to 10 spaces (a number) or the
-/// first 10 characters (a string) of indentation.
+/// What `{{json value indent=...}}` inserts: `undefined` for a missing
+/// value (as `JSON.stringify` gives it to Handlebars.js), else its JSON as
+/// `JSON.stringify` writes it, pretty-printed with up to 10 spaces (a
+/// number) or the first 10 characters (a string) of indentation.
 pub(crate) fn json_text(value: Option<&Value>, indent: Option<&Value>) -> Result<String, String> {
     let Some(value) = value else {
-        return Ok(String::new());
+        return Ok("undefined".to_owned());
     };
     let indent = match indent {
         Some(Value::Number(n)) => " ".repeat(n.as_f64().unwrap_or(0.0).clamp(0.0, 10.0) as usize),
         Some(Value::String(s)) => s.chars().take(10).collect(),
         _ => String::new(),
     };
-    if indent.is_empty() {
-        return serde_json::to_string(value).map_err(|e| format!("json helper: {e}"));
-    }
-    let mut buf = Vec::new();
-    let formatter = serde_json::ser::PrettyFormatter::with_indent(indent.as_bytes());
-    let mut ser = serde_json::Serializer::with_formatter(&mut buf, formatter);
-    serde::Serialize::serialize(value, &mut ser)
-        .map(|()| String::from_utf8_lossy(&buf).into_owned())
-        .map_err(|e| format!("json helper: {e}"))
+    crate::js::stringify(value, &indent).map_err(|e| format!("json helper: {e}"))
 }
 
 /// Helpers that emit the markers message building splits on.

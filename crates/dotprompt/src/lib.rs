@@ -9,6 +9,29 @@
 //! This crate follows the reference implementation (`dotprompt` on npm) and
 //! passes the language-independent Dotprompt spec suite.
 //!
+//! # Rendering as Handlebars.js does
+//!
+//! Templates render as npm `dotprompt` (Handlebars.js) renders them, checked
+//! against cases recorded from it (`tests/handlebars_js`): values print as
+//! JavaScript prints them (arrays joined by `,`, objects as
+//! `[object Object]`, `1e+21`), `{}` is true and `0` false in `{{#if}}`, `length` and
+//! characters of strings and arrays can be looked up, a lone `.` is `this`,
+//! `../` counts only contexts that changed, standalone lines and partials
+//! (indented) behave the same, and so do block parameters
+//! (`{{#each items as |item i|}}`).
+//!
+//! Deliberate differences:
+//! - Handlebars.js adds up values printed next to each other at the start
+//!   of a block (`{{a}}{{b}}` with 1 and 2 prints `3`); here they are
+//!   printed one after the other (`12`).
+//! - `input.default` in the frontmatter applies when rendering (npm
+//!   `dotprompt` applies only defaults passed in the options; Genkit passes
+//!   them, so prompts behave as in Genkit).
+//!
+//! Templates with inline partials, partial blocks, decorators or dynamic
+//! partial names are rendered by handlebars-rust, which prints values its
+//! own way (`[a, b]`, `[object]`) and fails on a name looked up in an array.
+//!
 //! ```
 //! use dotprompt::{DataArgument, Dotprompt};
 //! use serde_json::json;
@@ -53,6 +76,7 @@ mod dotprompt;
 mod error;
 mod fast;
 mod helpers;
+mod js;
 mod messages;
 mod parse;
 mod partials;

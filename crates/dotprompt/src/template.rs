@@ -23,22 +23,56 @@ const BLOCK_LOCALS: &[&str] = &["index", "key", "first", "last"];
 
 /// Parses `source` and rewrites its `@`-data references.
 pub(crate) fn compile(source: &str, name: Option<&str>) -> Result<Template, TemplateError> {
-    let source = lone_dots_as_this(source);
+    let source = to_handlebars_rust_syntax(standalone_last_line(source));
     let mut template = match name {
         Some(name) => Template::compile_with_name(&source, name.to_owned())?,
         None => Template::compile(&source)?,
     };
     rewrite_template(&mut template);
+    keep_standalone_indents(&mut template, &source);
     Ok(template)
 }
 
-/// Handlebars.js reads a lone `.` as `this` (`{{.}}`, `{{#each .}}`,
-/// `{{json .}}`); handlebars-rust's grammar has no such path and rejects
-/// the template. Rewrites each lone `.` inside a tag to `this` before
-/// parsing, leaving text, string literals, `[…]` keys, comments, raw blocks
-/// and escaped `\{{` alone. (A position reported later on the same line
-/// is then three columns further right per rewrite.)
-fn lone_dots_as_this(source: &str) -> Cow<'_, str> {
+/// Handlebars.js treats a block tag (or partial, or comment) alone on the
+/// template's last line as standalone (its line's whitespace removed) also
+/// when spaces or tabs follow it; handlebars-rust only when nothing does.
+/// Drops that trailing whitespace, so both read it the same.
+fn standalone_last_line(source: &str) -> &str {
+    let line_start = source.rfind('\n').map_or(0, |i| i + 1);
+    let last = &source[line_start..];
+    let tag = last.trim_matches([' ', '\t']);
+    let trimmed = tag.len() + (last.len() - last.trim_start_matches([' ', '\t']).len());
+    let is_block_tag = tag.starts_with("{{")
+        && tag.ends_with("}}")
+        && tag.matches("{{").count() == 1
+        && matches!(
+            tag.trim_start_matches("{{")
+                .trim_start_matches('~')
+                .chars()
+                .next(),
+            Some('#' | '/' | '^' | '!' | '>')
+        )
+        || tag.trim_matches(['{', '}', '~', ' ']) == "else";
+    if is_block_tag && trimmed < last.len() && !tag.is_empty() {
+        &source[..line_start + trimmed]
+    } else {
+        source
+    }
+}
+
+/// Rewrites what Handlebars.js reads differently from handlebars-rust,
+/// inside tags only (text, comments, raw blocks and escaped `\{{` are left
+/// alone), before parsing:
+///
+/// - a lone `.` is `this` (`{{.}}`, `{{#each .}}`, `{{json .}}`), which
+///   handlebars-rust's grammar rejects;
+/// - a string literal is taken as written, except `\"` (or `\'`), while
+///   handlebars-rust reads it as JSON: other backslashes are doubled and
+///   control characters escaped, so that reading yields the same text.
+///
+/// (A position reported later on the same line moves right with each
+/// rewrite.)
+fn to_handlebars_rust_syntax(source: &str) -> Cow<'_, str> {
     // Only ASCII bytes are compared, so every index is a char boundary.
     let b = source.as_bytes();
     let find = |from: usize, what: &[u8]| -> usize {
@@ -48,7 +82,8 @@ fn lone_dots_as_this(source: &str) -> Cow<'_, str> {
     };
     let opens = |c: u8| matches!(c, b'{' | b'~' | b'(' | b'=' | b'&') || c.is_ascii_whitespace();
     let closes = |c: u8| matches!(c, b'}' | b'~' | b')') || c.is_ascii_whitespace();
-    let mut dots = Vec::new();
+    // (byte offset, bytes replaced, replacement)
+    let mut edits: Vec<(usize, usize, String)> = Vec::new();
     let mut i = 0;
     while i < b.len() {
         let rest = &b[i..];
@@ -73,6 +108,12 @@ fn lone_dots_as_this(source: &str) -> Cow<'_, str> {
                 if let Some(q) = quote {
                     if c == q {
                         quote = None;
+                    } else if c == b'\\' && b.get(j + 1) == Some(&q) {
+                        j += 1;
+                    } else if c == b'\\' {
+                        edits.push((j, 1, "\\\\".to_owned()));
+                    } else if c < 0x20 {
+                        edits.push((j, 1, format!("\\u{c:04x}")));
                     }
                 } else if in_key {
                     in_key = c != b']';
@@ -83,22 +124,22 @@ fn lone_dots_as_this(source: &str) -> Cow<'_, str> {
                 } else if c == b'}' && b.get(j + 1) == Some(&b'}') {
                     break;
                 } else if c == b'.' && opens(b[j - 1]) && b.get(j + 1).is_none_or(|&n| closes(n)) {
-                    dots.push(j);
+                    edits.push((j, 1, "this".to_owned()));
                 }
                 j += 1;
             }
             i = j + 2;
         }
     }
-    if dots.is_empty() {
+    if edits.is_empty() {
         return Cow::Borrowed(source);
     }
-    let mut out = String::with_capacity(source.len() + 3 * dots.len());
+    let mut out = String::with_capacity(source.len() + 4 * edits.len());
     let mut from = 0;
-    for dot in dots {
-        out.push_str(&source[from..dot]);
-        out.push_str("this");
-        from = dot + 1;
+    for (at, len, replacement) in edits {
+        out.push_str(&source[from..at]);
+        out.push_str(&replacement);
+        from = at + len;
     }
     out.push_str(&source[from..]);
     Cow::Owned(out)
@@ -214,6 +255,71 @@ fn collect_params(
             collect_helper(ht, true, pos, usage);
         }
     }
+}
+
+/// handlebars-rust records the whitespace before every partial tag as the
+/// partial's indentation; Handlebars.js indents a partial only when it is
+/// standalone (alone on its line, blanks around it). Drops the others.
+fn keep_standalone_indents(template: &mut Template, source: &str) {
+    for i in 0..template.elements.len() {
+        let at = template.mapping.get(i).map(|m| (m.0, m.1));
+        match &mut template.elements[i] {
+            TemplateElement::PartialExpression(dt)
+                if dt.indent.is_some()
+                    && !at.is_some_and(|(line, column)| standalone_tag(source, line, column)) =>
+            {
+                dt.indent = None;
+            }
+            TemplateElement::HelperBlock(ht) => {
+                for body in [&mut ht.template, &mut ht.inverse].into_iter().flatten() {
+                    keep_standalone_indents(body, source);
+                }
+            }
+            TemplateElement::DecoratorBlock(dt) | TemplateElement::PartialBlock(dt) => {
+                if let Some(body) = &mut dt.template {
+                    keep_standalone_indents(body, source);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Whether the tag starting at `line`:`column` (1-based, in characters) of
+/// `source` is a standalone partial that keeps its indentation: only spaces
+/// or tabs before it, only blanks after it up to the end of the line or of
+/// the template, and the whitespace before it not already taken by a `~`
+/// of the tag before.
+fn standalone_tag(source: &str, line: usize, column: usize) -> bool {
+    let line_start: usize = source
+        .split_inclusive('\n')
+        .take(line.saturating_sub(1))
+        .map(str::len)
+        .sum();
+    let Some(line_text) = source[line_start..].split('\n').next() else {
+        return false;
+    };
+    let start = line_text
+        .char_indices()
+        .nth(column.saturating_sub(1))
+        .map_or(line_text.len(), |(i, _)| i);
+    let (before, from_tag) = line_text.split_at(start);
+    let Some(end) = from_tag.find("}}") else {
+        return false;
+    };
+    let after = &from_tag[end + 2..];
+    // A `~}}` of the tag before takes the whitespace first, unless that tag
+    // opens a block (`{{#x~}}`, `{{else~}}`): Handlebars.js handles the
+    // block's body, indentation included, before that `~`.
+    let prefix = source[..line_start].trim_end_matches([' ', '\t', '\r', '\n']);
+    let stripped_by_tilde = prefix.ends_with("~}}")
+        && prefix.rfind("{{").is_none_or(|open| {
+            let kind = prefix[open + 2..].trim_start_matches('~').trim_start();
+            !(kind.starts_with('#') || kind.starts_with('^') || kind.starts_with("else"))
+        });
+    before.chars().all(|c| c == ' ' || c == '\t')
+        && after.chars().all(|c| matches!(c, ' ' | '\t' | '\r'))
+        && !stripped_by_tilde
 }
 
 fn rewrite_template(template: &mut Template) {
@@ -349,6 +455,54 @@ mod tests {
     }
 
     #[test]
+    fn a_block_tag_on_the_last_line_is_standalone_despite_trailing_blanks() {
+        for (source, expected) in [
+            ("a\n  {{/if}}\t ", "a\n  {{/if}}"),
+            ("{{#if x}}\n{{else}} ", "{{#if x}}\n{{else}}"),
+            ("a\n{{~/each}}\t", "a\n{{~/each}}"),
+            ("a\n{{name}} ", "a\n{{name}} "),
+            ("a\n{{/if}}{{x}} ", "a\n{{/if}}{{x}} "),
+            ("a\n{{/if}}", "a\n{{/if}}"),
+            ("  ", "  "),
+            ("x {{/if}} ", "x {{/if}} "),
+            ("a\n  {{> p}} ", "a\n  {{> p}}"),
+        ] {
+            assert_eq!(standalone_last_line(source), expected, "{source:?}");
+        }
+    }
+
+    #[test]
+    fn only_standalone_partials_keep_their_indentation() {
+        for (source, expected) in [
+            ("a\n  {{> p}}\nb", Some("  ")),
+            ("  {{> p}}", Some("  ")),
+            ("a\n\t{{> p x}} \r\nb", Some("\t")),
+            ("a\n  {{> p}}x", None),
+            ("a\n  {{> p}}{{x}}\n", None),
+            ("a\n x {{> p}}\n", None),
+            ("{{x~}}\n  {{> p}}\n", None),
+            ("{{#if c~}}\n  {{> p}}\n{{/if}}", Some("  ")),
+            ("{{#if c}}x{{else~}}\n  {{> p}}\n{{/if}}", Some("  ")),
+            ("{{#if c}}{{/if~}}\n  {{> p}}", None),
+            ("{{#if c}}\n  {{> p}}\n{{/if}}", Some("  ")),
+        ] {
+            let t = compile(source, None).unwrap();
+            fn find(t: &Template) -> Option<Option<String>> {
+                t.elements.iter().find_map(|e| match e {
+                    TemplateElement::PartialExpression(dt) => Some(dt.indent.clone()),
+                    TemplateElement::HelperBlock(ht) => [&ht.template, &ht.inverse]
+                        .into_iter()
+                        .flatten()
+                        .find_map(find),
+                    _ => None,
+                })
+            }
+            let indent = find(&t).expect("a partial");
+            assert_eq!(indent.as_deref(), expected, "{source:?}");
+        }
+    }
+
+    #[test]
     fn a_lone_dot_is_this() {
         for (source, expected) in [
             ("{{.}}", "{{this}}"),
@@ -383,9 +537,24 @@ mod tests {
             } else {
                 expected
             };
-            assert_eq!(lone_dots_as_this(source), expected, "{source:?}");
+            assert_eq!(to_handlebars_rust_syntax(source), expected, "{source:?}");
         }
-        assert!(matches!(lone_dots_as_this("{{a.b}}"), Cow::Borrowed(_)));
+        assert!(matches!(
+            to_handlebars_rust_syntax("{{a.b}}"),
+            Cow::Borrowed(_)
+        ));
+    }
+
+    #[test]
+    fn string_literals_are_taken_as_written() {
+        for (source, expected) in [
+            (r#"{{f "a\tb"}}"#, r#"{{f "a\\tb"}}"#),
+            (r#"{{f 'a\nb' "q\"q"}}"#, r#"{{f 'a\\nb' "q\"q"}}"#),
+            ("{{f \"a\tb\"}}", r#"{{f "a\u0009b"}}"#),
+            (r#"a\tb {{! "\t" }}"#, r#"a\tb {{! "\t" }}"#),
+        ] {
+            assert_eq!(to_handlebars_rust_syntax(source), expected, "{source:?}");
+        }
     }
 
     #[test]

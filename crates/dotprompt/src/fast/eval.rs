@@ -1,6 +1,5 @@
 //! Rendering a [`Plan`] straight from borrowed data.
 
-use std::fmt::Write as _;
 use std::rc::Rc;
 
 use serde_json::{Map, Value};
@@ -36,6 +35,9 @@ pub(crate) fn render<'a>(plan: &'a Plan, data: Data<'a>, capacity: usize) -> Res
         frames: vec![Frame {
             this: V::Root,
             locals: Locals::default(),
+            new_depth: true,
+            partial: false,
+            block_params: false,
         }],
         root: None,
         out: String::with_capacity(capacity),
@@ -98,6 +100,8 @@ impl<'a> V<'a> {
 struct Branches<'a> {
     template: Option<&'a Plan>,
     inverse: Option<&'a Plan>,
+    /// Whether the body declares block parameters (`as |item index|`).
+    block_params: bool,
 }
 
 /// Block-local variables (`@index`, `@first`, `@last`, `@key`).
@@ -111,15 +115,24 @@ struct Locals<'a> {
 
 #[derive(Clone)]
 enum Key<'a> {
+    /// An array's (`@key` is the index there too).
+    Index(usize),
     Ref(&'a str),
     Shared(Rc<str>),
 }
 
-/// A block context, as handlebars-rust pushes them (the root, `each`,
-/// `with` and partials).
+/// A block context (the root, `each`, `with` and partials).
 struct Frame<'a> {
     this: V<'a>,
     locals: Locals<'a>,
+    /// Whether `this` differs from the enclosing context: Handlebars.js
+    /// counts `../` over such contexts only.
+    new_depth: bool,
+    /// A partial's frame: `../` does not reach past it.
+    partial: bool,
+    /// Whether its block declares block parameters: `this` is the first
+    /// (the item, or `with`'s value), the `@key` the second.
+    block_params: bool,
 }
 
 struct Renderer<'a> {
@@ -155,6 +168,7 @@ impl<'a> Renderer<'a> {
                 kind,
                 params,
                 hash,
+                block_params,
                 template,
                 inverse,
             } => {
@@ -178,6 +192,7 @@ impl<'a> Renderer<'a> {
                 let blocks = Branches {
                     template: template.as_ref(),
                     inverse: inverse.as_ref(),
+                    block_params: *block_params > 0,
                 };
                 self.block(*kind, first, second, include_zero, blocks)?;
             }
@@ -185,7 +200,15 @@ impl<'a> Renderer<'a> {
                 plan,
                 context,
                 hash,
-            } => self.partial(plan, context.as_ref(), hash)?,
+                indent,
+            } => {
+                let start = self.out.len();
+                self.partial(plan, context.as_ref(), hash)?;
+                if let Some(indent) = indent {
+                    let printed = self.out.split_off(start);
+                    indent_lines(&mut self.out, &printed, indent);
+                }
+            }
         }
         Ok(())
     }
@@ -198,7 +221,11 @@ impl<'a> Renderer<'a> {
         include_zero: bool,
         branches: Branches<'a>,
     ) -> Result<(), Abort> {
-        let Branches { template, inverse } = branches;
+        let Branches {
+            template,
+            inverse,
+            block_params,
+        } = branches;
         match kind {
             BlockKind::If { positive } => {
                 let first = first.ok_or(Abort)?;
@@ -208,34 +235,40 @@ impl<'a> Renderer<'a> {
                     inverse
                 };
                 if let Some(plan) = chosen {
-                    self.plan(plan)?;
+                    self.plan_in_this(plan)?;
                 }
             }
             BlockKind::Equals { when_equal } => {
-                let a = first.as_ref().map_or(&NULL, V::value);
-                let b = second.as_ref().map_or(&NULL, V::value);
-                let chosen = if strict_equals(a, b) == when_equal {
+                // `===`: a missing value (undefined) is not null.
+                let missing = |v: &Option<V<'_>>| v.as_ref().is_none_or(V::is_missing);
+                let equal = match (missing(&first), missing(&second)) {
+                    (true, true) => true,
+                    (false, false) => {
+                        let a = first.as_ref().map_or(&NULL, V::value);
+                        let b = second.as_ref().map_or(&NULL, V::value);
+                        strict_equals(a, b)
+                    }
+                    _ => false,
+                };
+                let chosen = if equal == when_equal {
                     template
                 } else {
                     inverse
                 };
                 if let Some(plan) = chosen {
-                    self.plan(plan)?;
+                    self.plan_in_this(plan)?;
                 }
             }
             BlockKind::With => {
                 let arg = first.ok_or(Abort)?;
-                if truthy(arg.value(), false) {
-                    let locals = self.front().locals.clone();
-                    self.frames.push(Frame {
-                        this: arg.into_shared(),
-                        locals,
-                    });
+                if !is_empty(arg.value()) {
+                    self.push(arg.into_shared());
+                    self.front_mut().block_params = block_params;
                     let result = template.map_or(Ok(()), |plan| self.plan(plan));
                     self.frames.pop();
                     result?;
                 } else if let Some(plan) = inverse {
-                    self.plan(plan)?;
+                    self.plan_in_this(plan)?;
                 }
             }
             BlockKind::Each => {
@@ -244,16 +277,41 @@ impl<'a> Renderer<'a> {
                     return Ok(());
                 };
                 let iterated = match &over {
-                    V::Ref(value) => self.each_ref(value, body, inverse.is_none())?,
-                    V::Shared(value) => self.each_shared(value, body, inverse.is_none())?,
+                    V::Ref(value) => self.each_ref(value, body, inverse.is_none(), block_params)?,
+                    V::Shared(value) => {
+                        self.each_shared(value, body, inverse.is_none(), block_params)?
+                    }
                     _ => false,
                 };
                 if !iterated && let Some(plan) = inverse {
-                    self.plan(plan)?;
+                    self.plan_in_this(plan)?;
                 }
             }
         }
         Ok(())
+    }
+
+    /// Renders a block body that keeps the current context (`if`'s,
+    /// an inverse). Handlebars.js calls a block helper on a null or missing
+    /// context with an empty object instead, without a new `../` level.
+    fn plan_in_this(&mut self, plan: &'a Plan) -> Result<(), Abort> {
+        let this = &self.front().this;
+        if !(this.is_missing()
+            || matches!(this, V::Ref(_) | V::Shared(_) if this.value().is_null()))
+        {
+            return self.plan(plan);
+        }
+        let locals = self.front().locals.clone();
+        self.frames.push(Frame {
+            this: V::Shared(Rc::new(Value::Object(Map::new()))),
+            locals,
+            new_depth: false,
+            partial: false,
+            block_params: false,
+        });
+        let result = self.plan(plan);
+        self.frames.pop();
+        result
     }
 
     /// `{{#each}}` over borrowed data; `false` if the value is not a
@@ -263,16 +321,20 @@ impl<'a> Renderer<'a> {
         value: &'a Value,
         body: &'a Plan,
         no_inverse: bool,
+        block_params: bool,
     ) -> Result<bool, Abort> {
         match value {
             Value::Array(items) if !items.is_empty() || no_inverse => {
                 self.frames.push(Frame {
                     this: V::Missing,
                     locals: Locals::default(),
+                    new_depth: true,
+                    partial: false,
+                    block_params,
                 });
                 let len = items.len();
                 let result = items.iter().enumerate().try_for_each(|(i, item)| {
-                    self.set_item(V::Ref(item), i, len, None);
+                    self.set_item(V::Ref(item), i, len, Some(Key::Index(i)));
                     self.plan(body)
                 });
                 self.frames.pop();
@@ -282,12 +344,17 @@ impl<'a> Renderer<'a> {
                 self.frames.push(Frame {
                     this: V::Missing,
                     locals: Locals::default(),
+                    new_depth: true,
+                    partial: false,
+                    block_params,
                 });
                 let len = map.len();
-                let result = map.iter().enumerate().try_for_each(|(i, (key, item))| {
-                    self.set_item(V::Ref(item), i, len, Some(Key::Ref(key)));
-                    self.plan(body)
-                });
+                let result = js_key_order(map)
+                    .enumerate()
+                    .try_for_each(|(i, (key, item))| {
+                        self.set_item(V::Ref(item), i, len, Some(Key::Ref(key)));
+                        self.plan(body)
+                    });
                 self.frames.pop();
                 result.map(|()| true)
             }
@@ -302,16 +369,21 @@ impl<'a> Renderer<'a> {
         value: &Value,
         body: &'a Plan,
         no_inverse: bool,
+        block_params: bool,
     ) -> Result<bool, Abort> {
         match value {
             Value::Array(items) if !items.is_empty() || no_inverse => {
                 self.frames.push(Frame {
                     this: V::Missing,
                     locals: Locals::default(),
+                    new_depth: true,
+                    partial: false,
+                    block_params,
                 });
                 let len = items.len();
                 let result = items.iter().enumerate().try_for_each(|(i, item)| {
-                    self.set_item(V::Shared(Rc::new(item.clone())), i, len, None);
+                    let item = V::Shared(Rc::new(item.clone()));
+                    self.set_item(item, i, len, Some(Key::Index(i)));
                     self.plan(body)
                 });
                 self.frames.pop();
@@ -321,13 +393,18 @@ impl<'a> Renderer<'a> {
                 self.frames.push(Frame {
                     this: V::Missing,
                     locals: Locals::default(),
+                    new_depth: true,
+                    partial: false,
+                    block_params,
                 });
                 let len = map.len();
-                let result = map.iter().enumerate().try_for_each(|(i, (key, item))| {
-                    let key = Key::Shared(Rc::from(key.as_str()));
-                    self.set_item(V::Shared(Rc::new(item.clone())), i, len, Some(key));
-                    self.plan(body)
-                });
+                let result = js_key_order(map)
+                    .enumerate()
+                    .try_for_each(|(i, (key, item))| {
+                        let key = Key::Shared(Rc::from(key.as_str()));
+                        self.set_item(V::Shared(Rc::new(item.clone())), i, len, Some(key));
+                        self.plan(body)
+                    });
                 self.frames.pop();
                 result.map(|()| true)
             }
@@ -336,8 +413,12 @@ impl<'a> Renderer<'a> {
     }
 
     fn set_item(&mut self, item: V<'a>, index: usize, len: usize, key: Option<Key<'a>>) {
+        // The each frame is innermost; compare with the context around it.
+        let outer = &self.frames[..self.frames.len() - 1];
+        let new_depth = !depths(outer).next().is_some_and(|c| same_context(c, &item));
         let frame = self.front_mut();
         frame.this = item;
+        frame.new_depth = new_depth;
         frame.locals = Locals {
             index: Some(index),
             first: Some(index == 0),
@@ -367,11 +448,43 @@ impl<'a> Renderer<'a> {
             let base = self.concrete(base);
             V::Shared(Rc::new(merge(base.value(), &named)))
         };
-        let locals = self.front().locals.clone();
-        self.frames.push(Frame { this, locals });
+        self.push(this);
+        // The partial's context is its outermost one, changed or not.
+        let frame = self.front_mut();
+        frame.new_depth = true;
+        frame.partial = true;
         let result = self.plan(plan);
         self.frames.pop();
         result
+    }
+
+    /// Enters a block whose context is `this`, keeping the block-local
+    /// variables.
+    fn push(&mut self, this: V<'a>) {
+        // The materialized root is still the root context.
+        let this = match this {
+            V::Shared(value) if self.root.as_ref().is_some_and(|r| Rc::ptr_eq(r, &value)) => {
+                V::Root
+            }
+            other => other,
+        };
+        let new_depth = !depths(&self.frames)
+            .next()
+            .is_some_and(|c| same_context(c, &this));
+        let locals = self.front().locals.clone();
+        self.frames.push(Frame {
+            this,
+            locals,
+            new_depth,
+            partial: false,
+            block_params: false,
+        });
+    }
+
+    /// The context `up` distinct contexts out, as Handlebars.js counts
+    /// `../`: a frame that did not change the context is not a level.
+    fn depth_context(&self, up: usize) -> Option<&V<'a>> {
+        depths(&self.frames).nth(up)
     }
 
     fn front(&self) -> &Frame<'a> {
@@ -421,6 +534,27 @@ impl<'a> Renderer<'a> {
 
     fn path(&mut self, path: &'a PathRef) -> Result<V<'a>, Abort> {
         match path {
+            PathRef::BlockParam { level, index, segs } => {
+                let Some(frame) = self
+                    .frames
+                    .iter()
+                    .rev()
+                    .filter(|f| f.block_params)
+                    .nth(*level)
+                else {
+                    return Ok(V::Missing);
+                };
+                let base = match index {
+                    0 => frame.this.share(),
+                    _ => match &frame.locals.key {
+                        Some(Key::Index(i)) => own(Value::from(*i)),
+                        Some(Key::Ref(k)) => own(Value::from(*k)),
+                        Some(Key::Shared(k)) => own(Value::from(k.as_ref())),
+                        None => V::Missing,
+                    },
+                };
+                self.navigate(base, segs)
+            }
             PathRef::Local { level, name } => {
                 let Some(frame) = self.block_at(*level) else {
                     return Ok(V::Missing);
@@ -431,6 +565,7 @@ impl<'a> Renderer<'a> {
                     "first" => locals.first.map_or(V::Missing, boolean),
                     "last" => locals.last.map_or(V::Missing, boolean),
                     "key" => match &locals.key {
+                        Some(Key::Index(i)) => own(Value::from(*i)),
                         Some(Key::Ref(k)) => own(Value::from(*k)),
                         Some(Key::Shared(k)) => own(Value::from(k.as_ref())),
                         None => V::Missing,
@@ -440,10 +575,10 @@ impl<'a> Renderer<'a> {
             }
             PathRef::Relative { up, root, segs } => {
                 let base = if *up > 0 {
-                    self.block_at(*up)
-                        .unwrap_or_else(|| self.front())
-                        .this
-                        .share()
+                    match self.depth_context(*up) {
+                        Some(context) => context.share(),
+                        None => return Ok(V::Missing),
+                    }
                 } else if *root {
                     V::Root
                 } else {
@@ -454,28 +589,28 @@ impl<'a> Renderer<'a> {
         }
     }
 
-    /// Follows `segs` from `base` (handlebars' `get_data`: an array needs a
-    /// numeric segment, anything but an object or array has no fields).
+    /// Follows `segs` from `base`, as Handlebars.js looks up properties.
     fn navigate(&mut self, base: V<'a>, segs: &[String]) -> Result<V<'a>, Abort> {
         let Some((first, rest)) = segs.split_first() else {
             return Ok(base);
         };
-        match base {
-            V::Missing => Ok(V::Missing),
+        Ok(match base {
+            V::Missing => V::Missing,
             V::Root => {
                 let data = self.data;
                 let start = data
                     .input
                     .and_then(|m| field(m, first))
                     .or_else(|| data.defaults.and_then(|m| field(m, first)));
-                Ok(walk(start, rest)?.map_or(V::Missing, V::Ref))
+                match start {
+                    Some(value) => found(walk(value, rest)),
+                    None => V::Missing,
+                }
             }
-            V::Ref(value) => Ok(walk(Some(value), segs)?.map_or(V::Missing, V::Ref)),
-            V::Shared(value) => {
-                Ok(walk(Some(&value), segs)?.map_or(V::Missing, |v| own(v.clone())))
-            }
-            V::Own(value) => Ok(walk(Some(&value), segs)?.map_or(V::Missing, |v| own(v.clone()))),
-        }
+            V::Ref(value) => found(walk(value, segs)),
+            V::Shared(value) => found(walk(&value, segs).map(Found::into_owned)),
+            V::Own(value) => found(walk(&value, segs).map(Found::into_owned)),
+        })
     }
 
     fn call(&mut self, call: &'a Call) -> Result<V<'a>, Abort> {
@@ -501,14 +636,20 @@ impl<'a> Renderer<'a> {
                 marker.text(params.first().map(V::value), &hash_get),
             )),
             Helper::Lookup => {
-                let (Some(collection), Some(index)) = (params.first(), params.get(1)) else {
+                let mut params = params.into_iter();
+                let (Some(collection), Some(index)) = (params.next(), params.next()) else {
                     return Err(Abort);
                 };
+                // `lookup` returns a falsy collection itself.
+                if is_falsy(collection.value()) {
+                    return Ok(collection);
+                }
+                let key = property_key(&index);
                 match collection {
-                    V::Ref(outer) => lookup(outer, index.value()).map_or(V::Ref(&NULL), V::Ref),
-                    other => own(lookup(other.value(), index.value())
-                        .cloned()
-                        .unwrap_or(Value::Null)),
+                    V::Ref(outer) => found(walk(outer, std::slice::from_ref(&key))),
+                    other => found(
+                        walk(other.value(), std::slice::from_ref(&key)).map(Found::into_owned),
+                    ),
                 }
             }
             Helper::Data(segments) => {
@@ -529,27 +670,167 @@ impl<'a> Renderer<'a> {
     }
 }
 
-/// `{{lookup collection index}}`: an array item by number or an object
-/// field by name.
-fn lookup<'v>(collection: &'v Value, index: &Value) -> Option<&'v Value> {
-    match collection {
-        Value::Array(items) => items.get(usize::try_from(index.as_u64()?).ok()?),
-        Value::Object(map) => map.get(index.as_str()?),
-        _ => None,
+/// Where a path led: into the data, or to a value made on the way (a
+/// `length`, a character of a string).
+enum Found<'v> {
+    Ref(&'v Value),
+    Own(Value),
+}
+
+impl Found<'_> {
+    fn into_owned(self) -> Found<'static> {
+        match self {
+            Found::Ref(v) => Found::Own(v.clone()),
+            Found::Own(v) => Found::Own(v),
+        }
     }
 }
 
-/// Follows `segs` from `start`.
-fn walk<'v>(start: Option<&'v Value>, segs: &[String]) -> Result<Option<&'v Value>, Abort> {
+fn found<'a>(f: Option<Found<'a>>) -> V<'a> {
+    match f {
+        Some(Found::Ref(v)) => V::Ref(v),
+        Some(Found::Own(v)) => own(v),
+        None => V::Missing,
+    }
+}
+
+/// Follows `segs` from `start` as Handlebars.js does: only own properties
+/// (an object's fields; an array's items and `length`; a string's
+/// characters and `length`), anything else leads nowhere, and a null on
+/// the way is the result.
+fn walk<'v>(start: &'v Value, segs: &[String]) -> Option<Found<'v>> {
     let mut current = start;
-    for seg in segs {
+    for (i, seg) in segs.iter().enumerate() {
         current = match current {
-            Some(Value::Array(items)) => items.get(seg.parse::<usize>().map_err(|_| Abort)?),
-            Some(Value::Object(map)) => field(map, seg),
-            _ => None,
+            Value::Object(map) => field(map, seg)?,
+            Value::Array(items) if seg == "length" => {
+                return derived(Value::from(items.len()), &segs[i + 1..]);
+            }
+            Value::Array(items) => items.get(usize::try_from(array_index(seg)?).ok()?)?,
+            Value::String(s) => return derived(string_property(s, seg)?, &segs[i + 1..]),
+            Value::Null => return Some(Found::Ref(current)),
+            _ => return None,
         };
     }
-    Ok(current)
+    Some(Found::Ref(current))
+}
+
+/// Continues a walk from a value made on the way.
+fn derived(value: Value, rest: &[String]) -> Option<Found<'static>> {
+    if rest.is_empty() {
+        return Some(Found::Own(value));
+    }
+    walk(&value, rest).map(Found::into_owned)
+}
+
+/// A string's `length` (in UTF-16 units, as JavaScript counts) or its
+/// character at an index (a lone surrogate half as U+FFFD).
+fn string_property(s: &str, key: &str) -> Option<Value> {
+    if key == "length" {
+        return Some(Value::from(s.encode_utf16().count()));
+    }
+    let unit = s
+        .encode_utf16()
+        .nth(usize::try_from(array_index(key)?).ok()?)?;
+    let c = char::from_u32(u32::from(unit)).unwrap_or(char::REPLACEMENT_CHARACTER);
+    Some(Value::String(c.to_string()))
+}
+
+/// JavaScript's falsy values: false, null, missing, `0` and `""`.
+fn is_falsy(value: &Value) -> bool {
+    match value {
+        Value::Bool(b) => !b,
+        Value::Null => true,
+        Value::Number(n) => is_zero(n),
+        Value::String(s) => s.is_empty(),
+        Value::Array(_) | Value::Object(_) => false,
+    }
+}
+
+/// A value used as a property name, as JavaScript converts it.
+fn property_key(value: &V<'_>) -> String {
+    match value {
+        V::Missing => "undefined".to_owned(),
+        other => match other.value() {
+            Value::Null => "null".to_owned(),
+            value => {
+                let mut key = String::new();
+                write_value(&mut key, value);
+                key
+            }
+        },
+    }
+}
+
+/// Writes `printed` with `indent` before each line (not after a final
+/// newline), as Handlebars.js indents a standalone partial's output.
+fn indent_lines(out: &mut String, printed: &str, indent: &str) {
+    let mut lines = printed.split('\n').peekable();
+    while let Some(line) = lines.next() {
+        let last = lines.peek().is_none();
+        if last && line.is_empty() {
+            break;
+        }
+        out.push_str(indent);
+        out.push_str(line);
+        if !last {
+            out.push('\n');
+        }
+    }
+}
+
+/// The distinct contexts of `frames`, innermost first. A partial starts
+/// afresh: Handlebars.js gives it no outer contexts, so `../` inside one
+/// leads nowhere.
+fn depths<'f, 'a>(frames: &'f [Frame<'a>]) -> impl Iterator<Item = &'f V<'a>> {
+    let mut ended = false;
+    frames
+        .iter()
+        .rev()
+        .take_while(move |f| {
+            let take = !ended;
+            ended |= f.partial;
+            take
+        })
+        .filter(|f| f.new_depth)
+        .map(|f| &f.this)
+}
+
+/// Whether entering `b` from `a` keeps the context (JavaScript's `!=`
+/// between them is false): the same object, or equal plain values.
+fn same_context(a: &V<'_>, b: &V<'_>) -> bool {
+    match (a, b) {
+        (V::Root, V::Root) => true,
+        (V::Root, _) | (_, V::Root) => false,
+        (V::Ref(x), V::Ref(y)) if std::ptr::eq(*x, *y) => true,
+        (V::Shared(x), V::Shared(y)) if Rc::ptr_eq(x, y) => true,
+        _ => {
+            let (x, y) = (a.value(), b.value());
+            let plain = |v: &Value| !matches!(v, Value::Array(_) | Value::Object(_));
+            plain(x) && plain(y) && strict_equals(x, y)
+        }
+    }
+}
+
+/// An object's entries in JavaScript's key order: keys that are array
+/// indexes first, ascending, then the others in insertion order.
+fn js_key_order(map: &Map<String, Value>) -> impl Iterator<Item = (&String, &Value)> {
+    let mut indexed: Vec<(u32, (&String, &Value))> = map
+        .iter()
+        .filter_map(|e| Some((array_index(e.0)?, e)))
+        .collect();
+    indexed.sort_by_key(|(i, _)| *i);
+    let others = map.iter().filter(|(k, _)| array_index(k).is_none());
+    indexed.into_iter().map(|(_, e)| e).chain(others)
+}
+
+/// `key` as a JavaScript array index: a canonical decimal below 2^32 - 1.
+fn array_index(key: &str) -> Option<u32> {
+    let digits = !key.is_empty() && key.bytes().all(|b| b.is_ascii_digit());
+    if !digits || (key.len() > 1 && key.starts_with('0')) {
+        return None;
+    }
+    key.parse::<u32>().ok().filter(|i| *i != u32::MAX)
 }
 
 /// A field of an object.
@@ -569,70 +850,50 @@ fn boolean<'a>(b: bool) -> V<'a> {
     V::Ref(if b { &TRUE } else { &FALSE })
 }
 
-/// Handlebars' truthiness (`includeZero` makes `0` true; empty arrays and
-/// objects are false).
+/// Handlebars.js' `if`: false, null, missing, `""`, `[]` and (unless
+/// `includeZero`) `0` are false; everything else, `{}` included, is true.
 fn truthy(value: &Value, include_zero: bool) -> bool {
     match value {
-        Value::Bool(b) => *b,
-        Value::Number(n) => {
-            if include_zero {
-                n.as_f64().is_some_and(|f| !f.is_nan())
-            } else {
-                n.as_f64().is_some_and(f64::is_normal)
-            }
-        }
-        Value::Null => false,
-        Value::String(s) => !s.is_empty(),
-        Value::Array(items) => !items.is_empty(),
-        Value::Object(map) => !map.is_empty(),
+        Value::Number(n) if is_zero(n) => include_zero,
+        other => !is_empty(other),
     }
 }
 
-/// Prints a value as handlebars-rust does.
+/// Handlebars.js' `isEmpty` (what `with` and `each` test): false, null,
+/// missing, `""` and `[]`. `0` and `{}` are not empty.
+fn is_empty(value: &Value) -> bool {
+    match value {
+        Value::Bool(b) => !b,
+        Value::Number(_) => false,
+        Value::Null => true,
+        Value::String(s) => s.is_empty(),
+        Value::Array(items) => items.is_empty(),
+        Value::Object(_) => false,
+    }
+}
+
+fn is_zero(n: &serde_json::Number) -> bool {
+    n.as_f64() == Some(0.0)
+}
+
+/// Prints a value as Handlebars.js does (JavaScript's string conversion):
+/// null prints nothing, an array its items joined by `,` (null items
+/// empty), an object `[object Object]`, a number as JavaScript prints it.
 fn write_value(out: &mut String, value: &Value) {
     match value {
         Value::String(s) => out.push_str(s),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
-            (Some(u), _) => write_u64(out, u),
-            (None, Some(i)) => {
-                out.push('-');
-                write_u64(out, i.unsigned_abs());
-            }
-            _ => {
-                let _ = write!(out, "{n}");
-            }
-        },
+        Value::Number(n) => crate::js::write_number(out, n),
         Value::Null => {}
         Value::Array(items) => {
-            out.push('[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push_str(", ");
+                    out.push(',');
                 }
                 write_value(out, item);
             }
-            out.push(']');
         }
-        Value::Object(_) => out.push_str("[object]"),
-    }
-}
-
-/// Prints an integer (the formatting machinery is slow for this).
-fn write_u64(out: &mut String, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        // `n % 10` is below 10, so this is an ASCII digit.
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for &digit in &digits[at..] {
-        out.push(char::from(digit));
+        Value::Object(_) => out.push_str("[object Object]"),
     }
 }
 

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use handlebars::template::{
-    DecoratorTemplate, HelperTemplate, Parameter, Template, TemplateElement,
+    BlockParam, DecoratorTemplate, HelperTemplate, Parameter, Template, TemplateElement,
 };
 use handlebars::{Path, PathSeg};
 use serde_json::Value;
@@ -36,6 +36,8 @@ pub(super) enum Node {
         kind: BlockKind,
         params: Vec<Arg>,
         hash: Hash,
+        /// How many block parameters (`as |item index|`) the body declares.
+        block_params: usize,
         template: Option<Plan>,
         inverse: Option<Plan>,
     },
@@ -44,6 +46,9 @@ pub(super) enum Node {
         plan: Arc<Plan>,
         context: Option<Arg>,
         hash: Hash,
+        /// A standalone partial's indentation, put before every line it
+        /// prints.
+        indent: Option<String>,
     },
 }
 
@@ -94,8 +99,15 @@ pub(super) enum Arg {
     Call(Box<Call>),
 }
 
-/// A pre-parsed path, resolved as handlebars-rust does.
+/// A pre-parsed path, resolved as Handlebars.js does.
 pub(super) enum PathRef {
+    /// `item.name` under `as |item index|`: parameter `index` of the block
+    /// `level` block-parameter scopes out, then `segs`.
+    BlockParam {
+        level: usize,
+        index: usize,
+        segs: Vec<String>,
+    },
     /// `@index`, `@../first` ...: a block-local variable `level` blocks up.
     Local { level: usize, name: String },
     /// `a.b`, `../a`, `@root.a`, `this`: named segments from the context
@@ -114,6 +126,7 @@ pub(crate) fn plan(template: &Template, engine: &Engine) -> Option<Plan> {
         engine,
         depth: 0,
         partials: HashMap::new(),
+        block_params: Vec::new(),
     }
     .template(template)
     .ok()
@@ -124,13 +137,19 @@ struct Planner<'e> {
     depth: usize,
     /// Partials planned so far (each partial is planned once).
     partials: HashMap<String, Arc<Plan>>,
+    /// The block parameter names in scope, innermost block last.
+    block_params: Vec<Vec<String>>,
 }
 
 impl Planner<'_> {
     fn template(&mut self, template: &Template) -> Result<Plan, Abort> {
         let mut nodes = Vec::with_capacity(template.elements.len());
         for element in &template.elements {
-            if let Some(node) = self.element(element)? {
+            let node = match element {
+                TemplateElement::PartialExpression(dt) => Some(self.partial(dt)?),
+                other => self.element(other)?,
+            };
+            if let Some(node) = node {
                 nodes.push(node);
             }
         }
@@ -154,7 +173,6 @@ impl Planner<'_> {
                 self.expression(ht)?
             }
             TemplateElement::HelperBlock(ht) => self.block(ht)?,
-            TemplateElement::PartialExpression(dt) => self.partial(dt)?,
             _ => return Err(Abort),
         }))
     }
@@ -172,11 +190,57 @@ impl Planner<'_> {
             let raw = match path {
                 Path::Relative((_, raw)) | Path::Local((_, _, raw)) => raw,
             };
+            // A block parameter wins over a helper of the same name.
+            if let Some(param) = self.block_param(path) {
+                return Ok(Node::Value(param));
+            }
             if !self.is_helper(raw) {
                 return Ok(Node::Value(path_ref(path)?));
             }
         }
         self.call(ht).map(Node::Print)
+    }
+
+    /// `path` as a block parameter in scope: its first name, unless the
+    /// path is scoped (`this.`, `./`, `../`, `@`).
+    fn block_param(&self, path: &Path) -> Option<PathRef> {
+        let Path::Relative((segs, raw)) = path else {
+            return None;
+        };
+        let scoped = ["this.", "this/", "./", "../", "@"]
+            .iter()
+            .any(|p| raw.starts_with(p))
+            || raw == "this";
+        let Some(PathSeg::Named(first)) = segs.first() else {
+            return None;
+        };
+        if scoped {
+            return None;
+        }
+        let (level, index) =
+            self.block_params
+                .iter()
+                .rev()
+                .enumerate()
+                .find_map(|(level, names)| {
+                    names
+                        .iter()
+                        .position(|n| n == first)
+                        .map(|index| (level, index))
+                })?;
+        let mut rest = Vec::with_capacity(segs.len() - 1);
+        for seg in &segs[1..] {
+            match seg {
+                PathSeg::Named(name) => rest.push(name.clone()),
+                // Anything else in a block parameter path: let handlebars do it.
+                _ => return None,
+            }
+        }
+        Some(PathRef::BlockParam {
+            level,
+            index,
+            segs: rest,
+        })
     }
 
     fn is_helper(&self, name: &str) -> bool {
@@ -225,9 +289,6 @@ impl Planner<'_> {
     }
 
     fn block(&mut self, ht: &HelperTemplate) -> Result<Node, Abort> {
-        if ht.block_param.is_some() {
-            return Err(Abort);
-        }
         let name = helper_name(&ht.name)?;
         if self.engine.user_helper(name).is_some() || !self.engine.has_helper(name) {
             return Err(Abort);
@@ -246,21 +307,46 @@ impl Planner<'_> {
         if params.is_empty() && !matches!(kind, BlockKind::Equals { .. }) {
             return Err(Abort);
         }
+        // `each` gives its body the item and its index (or key), `with` its
+        // value, as block parameters.
+        let names = match (&ht.block_param, kind) {
+            (None, _) => Vec::new(),
+            (Some(BlockParam::Single(Parameter::Name(a))), BlockKind::Each | BlockKind::With) => {
+                vec![a.clone()]
+            }
+            (Some(BlockParam::Pair((Parameter::Name(a), Parameter::Name(b)))), BlockKind::Each) => {
+                vec![a.clone(), b.clone()]
+            }
+            _ => return Err(Abort),
+        };
+        let block_params = names.len();
+        let template = if names.is_empty() {
+            self.optional(ht.template.as_ref())?
+        } else {
+            self.block_params.push(names);
+            let planned = self.optional(ht.template.as_ref());
+            self.block_params.pop();
+            planned?
+        };
         Ok(Node::Block {
             kind,
             params,
             hash,
-            template: self.optional(ht.template.as_ref())?,
+            block_params,
+            template,
             inverse: self.optional(ht.inverse.as_ref())?,
         })
     }
 
+    /// `{{> name}}`.
     fn partial(&mut self, dt: &DecoratorTemplate) -> Result<Node, Abort> {
-        // Indented (standalone) partials and partial blocks have their own
-        // whitespace and block semantics.
-        if dt.indent.is_some() || dt.template.is_some() {
+        // Partial blocks have their own block semantics.
+        if dt.template.is_some() {
             return Err(Abort);
         }
+        // Only standalone partials keep an indentation (see
+        // `template::keep_standalone_indents`).
+        let indent = dt.indent.clone().filter(|indent| !indent.is_empty());
         let name = match &dt.name {
             Parameter::Name(name) => name.as_str(),
             Parameter::Path(Path::Relative((_, raw))) => raw.as_str(),
@@ -277,8 +363,11 @@ impl Planner<'_> {
                 if self.depth >= MAX_PARTIAL_DEPTH {
                     return Err(Abort);
                 }
+                // A partial sees none of the includer's block parameters.
                 self.depth += 1;
+                let outer_params = std::mem::take(&mut self.block_params);
                 let planned = self.template(template);
+                self.block_params = outer_params;
                 self.depth -= 1;
                 let plan = Arc::new(planned?);
                 self.partials.insert(name.to_owned(), Arc::clone(&plan));
@@ -298,6 +387,7 @@ impl Planner<'_> {
             plan,
             context,
             hash,
+            indent,
         })
     }
 
@@ -320,7 +410,10 @@ impl Planner<'_> {
     fn argument(&mut self, param: &Parameter) -> Result<Arg, Abort> {
         match param {
             Parameter::Literal(value) => Ok(Arg::Literal(value.clone())),
-            Parameter::Path(path) => path_ref(path).map(Arg::Path),
+            Parameter::Path(path) => match self.block_param(path) {
+                Some(param) => Ok(Arg::Path(param)),
+                None => path_ref(path).map(Arg::Path),
+            },
             Parameter::Subexpression(sub) => match sub.element.as_ref() {
                 TemplateElement::Expression(ht) if !ht.block => {
                     self.call(ht).map(|c| Arg::Call(Box::new(c)))
