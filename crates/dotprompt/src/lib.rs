@@ -9,15 +9,16 @@
 //! This crate follows the reference implementation (`dotprompt` on npm) and
 //! passes the language-independent Dotprompt spec suite.
 //!
-//! # Rendering as Handlebars.js does
+//! # As npm `dotprompt` does
 //!
-//! Templates render as npm `dotprompt` (Handlebars.js) renders them, checked
-//! against cases recorded from it (`tests/handlebars_js`): values print as
+//! Templates render as npm `dotprompt` (Handlebars.js underneath) renders
+//! them, and Picoschemas convert as it converts them, checked against cases
+//! recorded from it (`tests/npm_dotprompt`). In templates, values print as
 //! JavaScript prints them (arrays joined by `,`, objects as
-//! `[object Object]`, `1e+21`), `{}` is true and `0` false in `{{#if}}`, `length` and
-//! characters of strings and arrays can be looked up, a lone `.` is `this`,
-//! `../` counts only contexts that changed, standalone lines and partials
-//! (indented) behave the same, and so do block parameters
+//! `[object Object]`, `1e+21`), `{}` is true and `0` false in `{{#if}}`,
+//! `length` and characters of strings and arrays can be looked up, a lone
+//! `.` is `this`, `../` counts only contexts that changed, standalone lines
+//! and (indented) partials behave the same, and so do block parameters
 //! (`{{#each items as |item i|}}`).
 //!
 //! Deliberate differences:
@@ -27,6 +28,11 @@
 //! - `input.default` in the frontmatter applies when rendering (npm
 //!   `dotprompt` applies only defaults passed in the options; Genkit passes
 //!   them, so prompts behave as in Genkit).
+//! - Picoschema: a top-level array and `x(enum)` with anything but a list
+//!   are errors (the reference reads them as an empty object and writes
+//!   `{"enum": value}`); a top-level `any` has no `type` (the reference
+//!   writes `"type": "any"`); JSON Schema whose `type` lists several types
+//!   passes through (the reference reads it as Picoschema).
 //!
 //! Templates with inline partials, partial blocks, decorators or dynamic
 //! partial names are rendered by handlebars-rust, which prints values its

@@ -1,5 +1,5 @@
 //! What the fast renderer takes on. Its output is judged against
-//! Handlebars.js by `tests/handlebars_js.rs`; these tests make sure that
+//! Handlebars.js by `tests/npm_dotprompt.rs`; these tests make sure that
 //! the cases recorded there are rendered by the fast renderer itself (a
 //! plan, and no abort), not by the handlebars fallback, and that what it
 //! leaves to handlebars is left.
@@ -15,8 +15,8 @@ use crate::partials::compile_partial;
 use crate::template;
 use crate::types::{DataArgument, JsonMap, PromptMetadata};
 
-/// The cases recorded from Handlebars.js (see `tests/handlebars_js`).
-const REFERENCE_CASES: &str = include_str!("../../tests/handlebars_js/cases.jsonl");
+/// The cases recorded from Handlebars.js (see `tests/npm_dotprompt`).
+const REFERENCE_CASES: &str = include_str!("../../tests/npm_dotprompt/templates.jsonl");
 
 fn engine(partials: &[(&str, &str)]) -> Engine {
     let mut engine = Engine::new();

@@ -1,5 +1,5 @@
 // Records what npm `dotprompt` (Handlebars.js underneath) renders for a set
-// of templates, as the expected output of tests/handlebars_js.rs: Dotprompt
+// of templates, as the expected output of tests/npm_dotprompt.rs: Dotprompt
 // for Rust must render every template exactly as the reference does.
 //
 // The cases: the hand-written ones below (printing values, truthiness,
@@ -7,7 +7,7 @@
 // grammar mixing text, whitespace control, expressions, helpers, partials
 // and nested blocks over the same data).
 //
-//   cd crates/dotprompt/tests/handlebars_js && npm ci && node generate.mjs > cases.jsonl
+//   cd crates/dotprompt/tests/npm_dotprompt && npm ci && node templates.mjs > templates.jsonl
 //
 // Output: a header line {data, context, partials, dotprompt}, then one line
 // per case {template, expected} where expected is {messages} or {error}.
