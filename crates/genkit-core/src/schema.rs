@@ -35,6 +35,8 @@ pub fn accepts_anything(schema: &Value) -> bool {
 /// A compiled JSON schema.
 pub struct SchemaValidator {
     validator: Option<jsonschema::Validator>,
+    /// The schema, for error messages.
+    schema: Value,
 }
 
 impl std::fmt::Debug for SchemaValidator {
@@ -49,7 +51,10 @@ impl SchemaValidator {
     /// Compiles `schema` (draft-07 unless it names another `$schema`).
     pub fn compile(schema: &Value) -> Result<Self> {
         if accepts_anything(schema) {
-            return Ok(Self { validator: None });
+            return Ok(Self {
+                validator: None,
+                schema: Value::Null,
+            });
         }
         let compiled = if schema.get("$schema").is_some() {
             jsonschema::validator_for(schema)
@@ -59,12 +64,16 @@ impl SchemaValidator {
                 .build(schema)
         };
         compiled
-            .map(|v| Self { validator: Some(v) })
+            .map(|v| Self {
+                validator: Some(v),
+                schema: schema.clone(),
+            })
             .map_err(|e| Error::invalid_argument(format!("invalid JSON schema: {e}")))
     }
 
     /// Validates `value`; on failure the error is `INVALID_ARGUMENT` and lists
-    /// every violation with its path, e.g. `- city: 5 is not of type "string"`.
+    /// every violation with its path, e.g. `- city: 5 is not of type "string"`,
+    /// then the data and the schema (as Genkit JS words it).
     pub fn validate(&self, value: &Value) -> Result<()> {
         let Some(v) = &self.validator else {
             return Ok(());
@@ -79,12 +88,19 @@ impl SchemaValidator {
             lines.push(format!("- {path}: {err}"));
             paths.push(Value::from(path));
         }
-        let provided = truncate(&value.to_string(), 1000);
+        let pretty = |v: &Value| {
+            truncate(
+                &serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string()),
+                2000,
+            )
+        };
         Err(Error::new(
             StatusCode::InvalidArgument,
             format!(
-                "Schema validation failed. Parse Errors:\n\n{}\n\nProvided data:\n\n{provided}",
-                lines.join("\n")
+                "Schema validation failed. Parse Errors:\n\n{}\n\nProvided data:\n\n{}\n\nRequired JSON schema:\n\n{}",
+                lines.join("\n"),
+                pretty(value),
+                pretty(&self.schema),
             ),
         )
         .with_details(serde_json::json!({ "paths": paths })))

@@ -13,7 +13,7 @@ use super::tools::{
 use crate::formats::{FormatHandler, Formats, apply_format};
 use crate::middleware::{
     GenerateCallCtx, GenerateEnvelope, GenerateMiddleware, GenerateModelHook, GenerateNext,
-    ModelCallCtx, ModelFn, ModelMiddleware, ModelNext,
+    ModelCallCtx, ModelFn, ModelMiddleware, ModelNext, augment_with_context,
 };
 use crate::model::{call_model, lookup_model, model_info};
 use crate::types::{
@@ -237,6 +237,16 @@ impl Engine {
         if turn == 0 {
             // Once per call, not once per turn of the same request.
             warn_about_capabilities(&raw, tools, model);
+        }
+        // Documents for a model that cannot take them go into the last user
+        // message, and stay in the history (as in Genkit JS, where the
+        // model's context middleware changes the request's own messages).
+        if let Some(docs) = raw.docs.as_deref().filter(|d| !d.is_empty())
+            && model_info(model)
+                .and_then(|i| i.supports)
+                .is_none_or(|s| s.context != Some(true))
+        {
+            augment_with_context().augment(&mut raw.messages, docs);
         }
         // The model shares the history rather than getting a copy; it comes
         // back to the options once the model is done with it.

@@ -310,7 +310,8 @@ pub(crate) async fn resolve_resume(
             rmeta.insert("source".into(), Value::from("pending"));
             response.metadata = Some(rmeta);
             tool_responses.push(response);
-            part.metadata = (!rest.is_empty()).then_some(rest);
+            // (Genkit JS keeps the emptied metadata.)
+            part.metadata = Some(rest);
             continue;
         }
         // An answer from the caller.
@@ -327,17 +328,14 @@ pub(crate) async fn resolve_resume(
             p.as_tool_request()
                 .is_some_and(|r| r.name == req.name && r.reference == req.reference)
         }) {
-            let restarted_by_caller = restart_part
+            // A restart built by hand (without `restart`) is resumed too.
+            let mut restart_part = restart_part.clone();
+            restart_part
                 .metadata
-                .as_ref()
-                .is_some_and(|m| m.contains_key("resumed"));
-            if !restarted_by_caller {
-                return Err(Error::invalid_argument(format!(
-                    "restart of tool request '{}' is missing the `resumed` metadata; build it with `restart`",
-                    req.name
-                )));
-            }
-            match run_tool_request(engine, restart_part, tools, ctx).await? {
+                .get_or_insert_with(Metadata::new)
+                .entry("resumed")
+                .or_insert(Value::Bool(true));
+            match run_tool_request(engine, &restart_part, tools, ctx).await? {
                 Some(Outcome::Interrupt(p)) => {
                     *part = p;
                     interrupted = true;

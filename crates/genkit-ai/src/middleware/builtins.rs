@@ -419,35 +419,49 @@ impl ModelMiddleware for AugmentWithContext {
         ctx: ModelCallCtx,
         next: ModelNext,
     ) -> Result<GenerateResponse> {
-        let docs = match &req.docs {
-            Some(d) if !d.is_empty() => d.clone(),
-            _ => return next.run(req, ctx).await,
-        };
-        let Some(user_index) = req.messages.iter().rposition(|m| m.role == Role::User) else {
-            return next.run(req, ctx).await;
-        };
-        let user = &req.messages[user_index];
-        let existing = user.content.iter().position(|p| purpose_is(p, "context"));
-        if let Some(i) = existing {
-            let pending = user.content[i]
-                .metadata_value("pending")
-                .is_some_and(crate::types::is_truthy);
-            if !pending {
-                return next.run(req, ctx).await;
-            }
+        if let Some(docs) = req.docs.clone().filter(|d| !d.is_empty())
+            && self.needs_context(&req.messages)
+        {
+            self.augment(Arc::make_mut(&mut req.messages).as_mut_slice(), &docs);
         }
+        next.run(req, ctx).await
+    }
+}
+
+impl AugmentWithContext {
+    /// Whether the last user message of `messages` lacks the documents (has
+    /// no context part, or only a pending one).
+    fn needs_context(&self, messages: &[Message]) -> bool {
+        let Some(user) = messages.iter().rev().find(|m| m.role == Role::User) else {
+            return false;
+        };
+        match user.content.iter().find(|p| purpose_is(p, "context")) {
+            Some(part) => part
+                .metadata_value("pending")
+                .is_some_and(crate::types::is_truthy),
+            None => true,
+        }
+    }
+
+    /// Adds `docs` to the last user message of `messages` as a `context`
+    /// part (replacing a pending one), unless it already has them.
+    pub fn augment(&self, messages: &mut [Message], docs: &[DocumentData]) {
+        if docs.is_empty() || !self.needs_context(messages) {
+            return;
+        }
+        let Some(user) = messages.iter_mut().rev().find(|m| m.role == Role::User) else {
+            return;
+        };
         let mut text = self.preface.clone().unwrap_or_default();
         for (i, d) in docs.iter().enumerate() {
             text.push_str(&self.render_item(d, i));
         }
         text.push('\n');
         let part = Part::text(text).with_metadata("purpose", Value::from("context"));
-        let user = &mut Arc::make_mut(&mut req.messages)[user_index];
-        match existing {
+        match user.content.iter().position(|p| purpose_is(p, "context")) {
             Some(i) => user.content[i] = part,
             None => user.content.push(part),
         }
-        next.run(req, ctx).await
     }
 }
 as_generate_middleware!(AugmentWithContext, "augmentWithContext");
