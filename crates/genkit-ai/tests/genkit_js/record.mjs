@@ -16,7 +16,9 @@
 //   lookup(key)       interrupts when key is "secret", else returns "value of <key>"
 // Output: a header line {genkit, tools: [tool definitions]}, then one line
 // per scenario: the scenario, plus {expect: {modelRequests, chunks, response}
-// | {modelRequests, error: {status, message}}}.
+// | {modelRequests, error: {status, message}}}. A scenario with a
+// `deviation` is one where Genkit JS fails by a fault of its own: the error
+// given there is expected instead of Genkit JS's.
 import { readFileSync } from 'node:fs';
 import { genkit, z } from 'genkit/beta';
 
@@ -329,6 +331,206 @@ const scenarios = [
     },
     streamChunks: [[{ content: [{ text: '{"name": "A' }] }, { content: [{ text: 'da"}' }] }]],
     modelResponses: [modelText('{"name": "Ada"}')],
+  },
+  {
+    name: 'max turns allows exactly that many tool turns',
+    input: { model: 'programmableModel', messages: [user('go')], tools: ['add'], maxTurns: 1 },
+    modelResponses: [toolCall({ name: 'add', ref: '1', input: { a: 1, b: 1 } }), modelText('2')],
+  },
+  {
+    name: 'text beside tool requests',
+    input: { model: 'programmableModel', messages: [user('go')], tools: ['add'] },
+    modelResponses: [
+      {
+        message: {
+          role: 'model',
+          content: [{ text: 'let me add' }, { toolRequest: { name: 'add', ref: 'a', input: { a: 2, b: 2 } } }],
+        },
+        finishReason: 'stop',
+      },
+      modelText('4'),
+    ],
+  },
+  {
+    name: 'usage, custom and finish message pass through',
+    input: { model: 'programmableModel', messages: [user('hi')] },
+    modelResponses: [
+      {
+        message: { role: 'model', content: [{ text: 'cut' }] },
+        finishReason: 'length',
+        finishMessage: 'too long',
+        usage: { inputTokens: 3, outputTokens: 5, totalTokens: 8 },
+        custom: { id: 'x1' },
+      },
+    ],
+  },
+  {
+    name: 'a blocked response',
+    input: { model: 'programmableModel', messages: [user('hi')] },
+    modelResponses: [{ message: { role: 'model', content: [] }, finishReason: 'blocked', finishMessage: 'unsafe' }],
+  },
+  {
+    name: 'tool choice none',
+    input: { model: 'programmableModel', messages: [user('go')], tools: ['add'], toolChoice: 'none' },
+    modelResponses: [modelText('no tools')],
+  },
+  {
+    name: 'history with earlier tool turns',
+    input: {
+      model: 'programmableModel',
+      tools: ['add'],
+      messages: [
+        user('add 1 and 1'),
+        { role: 'model', content: [{ toolRequest: { name: 'add', ref: 'x', input: { a: 1, b: 1 } } }] },
+        { role: 'tool', content: [{ toolResponse: { name: 'add', ref: 'x', output: 2 } }] },
+        { role: 'model', content: [{ text: '2' }] },
+        user('and 2 and 2?'),
+      ],
+    },
+    modelResponses: [modelText('4')],
+  },
+  {
+    name: 'return tool requests with json output',
+    input: {
+      model: 'programmableModel',
+      messages: [user('go')],
+      tools: ['add'],
+      returnToolRequests: true,
+      output: { format: 'json', jsonSchema: personSchema },
+    },
+    modelResponses: [toolCall({ name: 'add', ref: 'r', input: { a: 1, b: 2 } })],
+  },
+  {
+    name: 'custom output instructions',
+    input: {
+      model: 'programmableModel',
+      messages: [user('who?')],
+      output: { format: 'json', jsonSchema: personSchema, instructions: 'Answer as JSON, please.' },
+    },
+    modelResponses: [modelText('{"name": "E"}')],
+  },
+  {
+    name: 'output instructions turned off',
+    input: {
+      model: 'programmableModel',
+      messages: [user('who?')],
+      output: { format: 'json', jsonSchema: personSchema, instructions: false },
+    },
+    modelResponses: [modelText('{"name": "F"}')],
+  },
+  {
+    name: 'constrained output asked of a model that cannot',
+    input: {
+      model: 'programmableModel',
+      messages: [user('who?')],
+      output: { format: 'json', jsonSchema: personSchema, constrained: true },
+    },
+    modelResponses: [modelText('{"name": "G"}')],
+  },
+  {
+    name: 'an interrupt while restarting',
+    // Genkit JS 1.42 fails here with a TypeError of its own; Genkit's design
+    // (and this crate) say FAILED_PRECONDITION.
+    deviation: {
+      reason: 'Genkit JS fails with a TypeError',
+      error: {
+        status: 'FAILED_PRECONDITION',
+        message: 'One or more tools triggered an interrupt during a restarted execution.',
+      },
+    },
+    input: {
+      model: 'programmableModel',
+      tools: ['lookup'],
+      messages: [
+        user('go'),
+        {
+          role: 'model',
+          content: [
+            { toolRequest: { name: 'lookup', ref: 'l', input: { key: 'secret' } }, metadata: { interrupt: true } },
+          ],
+        },
+      ],
+      resume: { restart: [{ toolRequest: { name: 'lookup', ref: 'l', input: { key: 'secret' } } }] },
+    },
+    modelResponses: [modelText('never')],
+  },
+  {
+    name: 'resume without a model message to resume',
+    input: {
+      model: 'programmableModel',
+      tools: ['ask'],
+      messages: [user('go')],
+      resume: { respond: [{ toolResponse: { name: 'ask', ref: 'q', output: 'yes' } }] },
+    },
+    modelResponses: [modelText('x')],
+  },
+  {
+    name: 'resume metadata goes on the tool message',
+    input: {
+      model: 'programmableModel',
+      tools: ['ask'],
+      messages: [
+        user('go'),
+        {
+          role: 'model',
+          content: [{ toolRequest: { name: 'ask', ref: 'q', input: { question: 'sure?' } }, metadata: { interrupt: true } }],
+        },
+      ],
+      resume: {
+        respond: [{ toolResponse: { name: 'ask', ref: 'q', output: 'yes' } }],
+        metadata: { by: 'operator' },
+      },
+    },
+    modelResponses: [modelText('thanks')],
+  },
+  {
+    name: 'streamed interrupt',
+    stream: true,
+    input: { model: 'programmableModel', messages: [user('go')], tools: ['ask', 'add'] },
+    streamChunks: [[{ content: [{ text: 'asking' }] }]],
+    modelResponses: [
+      toolCall(
+        { name: 'add', ref: 'a', input: { a: 1, b: 2 } },
+        { name: 'ask', ref: 'q', input: { question: 'sure?' } },
+      ),
+    ],
+  },
+  {
+    name: 'streamed array output',
+    stream: true,
+    input: {
+      model: 'programmableModel',
+      messages: [user('list')],
+      output: { format: 'array', jsonSchema: { type: 'array', items: personSchema } },
+    },
+    streamChunks: [[{ content: [{ text: '[{"name": "A"}, ' }] }, { content: [{ text: '{"name": "B"}]' }] }]],
+    modelResponses: [modelText('[{"name": "A"}, {"name": "B"}]')],
+  },
+  {
+    name: 'streamed jsonl output',
+    stream: true,
+    input: {
+      model: 'programmableModel',
+      messages: [user('lines')],
+      output: { format: 'jsonl', jsonSchema: { type: 'array', items: personSchema } },
+    },
+    streamChunks: [[{ content: [{ text: '{"name": "A"}\n{"na' }] }, { content: [{ text: 'me": "B"}\n' }] }]],
+    modelResponses: [modelText('{"name": "A"}\n{"name": "B"}\n')],
+  },
+  {
+    name: 'streamed three tool turns',
+    stream: true,
+    input: { model: 'programmableModel', messages: [user('go')], tools: ['add', 'echo'] },
+    streamChunks: [
+      [{ content: [{ text: 'one' }] }],
+      [{ content: [{ text: 'two' }] }],
+      [{ content: [{ text: 'three' }] }],
+    ],
+    modelResponses: [
+      toolCall({ name: 'add', ref: '1', input: { a: 1, b: 1 } }, { name: 'echo', ref: 'e', input: 'hi' }),
+      toolCall({ name: 'add', ref: '2', input: { a: 2, b: 2 } }),
+      modelText('three'),
+    ],
   },
   {
     name: 'the model fails',
