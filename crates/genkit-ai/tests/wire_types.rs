@@ -145,11 +145,21 @@ fn every_part_kind_validates() {
 }
 
 #[test]
-fn part_rejects_empty_and_ambiguous() {
+fn part_rejects_empty_and_ambiguous_and_takes_placeholders() {
     let empty = serde_json::from_value::<Part>(json!({}));
     assert!(empty.is_err_and(|e| e.to_string().contains("no content")));
-    let only_meta = serde_json::from_value::<Part>(json!({"metadata": {"a": 1}}));
-    assert!(only_meta.is_err());
+    // Only metadata is a placeholder (Genkit JS's pending section parts),
+    // which the schema allows; it round-trips.
+    let placeholder = json!({"metadata": {"purpose": "context", "pending": true}});
+    assert_valid(&schema_defs(), "Part", &placeholder);
+    let part = serde_json::from_value::<Part>(placeholder.clone()).expect("a placeholder");
+    assert_eq!(part.kind, PartKind::Placeholder);
+    assert_eq!(serde_json::to_value(&part).ok(), Some(placeholder));
+    let bare = Part::new(PartKind::Placeholder);
+    assert_eq!(
+        serde_json::to_value(&bare).ok(),
+        Some(json!({"metadata": {}}))
+    );
     let ambiguous = serde_json::from_value::<Part>(json!({"text": "a", "media": {"url": "u"}}));
     assert!(ambiguous.is_err_and(|e| e.to_string().contains("ambiguous")));
     let bad = serde_json::from_value::<Part>(json!({"text": 5}));

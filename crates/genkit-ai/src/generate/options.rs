@@ -341,7 +341,8 @@ impl GenerateOptions {
             tools: (!tool_names.is_empty()).then_some(tool_names),
             resources: None,
             tool_choice: self.tool_choice,
-            config: (!config.is_empty() || self.config.is_some()).then_some(Value::Object(config)),
+            // Always an object, as Genkit JS's `generate` sends it.
+            config: Some(Value::Object(config)),
             output,
             resume,
             return_tool_requests: self.return_tool_requests,

@@ -3,7 +3,7 @@
 use genkit_core::{Error, Result};
 use serde_json::Value;
 
-use crate::types::{Message, Metadata, Part, Role, ToolRequest, ToolResponse};
+use crate::types::{Message, Metadata, Part, PartKind, Role, ToolRequest, ToolResponse};
 
 /// A rendered Dotprompt message as a Genkit message.
 pub(crate) fn message_from_dotprompt(message: dotprompt::Message) -> Result<Message> {
@@ -29,8 +29,9 @@ fn with_metadata(mut part: Part, metadata: Option<Metadata>) -> Part {
     part
 }
 
-/// One part. A pending placeholder (the start of a `{{section}}`) becomes an
-/// empty text part carrying its metadata (`purpose`, `pending: true`), which
+/// One part. A pending placeholder (the start of a `{{section}}`) becomes a
+/// placeholder part carrying only its metadata (`purpose`, `pending: true`),
+/// as in Genkit JS, which
 /// is what middleware such as context augmentation looks for.
 fn part_from_dotprompt(part: dotprompt::Part) -> Result<Part> {
     use dotprompt::Part as P;
@@ -59,7 +60,7 @@ fn part_from_dotprompt(part: dotprompt::Part) -> Result<Part> {
             }),
             t.metadata,
         ),
-        P::Pending(p) => with_metadata(Part::text(""), Some(p.metadata)),
+        P::Pending(p) => with_metadata(Part::new(PartKind::Placeholder), Some(p.metadata)),
         P::Other(map) => serde_json::from_value(Value::Object(map))
             .map_err(|e| Error::invalid_argument(format!("a rendered part is not valid: {e}")))?,
     })
@@ -107,7 +108,7 @@ mod tests {
                 {"data": {"k": 1}},
                 {"toolRequest": {"name": "t", "input": {"q": 1}, "ref": "r1"}},
                 {"toolResponse": {"name": "t", "output": 2, "ref": "r1"}},
-                {"text": "", "metadata": {"purpose": "context", "pending": true}},
+                {"metadata": {"purpose": "context", "pending": true}},
                 {"reasoning": "thinking"}
             ])
         );

@@ -368,17 +368,27 @@ impl PromptCore {
         let mut options = self.action_options(rendered)?;
         apply_format(&mut options, formats())
             .map_err(|e| Error::invalid_argument(e.to_string()))?;
-        let output = options.output.map(|o| OutputConfig {
-            format: o.format,
-            schema: o.json_schema,
-            constrained: o.constrained,
-            content_type: o.content_type,
-        });
+        // `{}` without output options, as in Genkit JS (and model requests).
+        let output = Some(
+            options
+                .output
+                .map_or_else(OutputConfig::default, |o| OutputConfig {
+                    format: o.format,
+                    schema: o.json_schema,
+                    constrained: o.constrained,
+                    content_type: o.content_type,
+                }),
+        );
         Ok(GenerateRequest {
             messages: options.messages.into(),
-            config: options.config,
+            // An empty config is left out, as Genkit JS does here.
+            config: options
+                .config
+                .filter(|c| c.as_object().is_none_or(|c| !c.is_empty())),
             tools: Some(definitions.into()),
-            tool_choice: options.tool_choice,
+            // Genkit JS's `/prompt/` output leaves the tool choice to the
+            // generate call that follows.
+            tool_choice: None,
             output,
             docs: options.docs,
             candidates: None,

@@ -1,7 +1,7 @@
 //! The metadata a prompt's actions are listed with, in Genkit's shape:
 //! `{"type": ..., "prompt": {"name", "variant", "model", "config",
 //! "input": {"schema", "default"}, "output": {"format", "schema"}, "tools",
-//! "toolChoice", "maxTurns", "use", "template", ...}}` plus the prompt's own
+//! "toolChoice", "maxTurns", "use", "template", "raw", ...}}` plus the prompt's own
 //! metadata entries.
 
 use genkit_core::ActionKind;
@@ -38,10 +38,19 @@ pub(crate) fn action_metadata(
         prompt.insert("config".into(), config.clone());
     }
 
+    // As Genkit JS lists them: `metadata` always there (the prompt's own
+    // entries are listed beside `prompt`), and a null input schema when the
+    // prompt has none.
+    prompt
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
     let mut input = Map::new();
-    if let Some(schema) = resolved.and_then(|r| r.input_schema.clone()) {
-        input.insert("schema".into(), schema);
-    }
+    input.insert(
+        "schema".into(),
+        resolved
+            .and_then(|r| r.input_schema.clone())
+            .unwrap_or(Value::Null),
+    );
     if let Some(defaults) = &def.default_input {
         input.insert("default".into(), defaults.clone());
     }
@@ -77,6 +86,13 @@ pub(crate) fn action_metadata(
     }
     if let Some(on) = def.return_tool_requests {
         prompt.insert("returnToolRequests".into(), Value::from(on));
+    }
+    // A file without frontmatter has no `raw` (as Genkit JS lists it).
+    if prompt
+        .get("raw")
+        .is_some_and(|raw| raw == &Value::Object(Map::new()))
+    {
+        prompt.remove("raw");
     }
     let uses = def
         .middleware

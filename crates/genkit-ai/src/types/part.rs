@@ -172,6 +172,11 @@ pub enum PartKind {
     Reasoning(String),
     /// A resource reference (`resource`).
     Resource(ResourceRef),
+    /// No content, only the part's metadata: the placeholder a Dotprompt
+    /// `{{section}}` leaves (`{"metadata": {"purpose": ..., "pending":
+    /// true}}`), to be filled in later (e.g. with documents). Genkit's schema
+    /// allows it; models skip it.
+    Placeholder,
 }
 
 impl PartKind {
@@ -186,6 +191,7 @@ impl PartKind {
             PartKind::Custom(_) => "custom",
             PartKind::Reasoning(_) => "reasoning",
             PartKind::Resource(_) => "resource",
+            PartKind::Placeholder => "metadata",
         }
     }
 }
@@ -445,6 +451,11 @@ impl Serialize for Part {
             PartKind::Custom(v) => map.serialize_entry("custom", v)?,
             PartKind::Reasoning(v) => map.serialize_entry("reasoning", v)?,
             PartKind::Resource(v) => map.serialize_entry("resource", v)?,
+            // Only metadata; an empty object keeps it a part when read back.
+            PartKind::Placeholder if self.metadata.is_none() => {
+                map.serialize_entry("metadata", &Metadata::new())?
+            }
+            PartKind::Placeholder => {}
         }
         if let Some(ext) = &self.extensions {
             if let (Some(data), false) = (&ext.data, self.is_data()) {
@@ -521,10 +532,12 @@ impl<'de> Deserialize<'de> for Part {
             )
         } else if let Some(data) = data {
             (PartKind::Data(data), PartExtensions::default())
+        } else if metadata.is_some() {
+            (PartKind::Placeholder, PartExtensions::default())
         } else {
             return Err(de::Error::custom(
                 "part has no content: expected one of `text`, `media`, `toolRequest`, \
-                 `toolResponse`, `data`, `custom`, `reasoning`, `resource`",
+                 `toolResponse`, `data`, `custom`, `reasoning`, `resource` (or only `metadata`)",
             ));
         };
 

@@ -143,12 +143,13 @@ fn to_wire_messages(messages: &[&Message]) -> Result<Vec<WireMessage>, Anthropic
 }
 
 /// One Genkit part as a content block; `None` for parts Claude would reject
-/// and that carry nothing for it (empty text, reasoning without a
-/// signature, e.g. from another provider).
+/// and that carry nothing for it (empty text, placeholders, reasoning
+/// without a signature, e.g. from another provider).
 fn to_block(part: &Part) -> Result<Option<AnyBlock>, AnthropicError> {
     let cache_control = part.metadata_value("cache_control").cloned();
     let block = match &part.kind {
         PartKind::Text(t) if t.is_empty() => return Ok(None),
+        PartKind::Placeholder => return Ok(None),
         PartKind::Text(t) => Block::Text {
             text: t.clone(),
             citations: None,
@@ -399,6 +400,16 @@ mod tests {
                     ]}
                 ]
             })
+        );
+    }
+
+    #[test]
+    fn placeholders_are_not_sent() {
+        let section = Part::new(PartKind::Placeholder).with_metadata("purpose", json!("after"));
+        let req = GenerateRequest::new(vec![Message::user(vec![Part::text("Hi"), section])]);
+        assert_eq!(
+            body(&req)["messages"][0]["content"],
+            json!([{"type": "text", "text": "Hi"}])
         );
     }
 

@@ -106,6 +106,8 @@ fn split_system(messages: &[Message]) -> Result<(Option<&Message>, Vec<&Message>
 fn to_gemini_parts(parts: &[Part], shape: RequestShape) -> Result<Vec<WirePart>, GeminiError> {
     parts
         .iter()
+        // Placeholders (unfilled sections) carry nothing for the model.
+        .filter(|p| !matches!(p.kind, PartKind::Placeholder))
         .filter(|p| !(shape.strip_thoughts && p.is_reasoning()))
         .map(|p| {
             let mut wire = to_gemini_part(p)?;
@@ -122,6 +124,7 @@ fn to_gemini_parts(parts: &[Part], shape: RequestShape) -> Result<Vec<WirePart>,
 pub(crate) fn to_gemini_part(part: &Part) -> Result<WirePart, GeminiError> {
     let mut wire = match &part.kind {
         PartKind::Text(text) => WirePart::text(text.clone()),
+        PartKind::Placeholder => WirePart::text(String::new()),
         PartKind::Reasoning(text) => WirePart {
             thought: Some(true),
             text: (!text.is_empty()).then(|| text.clone()),
@@ -492,6 +495,17 @@ mod tests {
                 ]}],
                 "systemInstruction": {"parts": [{"text": "Be brief."}]}
             })
+        );
+    }
+
+    #[test]
+    fn placeholders_are_not_sent() {
+        let section = Part::new(PartKind::Placeholder).with_metadata("purpose", json!("after"));
+        let req = GenerateRequest::new(vec![Message::user(vec![Part::text("Hi"), section])]);
+        let body = to_gemini_request(&req, &GeminiConfig::default(), shape()).unwrap();
+        assert_eq!(
+            serde_json::to_value(&body).unwrap()["contents"],
+            json!([{"role": "user", "parts": [{"text": "Hi"}]}])
         );
     }
 

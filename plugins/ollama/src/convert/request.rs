@@ -125,7 +125,7 @@ pub(crate) fn to_messages(messages: &[Message]) -> Result<Vec<ChatMessage>> {
                 PartKind::Data(d) => text.push_str(&d.to_string()),
                 PartKind::Media(media) => images.push(image_data(&media.url, i)?),
                 PartKind::ToolRequest(r) if m.role == Role::Model => calls.push(to_tool_call(r)),
-                PartKind::Reasoning(_) | PartKind::Custom(_) => {}
+                PartKind::Reasoning(_) | PartKind::Custom(_) | PartKind::Placeholder => {}
                 _ => return Err(unsupported(i, m.role, part)),
             }
         }

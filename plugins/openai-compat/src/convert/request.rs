@@ -216,7 +216,7 @@ fn system_text(m: &Message, index: usize) -> Result<String> {
         match &part.kind {
             PartKind::Text(t) => text.push_str(t),
             PartKind::Data(d) => text.push_str(&d.to_string()),
-            PartKind::Reasoning(_) | PartKind::Custom(_) => {}
+            PartKind::Reasoning(_) | PartKind::Custom(_) | PartKind::Placeholder => {}
             _ => return Err(unsupported(index, m.role, part)),
         }
     }
@@ -236,7 +236,7 @@ fn user_message(
                 text: d.to_string(),
             }),
             PartKind::Media(media) => parts.push(media_part(media, index, detail)?),
-            PartKind::Reasoning(_) | PartKind::Custom(_) => {}
+            PartKind::Reasoning(_) | PartKind::Custom(_) | PartKind::Placeholder => {}
             _ => return Err(unsupported(index, m.role, part)),
         }
     }
@@ -402,6 +402,22 @@ mod tests {
                 {"role": "user", "content": "Hello, world"},
                 {"role": "assistant", "content": "Hi."}
             ]})
+        );
+    }
+
+    #[test]
+    fn placeholders_are_not_sent() {
+        let section = Part::new(PartKind::Placeholder).with_metadata("purpose", json!("after"));
+        let req = GenerateRequest::new(vec![
+            Message::system(vec![Part::text("Be brief."), section.clone()]),
+            Message::user(vec![Part::text("Hi"), section]),
+        ]);
+        assert_eq!(
+            body(&req)["messages"],
+            json!([
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": "Hi"}
+            ])
         );
     }
 
