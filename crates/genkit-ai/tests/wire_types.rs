@@ -758,3 +758,39 @@ fn schema_check_rejects_bad_shapes() {
     assert!(!validator.is_valid(&json!({"finishReason": null})));
     assert!(!validator.is_valid(&json!({"finishReason": "done"})));
 }
+
+/// The wire types' schemas are listed to tools (the Dev UI shows their
+/// descriptions): no Rust implementation notes or rustdoc links in them.
+#[test]
+fn wire_schemas_describe_the_wire_not_the_rust() {
+    let mut descriptions = Vec::new();
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(map) => {
+                for (k, x) in map {
+                    if let ("description", Value::String(d)) = (k.as_str(), x) {
+                        out.push(d.clone());
+                    }
+                    walk(x, out);
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    for schema in [
+        genkit_core::schema::schema_for::<GenerateRequest>(),
+        genkit_core::schema::schema_for::<GenerateResponse>(),
+        genkit_core::schema::schema_for::<GenerateResponseChunk>(),
+        genkit_core::schema::schema_for::<GenerateActionOptions>(),
+        genkit_core::schema::schema_for::<EmbedRequest>(),
+    ] {
+        walk(&schema, &mut descriptions);
+    }
+    assert!(descriptions.len() > 20);
+    for d in &descriptions {
+        for rustism in ["`Arc`", "Deref", "make_mut", "[`"] {
+            assert!(!d.contains(rustism), "description mentions {rustism}: {d}");
+        }
+    }
+}

@@ -147,6 +147,7 @@ pub struct GenerateRequest {
     /// history to the model without copying it. Read it through `Deref`;
     /// change it with `Arc::make_mut(&mut req.messages)` (copies only if
     /// it is still shared).
+    #[schemars(description = "The conversation.")]
     pub messages: Arc<Vec<Message>>,
     /// Model-specific configuration.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -154,6 +155,7 @@ pub struct GenerateRequest {
     /// Tools the model may call. Shared (`Arc`): the same definitions go to
     /// every turn of a tool loop without being copied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(description = "Tools the model may call.")]
     pub tools: Option<Arc<[ToolDefinition]>>,
     /// How tools may be used.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -53,6 +53,7 @@ impl Media {
 pub struct ToolRequest {
     /// Call id pairing this request with its [`ToolResponse`] (`ref` on the wire).
     #[serde(rename = "ref", default, skip_serializing_if = "Option::is_none")]
+    #[schemars(description = "Call id pairing this request with its response.")]
     pub reference: Option<String>,
     /// Name of the tool to call.
     pub name: String,
@@ -87,6 +88,7 @@ impl ToolRequest {
 pub struct ToolResponse {
     /// Call id of the [`ToolRequest`] this answers (`ref` on the wire).
     #[serde(rename = "ref", default, skip_serializing_if = "Option::is_none")]
+    #[schemars(description = "Call id of the tool request this answers.")]
     pub reference: Option<String>,
     /// Name of the tool that ran.
     pub name: String,
