@@ -17,6 +17,10 @@ use genkit_core::action::stream_json;
 use genkit_core::{Error, Registry, RunOptions, StatusCode};
 use serde_json::{Value, json};
 
+#[path = "support/json_diff.rs"]
+mod json_diff;
+use json_diff::differences;
+
 const RECORDED: &str = include_str!("genkit_js/recorded.jsonl");
 
 /// The tools every scenario has, with the definitions Genkit JS gave them.
@@ -191,35 +195,6 @@ fn normalize_errors(expected: &mut Value, got: &mut Value) {
                 &rest[at..]
             ));
         }
-    }
-}
-
-/// Where `got` differs from `expected` (JSON paths, at most a few).
-fn differences(expected: &Value, got: &Value, path: &str, out: &mut Vec<String>) {
-    if out.len() >= 6 {
-        return;
-    }
-    match (expected, got) {
-        (Value::Object(a), Value::Object(b)) => {
-            for (k, v) in a {
-                match b.get(k) {
-                    Some(w) => differences(v, w, &format!("{path}.{k}"), out),
-                    None => out.push(format!("{path}.{k}: missing here (Genkit JS: {v})")),
-                }
-            }
-            for (k, w) in b {
-                if !a.contains_key(k) {
-                    out.push(format!("{path}.{k}: only here ({w})"));
-                }
-            }
-        }
-        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
-            for (i, (v, w)) in a.iter().zip(b).enumerate() {
-                differences(v, w, &format!("{path}[{i}]"), out);
-            }
-        }
-        _ if expected != got => out.push(format!("{path}: Genkit JS {expected}, here {got}")),
-        _ => {}
     }
 }
 

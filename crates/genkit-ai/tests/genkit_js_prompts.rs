@@ -17,6 +17,10 @@ use genkit_core::{ActionContext, Registry, RunOptions};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 
+#[path = "support/json_diff.rs"]
+mod json_diff;
+use json_diff::differences;
+
 const RECORDED: &str = include_str!("genkit_js/prompts.jsonl");
 /// For the `add` tool's definition as Genkit JS gave it.
 const GENERATE_RECORDED: &str = include_str!("genkit_js/recorded.jsonl");
@@ -138,35 +142,6 @@ async fn run(case: &Value) -> Value {
         "generate": outcome(generated),
         "modelRequests": requests,
     })
-}
-
-/// Where `got` differs from `expected` (JSON paths, at most a few).
-fn differences(expected: &Value, got: &Value, path: &str, out: &mut Vec<String>) {
-    if out.len() >= 8 {
-        return;
-    }
-    match (expected, got) {
-        (Value::Object(a), Value::Object(b)) => {
-            for (k, v) in a {
-                match b.get(k) {
-                    Some(w) => differences(v, w, &format!("{path}.{k}"), out),
-                    None => out.push(format!("{path}.{k}: missing here (Genkit JS: {v})")),
-                }
-            }
-            for (k, w) in b {
-                if !a.contains_key(k) {
-                    out.push(format!("{path}.{k}: only here ({w})"));
-                }
-            }
-        }
-        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
-            for (i, (v, w)) in a.iter().zip(b).enumerate() {
-                differences(v, w, &format!("{path}[{i}]"), out);
-            }
-        }
-        _ if expected != got => out.push(format!("{path}: Genkit JS {expected}, here {got}")),
-        _ => {}
-    }
 }
 
 fn remove(value: &mut Value, path: &[&str]) {

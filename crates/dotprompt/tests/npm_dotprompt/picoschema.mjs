@@ -11,18 +11,9 @@
 // Output: one line per case {schema, expected} where expected is
 // {schema: <JSON Schema or null>} or {error}.
 import { picoschema } from 'dotprompt';
+import { chance, pick, random } from './random.mjs';
 
 const CASES = Number(process.env.CASES ?? 800);
-let seed = Number(process.env.SEED ?? 20261130);
-function random() {
-  seed = (seed + 0x6d2b79f5) | 0;
-  let t = seed;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-}
-const pick = (list) => list[Math.floor(random() * list.length)];
-const chance = (p) => random() < p;
 
 const NAMES = ['name', 'age', 'a', 'b_c', 'x-y', 'n1'];
 const TYPES = ['string', 'integer', 'number', 'boolean', 'null', 'any', 'Person', 'Unknown', 'object', 'array', 'strin'];

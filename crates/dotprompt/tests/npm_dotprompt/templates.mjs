@@ -14,6 +14,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Dotprompt } from 'dotprompt';
+import { chance, pick, random } from './random.mjs';
 
 // Handlebars.js compiles a run of expressions with nothing between them into
 // one JavaScript `+` chain, and with `noEscape` (which Dotprompt sets) the
@@ -125,17 +126,6 @@ const handwritten = [
   'Look: {{media url="http://x/y.png" contentType="image/png"}} {{section "after"}}done',
 ];
 
-// A small seeded generator (mulberry32), so the cases are stable.
-let seed = Number(process.env.SEED ?? 20261130);
-function random() {
-  seed = (seed + 0x6d2b79f5) | 0;
-  let t = seed;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-}
-const pick = (list) => list[Math.floor(random() * list.length)];
-const chance = (p) => random() < p;
 
 const PATHS = [
   'name', 'n', 'f', 'neg', 'zero', 't', 'no', 'nul', 'str', 'big', 'empty', 'emptyObj', 'arr',

@@ -9,7 +9,8 @@
 //
 // The instance has `programmableModel` as its default model (answering
 // `modelResponses` in order) and the tool `add`, as in record.mjs.
-import { genkit, z } from 'genkit/beta';
+import { genkit } from 'genkit/beta';
+import { defineAddTool, defineScriptedModel } from './lib.mjs';
 
 // Genkit JS 1.42 does not apply a prompt file's `input.default` (so
 // `greet` without a style prints an empty style there); Genkit for Rust
@@ -50,28 +51,8 @@ for (const c of cases) {
   const modelRequests = [];
   const responses = (c.modelResponses ?? ['ok']).map(toResponse);
   const ai = genkit({ promptDir: new URL('./prompts', import.meta.url).pathname, model: 'programmableModel' });
-  ai.defineModel(
-    {
-      name: 'programmableModel',
-      apiVersion: 'v2',
-      supports: { multiturn: true, media: true, tools: true, systemRole: true, toolChoice: true },
-    },
-    async (req) => {
-      modelRequests.push(JSON.parse(JSON.stringify(req)));
-      const response = responses.shift();
-      if (!response) throw new Error('no scripted response left');
-      return response;
-    },
-  );
-  ai.defineTool(
-    {
-      name: 'add',
-      description: 'adds two numbers',
-      inputSchema: z.object({ a: z.number(), b: z.number() }),
-      outputSchema: z.number(),
-    },
-    async ({ a, b }) => a + b,
-  );
+  defineScriptedModel(ai, { responses, requests: modelRequests });
+  defineAddTool(ai);
   const key = c.variant ? `${c.prompt}.${c.variant}` : c.prompt;
   const run = async (what) => {
     try {

@@ -21,6 +21,7 @@
 // given there is expected instead of Genkit JS's.
 import { readFileSync } from 'node:fs';
 import { genkit, z } from 'genkit/beta';
+import { defineAddTool, defineScriptedModel } from './lib.mjs';
 
 const personSchema = {
   type: 'object',
@@ -544,39 +545,16 @@ const scenarios = [
   },
 ];
 
-const DEFAULT_SUPPORTS = { multiturn: true, media: true, tools: true, systemRole: true, toolChoice: true };
-
 function setup(scenario, modelRequests) {
   const ai = genkit({});
-  const responses = [...scenario.modelResponses];
-  let turn = 0;
-  ai.defineModel(
-    {
-      name: 'programmableModel',
-      apiVersion: 'v2',
-      supports: scenario.supports ?? DEFAULT_SUPPORTS,
-    },
-    async (req, { sendChunk }) => {
-      modelRequests.push(JSON.parse(JSON.stringify(req)));
-      const chunks = scenario.streamChunks?.[turn] ?? [];
-      turn++;
-      for (const chunk of chunks) sendChunk(chunk);
-      const response = responses.shift();
-      if (!response) throw new Error('no scripted response left');
-      if (response.error) throw new Error(response.error);
-      return response;
-    },
-  );
+  defineScriptedModel(ai, {
+    responses: scenario.modelResponses,
+    requests: modelRequests,
+    supports: scenario.supports,
+    streamChunks: scenario.streamChunks,
+  });
   const tools = [
-    ai.defineTool(
-      {
-        name: 'add',
-        description: 'adds two numbers',
-        inputSchema: z.object({ a: z.number(), b: z.number() }),
-        outputSchema: z.number(),
-      },
-      async ({ a, b }) => a + b,
-    ),
+    defineAddTool(ai),
     ai.defineTool({ name: 'echo', description: 'returns its input', inputSchema: z.any() }, async (input) => input),
     ai.defineTool({ name: 'failing', description: 'always fails', inputSchema: z.any() }, async () => {
       throw new Error('tool failed');
