@@ -14,7 +14,7 @@ use genkit_ai::testing::ProgrammableModel;
 use genkit_ai::tool::Tool;
 use genkit_ai::types::{GenerateResponse, GenerateResponseChunk, ModelSupports};
 use genkit_core::action::stream_json;
-use genkit_core::{Error, Registry, RunOptions, StatusCode};
+use genkit_core::{Action, ActionDesc, ActionKind, Error, Registry, RunOptions, StatusCode};
 use serde_json::{Value, json};
 
 #[path = "support/json_diff.rs"]
@@ -27,6 +27,21 @@ const RECORDED: &str = include_str!("genkit_js/recorded.jsonl");
 fn define_tools(registry: &Registry, definitions: &[Value]) {
     for def in definitions {
         let name = def["name"].as_str().expect("tool name").to_owned();
+        if name == "pics" {
+            // A multipart tool (`tool.v2`): output and content parts.
+            let mut desc = ActionDesc::new(ActionKind::ToolV2, "pics")
+                .with_description(def["description"].as_str().unwrap_or_default())
+                .with_metadata("type", json!("tool.v2"))
+                .with_metadata("tool", json!({"multipart": true}));
+            desc.input_schema = def.get("inputSchema").cloned();
+            desc.output_schema = def.get("outputSchema").cloned();
+            let action = Action::<Value, Value>::from_desc(desc, |input: Value, _ctx| async move {
+                Ok(json!({"output": {"count": input["n"]}, "content": [{"text": "part one"}]}))
+            })
+            .expect("multipart tool");
+            registry.register(action.to_dyn()).expect("register tool");
+            continue;
+        }
         let description = def["description"].as_str().unwrap_or_default().to_owned();
         let input = def.get("inputSchema").cloned();
         let output = def.get("outputSchema").cloned();
@@ -44,6 +59,7 @@ fn define_tools(registry: &Registry, definitions: &[Value]) {
                             })
                         }
                         "echo" => Ok(input),
+                        "nothing" => Ok(Value::Null),
                         "failing" => Err(Error::new(StatusCode::Unknown, "tool failed")),
                         "ask" => Err(ctx.interrupt(None)),
                         "lookup" => {

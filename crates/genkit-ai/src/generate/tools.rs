@@ -161,9 +161,13 @@ async fn execute_tool(tool: &DynAction, part: &Part, ctx: ToolCallCtx) -> Result
         out.metadata = multipart.metadata;
         return Ok(out);
     }
-    Ok(Part::tool_response(ToolResponse::for_request(
-        request, output,
-    )))
+    let mut response = ToolResponse::for_request(request, output);
+    // A tool that returns nothing (`()`, `None`) answers without an output,
+    // as a Genkit JS tool returning `undefined` does.
+    if response.output.as_ref().is_some_and(Value::is_null) {
+        response.output = None;
+    }
+    Ok(Part::tool_response(response))
 }
 
 /// The result of running a model message's tool requests.

@@ -14,6 +14,8 @@
 //   failing(any)      throws "tool failed"
 //   ask(question)     an interrupt
 //   lookup(key)       interrupts when key is "secret", else returns "value of <key>"
+//   pics(n)           a multipart tool: output {count: n}, content [text "part one"]
+//   nothing(any)      returns nothing
 // Output: a header line {genkit, tools: [tool definitions]}, then one line
 // per scenario: the scenario, plus {expect: {modelRequests, chunks, response}
 // | {modelRequests, error: {status, message}}}. A scenario with a
@@ -534,6 +536,42 @@ const scenarios = [
     ],
   },
   {
+    name: 'a multipart tool returns content',
+    input: { model: 'programmableModel', messages: [user('go')], tools: ['pics'] },
+    modelResponses: [toolCall({ name: 'pics', ref: 'p', input: { n: 2 } }), modelText('seen')],
+  },
+  {
+    name: 'tool input that does not match its schema',
+    input: { model: 'programmableModel', messages: [user('go')], tools: ['add'] },
+    modelResponses: [toolCall({ name: 'add', ref: 'a', input: { a: 'one', b: 2 } }), modelText('x')],
+  },
+  {
+    name: 'a tool that returns nothing',
+    input: { model: 'programmableModel', messages: [user('go')], tools: ['nothing'] },
+    modelResponses: [toolCall({ name: 'nothing', ref: 'n', input: {} }), modelText('ok')],
+  },
+  {
+    name: 'media for a model without media support',
+    supports: { multiturn: true, tools: true, systemRole: true, media: false },
+    input: {
+      model: 'programmableModel',
+      messages: [{ role: 'user', content: [{ text: 'look' }, { media: { url: 'https://example.com/a.png' } }] }],
+    },
+    modelResponses: [modelText('cannot see')],
+  },
+  {
+    name: 'json output without a schema',
+    input: { model: 'programmableModel', messages: [user('json please')], output: { format: 'json' } },
+    modelResponses: [modelText('{"any": "thing"}')],
+  },
+  {
+    name: 'streamed return tool requests',
+    stream: true,
+    input: { model: 'programmableModel', messages: [user('go')], tools: ['add'], returnToolRequests: true },
+    streamChunks: [[{ content: [{ toolRequest: { name: 'add', ref: 'a', input: { a: 1, b: 2 } } }] }]],
+    modelResponses: [toolCall({ name: 'add', ref: 'a', input: { a: 1, b: 2 } })],
+  },
+  {
     name: 'the model fails',
     input: { model: 'programmableModel', messages: [user('hi')] },
     modelResponses: [{ error: 'model failed' }],
@@ -559,6 +597,16 @@ function setup(scenario, modelRequests) {
     ai.defineTool({ name: 'failing', description: 'always fails', inputSchema: z.any() }, async () => {
       throw new Error('tool failed');
     }),
+    ai.defineTool(
+      {
+        name: 'pics',
+        description: 'returns parts',
+        multipart: true,
+        inputSchema: z.object({ n: z.number() }),
+      },
+      async ({ n }) => ({ output: { count: n }, content: [{ text: 'part one' }] }),
+    ),
+    ai.defineTool({ name: 'nothing', description: 'returns nothing', inputSchema: z.any() }, async () => undefined),
     ai.defineInterrupt({
       name: 'ask',
       description: 'asks the user',
