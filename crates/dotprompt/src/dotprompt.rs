@@ -571,18 +571,30 @@ impl Env {
         let scope = DataScope::new(data, &meta);
         let text = {
             let engine = read(&self.engine);
-            let fast = compiled.plan(&engine).and_then(|plan| {
+            let fast = compiled.plan(&engine).map(|plan| {
                 let input = fast::Data {
                     input: data.input.as_ref(),
                     defaults: defaults.as_ref(),
                     scope: &scope,
                 };
                 let capacity = compiled.last_len.load(Ordering::Relaxed);
-                fast::render(&plan, input, capacity).ok()
+                fast::render(&plan, input, capacity)
             });
             match fast {
-                Some(text) => text,
-                None => render_handlebars(&engine, compiled, data, defaults, &scope)?,
+                Some(Ok(text)) => text,
+                Some(Err(fast::Stop::MissingPartial(name))) => {
+                    // handlebars words the error with its place; where it
+                    // finds a partial Handlebars.js would not (an inline
+                    // partial outside its block), the error is still ours.
+                    render_handlebars(&engine, compiled, data, defaults, &scope)?;
+                    return Err(Error::UnknownPartial {
+                        name,
+                        location: compiled.location(),
+                    });
+                }
+                Some(Err(fast::Stop::Abort)) | None => {
+                    render_handlebars(&engine, compiled, data, defaults, &scope)?
+                }
             }
         };
         compiled.last_len.store(text.len(), Ordering::Relaxed);

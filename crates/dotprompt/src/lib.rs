@@ -19,7 +19,10 @@
 //! `length` and characters of strings and arrays can be looked up, a lone
 //! `.` is `this`, `../` counts only contexts that changed, standalone lines
 //! and (indented) partials behave the same, and so do block parameters
-//! (`{{#each items as |item i|}}`).
+//! (`{{#each items as |item i|}}`), inline partials (`{{#*inline "x"}}`)
+//! and partial blocks (`{{#> layout}}...{{/layout}}`, `{{> @partial-block}}`).
+//! A partial that does not exist fails where the template includes it, as
+//! in Handlebars.js.
 //!
 //! Deliberate differences:
 //! - Handlebars.js adds up values printed next to each other at the start
@@ -34,9 +37,10 @@
 //!   writes `"type": "any"`); JSON Schema whose `type` lists several types
 //!   passes through (the reference reads it as Picoschema).
 //!
-//! Templates with inline partials, partial blocks, decorators or dynamic
-//! partial names are rendered by handlebars-rust, which prints values its
-//! own way (`[a, b]`, `[object]`) and fails on a name looked up in an array.
+//! Templates with decorators other than `inline`, or with dynamic partial
+//! names (`{{> (name)}}`), are rendered by handlebars-rust, which prints
+//! values its own way (`[a, b]`, `[object]`) and fails on a name looked up
+//! in an array.
 //!
 //! ```
 //! use dotprompt::{DataArgument, Dotprompt};

@@ -4,8 +4,8 @@ use std::rc::Rc;
 
 use serde_json::{Map, Value};
 
-use super::Abort;
 use super::plan::{Arg, BlockKind, Call, Helper, Node, PathRef, Plan};
+use super::{Abort, Stop};
 use crate::helpers::{DataScope, json_text, strict_equals};
 use crate::types::JsonMap;
 
@@ -29,7 +29,7 @@ pub(crate) struct Data<'a> {
 }
 
 /// Renders `plan`; `capacity` pre-sizes the output.
-pub(crate) fn render<'a>(plan: &'a Plan, data: Data<'a>, capacity: usize) -> Result<String, Abort> {
+pub(crate) fn render<'a>(plan: &'a Plan, data: Data<'a>, capacity: usize) -> Result<String, Stop> {
     let mut renderer = Renderer {
         data,
         frames: vec![Frame {
@@ -38,12 +38,21 @@ pub(crate) fn render<'a>(plan: &'a Plan, data: Data<'a>, capacity: usize) -> Res
             new_depth: true,
             partial: false,
             block_params: false,
+            link: None,
         }],
         root: None,
+        blocks: Vec::new(),
+        missing_partial: None,
+        inline_frames: Vec::new(),
         out: String::with_capacity(capacity),
     };
-    renderer.plan(plan)?;
-    Ok(renderer.out)
+    match renderer.plan(plan) {
+        Ok(()) => Ok(renderer.out),
+        Err(Abort) => Err(match renderer.missing_partial {
+            Some(name) => Stop::MissingPartial(name),
+            None => Stop::Abort,
+        }),
+    }
 }
 
 /// A value met while rendering.
@@ -133,6 +142,10 @@ struct Frame<'a> {
     /// Whether its block declares block parameters: `this` is the first
     /// (the item, or `with`'s value), the `@key` the second.
     block_params: bool,
+    /// For a partial block's content rendered inside the partial: how many
+    /// frames the caller had. Its `../` continues there, as the content
+    /// belongs to the caller's template.
+    link: Option<usize>,
 }
 
 struct Renderer<'a> {
@@ -141,15 +154,27 @@ struct Renderer<'a> {
     frames: Vec<Frame<'a>>,
     /// The root context, once something needed it whole.
     root: Option<Rc<Value>>,
+    /// A partial that was to render but does not exist.
+    missing_partial: Option<String>,
+    /// Where each program that declares inline partials started (frame
+    /// counts), innermost last.
+    inline_frames: Vec<usize>,
+    /// The blocks of the partial blocks being rendered, innermost last,
+    /// with how many frames their caller had.
+    blocks: Vec<(&'a Plan, usize)>,
     out: String,
 }
 
 impl<'a> Renderer<'a> {
     fn plan(&mut self, plan: &'a Plan) -> Result<(), Abort> {
-        for node in &plan.nodes {
-            self.node(node)?;
+        if plan.declares_inline {
+            self.inline_frames.push(self.frames.len());
         }
-        Ok(())
+        let result = plan.nodes.iter().try_for_each(|node| self.node(node));
+        if plan.declares_inline {
+            self.inline_frames.pop();
+        }
+        result
     }
 
     fn node(&mut self, node: &'a Node) -> Result<(), Abort> {
@@ -201,9 +226,55 @@ impl<'a> Renderer<'a> {
                 context,
                 hash,
                 indent,
+                block,
+                fallback,
+                inline,
             } => {
                 let start = self.out.len();
-                self.partial(plan, context.as_ref(), hash)?;
+                if let Some(block) = block {
+                    self.blocks.push((block, self.frames.len()));
+                }
+                // A fallback block and an inline partial belong to the
+                // caller's template: their `../` goes on in its contexts
+                // (the declaring program's, for an inline partial).
+                let link = match inline {
+                    Some(level) => {
+                        let at = self
+                            .inline_frames
+                            .len()
+                            .checked_sub(level + 1)
+                            .ok_or(Abort)?;
+                        Some(self.inline_frames[at])
+                    }
+                    None if *fallback => Some(self.frames.len()),
+                    None => None,
+                };
+                let result = self.partial(plan, context.as_ref(), hash, link);
+                if block.is_some() {
+                    self.blocks.pop();
+                }
+                result?;
+                if let Some(indent) = indent {
+                    let printed = self.out.split_off(start);
+                    indent_lines(&mut self.out, &printed, indent);
+                }
+            }
+            Node::Fail(name) => {
+                self.missing_partial = Some(name.clone());
+                return Err(Abort);
+            }
+            Node::PartialBlock { indent } => {
+                // The block renders with the current context, and its `../`
+                // goes on in its caller's contexts; a `{{> @partial-block}}`
+                // inside it is the enclosing one's.
+                let (block, caller) = self.blocks.pop().ok_or(Abort)?;
+                let start = self.out.len();
+                let this = self.front().this.share();
+                self.push_linked(this, caller);
+                let result = self.plan(block);
+                self.frames.pop();
+                self.blocks.push((block, caller));
+                result?;
                 if let Some(indent) = indent {
                     let printed = self.out.split_off(start);
                     indent_lines(&mut self.out, &printed, indent);
@@ -308,6 +379,7 @@ impl<'a> Renderer<'a> {
             new_depth: false,
             partial: false,
             block_params: false,
+            link: None,
         });
         let result = self.plan(plan);
         self.frames.pop();
@@ -331,6 +403,7 @@ impl<'a> Renderer<'a> {
                     new_depth: true,
                     partial: false,
                     block_params,
+                    link: None,
                 });
                 let len = items.len();
                 let result = items.iter().enumerate().try_for_each(|(i, item)| {
@@ -347,6 +420,7 @@ impl<'a> Renderer<'a> {
                     new_depth: true,
                     partial: false,
                     block_params,
+                    link: None,
                 });
                 let len = map.len();
                 let result = js_key_order(map)
@@ -379,6 +453,7 @@ impl<'a> Renderer<'a> {
                     new_depth: true,
                     partial: false,
                     block_params,
+                    link: None,
                 });
                 let len = items.len();
                 let result = items.iter().enumerate().try_for_each(|(i, item)| {
@@ -396,6 +471,7 @@ impl<'a> Renderer<'a> {
                     new_depth: true,
                     partial: false,
                     block_params,
+                    link: None,
                 });
                 let len = map.len();
                 let result = js_key_order(map)
@@ -427,11 +503,16 @@ impl<'a> Renderer<'a> {
         };
     }
 
+    /// Renders a partial: a registered one starts afresh (no outer
+    /// contexts); one that belongs to the caller's template (`link`: a
+    /// fallback block, an inline partial) goes on in the contexts of the
+    /// first `link` frames.
     fn partial(
         &mut self,
         plan: &'a Plan,
         context: Option<&'a Arg>,
         hash: &'a [(String, Arg)],
+        link: Option<usize>,
     ) -> Result<(), Abort> {
         let base = match context {
             Some(arg) => self.arg(arg)?,
@@ -448,14 +529,32 @@ impl<'a> Renderer<'a> {
             let base = self.concrete(base);
             V::Shared(Rc::new(merge(base.value(), &named)))
         };
-        self.push(this);
-        // The partial's context is its outermost one, changed or not.
-        let frame = self.front_mut();
-        frame.new_depth = true;
-        frame.partial = true;
+        match link {
+            Some(caller) => self.push_linked(this, caller),
+            None => {
+                self.push(this);
+                // The partial's context is its outermost one, changed or not.
+                let frame = self.front_mut();
+                frame.new_depth = true;
+                frame.partial = true;
+            }
+        }
         let result = self.plan(plan);
         self.frames.pop();
         result
+    }
+
+    /// Enters a program of the caller's template whose outer contexts are
+    /// those of the first `caller` frames.
+    fn push_linked(&mut self, this: V<'a>, caller: usize) {
+        let caller = caller.min(self.frames.len());
+        let new_depth = !depths(&self.frames[..caller])
+            .next()
+            .is_some_and(|c| same_context(c, &this));
+        self.push(this);
+        let frame = self.front_mut();
+        frame.new_depth = new_depth;
+        frame.link = Some(caller);
     }
 
     /// Enters a block whose context is `this`, keeping the block-local
@@ -478,6 +577,7 @@ impl<'a> Renderer<'a> {
             new_depth,
             partial: false,
             block_params: false,
+            link: None,
         });
     }
 
@@ -781,19 +881,24 @@ fn indent_lines(out: &mut String, printed: &str, indent: &str) {
 
 /// The distinct contexts of `frames`, innermost first. A partial starts
 /// afresh: Handlebars.js gives it no outer contexts, so `../` inside one
-/// leads nowhere.
+/// leads nowhere; a partial block's content goes on with its caller's.
 fn depths<'f, 'a>(frames: &'f [Frame<'a>]) -> impl Iterator<Item = &'f V<'a>> {
+    let mut end = frames.len();
     let mut ended = false;
-    frames
-        .iter()
-        .rev()
-        .take_while(move |f| {
-            let take = !ended;
-            ended |= f.partial;
-            take
-        })
-        .filter(|f| f.new_depth)
-        .map(|f| &f.this)
+    std::iter::from_fn(move || {
+        while !ended && end > 0 {
+            end -= 1;
+            let frame = &frames[end];
+            ended = frame.partial;
+            if let Some(caller) = frame.link {
+                end = caller.min(end);
+            }
+            if frame.new_depth {
+                return Some(&frame.this);
+            }
+        }
+        None
+    })
 }
 
 /// Whether entering `b` from `a` keeps the context (JavaScript's `!=`

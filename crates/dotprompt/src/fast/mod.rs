@@ -7,17 +7,20 @@
 //! name looked up in an array, ...) from an owned JSON context it clones
 //! into every partial. Templates made of text, expressions, helper calls,
 //! `if`/`unless`/`each`/`with`/`ifEquals`/`unlessEquals` blocks (with block
-//! parameters) and partial inclusions (standalone ones indented) are
-//! instead turned into a [`Plan`] once (partials resolved and helpers
-//! bound), which renders straight from the caller's data without copying
-//! it, as Handlebars.js renders: JavaScript's printing of values and
-//! truthiness, own-property lookups (`length`, string characters), `../`
-//! counted over contexts that changed, partials without outer contexts.
+//! parameters), partial inclusions (standalone ones indented), inline
+//! partials and partial blocks are instead turned into a [`Plan`] once
+//! (partials resolved and helpers bound), which renders straight from the
+//! caller's data without copying it, as Handlebars.js renders: JavaScript's
+//! printing of values and truthiness, own-property lookups (`length`,
+//! string characters), `../` counted over contexts that changed, registered
+//! partials without outer contexts (blocks and inline partials keep their
+//! template's).
 //!
-//! Anything else — inline partials, partial blocks, decorators, dynamic
-//! partial names, custom block helpers — has no plan, and a helper that
-//! fails while rendering a plan is reported as [`Abort`]: the caller then
-//! renders with handlebars, which also produces the canonical error.
+//! Anything else — other decorators, dynamic partial names, custom block
+//! helpers — has no plan, and a helper that fails while rendering a plan
+//! stops it with [`Stop::Abort`]: the caller then renders with handlebars,
+//! which also produces the canonical error. A partial that does not exist
+//! stops it with [`Stop::MissingPartial`] where it renders.
 
 mod eval;
 mod plan;
@@ -30,3 +33,14 @@ pub(crate) use plan::{Plan, plan};
 /// The fast renderer cannot produce this output; render with handlebars.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Abort;
+
+/// Why a plan did not render.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// Render with handlebars instead (it also words the errors).
+    Abort,
+    /// The template includes, where it renders, a partial that does not
+    /// exist (handlebars-rust, whose inline partials outlive their block,
+    /// may not fail there, and Handlebars.js does).
+    MissingPartial(String),
+}

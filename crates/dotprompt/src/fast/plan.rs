@@ -20,6 +20,9 @@ const MAX_PARTIAL_DEPTH: usize = 16;
 /// A template ready for the fast renderer.
 pub(crate) struct Plan {
     pub(super) nodes: Vec<Node>,
+    /// The program declares inline partials: their `../` continues in the
+    /// contexts it renders in, so the renderer notes where that is.
+    pub(super) declares_inline: bool,
 }
 
 /// One step of a plan.
@@ -48,6 +51,23 @@ pub(super) enum Node {
         hash: Hash,
         /// A standalone partial's indentation, put before every line it
         /// prints.
+        indent: Option<String>,
+        /// `{{#> name}}block{{/name}}`: what `{{> @partial-block}}` renders
+        /// inside the partial.
+        block: Option<Arc<Plan>>,
+        /// `plan` is the block of `{{#> name}}` standing in for a partial
+        /// that does not exist.
+        fallback: bool,
+        /// `plan` is an inline partial declared this many inline-declaring
+        /// programs out (0: the innermost).
+        inline: Option<usize>,
+    },
+    /// A partial that does not exist: rendering it fails (as Handlebars.js
+    /// fails only when it gets there).
+    Fail(String),
+    /// `{{> @partial-block}}`: the block of the partial being rendered.
+    PartialBlock {
+        /// As for [`Node::Partial`].
         indent: Option<String>,
     },
 }
@@ -127,6 +147,7 @@ pub(crate) fn plan(template: &Template, engine: &Engine) -> Option<Plan> {
         depth: 0,
         partials: HashMap::new(),
         block_params: Vec::new(),
+        inline: Vec::new(),
     }
     .template(template)
     .ok()
@@ -139,21 +160,61 @@ struct Planner<'e> {
     partials: HashMap<String, Arc<Plan>>,
     /// The block parameter names in scope, innermost block last.
     block_params: Vec<Vec<String>>,
+    /// Inline partials (`{{#*inline "name"}}`) in scope, innermost
+    /// program last. They are seen by the partials it includes, too.
+    inline: Vec<HashMap<String, Arc<Plan>>>,
 }
 
 impl Planner<'_> {
     fn template(&mut self, template: &Template) -> Result<Plan, Abort> {
+        // Inline partials belong to the whole program, wherever they are
+        // declared in it (Handlebars.js runs the declarations first).
+        let inline = template
+            .elements
+            .iter()
+            .filter_map(inline_partial)
+            .collect::<Result<Vec<_>, Abort>>()?;
+        if inline.is_empty() {
+            return self.nodes(template);
+        }
+        self.inline.push(HashMap::new());
+        let planned = self
+            .inline_partials(&inline)
+            .and_then(|()| self.nodes(template));
+        self.inline.pop();
+        let mut plan = planned?;
+        plan.declares_inline = true;
+        Ok(plan)
+    }
+
+    fn inline_partials(&mut self, inline: &[(&str, &Template)]) -> Result<(), Abort> {
+        for (name, body) in inline {
+            let plan = Arc::new(self.template(body)?);
+            if let Some(scope) = self.inline.last_mut() {
+                scope.insert((*name).to_owned(), plan);
+            }
+        }
+        Ok(())
+    }
+
+    fn nodes(&mut self, template: &Template) -> Result<Plan, Abort> {
         let mut nodes = Vec::with_capacity(template.elements.len());
         for element in &template.elements {
             let node = match element {
-                TemplateElement::PartialExpression(dt) => Some(self.partial(dt)?),
+                TemplateElement::PartialExpression(dt) | TemplateElement::PartialBlock(dt) => {
+                    Some(self.partial(dt)?)
+                }
+                TemplateElement::DecoratorBlock(_) if inline_partial(element).is_some() => None,
                 other => self.element(other)?,
             };
             if let Some(node) = node {
                 nodes.push(node);
             }
         }
-        Ok(Plan { nodes })
+        Ok(Plan {
+            nodes,
+            declares_inline: false,
+        })
     }
 
     fn optional(&mut self, template: Option<&Template>) -> Result<Option<Plan>, Abort> {
@@ -338,41 +399,33 @@ impl Planner<'_> {
         })
     }
 
-    /// `{{> name}}`.
+    /// `{{> name}}`, `{{#> name}}block{{/name}}` and `{{> @partial-block}}`.
     fn partial(&mut self, dt: &DecoratorTemplate) -> Result<Node, Abort> {
-        // Partial blocks have their own block semantics.
-        if dt.template.is_some() {
-            return Err(Abort);
-        }
         // Only standalone partials keep an indentation (see
         // `template::keep_standalone_indents`).
         let indent = dt.indent.clone().filter(|indent| !indent.is_empty());
         let name = match &dt.name {
             Parameter::Name(name) => name.as_str(),
-            Parameter::Path(Path::Relative((_, raw))) => raw.as_str(),
+            Parameter::Path(Path::Relative((_, raw)) | Path::Local((_, _, raw))) => raw.as_str(),
             _ => return Err(Abort),
         };
         if name == "@partial-block" {
-            return Err(Abort);
+            if !dt.params.is_empty() || !dt.hash.is_empty() || dt.template.is_some() {
+                return Err(Abort);
+            }
+            return Ok(Node::PartialBlock { indent });
         }
         let (mut params, hash) = self.arguments(&dt.params, &dt.hash)?;
-        let plan = match self.partials.get(name) {
-            Some(plan) => Arc::clone(plan),
-            None => {
-                let template = self.engine.handlebars.get_template(name).ok_or(Abort)?;
-                if self.depth >= MAX_PARTIAL_DEPTH {
-                    return Err(Abort);
-                }
-                // A partial sees none of the includer's block parameters.
-                self.depth += 1;
-                let outer_params = std::mem::take(&mut self.block_params);
-                let planned = self.template(template);
-                self.block_params = outer_params;
-                self.depth -= 1;
-                let plan = Arc::new(planned?);
-                self.partials.insert(name.to_owned(), Arc::clone(&plan));
-                plan
+        // The block is the caller's: planned in its scope.
+        let mut block = self.optional(dt.template.as_ref())?.map(Arc::new);
+        let (plan, fallback, inline) = match (self.find_partial(name)?, block.take()) {
+            (Some((plan, inline)), taken) => {
+                block = taken;
+                (plan, false, inline)
             }
+            // A missing partial renders its block instead, in its place.
+            (None, Some(fallback)) => (fallback, true, None),
+            (None, None) => return Ok(Node::Fail(name.to_owned())),
         };
         // Handlebars evaluates every parameter but uses only the first.
         let context = if params.is_empty() {
@@ -388,7 +441,48 @@ impl Planner<'_> {
             context,
             hash,
             indent,
+            block,
+            fallback,
+            inline,
         })
+    }
+
+    /// The plan of the partial `name`: an inline partial in scope (with how
+    /// many inline-declaring programs out it is), else a registered one
+    /// (`None` if there is neither).
+    fn find_partial(&mut self, name: &str) -> Result<Option<FoundPartial>, Abort> {
+        let inline = self
+            .inline
+            .iter()
+            .rev()
+            .enumerate()
+            .find_map(|(level, scope)| scope.get(name).map(|plan| (Arc::clone(plan), level)));
+        if let Some((plan, level)) = inline {
+            return Ok(Some((plan, Some(level))));
+        }
+        // A registered partial's plan depends on the inline partials it can
+        // see, so it is reused only when there are none.
+        let cacheable = self.inline.is_empty();
+        if cacheable && let Some(plan) = self.partials.get(name) {
+            return Ok(Some((Arc::clone(plan), None)));
+        }
+        let Some(template) = self.engine.handlebars.get_template(name) else {
+            return Ok(None);
+        };
+        if self.depth >= MAX_PARTIAL_DEPTH {
+            return Err(Abort);
+        }
+        // A partial sees none of the includer's block parameters.
+        self.depth += 1;
+        let outer_params = std::mem::take(&mut self.block_params);
+        let planned = self.template(template);
+        self.block_params = outer_params;
+        self.depth -= 1;
+        let plan = Arc::new(planned?);
+        if cacheable {
+            self.partials.insert(name.to_owned(), Arc::clone(&plan));
+        }
+        Ok(Some((plan, None)))
     }
 
     fn arguments(
@@ -474,6 +568,28 @@ fn path_ref(path: &Path) -> Result<PathRef, Abort> {
             })
         }
     }
+}
+
+/// A partial's plan, and for an inline one how many inline-declaring
+/// programs out it was declared.
+type FoundPartial = (Arc<Plan>, Option<usize>);
+
+/// `{{#*inline "name"}}body{{/inline}}` as `(name, body)`; `None` for any
+/// other element, `Some(Err)` for an inline declaration the fast renderer
+/// does not take.
+fn inline_partial(element: &TemplateElement) -> Option<Result<(&str, &Template), Abort>> {
+    let TemplateElement::DecoratorBlock(dt) = element else {
+        return None;
+    };
+    if helper_name(&dt.name).ok()? != "inline" {
+        return None;
+    }
+    Some(match (dt.params.as_slice(), dt.template.as_ref()) {
+        ([Parameter::Literal(Value::String(name))], Some(body)) if dt.hash.is_empty() => {
+            Ok((name.as_str(), body))
+        }
+        _ => Err(Abort),
+    })
 }
 
 /// The path rules handlebars keeps in paths.

@@ -56,7 +56,13 @@ const partials = {
   outer: '[{{> inner}}]',
   inner: '{{name}}',
   block: 'B\n{{#each words}}- {{this}}\n{{/each}}',
+  layout: 'L[{{> @partial-block}}]L',
+  frame: 'F({{> content}})F',
 };
+
+// The partials generated templates include (`layout` and `frame` need a
+// block or an inline partial; `inl` is declared inline by some templates).
+const GENERATED_PARTIALS = ['p1', 'item', 'lines', 'up', 'greet', 'outer', 'inner', 'block', 'inl'];
 
 const handwritten = [
   // Printing values.
@@ -121,6 +127,15 @@ const handwritten = [
   '{{#each items as |item|}}{{json item}} {{lookup item "title"}} {{#if item.name}}has name{{/if}};{{/each}}',
   '{{#each items as |name|}}{{> p1}}|{{/each}} {{#each words as |json|}}{{json}}{{/each}}',
   '{{#each items as |item|}}{{#each item.items as |inner|}}{{inner.title}}/{{item.title}}{{/each}}{{else}}none{{/each}}',
+  // Inline partials and partial blocks.
+  '{{#*inline "row"}}[{{title}}]{{/inline}}{{#each items}}{{> row}}{{/each}}',
+  '{{> early}}{{#*inline "early"}}E{{name}}{{/inline}}',
+  '{{#> layout}}body for {{name}}{{/layout}} {{#> missing}}fallback {{name}}{{/missing}}',
+  '{{#*inline "content"}}C {{name}}{{/inline}}{{> frame}} {{> frame person}}',
+  '{{#> layout person}}{{name}}{{/layout}} {{#> layout}}{{#> layout}}in{{/layout}}{{/layout}}',
+  '{{#*inline "x"}}\n  X {{name}}\n{{/inline}}\n{{> x}}\n{{#each words}}\n  {{> x}}\n{{/each}}',
+  '{{#each items}}{{#*inline "t"}}<{{title}}>{{/inline}}{{> t}}{{/each}}',
+  '{{#> layout}}\n  {{#each words}}{{this}}{{/each}}\n{{/layout}}\nend',
   // Roles, sections, media.
   '{{role "system"}}You are {{name}}.{{role "user"}}Hi {{#each person.tags}}{{this}}{{/each}}',
   'Look: {{media url="http://x/y.png" contentType="image/png"}} {{section "after"}}done',
@@ -148,14 +163,25 @@ function leaf() {
   if (r < 0.74) return `{{lookup ${p} ${Math.floor(random() * 3)}}}`;
   if (r < 0.78) return `{{lookup obj "${p}"}}`;
   if (r < 0.82) return pick(['{{role "user"}}', '{{role "model"}}', '{{section "s"}}', '{{history}}']);
-  return `{{> ${pick(Object.keys(partials))}${chance(0.4) ? ' ' + pick(PATHS) : ''}}}`;
+  return `{{> ${pick(GENERATED_PARTIALS)}${chance(0.4) ? ' ' + pick(PATHS) : ''}}}`;
 }
 
 function nodes(depth) {
   let out = '';
   const count = Math.floor(random() * 7);
   for (let i = 0; i < count; i++) {
-    if (depth < 3 && chance(0.3)) {
+    if (depth < 3 && chance(0.05)) {
+      // A partial block (layout renders it, missing falls back to it) or
+      // an inline partial declaration (used through `{{> inl}}`).
+      const [l, t] = [chance(0.3), chance(0.3)];
+      const [open, close] = pick([
+        ['#> layout', '/layout'],
+        ['#> missing', '/missing'],
+        ['#*inline "inl"', '/inline'],
+      ]);
+      out += `${l ? '{{~' : '{{'}${open}${t ? '~}}' : '}}'}${nodes(depth + 1)}`;
+      out += `${t ? '{{~' : '{{'}${close}${l ? '~}}' : '}}'}`;
+    } else if (depth < 3 && chance(0.3)) {
       const name = pick(['if', 'unless', 'each', 'with', 'ifEquals', 'unlessEquals']);
       let args = pick(PATHS);
       if (name === 'ifEquals' || name === 'unlessEquals') args += ' ' + pick(PATHS);
