@@ -4,7 +4,7 @@ use std::rc::Rc;
 
 use serde_json::{Map, Value};
 
-use super::plan::{Arg, BlockKind, Call, Helper, Node, PathRef, Plan};
+use super::plan::{Arg, BlockKind, Call, Helper, Node, PartialNode, PathRef, Plan};
 use super::{Abort, Stop};
 use crate::helpers::{DataScope, json_text, strict_equals};
 use crate::types::JsonMap;
@@ -168,12 +168,21 @@ struct Renderer<'a> {
 impl<'a> Renderer<'a> {
     fn plan(&mut self, plan: &'a Plan) -> Result<(), Abort> {
         if plan.declares_inline {
-            self.inline_frames.push(self.frames.len());
+            return self.inline_scope(plan);
         }
+        for node in &plan.nodes {
+            self.node(node)?;
+        }
+        Ok(())
+    }
+
+    /// A program that declares inline partials: notes where it starts for
+    /// them (see [`Node::Partial`]'s `inline`).
+    #[inline(never)]
+    fn inline_scope(&mut self, plan: &'a Plan) -> Result<(), Abort> {
+        self.inline_frames.push(self.frames.len());
         let result = plan.nodes.iter().try_for_each(|node| self.node(node));
-        if plan.declares_inline {
-            self.inline_frames.pop();
-        }
+        self.inline_frames.pop();
         result
     }
 
@@ -221,67 +230,72 @@ impl<'a> Renderer<'a> {
                 };
                 self.block(*kind, first, second, include_zero, blocks)?;
             }
-            Node::Partial {
-                plan,
-                context,
-                hash,
-                indent,
-                block,
-                fallback,
-                inline,
-            } => {
-                let start = self.out.len();
-                if let Some(block) = block {
-                    self.blocks.push((block, self.frames.len()));
-                }
-                // A fallback block and an inline partial belong to the
-                // caller's template: their `../` goes on in its contexts
-                // (the declaring program's, for an inline partial).
-                let link = match inline {
-                    Some(level) => {
-                        let at = self
-                            .inline_frames
-                            .len()
-                            .checked_sub(level + 1)
-                            .ok_or(Abort)?;
-                        Some(self.inline_frames[at])
-                    }
-                    None if *fallback => Some(self.frames.len()),
-                    None => None,
-                };
-                let result = self.partial(plan, context.as_ref(), hash, link);
-                if block.is_some() {
-                    self.blocks.pop();
-                }
-                result?;
-                if let Some(indent) = indent {
-                    let printed = self.out.split_off(start);
-                    indent_lines(&mut self.out, &printed, indent);
-                }
-            }
-            Node::Fail(name) => {
-                self.missing_partial = Some(name.clone());
-                return Err(Abort);
-            }
-            Node::PartialBlock { indent } => {
-                // The block renders with the current context, and its `../`
-                // goes on in its caller's contexts; a `{{> @partial-block}}`
-                // inside it is the enclosing one's.
-                let (block, caller) = self.blocks.pop().ok_or(Abort)?;
-                let start = self.out.len();
-                let this = self.front().this.share();
-                self.push_linked(this, caller);
-                let result = self.plan(block);
-                self.frames.pop();
-                self.blocks.push((block, caller));
-                result?;
-                if let Some(indent) = indent {
-                    let printed = self.out.split_off(start);
-                    indent_lines(&mut self.out, &printed, indent);
-                }
-            }
+            Node::Partial(partial) => self.include(partial)?,
+            Node::Fail(name) => return Err(self.fail(name)),
+            Node::PartialBlock { indent } => self.partial_block(indent.as_deref())?,
         }
         Ok(())
+    }
+
+    /// `{{> name}}` (kept out of [`Self::node`], which every node goes
+    /// through).
+    #[inline(never)]
+    fn include(&mut self, include: &'a PartialNode) -> Result<(), Abort> {
+        let start = self.out.len();
+        if let Some(block) = &include.block {
+            self.blocks.push((block, self.frames.len()));
+        }
+        // A fallback block and an inline partial belong to the caller's
+        // template: their `../` goes on in its contexts (the declaring
+        // program's, for an inline partial).
+        let link = match include.inline {
+            Some(level) => {
+                let at = self
+                    .inline_frames
+                    .len()
+                    .checked_sub(level + 1)
+                    .ok_or(Abort)?;
+                Some(self.inline_frames[at])
+            }
+            None if include.fallback => Some(self.frames.len()),
+            None => None,
+        };
+        let result = self.partial(&include.plan, include.context.as_ref(), &include.hash, link);
+        if include.block.is_some() {
+            self.blocks.pop();
+        }
+        result?;
+        if let Some(indent) = &include.indent {
+            let printed = self.out.split_off(start);
+            indent_lines(&mut self.out, &printed, indent);
+        }
+        Ok(())
+    }
+
+    /// `{{> @partial-block}}`: the block renders with the current context,
+    /// and its `../` goes on in its caller's contexts; a
+    /// `{{> @partial-block}}` inside it is the enclosing one's.
+    #[inline(never)]
+    fn partial_block(&mut self, indent: Option<&str>) -> Result<(), Abort> {
+        let (block, caller) = self.blocks.pop().ok_or(Abort)?;
+        let start = self.out.len();
+        let this = self.front().this.share();
+        self.push_linked(this, caller);
+        let result = self.plan(block);
+        self.frames.pop();
+        self.blocks.push((block, caller));
+        result?;
+        if let Some(indent) = indent {
+            let printed = self.out.split_off(start);
+            indent_lines(&mut self.out, &printed, indent);
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn fail(&mut self, partial: &str) -> Abort {
+        self.missing_partial = Some(partial.to_owned());
+        Abort
     }
 
     fn block(

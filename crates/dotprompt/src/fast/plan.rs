@@ -44,32 +44,36 @@ pub(super) enum Node {
         template: Option<Plan>,
         inverse: Option<Plan>,
     },
-    /// `{{> name context key=value}}`.
-    Partial {
-        plan: Arc<Plan>,
-        context: Option<Arg>,
-        hash: Hash,
-        /// A standalone partial's indentation, put before every line it
-        /// prints.
-        indent: Option<String>,
-        /// `{{#> name}}block{{/name}}`: what `{{> @partial-block}}` renders
-        /// inside the partial.
-        block: Option<Arc<Plan>>,
-        /// `plan` is the block of `{{#> name}}` standing in for a partial
-        /// that does not exist.
-        fallback: bool,
-        /// `plan` is an inline partial declared this many inline-declaring
-        /// programs out (0: the innermost).
-        inline: Option<usize>,
-    },
+    /// `{{> name context key=value}}` (boxed: partials are rare, and every
+    /// node is as large as the largest).
+    Partial(Box<PartialNode>),
     /// A partial that does not exist: rendering it fails (as Handlebars.js
     /// fails only when it gets there).
     Fail(String),
     /// `{{> @partial-block}}`: the block of the partial being rendered.
     PartialBlock {
-        /// As for [`Node::Partial`].
+        /// As for [`PartialNode`].
         indent: Option<String>,
     },
+}
+
+/// `{{> name context key=value}}`.
+pub(super) struct PartialNode {
+    pub(super) plan: Arc<Plan>,
+    pub(super) context: Option<Arg>,
+    pub(super) hash: Hash,
+    /// A standalone partial's indentation, put before every line it
+    /// prints.
+    pub(super) indent: Option<String>,
+    /// `{{#> name}}block{{/name}}`: what `{{> @partial-block}}` renders
+    /// inside the partial.
+    pub(super) block: Option<Arc<Plan>>,
+    /// `plan` is the block of `{{#> name}}` standing in for a partial that
+    /// does not exist.
+    pub(super) fallback: bool,
+    /// `plan` is an inline partial declared this many inline-declaring
+    /// programs out (0: the innermost).
+    pub(super) inline: Option<usize>,
 }
 
 /// The built-in block helpers.
@@ -436,7 +440,7 @@ impl Planner<'_> {
         if !params.is_empty() {
             return Err(Abort);
         }
-        Ok(Node::Partial {
+        Ok(Node::Partial(Box::new(PartialNode {
             plan,
             context,
             hash,
@@ -444,7 +448,7 @@ impl Planner<'_> {
             block,
             fallback,
             inline,
-        })
+        })))
     }
 
     /// The plan of the partial `name`: an inline partial in scope (with how
