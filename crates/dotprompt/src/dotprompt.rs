@@ -63,6 +63,9 @@ struct Compiled {
     metadata: Mutex<Option<(u64, PromptMetadata)>>,
     /// Length of the last rendered text, to size the next one.
     last_len: AtomicUsize,
+    /// Its inline partials include themselves: never rendered by
+    /// handlebars (which would recurse without end).
+    recursive_inline: bool,
 }
 
 impl Compiled {
@@ -316,6 +319,7 @@ impl Env {
         let template =
             template::compile(&doc.prompt.template, None).map_err(|e| syntax_error(&e, &doc))?;
         self.resolve_partials(&template).await?;
+        let recursive_inline = template::inline_partials_recurse(&template);
         let compiled = Compiled {
             prompt: doc.prompt,
             template,
@@ -323,6 +327,7 @@ impl Env {
             plan: Mutex::new(None),
             metadata: Mutex::new(None),
             last_len: AtomicUsize::new(0),
+            recursive_inline,
         };
         self.check_helpers(&compiled)?;
         self.compilations.fetch_add(1, Ordering::Relaxed);
@@ -582,13 +587,33 @@ impl Env {
             });
             match fast {
                 Some(Ok(text)) => text,
+                Some(Err(fast::Stop::TooDeep)) => {
+                    return Err(Error::Render {
+                        message: format!(
+                            "partials nest more than {} deep (a partial that includes itself without end?)",
+                            fast::MAX_PARTIAL_NESTING
+                        ),
+                        location: compiled.location(),
+                    });
+                }
                 Some(Err(fast::Stop::MissingPartial(name))) => {
                     // handlebars words the error with its place; where it
                     // finds a partial Handlebars.js would not (an inline
                     // partial outside its block), the error is still ours.
-                    render_handlebars(&engine, compiled, data, defaults, &scope)?;
+                    if !compiled.recursive_inline {
+                        render_handlebars(&engine, compiled, data, defaults, &scope)?;
+                    }
                     return Err(Error::UnknownPartial {
                         name,
+                        location: compiled.location(),
+                    });
+                }
+                Some(Err(fast::Stop::Abort)) | None if compiled.recursive_inline => {
+                    return Err(Error::Render {
+                        message: "the template could not be rendered (a helper failed, or it \
+                                  uses a decorator or a dynamic partial name); its inline \
+                                  partials include themselves, so it is not rendered another way"
+                            .into(),
                         location: compiled.location(),
                     });
                 }

@@ -18,6 +18,33 @@ use serde_json::Value;
 
 use crate::helpers::DATA_HELPER;
 
+/// Blocks nested deeper than this are refused when a template is compiled,
+/// so that nothing that walks or renders it can run out of stack.
+const MAX_NESTING: usize = 128;
+
+/// How deeply blocks nest in `template` (stops counting past the limit).
+fn nesting(template: &Template, depth: usize) -> usize {
+    if depth > MAX_NESTING {
+        return depth;
+    }
+    let mut deepest = depth;
+    for element in &template.elements {
+        let bodies: Vec<&Template> = match element {
+            TemplateElement::HelperBlock(ht) => {
+                [&ht.template, &ht.inverse].into_iter().flatten().collect()
+            }
+            TemplateElement::DecoratorBlock(dt) | TemplateElement::PartialBlock(dt) => {
+                dt.template.iter().collect()
+            }
+            _ => Vec::new(),
+        };
+        for body in bodies {
+            deepest = deepest.max(nesting(body, depth + 1));
+        }
+    }
+    deepest
+}
+
 /// `@`-variables that handlebars-rust provides itself.
 const BLOCK_LOCALS: &[&str] = &["index", "key", "first", "last"];
 
@@ -28,6 +55,12 @@ pub(crate) fn compile(source: &str, name: Option<&str>) -> Result<Template, Temp
         Some(name) => Template::compile_with_name(&source, name.to_owned())?,
         None => Template::compile(&source)?,
     };
+    // Rendering (and every pass over the tree) recurses once per level.
+    if nesting(&template, 0) > MAX_NESTING {
+        return Err(TemplateError::of(TemplateErrorReason::InvalidSyntax(
+            format!("blocks nest more than {MAX_NESTING} deep"),
+        )));
+    }
     rewrite_template(&mut template);
     keep_standalone_indents(&mut template, &source);
     Ok(template)
@@ -172,6 +205,96 @@ fn end_position(source: &str) -> (usize, usize) {
 
 /// Position of an element in its template, 1-based.
 pub(crate) type Position = Option<(usize, usize)>;
+
+/// Whether the inline partials `template` declares can include themselves
+/// (directly or through each other). handlebars-rust follows such a loop
+/// without end, so these templates are rendered by the fast renderer only.
+pub(crate) fn inline_partials_recurse(template: &Template) -> bool {
+    let mut includes: HashMap<String, Vec<String>> = HashMap::new();
+    collect_inline(template, &mut includes);
+    // Depth-first search for a cycle among the inline partials.
+    fn reaches(
+        from: &str,
+        target: &str,
+        includes: &HashMap<String, Vec<String>>,
+        seen: &mut Vec<String>,
+    ) -> bool {
+        for next in includes.get(from).into_iter().flatten() {
+            if next == target {
+                return true;
+            }
+            if !seen.contains(next) {
+                seen.push(next.clone());
+                if reaches(next, target, includes, seen) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+    includes
+        .keys()
+        .any(|name| reaches(name, name, &includes, &mut Vec::new()))
+}
+
+/// The inline partials declared anywhere in `template`, with the partials
+/// each includes.
+fn collect_inline(template: &Template, out: &mut HashMap<String, Vec<String>>) {
+    for element in &template.elements {
+        match element {
+            TemplateElement::DecoratorBlock(dt) => {
+                if let (Some("inline"), [Parameter::Literal(Value::String(name))], Some(body)) =
+                    (dt.name.as_name(), dt.params.as_slice(), &dt.template)
+                {
+                    let mut names = Vec::new();
+                    partial_names(body, &mut names);
+                    out.entry(name.clone()).or_default().extend(names);
+                }
+                if let Some(body) = &dt.template {
+                    collect_inline(body, out);
+                }
+            }
+            TemplateElement::HelperBlock(ht) => {
+                for body in [&ht.template, &ht.inverse].into_iter().flatten() {
+                    collect_inline(body, out);
+                }
+            }
+            TemplateElement::PartialBlock(dt) => {
+                if let Some(body) = &dt.template {
+                    collect_inline(body, out);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The names of the partials `template` includes, nested blocks included.
+fn partial_names(template: &Template, out: &mut Vec<String>) {
+    for element in &template.elements {
+        match element {
+            TemplateElement::PartialExpression(dt) | TemplateElement::PartialBlock(dt) => {
+                if let Some(name) = dt.name.as_name() {
+                    out.push(name.to_owned());
+                }
+                if let Some(body) = &dt.template {
+                    partial_names(body, out);
+                }
+            }
+            TemplateElement::HelperBlock(ht) => {
+                for body in [&ht.template, &ht.inverse].into_iter().flatten() {
+                    partial_names(body, out);
+                }
+            }
+            TemplateElement::DecoratorBlock(dt) => {
+                if let Some(body) = &dt.template {
+                    partial_names(body, out);
+                }
+            }
+            _ => {}
+        }
+    }
+}
 
 /// Helper calls and partial inclusions found in a template.
 #[derive(Debug, Default)]
@@ -499,6 +622,26 @@ mod tests {
             }
             let indent = find(&t).expect("a partial");
             assert_eq!(indent.as_deref(), expected, "{source:?}");
+        }
+    }
+
+    #[test]
+    fn recursive_inline_partials_are_found() {
+        for (source, recurses) in [
+            ("{{#*inline \"a\"}}{{> a}}{{/inline}}", true),
+            (
+                "{{#*inline \"a\"}}{{#if x}}{{> b}}{{/if}}{{/inline}}{{#*inline \"b\"}}{{> a}}{{/inline}}",
+                true,
+            ),
+            (
+                "{{#each xs}}{{#*inline \"t\"}}{{#each kids}}{{> t}}{{/each}}{{/inline}}{{/each}}",
+                true,
+            ),
+            ("{{#*inline \"a\"}}{{> b}}{{/inline}}{{> a}}", false),
+            ("{{> a}}{{#> layout}}{{> a}}{{/layout}}", false),
+        ] {
+            let t = compile(source, None).unwrap();
+            assert_eq!(inline_partials_recurse(&t), recurses, "{source:?}");
         }
     }
 

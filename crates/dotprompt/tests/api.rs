@@ -358,3 +358,29 @@ fn environment_and_futures_are_thread_safe() {
     send(&compiled.render(&data, None));
     send(&dp.render_metadata("x", None));
 }
+
+#[test]
+fn deep_nesting_is_an_error_not_a_crash() {
+    let dp = Dotprompt::default();
+    // Blocks nested deeper than the limit are refused when compiling.
+    let deep = format!("{}x{}", "{{#if a}}".repeat(200), "{{/if}}".repeat(200));
+    let err = render(&dp, &deep, json!({"a": true})).unwrap_err();
+    assert!(err.to_string().contains("nest more than"), "{err}");
+    // Within it, they render.
+    let ok = format!("{}x{}", "{{#each a}}".repeat(100), "{{/each}}".repeat(100));
+    assert_eq!(
+        first_text(&render(&dp, &ok, json!({"a": [[[1]]]})).unwrap()),
+        ""
+    );
+    // An inline partial that includes itself without end fails cleanly.
+    let looping = "{{#*inline \"loop\"}}x{{> loop}}{{/inline}}{{> loop}}";
+    let err = render(&dp, looping, json!({})).unwrap_err();
+    assert!(err.to_string().contains("nest more than"), "{err}");
+    // One that recurses over data renders, as a tree.
+    let tree = "{{#*inline \"t\"}}{{n}}({{#each kids}}{{> t}}{{/each}}){{/inline}}{{> t}}";
+    let data = json!({"n": 1, "kids": [{"n": 2, "kids": [{"n": 3}]}, {"n": 4}]});
+    assert_eq!(
+        first_text(&render(&dp, tree, data).unwrap()),
+        "1(2(3())4())"
+    );
+}

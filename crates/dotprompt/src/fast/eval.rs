@@ -1,5 +1,6 @@
 //! Rendering a [`Plan`] straight from borrowed data.
 
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use serde_json::{Map, Value};
@@ -12,6 +13,14 @@ use crate::types::JsonMap;
 static NULL: Value = Value::Null;
 static TRUE: Value = Value::Bool(true);
 static FALSE: Value = Value::Bool(false);
+
+/// Partials rendered inside one another beyond this are an error (a
+/// partial that includes itself without end), rather than a stack overflow.
+pub(crate) const MAX_PARTIAL_NESTING: usize = 64;
+
+/// Programs (block bodies, partials) rendered inside one another beyond
+/// this are an error rather than a stack overflow.
+pub(crate) const MAX_RENDER_LEVELS: usize = 256;
 
 /// Objects up to this size are searched linearly (cheaper than hashing).
 const LINEAR_LOOKUP: usize = 8;
@@ -43,11 +52,15 @@ pub(crate) fn render<'a>(plan: &'a Plan, data: Data<'a>, capacity: usize) -> Res
         root: None,
         blocks: Vec::new(),
         missing_partial: None,
-        inline_frames: Vec::new(),
+        inline_scopes: Vec::new(),
+        partial_depth: 0,
+        level: 0,
+        too_deep: false,
         out: String::with_capacity(capacity),
     };
     match renderer.plan(plan) {
         Ok(()) => Ok(renderer.out),
+        Err(Abort) if renderer.too_deep => Err(Stop::TooDeep),
         Err(Abort) => Err(match renderer.missing_partial {
             Some(name) => Stop::MissingPartial(name),
             None => Stop::Abort,
@@ -156,9 +169,17 @@ struct Renderer<'a> {
     root: Option<Rc<Value>>,
     /// A partial that was to render but does not exist.
     missing_partial: Option<String>,
-    /// Where each program that declares inline partials started (frame
-    /// counts), innermost last.
-    inline_frames: Vec<usize>,
+    /// The programs rendering that declare inline partials: where each
+    /// started (frame count) and its partials, innermost last.
+    inline_scopes: Vec<(usize, &'a HashMap<String, Plan>)>,
+    /// Partials being rendered inside one another.
+    partial_depth: usize,
+    /// Programs (template, block bodies, partials) being rendered inside
+    /// one another.
+    level: usize,
+    /// Partials nested deeper than [`MAX_PARTIAL_NESTING`] (one that
+    /// includes itself without end).
+    too_deep: bool,
     /// The blocks of the partial blocks being rendered, innermost last,
     /// with how many frames their caller had.
     blocks: Vec<(&'a Plan, usize)>,
@@ -167,22 +188,32 @@ struct Renderer<'a> {
 
 impl<'a> Renderer<'a> {
     fn plan(&mut self, plan: &'a Plan) -> Result<(), Abort> {
-        if plan.declares_inline {
-            return self.inline_scope(plan);
+        // Blocks and partials render recursively: a bound, not a stack
+        // overflow, for templates that nest (or recurse) too deep.
+        if self.level >= MAX_RENDER_LEVELS {
+            self.too_deep = true;
+            return Err(Abort);
         }
-        for node in &plan.nodes {
-            self.node(node)?;
-        }
-        Ok(())
+        self.level += 1;
+        let result = match &plan.inline {
+            Some(inline) => self.inline_scope(plan, inline),
+            None => plan.nodes.iter().try_for_each(|node| self.node(node)),
+        };
+        self.level -= 1;
+        result
     }
 
-    /// A program that declares inline partials: notes where it starts for
-    /// them (see [`Node::Partial`]'s `inline`).
+    /// A program that declares inline partials: they are found here while
+    /// it renders (see [`PartialNode`]'s `inline`).
     #[inline(never)]
-    fn inline_scope(&mut self, plan: &'a Plan) -> Result<(), Abort> {
-        self.inline_frames.push(self.frames.len());
+    fn inline_scope(
+        &mut self,
+        plan: &'a Plan,
+        inline: &'a HashMap<String, Plan>,
+    ) -> Result<(), Abort> {
+        self.inline_scopes.push((self.frames.len(), inline));
         let result = plan.nodes.iter().try_for_each(|node| self.node(node));
-        self.inline_frames.pop();
+        self.inline_scopes.pop();
         result
     }
 
@@ -232,6 +263,10 @@ impl<'a> Renderer<'a> {
             }
             Node::Partial(partial) => self.include(partial)?,
             Node::Fail(name) => return Err(self.fail(name)),
+            Node::TooDeep => {
+                self.too_deep = true;
+                return Err(Abort);
+            }
             Node::PartialBlock { indent } => self.partial_block(indent.as_deref())?,
         }
         Ok(())
@@ -248,19 +283,21 @@ impl<'a> Renderer<'a> {
         // A fallback block and an inline partial belong to the caller's
         // template: their `../` goes on in its contexts (the declaring
         // program's, for an inline partial).
-        let link = match include.inline {
+        let (plan, link) = match include.inline {
             Some(level) => {
                 let at = self
-                    .inline_frames
+                    .inline_scopes
                     .len()
                     .checked_sub(level + 1)
                     .ok_or(Abort)?;
-                Some(self.inline_frames[at])
+                let (frames, partials) = self.inline_scopes[at];
+                let plan = partials.get(&include.name).ok_or(Abort)?;
+                (plan, Some(frames))
             }
-            None if include.fallback => Some(self.frames.len()),
-            None => None,
+            None if include.fallback => (&*include.plan, Some(self.frames.len())),
+            None => (&*include.plan, None),
         };
-        let result = self.partial(&include.plan, include.context.as_ref(), &include.hash, link);
+        let result = self.partial(plan, include.context.as_ref(), &include.hash, link);
         if include.block.is_some() {
             self.blocks.pop();
         }
@@ -543,6 +580,10 @@ impl<'a> Renderer<'a> {
             let base = self.concrete(base);
             V::Shared(Rc::new(merge(base.value(), &named)))
         };
+        if self.partial_depth >= MAX_PARTIAL_NESTING {
+            self.too_deep = true;
+            return Err(Abort);
+        }
         match link {
             Some(caller) => self.push_linked(this, caller),
             None => {
@@ -553,7 +594,9 @@ impl<'a> Renderer<'a> {
                 frame.partial = true;
             }
         }
+        self.partial_depth += 1;
         let result = self.plan(plan);
+        self.partial_depth -= 1;
         self.frames.pop();
         result
     }

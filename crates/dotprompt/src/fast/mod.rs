@@ -27,7 +27,7 @@ mod plan;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use eval::{Data, render};
+pub(crate) use eval::{Data, MAX_PARTIAL_NESTING, render};
 pub(crate) use plan::{Plan, plan};
 
 /// The fast renderer cannot produce this output; render with handlebars.
@@ -43,4 +43,7 @@ pub(crate) enum Stop {
     /// exist (handlebars-rust, whose inline partials outlive their block,
     /// may not fail there, and Handlebars.js does).
     MissingPartial(String),
+    /// Partials nest deeper than [`MAX_PARTIAL_NESTING`]: a partial
+    /// includes itself without end (handlebars would overflow the stack).
+    TooDeep,
 }

@@ -18,11 +18,14 @@ use crate::helpers::{DATA_HELPER, Engine, HelperFn, MarkerHelper};
 const MAX_PARTIAL_DEPTH: usize = 16;
 
 /// A template ready for the fast renderer.
+#[derive(Default)]
 pub(crate) struct Plan {
     pub(super) nodes: Vec<Node>,
-    /// The program declares inline partials: their `../` continues in the
-    /// contexts it renders in, so the renderer notes where that is.
-    pub(super) declares_inline: bool,
+    /// The inline partials the program declares (found by name when
+    /// included, so they may include themselves): the renderer keeps them,
+    /// and where the program renders (their `../` goes on there).
+    /// (Behind a pointer: most plans have none, and plans sit in nodes.)
+    pub(super) inline: Option<Arc<HashMap<String, Plan>>>,
 }
 
 /// One step of a plan.
@@ -50,6 +53,8 @@ pub(super) enum Node {
     /// A partial that does not exist: rendering it fails (as Handlebars.js
     /// fails only when it gets there).
     Fail(String),
+    /// Where programs nest too deep to plan further: rendering it fails.
+    TooDeep,
     /// `{{> @partial-block}}`: the block of the partial being rendered.
     PartialBlock {
         /// As for [`PartialNode`].
@@ -71,9 +76,11 @@ pub(super) struct PartialNode {
     /// `plan` is the block of `{{#> name}}` standing in for a partial that
     /// does not exist.
     pub(super) fallback: bool,
-    /// `plan` is an inline partial declared this many inline-declaring
-    /// programs out (0: the innermost).
+    /// The partial is the inline partial `name` declared this many
+    /// inline-declaring programs out (0: the innermost); `plan` is unused.
     pub(super) inline: Option<usize>,
+    /// The partial's name.
+    pub(super) name: String,
 }
 
 /// The built-in block helpers.
@@ -151,6 +158,7 @@ pub(crate) fn plan(template: &Template, engine: &Engine) -> Option<Plan> {
         depth: 0,
         partials: HashMap::new(),
         block_params: Vec::new(),
+        level: 0,
         inline: Vec::new(),
     }
     .template(template)
@@ -164,13 +172,31 @@ struct Planner<'e> {
     partials: HashMap<String, Arc<Plan>>,
     /// The block parameter names in scope, innermost block last.
     block_params: Vec<Vec<String>>,
-    /// Inline partials (`{{#*inline "name"}}`) in scope, innermost
-    /// program last. They are seen by the partials it includes, too.
-    inline: Vec<HashMap<String, Arc<Plan>>>,
+    /// Programs being planned inside one another.
+    level: usize,
+    /// The names of the inline partials (`{{#*inline "name"}}`) in scope,
+    /// innermost program last. They are seen by the partials it includes,
+    /// too.
+    inline: Vec<Vec<String>>,
 }
 
 impl Planner<'_> {
     fn template(&mut self, template: &Template) -> Result<Plan, Abort> {
+        // Partials multiply the nesting of blocks: past the renderer's own
+        // bound, stop planning (and fail there if it ever renders).
+        if self.level >= super::eval::MAX_RENDER_LEVELS {
+            return Ok(Plan {
+                nodes: vec![Node::TooDeep],
+                inline: None,
+            });
+        }
+        self.level += 1;
+        let planned = self.program(template);
+        self.level -= 1;
+        planned
+    }
+
+    fn program(&mut self, template: &Template) -> Result<Plan, Abort> {
         // Inline partials belong to the whole program, wherever they are
         // declared in it (Handlebars.js runs the declarations first).
         let inline = template
@@ -181,24 +207,30 @@ impl Planner<'_> {
         if inline.is_empty() {
             return self.nodes(template);
         }
-        self.inline.push(HashMap::new());
-        let planned = self
-            .inline_partials(&inline)
-            .and_then(|()| self.nodes(template));
+        // All the names first: the partials may include each other (and
+        // themselves).
+        self.inline
+            .push(inline.iter().map(|(name, _)| (*name).to_owned()).collect());
+        let planned = self.inline_partials(&inline).and_then(|partials| {
+            let mut plan = self.nodes(template)?;
+            plan.inline = Some(Arc::new(partials));
+            Ok(plan)
+        });
         self.inline.pop();
-        let mut plan = planned?;
-        plan.declares_inline = true;
-        Ok(plan)
+        planned
     }
 
-    fn inline_partials(&mut self, inline: &[(&str, &Template)]) -> Result<(), Abort> {
+    fn inline_partials(
+        &mut self,
+        inline: &[(&str, &Template)],
+    ) -> Result<HashMap<String, Plan>, Abort> {
+        let mut partials = HashMap::with_capacity(inline.len());
         for (name, body) in inline {
-            let plan = Arc::new(self.template(body)?);
-            if let Some(scope) = self.inline.last_mut() {
-                scope.insert((*name).to_owned(), plan);
-            }
+            let plan = self.template(body)?;
+            // A later declaration of the same name wins, as in Handlebars.js.
+            partials.insert((*name).to_owned(), plan);
         }
-        Ok(())
+        Ok(partials)
     }
 
     fn nodes(&mut self, template: &Template) -> Result<Plan, Abort> {
@@ -217,7 +249,7 @@ impl Planner<'_> {
         }
         Ok(Plan {
             nodes,
-            declares_inline: false,
+            inline: None,
         })
     }
 
@@ -448,21 +480,21 @@ impl Planner<'_> {
             block,
             fallback,
             inline,
+            name: name.to_owned(),
         })))
     }
 
-    /// The plan of the partial `name`: an inline partial in scope (with how
-    /// many inline-declaring programs out it is), else a registered one
-    /// (`None` if there is neither).
+    /// The partial `name`: an inline partial in scope (how many
+    /// inline-declaring programs out; its plan is found when rendering),
+    /// else a registered one (`None` if there is neither).
     fn find_partial(&mut self, name: &str) -> Result<Option<FoundPartial>, Abort> {
-        let inline = self
+        let level = self
             .inline
             .iter()
             .rev()
-            .enumerate()
-            .find_map(|(level, scope)| scope.get(name).map(|plan| (Arc::clone(plan), level)));
-        if let Some((plan, level)) = inline {
-            return Ok(Some((plan, Some(level))));
+            .position(|scope| scope.iter().any(|n| n == name));
+        if let Some(level) = level {
+            return Ok(Some((Arc::new(Plan::default()), Some(level))));
         }
         // A registered partial's plan depends on the inline partials it can
         // see, so it is reused only when there are none.
@@ -574,8 +606,8 @@ fn path_ref(path: &Path) -> Result<PathRef, Abort> {
     }
 }
 
-/// A partial's plan, and for an inline one how many inline-declaring
-/// programs out it was declared.
+/// A registered partial's plan, or for an inline one (an empty plan and)
+/// how many inline-declaring programs out it was declared.
 type FoundPartial = (Arc<Plan>, Option<usize>);
 
 /// `{{#*inline "name"}}body{{/inline}}` as `(name, body)`; `None` for any

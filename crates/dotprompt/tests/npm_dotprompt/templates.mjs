@@ -136,6 +136,8 @@ const handwritten = [
   '{{#*inline "x"}}\n  X {{name}}\n{{/inline}}\n{{> x}}\n{{#each words}}\n  {{> x}}\n{{/each}}',
   '{{#each items}}{{#*inline "t"}}<{{title}}>{{/inline}}{{> t}}{{/each}}',
   '{{#> layout}}\n  {{#each words}}{{this}}{{/each}}\n{{/layout}}\nend',
+  '{{#*inline "tree"}}{{title}}({{#each items}}{{> tree}}{{/each}}){{/inline}}{{#each items}}{{> tree}}{{/each}}',
+  '{{#*inline "loop"}}x{{> loop}}{{/inline}}{{> loop}}',
   // Roles, sections, media.
   '{{role "system"}}You are {{name}}.{{role "user"}}Hi {{#each person.tags}}{{this}}{{/each}}',
   'Look: {{media url="http://x/y.png" contentType="image/png"}} {{section "after"}}done',

@@ -36,6 +36,14 @@ const modelText = (text, finishReason = 'stop') => ({
   message: { role: 'model', content: [{ text }] },
   finishReason,
 });
+// A conversation whose last model turn was interrupted by `lookup`.
+const interruptedLookup = () => [
+  user('go'),
+  {
+    role: 'model',
+    content: [{ toolRequest: { name: 'lookup', ref: 'l', input: { key: 'secret' } }, metadata: { interrupt: true } }],
+  },
+];
 const toolCall = (...requests) => ({
   message: { role: 'model', content: requests.map((toolRequest) => ({ toolRequest })) },
   finishReason: 'stop',
@@ -166,15 +174,7 @@ const scenarios = [
     input: {
       model: 'programmableModel',
       tools: ['lookup'],
-      messages: [
-        user('go'),
-        {
-          role: 'model',
-          content: [
-            { toolRequest: { name: 'lookup', ref: 'l', input: { key: 'secret' } }, metadata: { interrupt: true } },
-          ],
-        },
-      ],
+      messages: interruptedLookup(),
       resume: { restart: [{ toolRequest: { name: 'lookup', ref: 'l', input: { key: 'public' } } }] },
     },
     modelResponses: [modelText('ok')],
@@ -444,15 +444,7 @@ const scenarios = [
     input: {
       model: 'programmableModel',
       tools: ['lookup'],
-      messages: [
-        user('go'),
-        {
-          role: 'model',
-          content: [
-            { toolRequest: { name: 'lookup', ref: 'l', input: { key: 'secret' } }, metadata: { interrupt: true } },
-          ],
-        },
-      ],
+      messages: interruptedLookup(),
       resume: { restart: [{ toolRequest: { name: 'lookup', ref: 'l', input: { key: 'secret' } } }] },
     },
     modelResponses: [modelText('never')],
