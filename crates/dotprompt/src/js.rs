@@ -55,9 +55,8 @@ fn write_u64(out: &mut String, mut n: u64) {
             break;
         }
     }
-    for &digit in &digits[at..] {
-        out.push(char::from(digit));
-    }
+    // ASCII digits are valid UTF-8; one append rather than one per digit.
+    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
 }
 
 /// `JSON.stringify(value, null, indent)`: compact without an indent, else
