@@ -27,22 +27,25 @@ fn nesting(template: &Template, depth: usize) -> usize {
     if depth > MAX_NESTING {
         return depth;
     }
-    let mut deepest = depth;
-    for element in &template.elements {
-        let bodies: Vec<&Template> = match element {
-            TemplateElement::HelperBlock(ht) => {
-                [&ht.template, &ht.inverse].into_iter().flatten().collect()
-            }
-            TemplateElement::DecoratorBlock(dt) | TemplateElement::PartialBlock(dt) => {
-                dt.template.iter().collect()
-            }
-            _ => Vec::new(),
-        };
-        for body in bodies {
-            deepest = deepest.max(nesting(body, depth + 1));
+    template
+        .elements
+        .iter()
+        .flat_map(bodies)
+        .map(|body| nesting(body, depth + 1))
+        .fold(depth, usize::max)
+}
+
+/// The templates nested in `element`: a block's body and `{{else}}`, a
+/// partial block's or decorator block's body.
+fn bodies(element: &TemplateElement) -> impl Iterator<Item = &Template> {
+    let (first, second) = match element {
+        TemplateElement::HelperBlock(ht) => (ht.template.as_ref(), ht.inverse.as_ref()),
+        TemplateElement::DecoratorBlock(dt) | TemplateElement::PartialBlock(dt) => {
+            (dt.template.as_ref(), None)
         }
-    }
-    deepest
+        _ => (None, None),
+    };
+    first.into_iter().chain(second)
 }
 
 /// `@`-variables that handlebars-rust provides itself.
@@ -241,30 +244,16 @@ pub(crate) fn inline_partials_recurse(template: &Template) -> bool {
 /// each includes.
 fn collect_inline(template: &Template, out: &mut HashMap<String, Vec<String>>) {
     for element in &template.elements {
-        match element {
-            TemplateElement::DecoratorBlock(dt) => {
-                if let (Some("inline"), [Parameter::Literal(Value::String(name))], Some(body)) =
-                    (dt.name.as_name(), dt.params.as_slice(), &dt.template)
-                {
-                    let mut names = Vec::new();
-                    partial_names(body, &mut names);
-                    out.entry(name.clone()).or_default().extend(names);
-                }
-                if let Some(body) = &dt.template {
-                    collect_inline(body, out);
-                }
-            }
-            TemplateElement::HelperBlock(ht) => {
-                for body in [&ht.template, &ht.inverse].into_iter().flatten() {
-                    collect_inline(body, out);
-                }
-            }
-            TemplateElement::PartialBlock(dt) => {
-                if let Some(body) = &dt.template {
-                    collect_inline(body, out);
-                }
-            }
-            _ => {}
+        if let TemplateElement::DecoratorBlock(dt) = element
+            && let (Some("inline"), [Parameter::Literal(Value::String(name))], Some(body)) =
+                (dt.name.as_name(), dt.params.as_slice(), &dt.template)
+        {
+            let mut names = Vec::new();
+            partial_names(body, &mut names);
+            out.entry(name.clone()).or_default().extend(names);
+        }
+        for body in bodies(element) {
+            collect_inline(body, out);
         }
     }
 }
@@ -272,26 +261,13 @@ fn collect_inline(template: &Template, out: &mut HashMap<String, Vec<String>>) {
 /// The names of the partials `template` includes, nested blocks included.
 fn partial_names(template: &Template, out: &mut Vec<String>) {
     for element in &template.elements {
-        match element {
-            TemplateElement::PartialExpression(dt) | TemplateElement::PartialBlock(dt) => {
-                if let Some(name) = dt.name.as_name() {
-                    out.push(name.to_owned());
-                }
-                if let Some(body) = &dt.template {
-                    partial_names(body, out);
-                }
-            }
-            TemplateElement::HelperBlock(ht) => {
-                for body in [&ht.template, &ht.inverse].into_iter().flatten() {
-                    partial_names(body, out);
-                }
-            }
-            TemplateElement::DecoratorBlock(dt) => {
-                if let Some(body) = &dt.template {
-                    partial_names(body, out);
-                }
-            }
-            _ => {}
+        if let TemplateElement::PartialExpression(dt) | TemplateElement::PartialBlock(dt) = element
+            && let Some(name) = dt.name.as_name()
+        {
+            out.push(name.to_owned());
+        }
+        for body in bodies(element) {
+            partial_names(body, out);
         }
     }
 }

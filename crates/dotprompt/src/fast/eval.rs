@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use serde_json::{Map, Value};
 
-use super::plan::{Arg, BlockKind, Call, Helper, Node, PartialNode, PathRef, Plan};
+use super::plan::{Arg, BlockKind, Call, Helper, Node, PartialNode, PartialTarget, PathRef, Plan};
 use super::{Abort, Stop};
 use crate::helpers::{DataScope, json_text, strict_equals};
 use crate::types::JsonMap;
@@ -51,20 +51,15 @@ pub(crate) fn render<'a>(plan: &'a Plan, data: Data<'a>, capacity: usize) -> Res
         }],
         root: None,
         blocks: Vec::new(),
-        missing_partial: None,
+        stop: Stop::Abort,
         inline_scopes: Vec::new(),
         partial_depth: 0,
         level: 0,
-        too_deep: false,
         out: String::with_capacity(capacity),
     };
     match renderer.plan(plan) {
         Ok(()) => Ok(renderer.out),
-        Err(Abort) if renderer.too_deep => Err(Stop::TooDeep),
-        Err(Abort) => Err(match renderer.missing_partial {
-            Some(name) => Stop::MissingPartial(name),
-            None => Stop::Abort,
-        }),
+        Err(Abort) => Err(renderer.stop),
     }
 }
 
@@ -167,8 +162,8 @@ struct Renderer<'a> {
     frames: Vec<Frame<'a>>,
     /// The root context, once something needed it whole.
     root: Option<Rc<Value>>,
-    /// A partial that was to render but does not exist.
-    missing_partial: Option<String>,
+    /// Why the render stopped, when it did (see [`Self::stop`]).
+    stop: Stop,
     /// The programs rendering that declare inline partials: where each
     /// started (frame count) and its partials, innermost last.
     inline_scopes: Vec<(usize, &'a HashMap<String, Plan>)>,
@@ -177,9 +172,6 @@ struct Renderer<'a> {
     /// Programs (template, block bodies, partials) being rendered inside
     /// one another.
     level: usize,
-    /// Partials nested deeper than [`MAX_PARTIAL_NESTING`] (one that
-    /// includes itself without end).
-    too_deep: bool,
     /// The blocks of the partial blocks being rendered, innermost last,
     /// with how many frames their caller had.
     blocks: Vec<(&'a Plan, usize)>,
@@ -191,8 +183,7 @@ impl<'a> Renderer<'a> {
         // Blocks and partials render recursively: a bound, not a stack
         // overflow, for templates that nest (or recurse) too deep.
         if self.level >= MAX_RENDER_LEVELS {
-            self.too_deep = true;
-            return Err(Abort);
+            return Err(self.stop(Stop::TooDeep));
         }
         self.level += 1;
         let result = match &plan.inline {
@@ -262,11 +253,8 @@ impl<'a> Renderer<'a> {
                 self.block(*kind, first, second, include_zero, blocks)?;
             }
             Node::Partial(partial) => self.include(partial)?,
-            Node::Fail(name) => return Err(self.fail(name)),
-            Node::TooDeep => {
-                self.too_deep = true;
-                return Err(Abort);
-            }
+            Node::Fail(name) => return Err(self.stop(Stop::MissingPartial(name.clone()))),
+            Node::TooDeep => return Err(self.stop(Stop::TooDeep)),
             Node::PartialBlock { indent } => self.partial_block(indent.as_deref())?,
         }
         Ok(())
@@ -283,30 +271,34 @@ impl<'a> Renderer<'a> {
         // A fallback block and an inline partial belong to the caller's
         // template: their `../` goes on in its contexts (the declaring
         // program's, for an inline partial).
-        let (plan, link) = match include.inline {
-            Some(level) => {
+        let (plan, link) = match &include.target {
+            PartialTarget::Registered(plan) => (&**plan, None),
+            PartialTarget::Fallback(plan) => (&**plan, Some(self.frames.len())),
+            PartialTarget::Inline { level, name } => {
                 let at = self
                     .inline_scopes
                     .len()
                     .checked_sub(level + 1)
                     .ok_or(Abort)?;
                 let (frames, partials) = self.inline_scopes[at];
-                let plan = partials.get(&include.name).ok_or(Abort)?;
-                (plan, Some(frames))
+                (partials.get(name).ok_or(Abort)?, Some(frames))
             }
-            None if include.fallback => (&*include.plan, Some(self.frames.len())),
-            None => (&*include.plan, None),
         };
         let result = self.partial(plan, include.context.as_ref(), &include.hash, link);
         if include.block.is_some() {
             self.blocks.pop();
         }
         result?;
-        if let Some(indent) = &include.indent {
+        self.indent_from(start, include.indent.as_deref());
+        Ok(())
+    }
+
+    /// Indents what was printed since `start`, for a standalone partial.
+    fn indent_from(&mut self, start: usize, indent: Option<&str>) {
+        if let Some(indent) = indent {
             let printed = self.out.split_off(start);
             indent_lines(&mut self.out, &printed, indent);
         }
-        Ok(())
     }
 
     /// `{{> @partial-block}}`: the block renders with the current context,
@@ -322,16 +314,15 @@ impl<'a> Renderer<'a> {
         self.frames.pop();
         self.blocks.push((block, caller));
         result?;
-        if let Some(indent) = indent {
-            let printed = self.out.split_off(start);
-            indent_lines(&mut self.out, &printed, indent);
-        }
+        self.indent_from(start, indent);
         Ok(())
     }
 
+    /// Stops the render for `reason` (which the caller then reports
+    /// rather than rendering with handlebars).
     #[cold]
-    fn fail(&mut self, partial: &str) -> Abort {
-        self.missing_partial = Some(partial.to_owned());
+    fn stop(&mut self, reason: Stop) -> Abort {
+        self.stop = reason;
         Abort
     }
 
@@ -581,8 +572,7 @@ impl<'a> Renderer<'a> {
             V::Shared(Rc::new(merge(base.value(), &named)))
         };
         if self.partial_depth >= MAX_PARTIAL_NESTING {
-            self.too_deep = true;
-            return Err(Abort);
+            return Err(self.stop(Stop::TooDeep));
         }
         match link {
             Some(caller) => self.push_linked(this, caller),

@@ -18,7 +18,6 @@ use crate::helpers::{DATA_HELPER, Engine, HelperFn, MarkerHelper};
 const MAX_PARTIAL_DEPTH: usize = 16;
 
 /// A template ready for the fast renderer.
-#[derive(Default)]
 pub(crate) struct Plan {
     pub(super) nodes: Vec<Node>,
     /// The inline partials the program declares (found by name when
@@ -64,7 +63,7 @@ pub(super) enum Node {
 
 /// `{{> name context key=value}}`.
 pub(super) struct PartialNode {
-    pub(super) plan: Arc<Plan>,
+    pub(super) target: PartialTarget,
     pub(super) context: Option<Arg>,
     pub(super) hash: Hash,
     /// A standalone partial's indentation, put before every line it
@@ -73,14 +72,18 @@ pub(super) struct PartialNode {
     /// `{{#> name}}block{{/name}}`: what `{{> @partial-block}}` renders
     /// inside the partial.
     pub(super) block: Option<Arc<Plan>>,
-    /// `plan` is the block of `{{#> name}}` standing in for a partial that
-    /// does not exist.
-    pub(super) fallback: bool,
-    /// The partial is the inline partial `name` declared this many
-    /// inline-declaring programs out (0: the innermost); `plan` is unused.
-    pub(super) inline: Option<usize>,
-    /// The partial's name.
-    pub(super) name: String,
+}
+
+/// What a `{{> name}}` renders.
+pub(super) enum PartialTarget {
+    /// A registered partial.
+    Registered(Arc<Plan>),
+    /// The block of `{{#> name}}` standing in for a partial that does not
+    /// exist.
+    Fallback(Arc<Plan>),
+    /// The inline partial `name` declared `level` inline-declaring programs
+    /// out (0: the innermost), found when rendering (it may include itself).
+    Inline { level: usize, name: String },
 }
 
 /// The built-in block helpers.
@@ -454,13 +457,13 @@ impl Planner<'_> {
         let (mut params, hash) = self.arguments(&dt.params, &dt.hash)?;
         // The block is the caller's: planned in its scope.
         let mut block = self.optional(dt.template.as_ref())?.map(Arc::new);
-        let (plan, fallback, inline) = match (self.find_partial(name)?, block.take()) {
-            (Some((plan, inline)), taken) => {
+        let target = match (self.find_partial(name)?, block.take()) {
+            (Some(target), taken) => {
                 block = taken;
-                (plan, false, inline)
+                target
             }
             // A missing partial renders its block instead, in its place.
-            (None, Some(fallback)) => (fallback, true, None),
+            (None, Some(fallback)) => PartialTarget::Fallback(fallback),
             (None, None) => return Ok(Node::Fail(name.to_owned())),
         };
         // Handlebars evaluates every parameter but uses only the first.
@@ -473,34 +476,33 @@ impl Planner<'_> {
             return Err(Abort);
         }
         Ok(Node::Partial(Box::new(PartialNode {
-            plan,
+            target,
             context,
             hash,
             indent,
             block,
-            fallback,
-            inline,
-            name: name.to_owned(),
         })))
     }
 
-    /// The partial `name`: an inline partial in scope (how many
-    /// inline-declaring programs out; its plan is found when rendering),
-    /// else a registered one (`None` if there is neither).
-    fn find_partial(&mut self, name: &str) -> Result<Option<FoundPartial>, Abort> {
+    /// The partial `name`: an inline partial in scope, else a registered
+    /// one (`None` if there is neither).
+    fn find_partial(&mut self, name: &str) -> Result<Option<PartialTarget>, Abort> {
         let level = self
             .inline
             .iter()
             .rev()
             .position(|scope| scope.iter().any(|n| n == name));
         if let Some(level) = level {
-            return Ok(Some((Arc::new(Plan::default()), Some(level))));
+            return Ok(Some(PartialTarget::Inline {
+                level,
+                name: name.to_owned(),
+            }));
         }
         // A registered partial's plan depends on the inline partials it can
         // see, so it is reused only when there are none.
         let cacheable = self.inline.is_empty();
         if cacheable && let Some(plan) = self.partials.get(name) {
-            return Ok(Some((Arc::clone(plan), None)));
+            return Ok(Some(PartialTarget::Registered(Arc::clone(plan))));
         }
         let Some(template) = self.engine.handlebars.get_template(name) else {
             return Ok(None);
@@ -518,7 +520,7 @@ impl Planner<'_> {
         if cacheable {
             self.partials.insert(name.to_owned(), Arc::clone(&plan));
         }
-        Ok(Some((plan, None)))
+        Ok(Some(PartialTarget::Registered(plan)))
     }
 
     fn arguments(
@@ -605,10 +607,6 @@ fn path_ref(path: &Path) -> Result<PathRef, Abort> {
         }
     }
 }
-
-/// A registered partial's plan, or for an inline one (an empty plan and)
-/// how many inline-declaring programs out it was declared.
-type FoundPartial = (Arc<Plan>, Option<usize>);
 
 /// `{{#*inline "name"}}body{{/inline}}` as `(name, body)`; `None` for any
 /// other element, `Some(Err)` for an inline declaration the fast renderer

@@ -409,8 +409,10 @@ fn purpose_is(part: &Part, purpose: &str) -> bool {
 
 #[async_trait]
 impl ModelMiddleware for AugmentWithContext {
+    /// Only when there are documents the messages lack (`generate` has
+    /// usually added them to the history already).
     fn applies(&self, req: &GenerateRequest) -> bool {
-        req.docs.as_ref().is_some_and(|d| !d.is_empty())
+        req.docs.as_ref().is_some_and(|d| !d.is_empty()) && self.needs_context(&req.messages)
     }
 
     async fn call(
@@ -419,10 +421,11 @@ impl ModelMiddleware for AugmentWithContext {
         ctx: ModelCallCtx,
         next: ModelNext,
     ) -> Result<GenerateResponse> {
-        if let Some(docs) = req.docs.clone().filter(|d| !d.is_empty())
-            && self.needs_context(&req.messages)
+        // Checked before `make_mut`, which copies a shared history.
+        if self.applies(&req)
+            && let Some(docs) = req.docs.as_deref()
         {
-            self.augment(Arc::make_mut(&mut req.messages).as_mut_slice(), &docs);
+            self.augment(Arc::make_mut(&mut req.messages).as_mut_slice(), docs);
         }
         next.run(req, ctx).await
     }
