@@ -50,5 +50,11 @@ fn render(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, render);
+// criterion's macro defines an undocumented `pub fn benches`.
+#[allow(missing_docs)]
+mod group {
+    use super::*;
+    criterion_group!(benches, render);
+}
+use group::benches;
 criterion_main!(benches);
