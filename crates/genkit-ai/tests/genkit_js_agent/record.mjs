@@ -14,6 +14,7 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { genkit } from 'genkit/beta';
 import { remoteAgent } from 'genkit/beta/client';
+import { toJsonSchema } from 'genkit/schema';
 import { toToolDefinition } from 'genkit/tool';
 import { AGENTS, Normalizer, copy, defineAgents, defineScriptedModel, defineTools, errorRecord, gate, sleep } from './lib.mjs';
 import { HTTP, LOCAL } from './scenarios.mjs';
@@ -347,6 +348,18 @@ const version = JSON.parse(readFileSync(new URL('./node_modules/genkit/package.j
     return { key, name: a.name, description: a.description, metadata: a.metadata };
   };
   const agentKeys = (name) => [`/agent/${name}`, `/agent-snapshot/${name}`, `/agent-abort/${name}`];
+  // Every agent's actions have the same schemas: those of one agent, as JSON
+  // schemas (init and stream schemas too, which the Reflection API of 1.42
+  // does not list).
+  const schemas = {};
+  for (const key of agentKeys('promptAgentWithStore')) {
+    const a = actions[key];
+    schemas[key] = Object.fromEntries(
+      ['inputSchema', 'outputSchema', 'initSchema', 'streamSchema']
+        .filter((field) => a[field])
+        .map((field) => [field, toJsonSchema({ schema: a[field] })]),
+    );
+  }
   console.log(
     JSON.stringify({
       kind: 'header',
@@ -354,6 +367,7 @@ const version = JSON.parse(readFileSync(new URL('./node_modules/genkit/package.j
       agents: AGENTS,
       tools: tools.map((t) => toToolDefinition(t)),
       actions: AGENTS.flatMap((a) => agentKeys(a.name)).map(descriptor),
+      schemas,
     }),
   );
 }
