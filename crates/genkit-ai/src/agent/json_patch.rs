@@ -19,6 +19,12 @@
 //! Numbers compare by value (`1` equals `1.0`), as in JavaScript. No `move`
 //! or `copy` is ever produced; [`apply`] accepts all six operations.
 //!
+//! One deliberate difference: keys named like members of JavaScript's
+//! `Object.prototype` (`constructor`, `toString`, `__proto__`, ...) are
+//! ordinary keys here. Genkit JS's `diff` mistakes them for present keys (a new
+//! one becomes a `replace`, a removed one throws) and its `applyPatch` refuses
+//! `__proto__`, `prototype` and `constructor` in paths.
+//!
 //! ```
 //! use genkit_ai::agent::json_patch::{apply, diff, JsonPatchOperation};
 //! use serde_json::json;
@@ -543,6 +549,26 @@ mod tests {
             .map(|op| op.path().to_string())
             .collect();
         assert_eq!(paths, ["/2", "/10", "/b", "/a", "/01"]);
+    }
+
+    #[test]
+    fn prototype_member_names_are_ordinary_keys() {
+        let old = json!({"a": 1, "toString": 2});
+        let new = json!({"a": 1, "constructor": 2});
+        let patch = diff(&old, &new);
+        assert_eq!(
+            patch,
+            vec![
+                JsonPatchOperation::Remove {
+                    path: "/toString".into()
+                },
+                JsonPatchOperation::Add {
+                    path: "/constructor".into(),
+                    value: json!(2)
+                },
+            ]
+        );
+        assert_eq!(apply(&old, &patch).unwrap(), new);
     }
 
     #[test]
