@@ -232,6 +232,7 @@ enum Line {
     Header(Header),
     Local(LocalScenario),
     Http(HttpScenario),
+    Reflection(ReflectionScenario),
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -628,6 +629,118 @@ enum SseField {
     Error,
 }
 
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReflectionScenario {
+    name: String,
+    requests: Vec<ReflectionRequest>,
+    expect: ReflectionExpect,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ReflectionRequest {
+    method: String,
+    path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    body: Option<RunActionRequest>,
+    /// For `GET /api/actions`: the keys recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    only_keys: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    model_responses: Option<Vec<ScriptedResponse>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stream_chunks: Option<Vec<Vec<GenerateResponseChunk>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    capture_snapshot_id: Option<String>,
+}
+
+/// The body of `POST /api/runAction`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunActionRequest {
+    key: String,
+    input: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    init: Option<AgentInit>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ReflectionExpect {
+    exchanges: Vec<ReflectionExchange>,
+    model_requests: Vec<GenerateRequest>,
+    captures: BTreeMap<String, Value>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ReflectionExchange {
+    status: u16,
+    content_type: Option<String>,
+    genkit_headers: Vec<String>,
+    body: ReflectionBody,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+enum ReflectionBody {
+    /// `?stream=true`: one JSON value per line.
+    Lines(Vec<ReflectionLine>),
+    One(Box<ReflectionLine>),
+    /// `GET /api/actions`: descriptors by key.
+    Actions(BTreeMap<String, ReflectionAction>),
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+enum ReflectionLine {
+    Result {
+        result: Box<ReflectionResult>,
+        telemetry: Telemetry,
+    },
+    Error {
+        error: ReflectionError,
+    },
+    Chunk(Box<AgentStreamChunk>),
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+enum ReflectionResult {
+    Output(AgentOutput),
+    Snapshot(SessionSnapshot),
+    Abort(AbortResponse),
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Telemetry {
+    trace_id: String,
+}
+
+/// A reflection error: a numeric status code, the message, details.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReflectionError {
+    code: u16,
+    message: String,
+    details: Value,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ReflectionAction {
+    key: String,
+    name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    metadata: Option<Value>,
+    input_schema: Value,
+    output_schema: Value,
+}
+
 // ── Checks ─────────────────────────────────────────────────────────────────
 
 /// Parses `value` as `T` and requires `T` to serialize back to the same JSON.
@@ -683,7 +796,7 @@ fn the_uuid_check_works() {
 fn every_recorded_line_parses_into_typed_records() {
     let lines = recorded();
     let mut header = None;
-    let (mut local, mut http) = (0, 0);
+    let (mut local, mut http, mut reflection) = (0, 0, 0);
     for (number, value) in &lines {
         let line: Line = round_trip(value).unwrap_or_else(|e| panic!("line {number}: {e}"));
         let text = value.to_string();
@@ -728,6 +841,19 @@ fn every_recorded_line_parses_into_typed_records() {
                     }
                 }
             }
+            Line::Reflection(scenario) => {
+                reflection += 1;
+                assert_eq!(scenario.requests.len(), scenario.expect.exchanges.len());
+                for (request, exchange) in scenario.requests.iter().zip(&scenario.expect.exchanges)
+                {
+                    assert_eq!(
+                        matches!(exchange.body, ReflectionBody::Lines(_)),
+                        request.path.contains("stream=true"),
+                        "{}: streamed bodies are JSON lines",
+                        scenario.name
+                    );
+                }
+            }
             Line::Http(scenario) => {
                 http += 1;
                 assert_eq!(scenario.calls.len(), scenario.expect.calls.len());
@@ -749,6 +875,7 @@ fn every_recorded_line_parses_into_typed_records() {
     assert_eq!(header.actions.len(), header.agents.len() * 3);
     assert!(local >= 25, "only {local} local scenarios");
     assert!(http >= 5, "only {http} HTTP scenarios");
+    assert!(reflection >= 1, "no Reflection API scenario");
 }
 
 /// Invariants of one step's result.

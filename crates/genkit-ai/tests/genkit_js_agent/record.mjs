@@ -17,7 +17,9 @@ import { remoteAgent } from 'genkit/beta/client';
 import { toJsonSchema } from 'genkit/schema';
 import { toToolDefinition } from 'genkit/tool';
 import { AGENTS, Normalizer, copy, defineAgents, defineScriptedModel, defineTools, errorRecord, gate, sleep } from './lib.mjs';
-import { HTTP, LOCAL } from './scenarios.mjs';
+import { ReflectionServer } from '@genkit-ai/core';
+import { rmSync } from 'node:fs';
+import { HTTP, LOCAL, REFLECTION } from './scenarios.mjs';
 
 const TERMINAL = new Set(['completed', 'failed', 'aborted', 'expired']);
 // Steps are spaced so snapshots get distinct createdAt times (a session
@@ -337,6 +339,70 @@ async function runHttp(scenario) {
   return { calls: results, exchanges: recorder.exchanges, modelRequests: ctx.modelRequests };
 }
 
+// ── Reflection API ──────────────────────────────────────────────────────
+
+// A reflection response body: JSON lines when streamed (each chunk, then the
+// result or error line), else one JSON value (or the text when it is not
+// JSON). Stack traces become `<stack>`, trace and span ids `<traceId>`,
+// schema validation messages are cut as errorRecord cuts them.
+function parseReflectionBody(body, streamed) {
+  const parse = (text) => {
+    try {
+      return JSON.parse(text);
+    } catch {
+      return text;
+    }
+  };
+  return streamed ? body.split('\n').filter(Boolean).map(parse) : parse(body);
+}
+
+function scrubTelemetry(value, key) {
+  if (key === 'stack') return '<stack>';
+  if (key === 'traceId' || key === 'spanId') return '<traceId>';
+  if (key === 'message' && typeof value === 'string') return value.split('\n\nProvided data:')[0];
+  if (Array.isArray(value)) return value.map((v) => scrubTelemetry(v));
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, scrubTelemetry(v, k)]));
+  }
+  return value;
+}
+
+async function runReflection(scenario) {
+  const { ai, ctx } = setup();
+  const server = new ReflectionServer(ai.registry, { port: await freePort() });
+  await server.start();
+  const captures = {};
+  const exchanges = [];
+  try {
+    for (const request of scenario.requests) {
+      script(ctx, request);
+      const body = request.body && resolve(request.body, captures);
+      const response = await fetch(`http://localhost:${server.port}${request.path}`, {
+        method: request.method,
+        headers: body ? { 'Content-Type': 'application/json' } : {},
+        body: body && JSON.stringify(body),
+      });
+      let parsed = scrubTelemetry(parseReflectionBody(await response.text(), request.path.includes('stream=true')));
+      if (request.onlyKeys) parsed = Object.fromEntries(request.onlyKeys.map((k) => [k, parsed[k]]));
+      const result = Array.isArray(parsed) ? parsed.at(-1)?.result : parsed?.result;
+      if (request.captureSnapshotId) captures[request.captureSnapshotId] = result?.snapshotId;
+      const genkitHeaders = [...response.headers.keys()].filter((k) => k.startsWith('x-genkit-')).sort();
+      exchanges.push({
+        status: response.status,
+        contentType: response.headers.get('content-type'),
+        genkitHeaders,
+        body: parsed,
+      });
+      await sleep(STEP_SPACING_MS);
+    }
+  } finally {
+    await server.stop();
+    // The server registers itself under .genkit/runtimes of this folder.
+    rmSync(new URL('./.genkit', import.meta.url), { recursive: true, force: true });
+  }
+  return { exchanges, modelRequests: ctx.modelRequests, captures };
+}
+
 // ── Output ──────────────────────────────────────────────────────────────
 
 const version = JSON.parse(readFileSync(new URL('./node_modules/genkit/package.json', import.meta.url), 'utf8')).version;
@@ -382,5 +448,9 @@ for (const scenario of LOCAL) {
 for (const scenario of HTTP) {
   const expect = await runHttp(scenario);
   console.log(JSON.stringify(new Normalizer().normalize({ kind: 'http', ...scenario, expect })));
+}
+for (const scenario of REFLECTION) {
+  const expect = await runReflection(scenario);
+  console.log(JSON.stringify(new Normalizer().normalize({ kind: 'reflection', ...scenario, expect })));
 }
 process.exit(0);

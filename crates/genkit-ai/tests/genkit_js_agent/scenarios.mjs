@@ -696,3 +696,53 @@ export const HTTP = [
     ],
   },
 ];
+
+// Reflection API (what the Dev UI and `genkit` CLI use): the agents' actions
+// run through `POST /api/runAction` of Genkit JS's ReflectionServer, which
+// takes `{key, input, init}`; `?stream=true` streams chunks as JSON lines.
+export const REFLECTION = [
+  {
+    name: 'reflection: an agent turn, its snapshot, an abort, and the listing',
+    requests: [
+      { method: 'GET', path: '/api/actions', onlyKeys: ['/agent/promptAgentWithStore', '/agent-snapshot/promptAgentWithStore', '/agent-abort/promptAgentWithStore'] },
+      {
+        method: 'POST',
+        path: '/api/runAction?stream=true',
+        body: { key: '/agent/promptAgentWithStore', input: say('hi'), init: {} },
+        streamChunks: [[{ content: [{ text: 'hel' }] }, { content: [{ text: 'lo' }] }]],
+        modelResponses: [reply('hello')],
+        captureSnapshotId: 'snap1',
+      },
+      {
+        method: 'POST',
+        path: '/api/runAction',
+        body: { key: '/agent/promptAgentWithStore', input: say('again'), init: { snapshotId: '{{snap1}}' } },
+        modelResponses: [reply('hello again')],
+      },
+      { method: 'POST', path: '/api/runAction', body: { key: '/agent-snapshot/promptAgentWithStore', input: { snapshotId: '{{snap1}}' } } },
+      { method: 'POST', path: '/api/runAction', body: { key: '/agent-abort/promptAgentWithStore', input: { snapshotId: '{{snap1}}' } } },
+    ],
+  },
+  {
+    name: 'reflection: errors keep their status',
+    requests: [
+      {
+        method: 'POST',
+        path: '/api/runAction?stream=true',
+        body: { key: '/agent/promptAgentWithStore', input: say('x'), init: { state: {} } },
+      },
+      {
+        method: 'POST',
+        path: '/api/runAction',
+        body: { key: '/agent/promptAgentWithStore', input: say('x'), init: { state: {} } },
+      },
+      { method: 'POST', path: '/api/runAction', body: { key: '/agent-snapshot/promptAgentWithStore', input: { snapshotId: 'no-such-snapshot' } } },
+      {
+        method: 'POST',
+        path: '/api/runAction?stream=true',
+        body: { key: '/agent/promptAgentWithStore', input: say('y'), init: { snapshotId: 'no-such-snapshot' } },
+      },
+      { method: 'POST', path: '/api/runAction', body: { key: '/agent/promptAgentWithStore', input: say('no init') } },
+    ],
+  },
+];
