@@ -267,6 +267,20 @@ struct AgentDefinition {
     prompt: Option<PromptDefinition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     behaviour: Option<String>,
+    /// The custom state's schema, described (`field: type`).
+    #[serde(
+        rename = "stateSchema",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    state_schema: Option<BTreeMap<String, String>>,
+    /// What the client transform does to `state` and `chunk`, described.
+    #[serde(
+        rename = "clientTransform",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    client_transform: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -924,6 +938,8 @@ fn the_scenarios_cover_the_agent_api() {
         r#""field":"error""#,
         r#""path":"/promptAgentWithStore/getSnapshot""#,
         r#""path":"/customAgentBlocking/abort""#,
+        r#""stateSchema":{"type":"object""#,
+        r#""key":"/agent-snapshot/promptAgentWithStore""#,
     ] {
         assert!(any(needle), "no scenario records {needle}");
     }

@@ -153,6 +153,32 @@ export const AGENTS = [
       'each turn updates custom three times: {counter: 1, status: "working"}, then counter 2, then status "done" (each update spreads the previous value); returns message "done"',
   },
   {
+    name: 'customAgentTypedState',
+    kind: 'custom',
+    store: false,
+    stateSchema: { counter: 'number (required)', label: 'string (optional)' },
+    behaviour:
+      'stateSchema z.object({counter: z.number(), label: z.string().optional()}); each turn sets custom.counter to previous counter (or 0) + 1, keeping label; returns message "done"',
+  },
+  {
+    name: 'customAgentTypedStateStore',
+    kind: 'custom',
+    store: true,
+    stateSchema: { counter: 'number (required)', label: 'string (optional)' },
+    behaviour: 'customAgentTypedState with a store',
+  },
+  {
+    name: 'customAgentWithClientTransform',
+    kind: 'custom',
+    store: true,
+    clientTransform: {
+      state: 'the state without custom.secret',
+      chunk: 'artifact chunks dropped; others unchanged',
+    },
+    behaviour:
+      'each turn sets custom to {visible: previous visible (or 0) + 1, secret: "s<visible>"}, adds artifact note [text "n<visible>"] and model message "done <visible>"; returns the last message',
+  },
+  {
     name: 'customAgentStreaming',
     kind: 'custom',
     store: false,
@@ -165,7 +191,20 @@ export const AGENTS = [
 export function defineAgents(ai, ctx) {
   const agents = {};
   const store = (def) => (def.store ? { store: new InMemorySessionStore() } : {});
-  const custom = (def, fn) => ai.defineCustomAgent({ name: def.name, ...store(def) }, fn);
+  const typed = z.object({ counter: z.number(), label: z.string().optional() });
+  const withoutSecret = (state) => {
+    if (!state.custom) return state;
+    const { secret, ...custom } = state.custom;
+    return { ...state, custom };
+  };
+  const extras = {
+    customAgentTypedState: { stateSchema: typed },
+    customAgentTypedStateStore: { stateSchema: typed },
+    customAgentWithClientTransform: {
+      clientTransform: { state: withoutSecret, chunk: (chunk) => (chunk.artifact ? undefined : chunk) },
+    },
+  };
+  const custom = (def, fn) => ai.defineCustomAgent({ name: def.name, ...store(def), ...extras[def.name] }, fn);
   const lastMessage = (sess) => sess.getMessages().at(-1);
   const behaviours = {
     customAgentBlocking: async (sess, { abortSignal }) => {
@@ -231,6 +270,21 @@ export function defineAgents(ai, ctx) {
       });
       return { message: modelText('done') };
     },
+    customAgentTypedState: async (sess) => {
+      await sess.run(async () => {
+        sess.updateCustom((prev) => ({ ...prev, counter: (prev?.counter ?? 0) + 1 }));
+      });
+      return { message: modelText('done') };
+    },
+    customAgentWithClientTransform: async (sess) => {
+      await sess.run(async () => {
+        const visible = (sess.getCustom()?.visible ?? 0) + 1;
+        sess.updateCustom(() => ({ visible, secret: `s${visible}` }));
+        sess.addArtifacts([{ name: 'note', parts: [{ text: `n${visible}` }] }]);
+        sess.addMessages([modelText(`done ${visible}`)]);
+      });
+      return { message: lastMessage(sess) };
+    },
     customAgentStreaming: async (sess, { sendChunk }) => {
       await sess.run(async (input) => {
         sendChunk({ modelChunk: { role: 'model', content: [{ text: 'echo ' }] } });
@@ -244,6 +298,7 @@ export function defineAgents(ai, ctx) {
   behaviours.customAgentFailingClient = behaviours.customAgentFailing;
   behaviours.customAgentFailOnDemandClient = behaviours.customAgentFailOnDemand;
   behaviours.customAgentWithCustomStateStore = behaviours.customAgentWithCustomState;
+  behaviours.customAgentTypedStateStore = behaviours.customAgentTypedState;
   for (const def of AGENTS) {
     agents[def.name] =
       def.kind === 'prompt'

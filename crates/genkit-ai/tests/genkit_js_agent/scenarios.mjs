@@ -613,6 +613,35 @@ export const LOCAL = [
       { type: 'waitUntilCompleted', snapshotId: '{{snap2}}' },
     ],
   },
+
+  // ── Typed custom state and client transforms ─────────────────────────
+  {
+    name: 'typed custom state: valid state is used, invalid state fails the invocation',
+    agent: 'customAgentTypedState',
+    steps: [
+      { type: 'send', init: { state: { custom: { counter: 4, label: 'x' } } }, inputs: [say('valid')] },
+      { type: 'send', init: { state: { custom: { counter: 'four' } } }, inputs: [say('invalid')] },
+      { type: 'send', init: { state: { custom: { label: 'no counter' } } }, inputs: [say('missing')] },
+      { type: 'send', init: {}, inputs: [say('none yet')] },
+    ],
+  },
+  {
+    name: 'typed custom state, server-managed: a stored state is validated on resume',
+    agent: 'customAgentTypedStateStore',
+    steps: [
+      { type: 'send', init: {}, inputs: [say('one')], captureSnapshotId: 'snap1' },
+      { type: 'send', init: { snapshotId: '{{snap1}}' }, inputs: [say('two')] },
+    ],
+  },
+  {
+    name: 'a client transform redacts state, patches and snapshots, and drops artifact chunks',
+    agent: 'customAgentWithClientTransform',
+    steps: [
+      { type: 'send', init: {}, inputs: [say('one'), say('two')], captureSnapshotId: 'snap' },
+      { type: 'getSnapshot', lookup: { snapshotId: '{{snap}}' } },
+      { type: 'send', init: { snapshotId: '{{snap}}' }, inputs: [say('three')] },
+    ],
+  },
 ];
 
 // HTTP: each agent is served by @genkit-ai/express's startFlowServer at
