@@ -494,6 +494,12 @@ enum Call {
         snapshot_id: String,
     },
     Release {},
+    NewChat {
+        init: AgentInit,
+    },
+    LoadChat {
+        lookup: SnapshotLookup,
+    },
     Post(PostCall),
 }
 
@@ -537,6 +543,10 @@ struct CallResult {
     chunks: Option<Vec<ClientChunk>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     snapshot_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    messages: Option<Vec<Message>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     snapshot: Option<SessionSnapshot>,
     /// `abort`: the previous status (null for none); `post`: the HTTP status.

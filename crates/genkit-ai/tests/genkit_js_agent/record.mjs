@@ -269,7 +269,7 @@ async function runHttp(scenario) {
   const url = `http://localhost:${server.port}`;
   const recorder = recordExchanges(url);
   const api = remoteAgent({ url: `${url}/${scenario.agent}` });
-  const chat = api.chat();
+  let chat = api.chat();
   const captures = {};
   let task;
   const results = [];
@@ -312,6 +312,14 @@ async function runHttp(scenario) {
           case 'release':
             ctx.gate.open();
             result = {};
+            break;
+          case 'newChat':
+            chat = api.chat(call.init);
+            result = {};
+            break;
+          case 'loadChat':
+            chat = await api.loadChat(resolve(call.lookup, captures));
+            result = { snapshotId: chat.snapshotId, sessionId: chat.sessionId, messages: copy(chat.messages) };
             break;
           case 'post': {
             const response = await fetch(`${url}${call.path}`, {

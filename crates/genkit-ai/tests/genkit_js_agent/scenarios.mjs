@@ -671,6 +671,17 @@ export const HTTP = [
     ],
   },
   {
+    name: 'http: a chat on a chosen sessionId, then loadChat by sessionId continues it',
+    agent: 'promptAgentWithStore',
+    calls: [
+      { call: 'newChat', init: { sessionId: 'session-h' } },
+      { call: 'send', input: 'hi', modelResponses: [reply('hello')] },
+      { call: 'loadChat', lookup: { sessionId: 'session-h' } },
+      { call: 'send', input: 'again', modelResponses: [reply('hello again')] },
+      { call: 'loadChat', lookup: { sessionId: 'no-such-session' } },
+    ],
+  },
+  {
     name: 'http: interrupt, then resume in a second call',
     agent: 'promptAgentWithInterrupt',
     calls: [
