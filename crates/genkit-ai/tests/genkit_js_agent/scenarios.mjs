@@ -70,7 +70,7 @@ export const LOCAL = [
     ],
   },
   {
-    name: 'an input with neither message nor resume still runs a turn',
+    name: 'an input with neither message nor resume on an empty session fails the turn',
     agent: 'promptAgent',
     steps: [{ type: 'send', init: {}, inputs: [{}], modelResponses: [reply('nothing asked')] }],
   },
@@ -709,7 +709,7 @@ export const HTTP = [
     calls: [{ call: 'detach', input: 'work' }, { call: 'release' }, { call: 'waitDetached' }],
   },
   {
-    name: 'http: custom state patches and artifacts over SSE',
+    name: 'http: custom state patches over SSE, applied by the client',
     agent: 'customAgentWithMultiCustomState',
     calls: [{ call: 'sendStream', input: 'go' }, { call: 'sendStream', input: 'again' }],
   },
