@@ -1,5 +1,6 @@
 //! Genkit for Rust, AI layer.
 //!
+//! - [`agent`]: Genkit's Agent API (so far: JSON Patch for streamed custom state).
 //! - [`types`]: Genkit's generation wire types (parts, messages, requests,
 //!   responses, chunks, model metadata) with exactly Genkit's JSON shape.
 //! - [`formats`]: output formats (`json`, `array`, `enum`, `jsonl`, `text`): format
@@ -32,6 +33,7 @@
 //! # Ok::<(), genkit_ai::formats::FormatError>(())
 //! ```
 
+pub mod agent;
 pub mod embedder;
 pub mod extract;
 pub mod formats;
