@@ -32,6 +32,7 @@
 //! # Ok::<(), genkit_ai::formats::FormatError>(())
 //! ```
 
+pub mod agent;
 pub mod embedder;
 pub mod extract;
 pub mod formats;

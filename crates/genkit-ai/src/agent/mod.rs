@@ -1,0 +1,12 @@
+//! Genkit's Agent API: wire types, session snapshots and the stores that keep
+//! them.
+//!
+//! - [`types`]: the agent's init, inputs, stream chunks and output, session
+//!   state and snapshots, with exactly Genkit JS's JSON shape.
+//! - [`store`]: the [`SessionStore`](store::SessionStore) trait (versioned,
+//!   optimistic writes) and the in-memory store.
+//! - [`testing`]: the test suite every store implementation runs.
+
+pub mod store;
+pub mod testing;
+pub mod types;
