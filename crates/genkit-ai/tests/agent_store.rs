@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use genkit_ai::agent::store::{InMemorySessionStore, SessionStore, StoredSnapshot};
-use genkit_ai::agent::testing::session_store_suite;
+use genkit_ai::agent::testing::{SuiteConfig, session_store_suite, session_store_suite_with};
 use genkit_ai::agent::types::SessionSnapshot;
 use genkit_core::Result;
 use serde_json::Value;
@@ -16,6 +16,16 @@ async fn in_memory_store_passes_the_suite_on_one_thread() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn in_memory_store_passes_the_suite_on_many_threads() {
     session_store_suite(Arc::new(InMemorySessionStore::new())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn in_memory_store_keeps_every_turn_of_50_writers() {
+    // Issue 13's load: 50 tasks × 20 turns on one session.
+    let config = SuiteConfig {
+        writers: 50,
+        turns_per_writer: 20,
+    };
+    session_store_suite_with(Arc::new(InMemorySessionStore::new()), config).await;
 }
 
 #[tokio::test(flavor = "current_thread")]

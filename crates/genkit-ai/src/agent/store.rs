@@ -72,7 +72,9 @@ pub trait SessionStore: Send + Sync + 'static {
     /// The session's latest snapshot: its only leaf (the snapshot no other
     /// snapshot continues). A session that branched (resumed twice from one
     /// snapshot) has several leaves and no latest: `FAILED_PRECONDITION`,
-    /// resume it by snapshot id instead.
+    /// resume it by snapshot id instead. (Genkit JS's stores return the most
+    /// recent leaf unless built with `rejectBranchingSessions`; guessing
+    /// which branch a caller meant would silently drop the other.)
     async fn latest(&self, session_id: &str) -> Result<StoredSnapshot>;
 
     /// Appends a turn's snapshot to its session, provided the session is

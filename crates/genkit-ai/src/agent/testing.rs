@@ -24,10 +24,25 @@ use super::store::{SessionStore, is_conflict, new_snapshot_id, now_rfc3339};
 use super::types::{AgentFinishReason, SessionSnapshot, SessionState, SnapshotStatus};
 use crate::types::Message;
 
-/// How many concurrent writers the suite runs, and how many turns each appends.
-pub const WRITERS: usize = 8;
-/// Turns per concurrent writer.
-pub const TURNS_PER_WRITER: usize = 25;
+/// How hard the suite's concurrency check pushes: `writers` tasks each
+/// append `turns_per_writer` turns to one session at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SuiteConfig {
+    /// Concurrent writer tasks.
+    pub writers: usize,
+    /// Turns each writer appends.
+    pub turns_per_writer: usize,
+}
+
+impl Default for SuiteConfig {
+    /// 8 writers × 25 turns.
+    fn default() -> Self {
+        Self {
+            writers: 8,
+            turns_per_writer: 25,
+        }
+    }
+}
 
 /// Runs every check of the [`SessionStore`] contract against `store`:
 /// create and read, parent chains, branching, lookup by session id, stale
@@ -35,6 +50,15 @@ pub const TURNS_PER_WRITER: usize = 25;
 /// failed writes leaving the store unchanged, the detached-turn lifecycle
 /// with abort, and side-effect records.
 pub async fn session_store_suite(store: Arc<dyn SessionStore>) {
+    session_store_suite_with(store, SuiteConfig::default()).await;
+}
+
+/// [`session_store_suite`] with another concurrency load.
+pub async fn session_store_suite_with(store: Arc<dyn SessionStore>, config: SuiteConfig) {
+    assert!(
+        config.writers >= 2 && config.turns_per_writer >= 1,
+        "the concurrency check needs at least two writers and one turn each"
+    );
     create_and_read(&*store).await;
     parent_chains(&*store).await;
     branching(&*store).await;
@@ -43,8 +67,8 @@ pub async fn session_store_suite(store: Arc<dyn SessionStore>) {
     unknown_ids_are_not_found(&*store).await;
     failed_writes_change_nothing(&*store).await;
     detached_lifecycle_and_abort(&*store).await;
-    side_effect_records(store.clone()).await;
-    concurrent_writers(store).await;
+    side_effect_records(store.clone(), config.writers).await;
+    concurrent_writers(store, config).await;
 }
 
 fn fresh_session() -> String {
@@ -507,7 +531,7 @@ async fn detached_lifecycle_and_abort(store: &dyn SessionStore) {
     );
 }
 
-async fn side_effect_records(store: Arc<dyn SessionStore>) {
+async fn side_effect_records(store: Arc<dyn SessionStore>, writers: usize) {
     let session = fresh_session();
     let key = "turn-1/toolRef-7";
     assert_eq!(
@@ -543,7 +567,7 @@ async fn side_effect_records(store: Arc<dyn SessionStore>) {
     );
     // Racing records of one key all see the same winner.
     let race_key = "race";
-    let handles: Vec<_> = (0..WRITERS)
+    let handles: Vec<_> = (0..writers)
         .map(|i| {
             let store = store.clone();
             let session = session.clone();
@@ -569,16 +593,17 @@ fn join_error(e: tokio::task::JoinError) -> genkit_core::Error {
     genkit_core::Error::internal(format!("writer task failed: {e}"))
 }
 
-async fn concurrent_writers(store: Arc<dyn SessionStore>) {
+async fn concurrent_writers(store: Arc<dyn SessionStore>, config: SuiteConfig) {
     let session = fresh_session();
-    let handles: Vec<_> = (0..WRITERS)
+    let turns = config.turns_per_writer;
+    let handles: Vec<_> = (0..config.writers)
         .map(|w| {
             let store = store.clone();
             let session = session.clone();
             tokio::spawn(async move {
                 let mut written = Vec::new();
                 let mut conflicts = 0usize;
-                for t in 0..TURNS_PER_WRITER {
+                for t in 0..turns {
                     loop {
                         let (parent, base) = match store.latest(&session).await {
                             Ok(s) => (Some(s.snapshot.snapshot_id), s.session_version),
@@ -607,11 +632,11 @@ async fn concurrent_writers(store: Arc<dyn SessionStore>) {
     for h in handles {
         let r = must(h.await.map_err(join_error), "writer task");
         let (written, c) = must(r, "writer");
-        assert_eq!(written.len(), TURNS_PER_WRITER);
+        assert_eq!(written.len(), turns);
         all_written.extend(written);
         conflicts += c;
     }
-    let expected = WRITERS * TURNS_PER_WRITER;
+    let expected = config.writers * turns;
     assert_eq!(all_written.len(), expected, "every write has its own id");
     let latest = must(store.latest(&session).await, "latest after the race");
     assert_eq!(
