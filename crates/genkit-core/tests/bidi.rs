@@ -389,3 +389,53 @@ async fn the_body_sees_the_context_and_its_run_is_one_span() {
     let output: Value = serde_json::from_str(attrs["genkit:output"].as_str().unwrap()).unwrap();
     assert_eq!(output, json!({"uid": "u1"}));
 }
+
+#[tokio::test]
+async fn actions_called_by_the_body_are_children_of_its_span() {
+    let store = traces();
+    let registry = Registry::new();
+    let shout = genkit_core::flow::define_flow(&registry, "shout", |s: String, _| async move {
+        Ok(s.to_uppercase())
+    })
+    .unwrap();
+    let action = BidiAction::new(
+        ActionKind::Custom,
+        "shouter",
+        move |_: (), mut inputs: BidiInputs<String>, ctx: ActionCtx<String>| {
+            let shout = shout.clone();
+            async move {
+                while let Some(s) = inputs.next().await {
+                    ctx.send_chunk(shout.run(s?).await?);
+                }
+                Ok(())
+            }
+        },
+    );
+    let trace_id = Arc::new(parking_lot::Mutex::new(None));
+    let t = trace_id.clone();
+    let mut run = action.start_with(
+        (),
+        RunOptions::new().on_trace_start(move |info| *t.lock() = Some(info.trace_id.to_string())),
+    );
+    run.send("a".into()).unwrap();
+    run.send("b".into()).unwrap();
+    run.close();
+    let chunks: Vec<String> = run.by_ref().map(|c| c.unwrap()).collect().await;
+    assert_eq!(chunks, ["A", "B"]);
+    run.output().await.unwrap();
+
+    let trace_id = trace_id.lock().clone().expect("the span opened");
+    let trace = store.get(&trace_id).expect("the trace was recorded");
+    let root = trace
+        .spans
+        .values()
+        .find(|s| s.display_name == "shouter")
+        .expect("the bidi span");
+    let children: Vec<_> = trace
+        .spans
+        .values()
+        .filter(|s| s.parent_span_id.as_deref() == Some(root.span_id.as_str()))
+        .map(|s| s.display_name.as_str())
+        .collect();
+    assert_eq!(children, ["shout", "shout"]);
+}
