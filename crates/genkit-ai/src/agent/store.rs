@@ -81,8 +81,8 @@ pub trait SessionStore: Send + Sync + 'static {
     /// still at version `base` (0: the session must not exist yet).
     ///
     /// The snapshot needs an id not used before (`ALREADY_EXISTS`) and a
-    /// session id (`sessionId`, or its state's); its parent, if any, must be
-    /// a snapshot of the same session. Returns the stored snapshot (revision 1,
+    /// session id (`sessionId`, or its state's; the two agree when both are
+    /// set); its parent, if any, must be a snapshot of the same session. Returns the stored snapshot (revision 1,
     /// session version `base + 1`).
     async fn append(&self, snapshot: SessionSnapshot, base: u64) -> Result<StoredSnapshot>;
 
@@ -94,7 +94,8 @@ pub trait SessionStore: Send + Sync + 'static {
 
     /// Records a side effect's result under `key` in the session at once,
     /// outside any turn's write. The first record under a key wins: returns
-    /// the result stored under `key` (this one, or an earlier one).
+    /// the result stored under `key` (this one, or an earlier one). An empty
+    /// session id or key is `INVALID_ARGUMENT`.
     async fn record_effect(&self, session_id: &str, key: &str, result: Value) -> Result<Value>;
 
     /// The side-effect result recorded under `key` in the session, if any.
@@ -238,6 +239,21 @@ impl Memory {
 }
 
 fn session_of(snapshot: &SessionSnapshot) -> Result<String> {
+    let state_session = snapshot
+        .state
+        .as_ref()
+        .and_then(|s| s.session_id.as_deref());
+    if let (Some(outer), Some(inner)) = (snapshot.session_id.as_deref(), state_session)
+        && outer != inner
+    {
+        return Err(Error::user_facing(
+            StatusCode::InvalidArgument,
+            format!(
+                "snapshot {} says it belongs to session {outer} but its state to {inner}",
+                snapshot.snapshot_id
+            ),
+        ));
+    }
     match snapshot.owner_session_id() {
         Some(id) if !id.trim().is_empty() => Ok(id.to_owned()),
         _ => Err(Error::user_facing(
@@ -353,7 +369,7 @@ impl SessionStore for InMemorySessionStore {
             return Err(stale(&format!("Snapshot {id}"), base, record.revision));
         }
         let old = &record.snapshot;
-        let same_session = snapshot.owner_session_id() == Some(record.session_id.as_str());
+        let same_session = session_of(&snapshot)? == record.session_id;
         if !same_session
             || snapshot.parent_id != old.parent_id
             || snapshot.created_at != old.created_at
@@ -381,6 +397,12 @@ impl SessionStore for InMemorySessionStore {
     }
 
     async fn record_effect(&self, session_id: &str, key: &str, result: Value) -> Result<Value> {
+        if session_id.trim().is_empty() || key.is_empty() {
+            return Err(Error::user_facing(
+                StatusCode::InvalidArgument,
+                "a side-effect record needs a session id and a key",
+            ));
+        }
         let mut mem = self.inner.lock();
         Ok(mem
             .effects

@@ -405,6 +405,15 @@ async fn failed_writes_change_nothing(store: &dyn SessionStore) {
         StatusCode::InvalidArgument,
         "append without a snapshot id",
     );
+    let mut split = turn(&session, Some(&root_id), "split");
+    if let Some(state) = &mut split.state {
+        state.session_id = Some(other.clone());
+    }
+    expect_status(
+        store.append(split, 1).await,
+        StatusCode::InvalidArgument,
+        "append whose state names another session",
+    );
     expect_status(
         store
             .append(turn(&session, Some(&foreign_id), "cross"), 1)
@@ -559,6 +568,16 @@ async fn side_effect_records(store: Arc<dyn SessionStore>, writers: usize) {
     assert_eq!(
         must(store.effect(&session, key).await, "read"),
         Some(first.clone())
+    );
+    expect_status(
+        store.record_effect(&session, "", json!(1)).await,
+        StatusCode::InvalidArgument,
+        "a record without a key",
+    );
+    expect_status(
+        store.record_effect("", key, json!(1)).await,
+        StatusCode::InvalidArgument,
+        "a record without a session",
     );
     assert_eq!(
         must(store.effect(&fresh_session(), key).await, "other session"),
