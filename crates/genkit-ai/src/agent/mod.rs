@@ -5,8 +5,10 @@
 //!   state and snapshots, with exactly Genkit JS's JSON shape.
 //! - [`store`]: the [`SessionStore`](store::SessionStore) trait (versioned,
 //!   optimistic writes) and the in-memory store.
+//! - [`clock`]: snapshot timestamps and heartbeat expiry.
 //! - [`testing`]: the test suite every store implementation runs.
 
+pub mod clock;
 pub mod store;
 pub mod testing;
 pub mod types;

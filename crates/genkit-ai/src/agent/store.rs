@@ -30,13 +30,13 @@
 //! ([`genkit_core::tracing::current_context`]).
 
 use std::collections::{BTreeSet, HashMap};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use genkit_core::{Error, Result, StatusCode};
 use parking_lot::Mutex;
 use serde_json::Value;
 
+use super::clock::now_rfc3339;
 use super::types::{SessionSnapshot, SnapshotStatus};
 
 /// A snapshot as stored, with the versions a write based on it must name.
@@ -147,34 +147,6 @@ pub fn new_snapshot_id() -> String {
         &hex[16..20],
         &hex[20..32]
     )
-}
-
-/// The current time as JavaScript's `toISOString` writes it
-/// (`2026-12-01T05:38:31.123Z`), for snapshot timestamps.
-pub fn now_rfc3339() -> String {
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    format_rfc3339_millis(since.as_millis())
-}
-
-fn format_rfc3339_millis(millis: u128) -> String {
-    let secs = millis / 1000;
-    let ms = millis % 1000;
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let (h, m, s) = (rem / 3600, (rem % 3600) / 60, rem % 60);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{ms:03}Z")
 }
 
 fn not_found_snapshot(id: &str) -> Error {
@@ -423,20 +395,6 @@ impl SessionStore for InMemorySessionStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn timestamps_look_like_javascripts() {
-        assert_eq!(format_rfc3339_millis(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(
-            format_rfc3339_millis(1_796_103_511_123),
-            "2026-12-01T05:38:31.123Z"
-        );
-        assert_eq!(
-            format_rfc3339_millis(951_782_400_000),
-            "2000-02-29T00:00:00.000Z"
-        );
-        assert_eq!(now_rfc3339().len(), 24);
-    }
 
     #[test]
     fn snapshot_ids_are_uuid_v4() {

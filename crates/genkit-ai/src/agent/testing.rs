@@ -20,7 +20,8 @@ use std::sync::Arc;
 use genkit_core::{Result, StatusCode};
 use serde_json::json;
 
-use super::store::{SessionStore, is_conflict, new_snapshot_id, now_rfc3339};
+use super::clock::now_rfc3339;
+use super::store::{SessionStore, is_conflict, new_snapshot_id};
 use super::types::{AgentFinishReason, SessionSnapshot, SessionState, SnapshotStatus};
 use crate::types::Message;
 
