@@ -18,6 +18,9 @@ pub struct ActionDesc {
     pub output_schema: Option<Value>,
     /// JSON schema of stream chunks.
     pub stream_schema: Option<Value>,
+    /// JSON schema of the init payload of a bidirectional action
+    /// ([`BidiAction`](super::BidiAction)); not part of the Reflection listing.
+    pub init_schema: Option<Value>,
     /// Free-form metadata (`{"model": {...}}` for models).
     pub metadata: Map<String, Value>,
 }
@@ -32,6 +35,7 @@ impl ActionDesc {
             input_schema: None,
             output_schema: None,
             stream_schema: None,
+            init_schema: None,
             metadata: Map::new(),
         }
     }
@@ -57,6 +61,12 @@ impl ActionDesc {
     /// Sets the stream chunk schema.
     pub fn with_stream_schema(mut self, schema: Value) -> Self {
         self.stream_schema = Some(schema);
+        self
+    }
+
+    /// Sets the init schema (bidirectional actions).
+    pub fn with_init_schema(mut self, schema: Value) -> Self {
+        self.init_schema = Some(schema);
         self
     }
 

@@ -7,10 +7,12 @@
 //! validate input, open a span, run the body with the action context, a
 //! chunk sender and a cancellation token, close the span, validate output.
 
+mod bidi;
 mod desc;
 mod kind;
 mod stream;
 
+pub use bidi::{BidiAction, BidiInputs, BidiSender, BidiStream, ErasedBidiAction, as_bidi};
 pub use desc::ActionDesc;
 pub use kind::{ActionKey, ActionKind, UnknownKind};
 pub use stream::ActionStream;

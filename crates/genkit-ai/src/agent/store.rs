@@ -1,0 +1,407 @@
+//! Where server-managed agents keep their sessions: the [`SessionStore`]
+//! trait and [`InMemorySessionStore`].
+//!
+//! # Versions
+//!
+//! Every write names the version it was based on, and a store refuses a
+//! write whose base is stale (`ABORTED`, see [`is_conflict`]) instead of
+//! merging it. There are two versions:
+//!
+//! - a **session version**: the number of snapshots appended to the session.
+//!   A turn reads its starting snapshot (by snapshot id or as the session's
+//!   latest), runs, and [`append`](SessionStore::append)s the snapshot it
+//!   produced based on the session version it read. If any other turn was
+//!   appended meanwhile, the append is refused and nothing is written: the
+//!   turn is retried from a fresh read or reported, never lost.
+//! - a **revision** per snapshot: 1 when appended, +1 per
+//!   [`update`](SessionStore::update). A detached turn's snapshot is written
+//!   `pending`, then rewritten with heartbeats and its outcome; an abort
+//!   rewrites it `aborted`. The outcome write is based on the revision the
+//!   worker last saw, so it cannot overwrite a concurrent abort.
+//!
+//! One turn is one `append` — one atomic write for a persistent store. A tool
+//! with side effects can record its result at once with
+//! [`record_effect`](SessionStore::record_effect), outside the turn's write,
+//! so a turn that fails or is retried after the tool ran finds the result and
+//! does not repeat the side effect.
+//!
+//! Stores run in the caller's task, so a multi-tenant store can scope its
+//! keys by the running action's context
+//! ([`genkit_core::tracing::current_context`]).
+
+use std::collections::{BTreeSet, HashMap};
+
+use async_trait::async_trait;
+use genkit_core::{Error, Result, StatusCode};
+use parking_lot::Mutex;
+use serde_json::Value;
+
+use super::clock::now_rfc3339;
+use super::types::{SessionSnapshot, SnapshotStatus};
+
+/// A snapshot as stored, with the versions a write based on it must name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredSnapshot {
+    /// The snapshot.
+    pub snapshot: SessionSnapshot,
+    /// This snapshot's revision: 1 when appended, +1 per update. An
+    /// [`update`](SessionStore::update) names it.
+    pub revision: u64,
+    /// Its session's version when read: how many snapshots had been appended
+    /// to the session. An [`append`](SessionStore::append) names it.
+    pub session_version: u64,
+}
+
+/// Persistent storage of agent session snapshots.
+///
+/// Contract (checked by [`testing::session_store_suite`](super::testing::session_store_suite),
+/// which every implementation runs):
+///
+/// - unknown snapshot or session ids are `NOT_FOUND`;
+/// - a write based on a stale version is refused with `ABORTED` and leaves
+///   the store unchanged, as does every other failed write;
+/// - snapshots are never deleted by these operations, and a snapshot's
+///   session, parent and creation time never change;
+/// - a snapshot whose status is terminal (`completed`, `failed`, `aborted`)
+///   is never rewritten.
+#[async_trait]
+pub trait SessionStore: Send + Sync + 'static {
+    /// The snapshot with this id.
+    async fn get(&self, snapshot_id: &str) -> Result<StoredSnapshot>;
+
+    /// The session's latest snapshot: its only leaf (the snapshot no other
+    /// snapshot continues). A session that branched (resumed twice from one
+    /// snapshot) has several leaves and no latest: `FAILED_PRECONDITION`,
+    /// resume it by snapshot id instead. (Genkit JS's stores return the most
+    /// recent leaf unless built with `rejectBranchingSessions`; guessing
+    /// which branch a caller meant would silently drop the other.)
+    async fn latest(&self, session_id: &str) -> Result<StoredSnapshot>;
+
+    /// Appends a turn's snapshot to its session, provided the session is
+    /// still at version `base` (0: the session must not exist yet).
+    ///
+    /// The snapshot needs an id not used before (`ALREADY_EXISTS`) and a
+    /// session id (`sessionId`, or its state's; the two agree when both are
+    /// set); its parent, if any, must be a snapshot of the same session. Returns the stored snapshot (revision 1,
+    /// session version `base + 1`).
+    async fn append(&self, snapshot: SessionSnapshot, base: u64) -> Result<StoredSnapshot>;
+
+    /// Rewrites a snapshot in place (status, heartbeat, outcome, state),
+    /// provided it is still at revision `base`. Its session, parent and
+    /// creation time must stay as they are (`INVALID_ARGUMENT`); a terminal
+    /// snapshot is not rewritten (`FAILED_PRECONDITION`).
+    async fn update(&self, snapshot: SessionSnapshot, base: u64) -> Result<StoredSnapshot>;
+
+    /// Records a side effect's result under `key` in the session at once,
+    /// outside any turn's write. The first record under a key wins: returns
+    /// the result stored under `key` (this one, or an earlier one). An empty
+    /// session id or key is `INVALID_ARGUMENT`.
+    async fn record_effect(&self, session_id: &str, key: &str, result: Value) -> Result<Value>;
+
+    /// The side-effect result recorded under `key` in the session, if any.
+    async fn effect(&self, session_id: &str, key: &str) -> Result<Option<Value>>;
+
+    /// Marks a pending snapshot `aborted` and returns its status before the
+    /// abort; a terminal snapshot is left as it is (its status is returned).
+    /// Built on [`get`](Self::get) and [`update`](Self::update), retrying
+    /// when a concurrent write wins.
+    async fn abort(&self, snapshot_id: &str) -> Result<Option<SnapshotStatus>> {
+        let mut attempts = 0;
+        loop {
+            let stored = self.get(snapshot_id).await?;
+            let previous = stored.snapshot.status;
+            if previous.is_some_and(SnapshotStatus::is_terminal) {
+                return Ok(previous);
+            }
+            let mut aborted = stored.snapshot;
+            aborted.status = Some(SnapshotStatus::Aborted);
+            aborted.updated_at = Some(now_rfc3339());
+            match self.update(aborted, stored.revision).await {
+                Ok(_) => return Ok(previous),
+                Err(e) if is_conflict(&e) && attempts < MAX_ABORT_ATTEMPTS => attempts += 1,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+const MAX_ABORT_ATTEMPTS: u32 = 64;
+
+/// Whether a store refused a write because its base version was stale
+/// (`ABORTED`): re-read and retry, or report.
+pub fn is_conflict(error: &Error) -> bool {
+    error.status() == StatusCode::Aborted
+}
+
+/// A new random snapshot id (a UUID v4, as Genkit JS mints them).
+pub fn new_snapshot_id() -> String {
+    let mut b: [u8; 16] = rand::random();
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
+fn not_found_snapshot(id: &str) -> Error {
+    Error::user_facing(StatusCode::NotFound, format!("Snapshot {id} not found"))
+}
+
+fn stale(what: &str, base: u64, current: u64) -> Error {
+    Error::user_facing(
+        StatusCode::Aborted,
+        format!(
+            "{what} is at version {current}, but the write was based on version {base}; \
+             another write came first: read it again and retry"
+        ),
+    )
+}
+
+/// An in-memory [`SessionStore`]: for tests, development, and agents whose
+/// sessions may die with the process. One lock guards everything, so every
+/// operation is atomic.
+#[derive(Default)]
+pub struct InMemorySessionStore {
+    inner: Mutex<Memory>,
+}
+
+#[derive(Default)]
+struct Memory {
+    snapshots: HashMap<String, Record>,
+    sessions: HashMap<String, SessionEntry>,
+    effects: HashMap<(String, String), Value>,
+}
+
+struct Record {
+    snapshot: SessionSnapshot,
+    session_id: String,
+    revision: u64,
+}
+
+#[derive(Default)]
+struct SessionEntry {
+    version: u64,
+    leaves: BTreeSet<String>,
+}
+
+impl InMemorySessionStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl Memory {
+    fn stored(&self, record: &Record) -> StoredSnapshot {
+        StoredSnapshot {
+            snapshot: record.snapshot.clone(),
+            revision: record.revision,
+            session_version: self
+                .sessions
+                .get(&record.session_id)
+                .map_or(0, |s| s.version),
+        }
+    }
+}
+
+fn session_of(snapshot: &SessionSnapshot) -> Result<String> {
+    let state_session = snapshot
+        .state
+        .as_ref()
+        .and_then(|s| s.session_id.as_deref());
+    if let (Some(outer), Some(inner)) = (snapshot.session_id.as_deref(), state_session)
+        && outer != inner
+    {
+        return Err(Error::user_facing(
+            StatusCode::InvalidArgument,
+            format!(
+                "snapshot {} says it belongs to session {outer} but its state to {inner}",
+                snapshot.snapshot_id
+            ),
+        ));
+    }
+    match snapshot.owner_session_id() {
+        Some(id) if !id.trim().is_empty() => Ok(id.to_owned()),
+        _ => Err(Error::user_facing(
+            StatusCode::InvalidArgument,
+            format!(
+                "snapshot {} has no session id; every stored snapshot belongs to a session",
+                snapshot.snapshot_id
+            ),
+        )),
+    }
+}
+
+#[async_trait]
+impl SessionStore for InMemorySessionStore {
+    async fn get(&self, snapshot_id: &str) -> Result<StoredSnapshot> {
+        let mem = self.inner.lock();
+        let record = mem
+            .snapshots
+            .get(snapshot_id)
+            .ok_or_else(|| not_found_snapshot(snapshot_id))?;
+        Ok(mem.stored(record))
+    }
+
+    async fn latest(&self, session_id: &str) -> Result<StoredSnapshot> {
+        let mem = self.inner.lock();
+        let session = mem.sessions.get(session_id).ok_or_else(|| {
+            Error::user_facing(
+                StatusCode::NotFound,
+                format!("Session {session_id} not found"),
+            )
+        })?;
+        let mut leaves = session.leaves.iter();
+        let (Some(leaf), None) = (leaves.next(), leaves.next()) else {
+            return Err(Error::user_facing(
+                StatusCode::FailedPrecondition,
+                format!(
+                    "Session '{session_id}' has branching snapshots ({} leaves), so there is no \
+                     single latest snapshot. Resume by snapshotId instead.",
+                    session.leaves.len()
+                ),
+            ));
+        };
+        let record = mem
+            .snapshots
+            .get(leaf)
+            .ok_or_else(|| Error::internal(format!("leaf {leaf} of session {session_id} lost")))?;
+        Ok(mem.stored(record))
+    }
+
+    async fn append(&self, snapshot: SessionSnapshot, base: u64) -> Result<StoredSnapshot> {
+        if snapshot.snapshot_id.trim().is_empty() {
+            return Err(Error::user_facing(
+                StatusCode::InvalidArgument,
+                "a snapshot needs a non-empty snapshotId",
+            ));
+        }
+        let session_id = session_of(&snapshot)?;
+        let mut mem = self.inner.lock();
+        let current = mem.sessions.get(&session_id).map_or(0, |s| s.version);
+        if current != base {
+            return Err(stale(&format!("Session {session_id}"), base, current));
+        }
+        if mem.snapshots.contains_key(&snapshot.snapshot_id) {
+            return Err(Error::user_facing(
+                StatusCode::AlreadyExists,
+                format!("Snapshot {} already exists", snapshot.snapshot_id),
+            ));
+        }
+        if let Some(parent) = &snapshot.parent_id {
+            let record = mem
+                .snapshots
+                .get(parent)
+                .ok_or_else(|| not_found_snapshot(parent))?;
+            if record.session_id != session_id {
+                return Err(Error::user_facing(
+                    StatusCode::InvalidArgument,
+                    format!(
+                        "Snapshot {parent} belongs to session {}, not {session_id}",
+                        record.session_id
+                    ),
+                ));
+            }
+        }
+        let id = snapshot.snapshot_id.clone();
+        let session = mem.sessions.entry(session_id.clone()).or_default();
+        session.version += 1;
+        if let Some(parent) = &snapshot.parent_id {
+            session.leaves.remove(parent);
+        }
+        session.leaves.insert(id.clone());
+        let record = Record {
+            snapshot,
+            session_id,
+            revision: 1,
+        };
+        let stored = mem.stored(&record);
+        mem.snapshots.insert(id, record);
+        Ok(stored)
+    }
+
+    async fn update(&self, snapshot: SessionSnapshot, base: u64) -> Result<StoredSnapshot> {
+        let id = snapshot.snapshot_id.clone();
+        let mut mem = self.inner.lock();
+        let Memory {
+            snapshots,
+            sessions,
+            ..
+        } = &mut *mem;
+        let record = snapshots
+            .get_mut(&id)
+            .ok_or_else(|| not_found_snapshot(&id))?;
+        if record.revision != base {
+            return Err(stale(&format!("Snapshot {id}"), base, record.revision));
+        }
+        let old = &record.snapshot;
+        let same_session = session_of(&snapshot)? == record.session_id;
+        if !same_session
+            || snapshot.parent_id != old.parent_id
+            || snapshot.created_at != old.created_at
+        {
+            return Err(Error::user_facing(
+                StatusCode::InvalidArgument,
+                format!(
+                    "an update of snapshot {id} must keep its session, parent and creation time"
+                ),
+            ));
+        }
+        if let Some(status) = old.status.filter(|s| s.is_terminal()) {
+            return Err(Error::user_facing(
+                StatusCode::FailedPrecondition,
+                format!("Snapshot {id} is {status}; a finished snapshot is not rewritten"),
+            ));
+        }
+        record.snapshot = snapshot;
+        record.revision += 1;
+        Ok(StoredSnapshot {
+            snapshot: record.snapshot.clone(),
+            revision: record.revision,
+            session_version: sessions.get(&record.session_id).map_or(0, |s| s.version),
+        })
+    }
+
+    async fn record_effect(&self, session_id: &str, key: &str, result: Value) -> Result<Value> {
+        if session_id.trim().is_empty() || key.is_empty() {
+            return Err(Error::user_facing(
+                StatusCode::InvalidArgument,
+                "a side-effect record needs a session id and a key",
+            ));
+        }
+        let mut mem = self.inner.lock();
+        Ok(mem
+            .effects
+            .entry((session_id.to_owned(), key.to_owned()))
+            .or_insert(result)
+            .clone())
+    }
+
+    async fn effect(&self, session_id: &str, key: &str) -> Result<Option<Value>> {
+        let mem = self.inner.lock();
+        Ok(mem
+            .effects
+            .get(&(session_id.to_owned(), key.to_owned()))
+            .cloned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshot_ids_are_uuid_v4() {
+        let id = new_snapshot_id();
+        assert_eq!(id.len(), 36);
+        assert_eq!(&id[14..15], "4");
+        assert!(matches!(&id[19..20], "8" | "9" | "a" | "b"));
+        assert_ne!(id, new_snapshot_id());
+    }
+}
