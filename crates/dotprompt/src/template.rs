@@ -209,69 +209,6 @@ fn end_position(source: &str) -> (usize, usize) {
 /// Position of an element in its template, 1-based.
 pub(crate) type Position = Option<(usize, usize)>;
 
-/// Whether the inline partials `template` declares can include themselves
-/// (directly or through each other). handlebars-rust follows such a loop
-/// without end, so these templates are rendered by the fast renderer only.
-pub(crate) fn inline_partials_recurse(template: &Template) -> bool {
-    let mut includes: HashMap<String, Vec<String>> = HashMap::new();
-    collect_inline(template, &mut includes);
-    // Depth-first search for a cycle among the inline partials.
-    fn reaches(
-        from: &str,
-        target: &str,
-        includes: &HashMap<String, Vec<String>>,
-        seen: &mut Vec<String>,
-    ) -> bool {
-        for next in includes.get(from).into_iter().flatten() {
-            if next == target {
-                return true;
-            }
-            if !seen.contains(next) {
-                seen.push(next.clone());
-                if reaches(next, target, includes, seen) {
-                    return true;
-                }
-            }
-        }
-        false
-    }
-    includes
-        .keys()
-        .any(|name| reaches(name, name, &includes, &mut Vec::new()))
-}
-
-/// The inline partials declared anywhere in `template`, with the partials
-/// each includes.
-fn collect_inline(template: &Template, out: &mut HashMap<String, Vec<String>>) {
-    for element in &template.elements {
-        if let TemplateElement::DecoratorBlock(dt) = element
-            && let (Some("inline"), [Parameter::Literal(Value::String(name))], Some(body)) =
-                (dt.name.as_name(), dt.params.as_slice(), &dt.template)
-        {
-            let mut names = Vec::new();
-            partial_names(body, &mut names);
-            out.entry(name.clone()).or_default().extend(names);
-        }
-        for body in bodies(element) {
-            collect_inline(body, out);
-        }
-    }
-}
-
-/// The names of the partials `template` includes, nested blocks included.
-fn partial_names(template: &Template, out: &mut Vec<String>) {
-    for element in &template.elements {
-        if let TemplateElement::PartialExpression(dt) | TemplateElement::PartialBlock(dt) = element
-            && let Some(name) = dt.name.as_name()
-        {
-            out.push(name.to_owned());
-        }
-        for body in bodies(element) {
-            partial_names(body, out);
-        }
-    }
-}
-
 /// Helper calls and partial inclusions found in a template.
 #[derive(Debug, Default)]
 pub(crate) struct Usage {
@@ -598,26 +535,6 @@ mod tests {
             }
             let indent = find(&t).expect("a partial");
             assert_eq!(indent.as_deref(), expected, "{source:?}");
-        }
-    }
-
-    #[test]
-    fn recursive_inline_partials_are_found() {
-        for (source, recurses) in [
-            ("{{#*inline \"a\"}}{{> a}}{{/inline}}", true),
-            (
-                "{{#*inline \"a\"}}{{#if x}}{{> b}}{{/if}}{{/inline}}{{#*inline \"b\"}}{{> a}}{{/inline}}",
-                true,
-            ),
-            (
-                "{{#each xs}}{{#*inline \"t\"}}{{#each kids}}{{> t}}{{/each}}{{/inline}}{{/each}}",
-                true,
-            ),
-            ("{{#*inline \"a\"}}{{> b}}{{/inline}}{{> a}}", false),
-            ("{{> a}}{{#> layout}}{{> a}}{{/layout}}", false),
-        ] {
-            let t = compile(source, None).unwrap();
-            assert_eq!(inline_partials_recurse(&t), recurses, "{source:?}");
         }
     }
 
