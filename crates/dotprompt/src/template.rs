@@ -1,10 +1,12 @@
-//! Compiling Handlebars templates and inspecting their syntax tree.
+//! Parsing Handlebars templates (with handlebars-rust's parser; its
+//! renderer is not used) and inspecting their syntax tree.
 //!
-//! handlebars-rust only knows its own block variables (`@index`, `@key`,
-//! `@first`, `@last`) and cannot follow a path after them (`@state.count`).
+//! The parser reads `@`-paths as block variables (`@index`, `@key`,
+//! `@first`, `@last`) and keeps no path after them (`@state.count`).
 //! Dotprompt exposes arbitrary `@`-data, so after parsing, every other
-//! `@name.path` reference is rewritten into a call of a hidden helper that
-//! looks the path up in the render's data (see `helpers::DataHelper`).
+//! `@name.path` reference is rewritten into a call of a hidden helper,
+//! which the renderer plans as a lookup in the render's data
+//! (`helpers::DataScope`).
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -363,8 +365,7 @@ fn rewrite_template(template: &mut Template) {
         .into_iter()
         .map(|mut element| {
             rewrite_element(&mut element);
-            // Output is never escaped, so `{{x}}` may render as `{{{x}}}`,
-            // which skips the escape function and its copy of every value.
+            // Output is never escaped: `{{x}}` is `{{{x}}}`.
             match element {
                 TemplateElement::Expression(ht) => TemplateElement::HtmlExpression(ht),
                 other => other,
