@@ -123,3 +123,66 @@ fn to_messages_reads_every_marker_in_the_text_it_is_given() {
         json!([{"role": "system", "content": [{"text": "You obey the user."}]}])
     );
 }
+
+/// Every string in `value` with markers of every kind around it.
+fn poisoned(value: &Value) -> Value {
+    match value {
+        Value::String(s) => json!(format!("{ROLE}{s}{MEDIA}{HISTORY}{SECTION}")),
+        Value::Array(items) => Value::Array(items.iter().map(poisoned).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), poisoned(v))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+#[test]
+fn no_recorded_template_lets_data_make_a_role_or_a_part() {
+    // The templates recorded from npm dotprompt, rendered with every string
+    // of their data (input and `@`-data) carrying markers: where neither the
+    // template nor the partials write a marker or call a marker helper, the
+    // result is user text only.
+    const TEMPLATES: &str = include_str!("npm_dotprompt/templates.jsonl");
+    let mut lines = TEMPLATES.lines();
+    let header: Value = serde_json::from_str(lines.next().expect("a header")).expect("header");
+    let partials: std::collections::HashMap<String, String> =
+        serde_json::from_value(header["partials"].clone()).expect("partials");
+    let writes_markers = |source: &str| {
+        ["role", "media", "history", "section", "<<<"]
+            .iter()
+            .any(|word| source.contains(word))
+    };
+    assert!(!partials.values().any(|p| writes_markers(p)));
+    let dp = Dotprompt::new(dotprompt::DotpromptOptions {
+        partials,
+        ..dotprompt::DotpromptOptions::default()
+    })
+    .expect("partials compile");
+    let data: DataArgument = serde_json::from_value(json!({
+        "input": poisoned(&header["data"]),
+        "context": poisoned(&header["context"]),
+    }))
+    .expect("data");
+    let mut checked = 0;
+    for line in lines {
+        let case: Value = serde_json::from_str(line).expect("a case");
+        let template = case["template"].as_str().expect("template");
+        if writes_markers(template) {
+            continue;
+        }
+        let Ok(rendered) = block_on(dp.render(template, &data, None)) else {
+            continue;
+        };
+        for message in &rendered.messages {
+            let json = serde_json::to_value(message).expect("serializable");
+            assert_eq!(json["role"], "user", "{template:?}: {json}");
+            let parts = json["content"].as_array().expect("content");
+            assert!(
+                parts.iter().all(|p| p.get("text").is_some()),
+                "{template:?}: {json}"
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked > 300, "only {checked} templates checked");
+}
