@@ -412,12 +412,11 @@ impl Planner<'_> {
                 "history" => Helper::Marker(MarkerHelper::History),
                 "section" => Helper::Marker(MarkerHelper::Section),
                 "media" => Helper::Marker(MarkerHelper::Media),
-                "lookup" if params.len() == 2 => Helper::Lookup,
+                "lookup" if params.len() >= 2 => Helper::Lookup,
                 "lookup" => {
-                    return Err(self.unsupported(format!(
-                        "`lookup` with {} arguments (it takes an object and a key)",
-                        params.len()
-                    )));
+                    return Err(self.unsupported(
+                        "`lookup` with fewer than two arguments (it takes an object and a key)",
+                    ));
                 }
                 "log" => Helper::Log,
                 "if" | "unless" | "each" | "with" | "ifEquals" | "unlessEquals" => {

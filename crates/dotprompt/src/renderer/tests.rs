@@ -165,7 +165,11 @@ fn unsupported_templates_are_refused_when_planned() {
             "block parameters",
         ),
         ("{{if x}}", "unsupported", "without a block"),
-        ("{{lookup x}}", "unsupported", "`lookup` with 1 arguments"),
+        (
+            "{{lookup x}}",
+            "unsupported",
+            "`lookup` with fewer than two",
+        ),
         ("{{nope 1}}", "unknown helper", "nope"),
         ("{{#nope}}{{/nope}}", "unknown helper", "nope"),
         (
@@ -289,4 +293,16 @@ fn a_failing_user_helper_fails_the_render_where_it_is_called() {
     );
     let out = rendered(&engine, "{{shout s}}", &json!({"s": "a"}), &json!({}));
     assert_eq!(out, Ok("A".to_owned()));
+}
+
+#[test]
+fn lookup_uses_its_first_two_arguments() {
+    let engine = engine(&[]);
+    let out = rendered(
+        &engine,
+        "{{lookup o \"k\" \"extra\"}}",
+        &json!({"o": {"k": "v"}}),
+        &json!({}),
+    );
+    assert_eq!(out, Ok("v".to_owned()));
 }
