@@ -89,46 +89,7 @@ impl Compiled {
     /// The error for a [`Fault`] of this template (or a partial it
     /// includes), located in its source.
     fn error(&self, fault: Fault) -> Error {
-        let located = |site: renderer::Site| {
-            // Lines of the prompt's own template count from the start of
-            // the source; a partial's from its start.
-            let offset = if site.partial.is_some() {
-                0
-            } else {
-                self.body_line_offset
-            };
-            Location {
-                partial: site.partial.map(|p| p.to_string()),
-                line: site.pos.map(|p| p.0 + offset),
-                column: site.pos.map(|p| p.1),
-                ..self.location()
-            }
-        };
-        match fault {
-            Fault::Unsupported { construct, site } => Error::TemplateSyntax {
-                message: format!("not supported: {construct}"),
-                location: located(site),
-            },
-            Fault::UnknownHelper { name, site } => Error::UnknownHelper {
-                name,
-                location: located(site),
-            },
-            Fault::MissingPartial { name, site } => Error::UnknownPartial {
-                name,
-                location: located(site),
-            },
-            Fault::Helper { message, site } => Error::Render {
-                message,
-                location: located(site),
-            },
-            Fault::TooDeep => Error::Render {
-                message: format!(
-                    "partials nest more than {} deep (a partial that includes itself without end?)",
-                    renderer::MAX_PARTIAL_NESTING
-                ),
-                location: self.location(),
-            },
-        }
+        fault_error(fault, self.location(), self.body_line_offset)
     }
 }
 
@@ -262,11 +223,21 @@ impl Dotprompt {
     }
 
     /// Parses a prompt source and its template without resolving partials,
-    /// helpers, schemas or tools: reports malformed frontmatter and template
-    /// syntax errors, with lines counted from the start of `source`.
+    /// helpers, schemas or tools: reports malformed frontmatter, template
+    /// syntax errors and what the renderer does not support, with lines
+    /// counted from the start of `source`. (Helpers and partials that are
+    /// not defined yet are not errors here: they may be by the time the
+    /// prompt renders.)
     pub fn check(&self, source: &str) -> Result<ParsedPrompt> {
         let doc = parse::parse_with_offsets(source)?;
-        template::compile(&doc.prompt.template, None).map_err(|e| syntax_error(&e, &doc))?;
+        let template =
+            template::compile(&doc.prompt.template, None).map_err(|e| syntax_error(&e, &doc))?;
+        if let Err(fault @ Fault::Unsupported { .. }) =
+            renderer::plan(&template, &read(&self.env.engine))
+        {
+            let prompt = Location::prompt(doc.prompt.meta.name.as_deref());
+            return Err(fault_error(fault, prompt, doc.body_line_offset));
+        }
         Ok(doc.prompt)
     }
 
@@ -639,6 +610,52 @@ impl Env {
                 other => other,
             })?;
         Ok(RenderedPrompt { meta, messages })
+    }
+}
+
+/// The error for a [`Fault`] of a prompt's template (or a partial it
+/// includes): `prompt` locates the prompt, and its template starts after
+/// `body_line_offset` lines of the source.
+fn fault_error(fault: Fault, prompt: Location, body_line_offset: usize) -> Error {
+    let located = |site: renderer::Site| {
+        // Lines of the prompt's own template count from the start of the
+        // source; a partial's from its start.
+        let offset = if site.partial.is_some() {
+            0
+        } else {
+            body_line_offset
+        };
+        Location {
+            partial: site.partial.map(|p| p.to_string()),
+            line: site.pos.map(|p| p.0 + offset),
+            column: site.pos.map(|p| p.1),
+            ..prompt.clone()
+        }
+    };
+    match fault {
+        Fault::Unsupported { construct, site } => Error::TemplateSyntax {
+            message: format!("not supported: {construct}"),
+            location: located(site),
+        },
+        Fault::UnknownHelper { name, site } => Error::UnknownHelper {
+            name,
+            location: located(site),
+        },
+        Fault::MissingPartial { name, site } => Error::UnknownPartial {
+            name,
+            location: located(site),
+        },
+        Fault::Helper { message, site } => Error::Render {
+            message,
+            location: located(site),
+        },
+        Fault::TooDeep => Error::Render {
+            message: format!(
+                "partials nest more than {} deep (a partial that includes itself without end?)",
+                renderer::MAX_PARTIAL_NESTING
+            ),
+            location: prompt,
+        },
     }
 }
 

@@ -443,3 +443,19 @@ fn a_failing_helper_fails_the_render_once_with_its_line() {
     // The template was not rendered a second time (by another engine).
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
+
+#[test]
+fn check_refuses_what_the_renderer_does_not_support_but_not_undefined_helpers() {
+    let dp = Dotprompt::default();
+    let err = dp
+        .check("---\nname: t\n---\nHi\n {{> (which)}}")
+        .unwrap_err();
+    let Error::TemplateSyntax { message, location } = &err else {
+        panic!("unexpected error {err}");
+    };
+    assert!(message.contains("dynamic partial name"), "{err}");
+    assert_eq!((location.line, location.column), (Some(5), Some(2)));
+    // Helpers and partials may still be defined before the prompt renders.
+    dp.check("{{shout name}}{{#loud}}x{{/loud}}{{> later}}")
+        .unwrap();
+}
