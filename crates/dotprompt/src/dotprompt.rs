@@ -5,19 +5,17 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use handlebars::TemplateError;
 use handlebars::template::Template;
-use handlebars::{
-    Context, RenderContext, RenderError, RenderErrorReason, Renderable, TemplateError,
-};
 use serde_json::Value;
 
 use crate::error::{BoxError, Error, Location, Result};
-use crate::fast;
-use crate::helpers::{DATA_HELPER, DataHelper, DataScope, Engine, HelperFn};
-use crate::messages::to_messages;
+use crate::helpers::{DataScope, Engine, HelperFn};
+use crate::messages::to_messages_at;
 use crate::parse::{self, parse_document};
 use crate::partials;
 use crate::picoschema;
+use crate::renderer::{self, Fault, Plan};
 use crate::resolver::{PartialResolver, SchemaResolver, ToolResolver};
 use crate::template;
 use crate::types::{
@@ -50,22 +48,22 @@ pub struct DotpromptOptions {
     pub partial_resolver: Option<PartialResolver>,
 }
 
+/// A plan (or why there is none) for the engine generation it was made in.
+type PlanOf = (u64, Result<Arc<Plan>, Fault>);
+
 /// A prompt template parsed and compiled once, shared by renders.
 struct Compiled {
     prompt: ParsedPrompt,
     template: Template,
     body_line_offset: usize,
-    /// The fast renderer's plan, for the engine generation it was made in
-    /// (`None` inside: the template needs handlebars).
-    plan: Mutex<Option<(u64, Option<Arc<fast::Plan>>)>>,
+    /// The renderer's plan (or why there is none), for the engine
+    /// generation it was made in.
+    plan: Mutex<Option<PlanOf>>,
     /// Metadata resolved without options, for the environment generation
     /// it was resolved in.
     metadata: Mutex<Option<(u64, PromptMetadata)>>,
     /// Length of the last rendered text, to size the next one.
     last_len: AtomicUsize,
-    /// Its inline partials include themselves: never rendered by
-    /// handlebars (which would recurse without end).
-    recursive_inline: bool,
 }
 
 impl Compiled {
@@ -75,16 +73,23 @@ impl Compiled {
 
     /// The plan for the engine's current helpers and partials, made on
     /// first use and again whenever they change.
-    fn plan(&self, engine: &Engine) -> Option<Arc<fast::Plan>> {
+    fn plan(&self, engine: &Engine) -> Result<Arc<Plan>> {
         let mut slot = self.plan.lock().unwrap_or_else(PoisonError::into_inner);
-        match &*slot {
+        let plan = match &*slot {
             Some((generation, plan)) if *generation == engine.generation() => plan.clone(),
             _ => {
-                let plan = fast::plan(&self.template, engine).map(Arc::new);
+                let plan = renderer::plan(&self.template, engine).map(Arc::new);
                 *slot = Some((engine.generation(), plan.clone()));
                 plan
             }
-        }
+        };
+        plan.map_err(|fault| self.error(fault))
+    }
+
+    /// The error for a [`Fault`] of this template (or a partial it
+    /// includes), located in its source.
+    fn error(&self, fault: Fault) -> Error {
+        fault_error(fault, self.location(), self.body_line_offset)
     }
 }
 
@@ -150,7 +155,7 @@ impl Dotprompt {
         {
             let mut engine = write(&dotprompt.env.engine);
             for name in partials.keys() {
-                if let Some(partial) = engine.handlebars.get_template(name).cloned() {
+                if let Some(partial) = engine.partial(name).cloned() {
                     engine.register_partial(name, partial)?;
                 }
             }
@@ -218,11 +223,21 @@ impl Dotprompt {
     }
 
     /// Parses a prompt source and its template without resolving partials,
-    /// helpers, schemas or tools: reports malformed frontmatter and template
-    /// syntax errors, with lines counted from the start of `source`.
+    /// helpers, schemas or tools: reports malformed frontmatter, template
+    /// syntax errors and what the renderer does not support, with lines
+    /// counted from the start of `source`. (Helpers and partials that are
+    /// not defined yet are not errors here: they may be by the time the
+    /// prompt renders.)
     pub fn check(&self, source: &str) -> Result<ParsedPrompt> {
         let doc = parse::parse_with_offsets(source)?;
-        template::compile(&doc.prompt.template, None).map_err(|e| syntax_error(&e, &doc))?;
+        let template =
+            template::compile(&doc.prompt.template, None).map_err(|e| syntax_error(&e, &doc))?;
+        if let Err(fault @ Fault::Unsupported { .. }) =
+            renderer::plan(&template, &read(&self.env.engine))
+        {
+            let prompt = Location::prompt(doc.prompt.meta.name.as_deref());
+            return Err(fault_error(fault, prompt, doc.body_line_offset));
+        }
         Ok(doc.prompt)
     }
 
@@ -319,7 +334,6 @@ impl Env {
         let template =
             template::compile(&doc.prompt.template, None).map_err(|e| syntax_error(&e, &doc))?;
         self.resolve_partials(&template).await?;
-        let recursive_inline = template::inline_partials_recurse(&template);
         let compiled = Compiled {
             prompt: doc.prompt,
             template,
@@ -327,9 +341,11 @@ impl Env {
             plan: Mutex::new(None),
             metadata: Mutex::new(None),
             last_len: AtomicUsize::new(0),
-            recursive_inline,
         };
         self.check_helpers(&compiled)?;
+        // What the renderer does not support is refused here, not when
+        // (or if) it renders.
+        compiled.plan(&read(&self.engine))?;
         self.compilations.fetch_add(1, Ordering::Relaxed);
 
         let compiled = Arc::new(compiled);
@@ -362,8 +378,7 @@ impl Env {
                 continue;
             }
             let registered = read(&self.engine)
-                .handlebars
-                .get_template(&name)
+                .partial(&name)
                 .map(|t| template::usage(t).partials);
             if let Some(includes) = registered {
                 queue.extend(includes.into_iter().map(|(n, _)| n));
@@ -388,7 +403,7 @@ impl Env {
                     .map(|(n, _)| n),
             );
             let mut engine = write(&self.engine);
-            if !engine.handlebars.has_template(&name) {
+            if engine.partial(&name).is_none() {
                 engine.register_partial(&name, partial)?;
             }
         }
@@ -415,7 +430,7 @@ impl Env {
                 },
             });
         }
-        for (partial, template) in partials::reachable(&engine.handlebars, &compiled.template) {
+        for (partial, template) in partials::reachable(engine.partials(), &compiled.template) {
             if let Some((name, pos)) = unknown(template::usage(template)) {
                 return Err(Error::UnknownHelper {
                     name,
@@ -563,9 +578,7 @@ impl Env {
         Ok(())
     }
 
-    /// Renders the template and builds the messages: with the fast
-    /// renderer when the template has a plan (and it succeeds), else with
-    /// handlebars.
+    /// Renders the template and builds the messages.
     fn render_compiled(
         &self,
         compiled: &Compiled,
@@ -574,85 +587,76 @@ impl Env {
         meta: PromptMetadata,
     ) -> Result<RenderedPrompt> {
         let scope = DataScope::new(data, &meta);
-        let text = {
+        let rendered = {
             let engine = read(&self.engine);
-            let fast = compiled.plan(&engine).map(|plan| {
-                let input = fast::Data {
-                    input: data.input.as_ref(),
-                    defaults: defaults.as_ref(),
-                    scope: &scope,
-                };
-                let capacity = compiled.last_len.load(Ordering::Relaxed);
-                fast::render(&plan, input, capacity)
-            });
-            match fast {
-                Some(Ok(text)) => text,
-                Some(Err(fast::Stop::TooDeep)) => {
-                    return Err(Error::Render {
-                        message: format!(
-                            "partials nest more than {} deep (a partial that includes itself without end?)",
-                            fast::MAX_PARTIAL_NESTING
-                        ),
-                        location: compiled.location(),
-                    });
-                }
-                Some(Err(fast::Stop::MissingPartial(name))) => {
-                    // handlebars words the error with its place; where it
-                    // finds a partial Handlebars.js would not (an inline
-                    // partial outside its block), the error is still ours.
-                    if !compiled.recursive_inline {
-                        render_handlebars(&engine, compiled, data, defaults, &scope)?;
-                    }
-                    return Err(Error::UnknownPartial {
-                        name,
-                        location: compiled.location(),
-                    });
-                }
-                Some(Err(fast::Stop::Abort)) | None if compiled.recursive_inline => {
-                    return Err(Error::Render {
-                        message: "the template could not be rendered (a helper failed, or it \
-                                  uses a decorator or a dynamic partial name); its inline \
-                                  partials include themselves, so it is not rendered another way"
-                            .into(),
-                        location: compiled.location(),
-                    });
-                }
-                Some(Err(fast::Stop::Abort)) | None => {
-                    render_handlebars(&engine, compiled, data, defaults, &scope)?
-                }
-            }
+            let plan = compiled.plan(&engine)?;
+            let input = renderer::Data {
+                input: data.input.as_ref(),
+                defaults: defaults.as_ref(),
+                scope: &scope,
+            };
+            let capacity = compiled.last_len.load(Ordering::Relaxed);
+            renderer::render(&plan, input, capacity).map_err(|fault| compiled.error(fault))?
         };
-        compiled.last_len.store(text.len(), Ordering::Relaxed);
-        let messages = to_messages(&text, data.messages.as_deref()).map_err(|e| match e {
-            Error::InvalidRole { role, .. } => Error::InvalidRole {
-                role,
-                location: compiled.location(),
-            },
-            other => other,
-        })?;
+        compiled
+            .last_len
+            .store(rendered.text.len(), Ordering::Relaxed);
+        let messages = to_messages_at(&rendered.text, &rendered.markers, data.messages.as_deref())
+            .map_err(|e| match e {
+                Error::InvalidRole { role, .. } => Error::InvalidRole {
+                    role,
+                    location: compiled.location(),
+                },
+                other => other,
+            })?;
         Ok(RenderedPrompt { meta, messages })
     }
 }
 
-/// Renders with handlebars, from the input merged over the defaults.
-fn render_handlebars(
-    engine: &Engine,
-    compiled: &Compiled,
-    data: &DataArgument,
-    defaults: Option<JsonMap>,
-    scope: &DataScope<'_>,
-) -> Result<String> {
-    let mut variables = defaults.unwrap_or_default();
-    if let Some(input) = &data.input {
-        variables.extend(input.iter().map(|(k, v)| (k.clone(), v.clone())));
+/// The error for a [`Fault`] of a prompt's template (or a partial it
+/// includes): `prompt` locates the prompt, and its template starts after
+/// `body_line_offset` lines of the source.
+fn fault_error(fault: Fault, prompt: Location, body_line_offset: usize) -> Error {
+    let located = |site: renderer::Site| {
+        // Lines of the prompt's own template count from the start of the
+        // source; a partial's from its start.
+        let offset = if site.partial.is_some() {
+            0
+        } else {
+            body_line_offset
+        };
+        Location {
+            partial: site.partial.map(|p| p.to_string()),
+            line: site.pos.map(|p| p.0 + offset),
+            column: site.pos.map(|p| p.1),
+            ..prompt.clone()
+        }
+    };
+    match fault {
+        Fault::Unsupported { construct, site } => Error::TemplateSyntax {
+            message: format!("not supported: {construct}"),
+            location: located(site),
+        },
+        Fault::UnknownHelper { name, site } => Error::UnknownHelper {
+            name,
+            location: located(site),
+        },
+        Fault::MissingPartial { name, site } => Error::UnknownPartial {
+            name,
+            location: located(site),
+        },
+        Fault::Helper { message, site } => Error::Render {
+            message,
+            location: located(site),
+        },
+        Fault::TooDeep => Error::Render {
+            message: format!(
+                "partials nest more than {} deep (a partial that includes itself without end?)",
+                renderer::MAX_PARTIAL_NESTING
+            ),
+            location: prompt,
+        },
     }
-    let context = Context::from(Value::Object(variables));
-    let mut rc = RenderContext::new(None);
-    rc.register_local_helper(DATA_HELPER, Box::new(DataHelper(scope)));
-    compiled
-        .template
-        .renders(&engine.handlebars, &context, &mut rc)
-        .map_err(|e| render_error(e, compiled))
 }
 
 /// A syntax error in the template body of `doc`, located in its source.
@@ -664,33 +668,6 @@ fn syntax_error(e: &TemplateError, doc: &parse::Document) -> Error {
             line: e.pos().map(|p| p.0 + doc.body_line_offset),
             column: e.pos().map(|p| p.1),
             ..Location::default()
-        },
-    }
-}
-
-/// Maps a handlebars render error to ours, with the source location.
-fn render_error(e: RenderError, compiled: &Compiled) -> Error {
-    let mut location = compiled.location();
-    match &e.template_name {
-        Some(partial) => {
-            location.partial = Some(partial.clone());
-            location.line = e.line_no;
-        }
-        None => location.line = e.line_no.map(|l| l + compiled.body_line_offset),
-    }
-    location.column = e.column_no;
-    match e.reason() {
-        RenderErrorReason::PartialNotFound(name) => Error::UnknownPartial {
-            name: name.clone(),
-            location,
-        },
-        RenderErrorReason::HelperNotFound(name) => Error::UnknownHelper {
-            name: name.clone(),
-            location,
-        },
-        reason => Error::Render {
-            message: reason.to_string(),
-            location,
         },
     }
 }

@@ -1,16 +1,11 @@
-//! Handlebars helpers: Dotprompt's built-ins, adapters for user helpers, and
-//! the hidden helper that serves `@`-data variables.
+//! Helpers: Dotprompt's built-ins, user helpers, and the registry of
+//! helpers and partials a [`Dotprompt`](crate::Dotprompt) renders with.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
-use handlebars::{
-    Context, Handlebars, Helper, HelperDef, HelperResult, Output, RenderContext, RenderError,
-    RenderErrorReason, Renderable, ScopedJson,
-};
-use serde_json::{Map, Value, json};
-
 use handlebars::template::Template;
+use serde_json::{Map, Value, json};
 
 use crate::error::{BoxError, Result};
 use crate::partials;
@@ -25,79 +20,72 @@ pub type HelperFn = Arc<dyn Fn(&[Value], &JsonMap) -> Result<Value, BoxError> + 
 /// rewritten to call it (see `template.rs`).
 pub(crate) const DATA_HELPER: &str = "@dotprompt:data";
 
-/// Handlebars.js built-ins; handlebars-rust's extra helpers (`eq`, `len`, ...)
-/// are removed so templates stay portable between implementations.
-const NON_STANDARD_HELPERS: &[&str] = &[
-    "eq", "ne", "gt", "gte", "lt", "lte", "and", "or", "not", "len", "raw",
+/// The helpers every template can use: Handlebars.js' built-ins and
+/// Dotprompt's.
+const BUILT_IN_HELPERS: &[&str] = &[
+    "if",
+    "unless",
+    "each",
+    "with",
+    "lookup",
+    "log",
+    "json",
+    "role",
+    "history",
+    "section",
+    "media",
+    "ifEquals",
+    "unlessEquals",
 ];
 
-/// Helpers every Handlebars implementation provides.
-const STANDARD_HELPERS: &[&str] = &["if", "unless", "each", "with", "lookup", "log"];
-
-/// A Handlebars registry set up the Dotprompt way (no HTML escaping, only
-/// standard and Dotprompt helpers), plus the names of its helpers, the
-/// user helpers themselves (for the fast renderer) and a generation that
-/// changes whenever a helper or partial is registered.
+/// The helpers and partials templates render with, and a generation that
+/// changes whenever one is registered (plans made from them are then
+/// stale).
 pub(crate) struct Engine {
-    /// The registry, with helpers and partials.
-    pub(crate) handlebars: Handlebars<'static>,
     helpers: HashSet<String>,
     user_helpers: HashMap<String, HelperFn>,
+    partials: HashMap<String, Template>,
     generation: u64,
 }
 
 impl Engine {
     pub(crate) fn new() -> Self {
-        let mut handlebars = Handlebars::new();
-        handlebars.register_escape_fn(handlebars::no_escape);
-        for name in NON_STANDARD_HELPERS {
-            handlebars.unregister_helper(name);
-        }
-        let mut engine = Self {
-            handlebars,
-            helpers: STANDARD_HELPERS.iter().map(|&n| n.to_owned()).collect(),
+        Self {
+            helpers: BUILT_IN_HELPERS.iter().map(|&n| n.to_owned()).collect(),
             user_helpers: HashMap::new(),
+            partials: HashMap::new(),
             generation: 0,
-        };
-        engine.register_helper("json", Box::new(JsonHelper));
-        engine.register_helper("role", Box::new(MarkerHelper::Role));
-        engine.register_helper("history", Box::new(MarkerHelper::History));
-        engine.register_helper("section", Box::new(MarkerHelper::Section));
-        engine.register_helper("media", Box::new(MarkerHelper::Media));
-        engine.register_helper("ifEquals", Box::new(EqualsHelper { when_equal: true }));
-        engine.register_helper("unlessEquals", Box::new(EqualsHelper { when_equal: false }));
-        engine
-    }
-
-    /// Registers (or replaces) a built-in helper.
-    fn register_helper(&mut self, name: &str, helper: Box<dyn HelperDef + Send + Sync>) {
-        self.handlebars.register_helper(name, helper);
-        self.helpers.insert(name.to_owned());
-        self.user_helpers.remove(name);
-        self.generation += 1;
+        }
     }
 
     /// Registers (or replaces) a user helper.
     pub(crate) fn register_user_helper(&mut self, name: &str, f: HelperFn) {
-        let adapter = Box::new(UserHelper {
-            name: name.to_owned(),
-            f: Arc::clone(&f),
-        });
-        self.register_helper(name, adapter);
+        self.helpers.insert(name.to_owned());
         self.user_helpers.insert(name.to_owned(), f);
+        self.generation += 1;
     }
 
     /// Registers (or replaces) a compiled partial, refusing include cycles.
     pub(crate) fn register_partial(&mut self, name: &str, partial: Template) -> Result<()> {
-        partials::register(&mut self.handlebars, name, partial)?;
+        partials::register(&mut self.partials, name, partial)?;
         self.generation += 1;
         Ok(())
     }
 
     /// Registers a partial without the cycle check (see `Dotprompt::new`).
     pub(crate) fn register_partial_unchecked(&mut self, name: &str, partial: Template) {
-        self.handlebars.register_template(name, partial);
+        self.partials.insert(name.to_owned(), partial);
         self.generation += 1;
+    }
+
+    /// The registered partial of that name.
+    pub(crate) fn partial(&self, name: &str) -> Option<&Template> {
+        self.partials.get(name)
+    }
+
+    /// The registered partials by name.
+    pub(crate) fn partials(&self) -> &HashMap<String, Template> {
+        &self.partials
     }
 
     /// Whether a helper of that name is registered.
@@ -117,37 +105,12 @@ impl Engine {
     }
 }
 
-fn derived<'rc>(value: Value) -> Result<ScopedJson<'rc>, RenderError> {
-    Ok(ScopedJson::Derived(value))
-}
-
 /// Renders a value as a marker argument (strings bare, null empty).
 pub(crate) fn as_text(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),
         other => other.to_string(),
-    }
-}
-
-/// `{{json value indent=2}}`: JSON serialization.
-struct JsonHelper;
-
-impl HelperDef for JsonHelper {
-    fn call_inner<'reg: 'rc, 'rc>(
-        &self,
-        h: &Helper<'rc>,
-        _: &'reg Handlebars<'reg>,
-        _: &'rc Context,
-        _: &mut RenderContext<'reg, 'rc>,
-    ) -> Result<ScopedJson<'rc>, RenderError> {
-        let value = h
-            .param(0)
-            .filter(|p| !p.is_value_missing())
-            .map(|p| p.value());
-        let indent = h.hash_get("indent").map(|v| v.value());
-        let text = json_text(value, indent).map_err(RenderErrorReason::Other)?;
-        derived(Value::String(text))
     }
 }
 
@@ -180,21 +143,6 @@ pub(crate) enum MarkerHelper {
     Media,
 }
 
-impl HelperDef for MarkerHelper {
-    fn call_inner<'reg: 'rc, 'rc>(
-        &self,
-        h: &Helper<'rc>,
-        _: &'reg Handlebars<'reg>,
-        _: &'rc Context,
-        _: &mut RenderContext<'reg, 'rc>,
-    ) -> Result<ScopedJson<'rc>, RenderError> {
-        let marker = self.text(h.param(0).map(|p| p.value()), &|key| {
-            h.hash_get(key).map(|v| v.value())
-        });
-        derived(Value::String(marker))
-    }
-}
-
 impl MarkerHelper {
     /// The marker for these arguments (`first`: the first positional one).
     pub(crate) fn text<'v>(
@@ -219,66 +167,12 @@ impl MarkerHelper {
     }
 }
 
-/// `{{#ifEquals a b}}` / `{{#unlessEquals a b}}`: strict (type-aware) equality.
-struct EqualsHelper {
-    when_equal: bool,
-}
-
 /// JavaScript `===` on JSON values: numbers compare by value, so `5` and
 /// `5.0` are equal, but `5` and `"5"` are not.
 pub(crate) fn strict_equals(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
         _ => a == b,
-    }
-}
-
-impl HelperDef for EqualsHelper {
-    fn call<'reg: 'rc, 'rc>(
-        &self,
-        h: &Helper<'rc>,
-        r: &'reg Handlebars<'reg>,
-        ctx: &'rc Context,
-        rc: &mut RenderContext<'reg, 'rc>,
-        out: &mut dyn Output,
-    ) -> HelperResult {
-        let value = |i| h.param(i).map_or(&Value::Null, |p| p.value());
-        let branch = if strict_equals(value(0), value(1)) == self.when_equal {
-            h.template()
-        } else {
-            h.inverse()
-        };
-        match branch {
-            Some(template) => template.render(r, ctx, rc, out),
-            None => Ok(()),
-        }
-    }
-}
-
-/// Adapter from [`HelperFn`] to Handlebars.
-struct UserHelper {
-    name: String,
-    f: HelperFn,
-}
-
-impl HelperDef for UserHelper {
-    fn call_inner<'reg: 'rc, 'rc>(
-        &self,
-        h: &Helper<'rc>,
-        _: &'reg Handlebars<'reg>,
-        _: &'rc Context,
-        _: &mut RenderContext<'reg, 'rc>,
-    ) -> Result<ScopedJson<'rc>, RenderError> {
-        let params: Vec<Value> = h.params().iter().map(|p| p.value().clone()).collect();
-        let hash: JsonMap = h
-            .hash()
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), v.value().clone()))
-            .collect();
-        match (self.f)(&params, &hash) {
-            Ok(value) => derived(value),
-            Err(e) => Err(RenderErrorReason::Other(format!("helper `{}`: {e}", self.name)).into()),
-        }
     }
 }
 
@@ -321,12 +215,6 @@ impl<'a> DataScope<'a> {
         })
     }
 
-    /// Looks up a path such as `["state", "count"]`.
-    fn lookup(&self, path: &[Value]) -> Option<&Value> {
-        let segments = path.iter().map(Value::as_str).collect::<Option<Vec<_>>>()?;
-        self.lookup_segments(&segments)
-    }
-
     /// Looks up a path given as its segments.
     pub(crate) fn lookup_segments<S: AsRef<str>>(&self, path: &[S]) -> Option<&Value> {
         let (first, rest) = path.split_first()?;
@@ -340,22 +228,5 @@ impl<'a> DataScope<'a> {
             };
         }
         Some(value)
-    }
-}
-
-/// Serves `@`-data lookups for one render (registered as a local helper).
-pub(crate) struct DataHelper<'a>(pub(crate) &'a DataScope<'a>);
-
-impl HelperDef for DataHelper<'_> {
-    fn call_inner<'reg: 'rc, 'rc>(
-        &self,
-        h: &Helper<'rc>,
-        _: &'reg Handlebars<'reg>,
-        _: &'rc Context,
-        _: &mut RenderContext<'reg, 'rc>,
-    ) -> Result<ScopedJson<'rc>, RenderError> {
-        let path = h.param(0).and_then(|p| p.value().as_array());
-        let value = path.and_then(|p| self.0.lookup(p)).cloned();
-        derived(value.unwrap_or(Value::Null))
     }
 }

@@ -24,7 +24,22 @@
 //! A partial that does not exist fails where the template includes it, as
 //! in Handlebars.js.
 //!
+//! Templates are rendered by one renderer, for the Handlebars subset
+//! prompts use (handlebars-rust only parses them). What it does not
+//! support (decorators other than `inline`, dynamic partial names
+//! (`{{> (name)}}`), block forms of helpers that are not block helpers,
+//! ...) is refused when the prompt is compiled, with an
+//! [`Error::TemplateSyntax`] naming the construct and its line. A helper
+//! that fails fails the render, with an [`Error::Render`] that says where.
+//!
 //! Deliberate differences:
+//! - Values are inserted as text: a Dotprompt marker
+//!   (`<<<dotprompt:role:system>>>`, `media`, `history`, `section`) inside
+//!   an inserted value (input, `@`-data, what `json`, `lookup` or a user
+//!   helper returns) stays text, where npm `dotprompt` would make it a
+//!   role, a media part or a section. Only markers written in a template
+//!   (the prompt's or a partial's) or printed by the built-in `role`,
+//!   `media`, `history` and `section` helpers count.
 //! - Handlebars.js adds up values printed next to each other at the start
 //!   of a block (`{{a}}{{b}}` with 1 and 2 prints `3`); here they are
 //!   printed one after the other (`12`).
@@ -36,11 +51,6 @@
 //!   `{"enum": value}`); a top-level `any` has no `type` (the reference
 //!   writes `"type": "any"`); JSON Schema whose `type` lists several types
 //!   passes through (the reference reads it as Picoschema).
-//!
-//! Templates with decorators other than `inline`, or with dynamic partial
-//! names (`{{> (name)}}`), are rendered by handlebars-rust, which prints
-//! values its own way (`[a, b]`, `[object]`) and fails on a name looked up
-//! in an array.
 //!
 //! ```
 //! use dotprompt::{DataArgument, Dotprompt};
@@ -84,13 +94,13 @@
 
 mod dotprompt;
 mod error;
-mod fast;
 mod helpers;
 mod js;
 mod messages;
 mod parse;
 mod partials;
 pub mod picoschema;
+mod renderer;
 mod resolver;
 mod template;
 mod types;

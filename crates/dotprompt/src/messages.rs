@@ -1,12 +1,19 @@
 //! Turning rendered template text into messages, following the markers the
 //! built-in helpers emit.
+//!
+//! Only markers that the renderer reports count: those written in a
+//! template or printed by the `role`, `history`, `section` and `media`
+//! helpers. A marker inside an inserted value (`{{input}}` holding
+//! `<<<dotprompt:role:system>>>`) stays text, so data cannot make roles,
+//! media parts or sections.
 
 use serde_json::{Value, json};
 
 use crate::error::{Error, Location, Result};
 use crate::types::{JsonMap, Media, MediaPart, Message, Part, PendingPart, Role};
 
-const MARKER_START: &str = "<<<dotprompt:";
+/// How every Dotprompt marker starts.
+pub(crate) const MARKER_START: &str = "<<<dotprompt:";
 const MARKER_END: &str = ">>>";
 const ROLE_PREFIX: &str = "role:";
 const HISTORY: &str = "history";
@@ -15,20 +22,29 @@ const SECTION_PREFIX: &str = "section";
 
 /// A piece of rendered text between role/history markers.
 enum Piece<'a> {
-    Text(&'a str),
+    /// Text at this byte range.
+    Text(usize, usize),
     Role(&'a str),
     History,
 }
 
-/// Splits at `<<<dotprompt:role:xxx>>>` (lowercase role) and
-/// `<<<dotprompt:history>>>`, dropping whitespace-only text.
-fn role_and_history_pieces(rendered: &str) -> Vec<Piece<'_>> {
+/// Splits at the `<<<dotprompt:role:xxx>>>` (lowercase role) and
+/// `<<<dotprompt:history>>>` markers among `markers` (ascending offsets of
+/// the markers that count), dropping whitespace-only text.
+fn role_and_history_pieces<'a>(rendered: &'a str, markers: &[usize]) -> Vec<Piece<'a>> {
     let mut pieces = Vec::new();
     let mut text_start = 0;
     let mut search = 0;
-    while let Some(found) = rendered[search..].find(MARKER_START) {
-        let start = search + found;
-        let body = &rendered[start + MARKER_START.len()..];
+    for &start in markers {
+        if start < search {
+            continue;
+        }
+        let Some(body) = rendered
+            .get(start..)
+            .and_then(|rest| rest.strip_prefix(MARKER_START))
+        else {
+            continue;
+        };
         let marker = if let Some(after_role) = body.strip_prefix(ROLE_PREFIX) {
             let len = after_role
                 .bytes()
@@ -48,23 +64,23 @@ fn role_and_history_pieces(rendered: &str) -> Vec<Piece<'_>> {
         } else {
             None
         };
-        match marker {
-            Some((piece, len)) => {
-                push_text(&mut pieces, &rendered[text_start..start], Piece::Text);
-                pieces.push(piece);
-                search = start + len;
-                text_start = search;
-            }
-            None => search = start + MARKER_START.len(),
+        if let Some((piece, len)) = marker {
+            push_text(&mut pieces, rendered, text_start, start);
+            pieces.push(piece);
+            search = start + len;
+            text_start = search;
         }
     }
-    push_text(&mut pieces, &rendered[text_start..], Piece::Text);
+    push_text(&mut pieces, rendered, text_start, rendered.len());
     pieces
 }
 
-fn push_text<'a, T>(out: &mut Vec<T>, text: &'a str, wrap: impl FnOnce(&'a str) -> T) {
-    if !text.trim().is_empty() {
-        out.push(wrap(text));
+fn push_text(out: &mut Vec<Piece<'_>>, rendered: &str, start: usize, end: usize) {
+    if rendered
+        .get(start..end)
+        .is_some_and(|t| !t.trim().is_empty())
+    {
+        out.push(Piece::Text(start, end));
     }
 }
 
@@ -72,6 +88,8 @@ fn push_text<'a, T>(out: &mut Vec<T>, text: &'a str, wrap: impl FnOnce(&'a str) 
 struct Source {
     role: Role,
     text: String,
+    /// Offsets in `text` of the markers that count.
+    markers: Vec<usize>,
     /// Set for history messages, which are taken as they are.
     message: Option<Message>,
 }
@@ -81,6 +99,7 @@ impl Source {
         Self {
             role,
             text: String::new(),
+            markers: Vec::new(),
             message: None,
         }
     }
@@ -89,9 +108,26 @@ impl Source {
 /// Converts rendered text to messages, inserting `history` as Dotprompt does:
 /// at `{{history}}` if present (tagged `purpose: history`); otherwise before
 /// the final user message, or at the end if the last message is not a user's.
+///
+/// Every `<<<dotprompt:...>>>` marker in `rendered` counts. (Rendering a
+/// prompt counts only the markers its template and built-in helpers made.)
 pub fn to_messages(rendered: &str, history: Option<&[Message]>) -> Result<Vec<Message>> {
+    let markers: Vec<usize> = rendered
+        .match_indices(MARKER_START)
+        .map(|(at, _)| at)
+        .collect();
+    to_messages_at(rendered, &markers, history)
+}
+
+/// [`to_messages`], where only the markers at `markers` (ascending byte
+/// offsets into `rendered`) count.
+pub(crate) fn to_messages_at(
+    rendered: &str,
+    markers: &[usize],
+    history: Option<&[Message]>,
+) -> Result<Vec<Message>> {
     let mut sources = vec![Source::new(Role::User)];
-    for piece in role_and_history_pieces(rendered) {
+    for piece in role_and_history_pieces(rendered, markers) {
         let current = sources.len() - 1;
         match piece {
             Piece::Role(name) => {
@@ -115,12 +151,26 @@ pub fn to_messages(rendered: &str, history: Option<&[Message]>) -> Result<Vec<Me
                     sources.push(Source {
                         role: message.role,
                         text: String::new(),
+                        markers: Vec::new(),
                         message: Some(message),
                     });
                 }
                 sources.push(Source::new(Role::Model));
             }
-            Piece::Text(text) => sources[current].text.push_str(text),
+            Piece::Text(start, end) => {
+                let source = &mut sources[current];
+                let shift = source.text.len();
+                let from = markers.partition_point(|&at| at < start);
+                let to = markers.partition_point(|&at| at < end);
+                if let Some(inside) = markers.get(from..to) {
+                    source
+                        .markers
+                        .extend(inside.iter().map(|at| at - start + shift));
+                }
+                source
+                    .text
+                    .push_str(rendered.get(start..end).unwrap_or_default());
+            }
         }
     }
 
@@ -131,7 +181,7 @@ pub fn to_messages(rendered: &str, history: Option<&[Message]>) -> Result<Vec<Me
             None if source.text.is_empty() => None,
             None => Some(Message {
                 role: source.role,
-                content: to_parts(&source.text),
+                content: to_parts(&source.text, &source.markers),
                 metadata: None,
             }),
         })
@@ -165,31 +215,42 @@ fn insert_history(mut messages: Vec<Message>, history: Option<&[Message]>) -> Ve
     messages
 }
 
-/// Splits message text into text, media and section parts.
-fn to_parts(text: &str) -> Vec<Part> {
+/// Splits message text into text, media and section parts, at the
+/// markers among `markers` (ascending offsets of those that count).
+fn to_parts(text: &str, markers: &[usize]) -> Vec<Part> {
     let mut parts = Vec::new();
     let mut text_start = 0;
     let mut search = 0;
-    while let Some(found) = text[search..].find(MARKER_START) {
-        let start = search + found;
-        let body = &text[start + MARKER_START.len()..];
+    for &start in markers {
+        if start < search {
+            continue;
+        }
+        let Some(body) = text
+            .get(start..)
+            .and_then(|rest| rest.strip_prefix(MARKER_START))
+        else {
+            continue;
+        };
         let is_part_marker = body.starts_with(MEDIA_PREFIX) || body.starts_with(SECTION_PREFIX);
         // The marker ends at the first `>>>` on the same line.
         let end = is_part_marker
             .then(|| body.split('\n').next().unwrap_or_default().find(MARKER_END))
             .flatten();
-        match end {
-            Some(end) => {
-                push_text(&mut parts, &text[text_start..start], Part::text);
-                parts.push(marker_part(&body[..end]));
-                search = start + MARKER_START.len() + end + MARKER_END.len();
-                text_start = search;
-            }
-            None => search = start + MARKER_START.len(),
+        if let Some(end) = end {
+            push_part_text(&mut parts, &text[text_start..start]);
+            parts.push(marker_part(&body[..end]));
+            search = start + MARKER_START.len() + end + MARKER_END.len();
+            text_start = search;
         }
     }
-    push_text(&mut parts, &text[text_start..], Part::text);
+    push_part_text(&mut parts, &text[text_start..]);
     parts
+}
+
+fn push_part_text(parts: &mut Vec<Part>, text: &str) {
+    if !text.trim().is_empty() {
+        parts.push(Part::text(text));
+    }
 }
 
 /// Builds the part for a `media:url URL [TYPE]` or `section NAME` marker.

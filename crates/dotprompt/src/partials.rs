@@ -1,13 +1,13 @@
 //! Partial registration, keeping the set of registered partials acyclic.
 //!
-//! handlebars-rust rejects a partial that includes itself directly but would
-//! recurse without end on `a -> b -> a`. Every registration is therefore
-//! checked: a partial that closes a cycle is refused with
-//! [`Error::PartialCycle`], so rendering can never loop.
+//! A partial that includes itself, directly or through others, would make
+//! every template that includes it render without end. Every registration
+//! is therefore checked: a partial that closes a cycle is refused with
+//! [`Error::PartialCycle`]. (Inline partials may include themselves: their
+//! recursion ends with the data, and the renderer bounds it.)
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
-use handlebars::Handlebars;
 use handlebars::template::Template;
 
 use crate::error::{Error, Location, Result};
@@ -28,21 +28,21 @@ pub(crate) fn compile_partial(name: &str, source: &str) -> Result<Template> {
 
 /// Registers a compiled partial unless it would close an include cycle.
 pub(crate) fn register(
-    registry: &mut Handlebars<'static>,
+    registry: &mut HashMap<String, Template>,
     name: &str,
     partial: Template,
 ) -> Result<()> {
     if let Some(cycle) = find_cycle(registry, name, &partial) {
         return Err(Error::PartialCycle { cycle });
     }
-    registry.register_template(name, partial);
+    registry.insert(name.to_owned(), partial);
     Ok(())
 }
 
 /// Looks for a chain of includes from `partial` (to be registered as `name`)
 /// back to `name`, through the partials already registered.
 fn find_cycle(
-    registry: &Handlebars<'static>,
+    registry: &HashMap<String, Template>,
     name: &str,
     partial: &Template,
 ) -> Option<Vec<String>> {
@@ -52,7 +52,7 @@ fn find_cycle(
 }
 
 fn search(
-    registry: &Handlebars<'static>,
+    registry: &HashMap<String, Template>,
     target: &str,
     template: &Template,
     path: &mut Vec<String>,
@@ -66,7 +66,7 @@ fn search(
         if !seen.insert(include.clone()) {
             continue;
         }
-        if let Some(next) = registry.get_template(&include) {
+        if let Some(next) = registry.get(&include) {
             path.push(include);
             if search(registry, target, next, path, seen) {
                 return true;
@@ -79,7 +79,7 @@ fn search(
 
 /// The registered partials reachable from `template`, each once.
 pub(crate) fn reachable<'r>(
-    registry: &'r Handlebars<'static>,
+    registry: &'r HashMap<String, Template>,
     template: &Template,
 ) -> Vec<(&'r str, &'r Template)> {
     let mut out: Vec<(&str, &Template)> = Vec::new();
@@ -93,7 +93,7 @@ pub(crate) fn reachable<'r>(
         if !seen.insert(name.clone()) {
             continue;
         }
-        if let Some((key, partial)) = registry.get_templates().get_key_value(&name) {
+        if let Some((key, partial)) = registry.get_key_value(&name) {
             queue.extend(
                 template::usage(partial)
                     .partials
@@ -109,13 +109,11 @@ pub(crate) fn reachable<'r>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::helpers::Engine;
-
-    fn new_registry() -> Handlebars<'static> {
-        Engine::new().handlebars
+    fn new_registry() -> HashMap<String, Template> {
+        HashMap::new()
     }
 
-    fn define(registry: &mut Handlebars<'static>, name: &str, source: &str) -> Result<()> {
+    fn define(registry: &mut HashMap<String, Template>, name: &str, source: &str) -> Result<()> {
         let partial = compile_partial(name, source)?;
         register(registry, name, partial)
     }
@@ -142,6 +140,6 @@ mod tests {
         define(&mut registry, "b", "{{> c}}").unwrap();
         let err = define(&mut registry, "c", "{{> a}}").unwrap_err();
         assert_eq!(err.to_string(), "partial cycle: c -> a -> b -> c");
-        assert!(registry.get_template("c").is_none());
+        assert!(!registry.contains_key("c"));
     }
 }

@@ -1,10 +1,12 @@
-//! Compiling Handlebars templates and inspecting their syntax tree.
+//! Parsing Handlebars templates (with handlebars-rust's parser; its
+//! renderer is not used) and inspecting their syntax tree.
 //!
-//! handlebars-rust only knows its own block variables (`@index`, `@key`,
-//! `@first`, `@last`) and cannot follow a path after them (`@state.count`).
+//! The parser reads `@`-paths as block variables (`@index`, `@key`,
+//! `@first`, `@last`) and keeps no path after them (`@state.count`).
 //! Dotprompt exposes arbitrary `@`-data, so after parsing, every other
-//! `@name.path` reference is rewritten into a call of a hidden helper that
-//! looks the path up in the render's data (see `helpers::DataHelper`).
+//! `@name.path` reference is rewritten into a call of a hidden helper,
+//! which the renderer plans as a lookup in the render's data
+//! (`helpers::DataScope`).
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -209,69 +211,6 @@ fn end_position(source: &str) -> (usize, usize) {
 /// Position of an element in its template, 1-based.
 pub(crate) type Position = Option<(usize, usize)>;
 
-/// Whether the inline partials `template` declares can include themselves
-/// (directly or through each other). handlebars-rust follows such a loop
-/// without end, so these templates are rendered by the fast renderer only.
-pub(crate) fn inline_partials_recurse(template: &Template) -> bool {
-    let mut includes: HashMap<String, Vec<String>> = HashMap::new();
-    collect_inline(template, &mut includes);
-    // Depth-first search for a cycle among the inline partials.
-    fn reaches(
-        from: &str,
-        target: &str,
-        includes: &HashMap<String, Vec<String>>,
-        seen: &mut Vec<String>,
-    ) -> bool {
-        for next in includes.get(from).into_iter().flatten() {
-            if next == target {
-                return true;
-            }
-            if !seen.contains(next) {
-                seen.push(next.clone());
-                if reaches(next, target, includes, seen) {
-                    return true;
-                }
-            }
-        }
-        false
-    }
-    includes
-        .keys()
-        .any(|name| reaches(name, name, &includes, &mut Vec::new()))
-}
-
-/// The inline partials declared anywhere in `template`, with the partials
-/// each includes.
-fn collect_inline(template: &Template, out: &mut HashMap<String, Vec<String>>) {
-    for element in &template.elements {
-        if let TemplateElement::DecoratorBlock(dt) = element
-            && let (Some("inline"), [Parameter::Literal(Value::String(name))], Some(body)) =
-                (dt.name.as_name(), dt.params.as_slice(), &dt.template)
-        {
-            let mut names = Vec::new();
-            partial_names(body, &mut names);
-            out.entry(name.clone()).or_default().extend(names);
-        }
-        for body in bodies(element) {
-            collect_inline(body, out);
-        }
-    }
-}
-
-/// The names of the partials `template` includes, nested blocks included.
-fn partial_names(template: &Template, out: &mut Vec<String>) {
-    for element in &template.elements {
-        if let TemplateElement::PartialExpression(dt) | TemplateElement::PartialBlock(dt) = element
-            && let Some(name) = dt.name.as_name()
-        {
-            out.push(name.to_owned());
-        }
-        for body in bodies(element) {
-            partial_names(body, out);
-        }
-    }
-}
-
 /// Helper calls and partial inclusions found in a template.
 #[derive(Debug, Default)]
 pub(crate) struct Usage {
@@ -426,8 +365,7 @@ fn rewrite_template(template: &mut Template) {
         .into_iter()
         .map(|mut element| {
             rewrite_element(&mut element);
-            // Output is never escaped, so `{{x}}` may render as `{{{x}}}`,
-            // which skips the escape function and its copy of every value.
+            // Output is never escaped: `{{x}}` is `{{{x}}}`.
             match element {
                 TemplateElement::Expression(ht) => TemplateElement::HtmlExpression(ht),
                 other => other,
@@ -598,26 +536,6 @@ mod tests {
             }
             let indent = find(&t).expect("a partial");
             assert_eq!(indent.as_deref(), expected, "{source:?}");
-        }
-    }
-
-    #[test]
-    fn recursive_inline_partials_are_found() {
-        for (source, recurses) in [
-            ("{{#*inline \"a\"}}{{> a}}{{/inline}}", true),
-            (
-                "{{#*inline \"a\"}}{{#if x}}{{> b}}{{/if}}{{/inline}}{{#*inline \"b\"}}{{> a}}{{/inline}}",
-                true,
-            ),
-            (
-                "{{#each xs}}{{#*inline \"t\"}}{{#each kids}}{{> t}}{{/each}}{{/inline}}{{/each}}",
-                true,
-            ),
-            ("{{#*inline \"a\"}}{{> b}}{{/inline}}{{> a}}", false),
-            ("{{> a}}{{#> layout}}{{> a}}{{/layout}}", false),
-        ] {
-            let t = compile(source, None).unwrap();
-            assert_eq!(inline_partials_recurse(&t), recurses, "{source:?}");
         }
     }
 

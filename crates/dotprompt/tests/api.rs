@@ -384,3 +384,78 @@ fn deep_nesting_is_an_error_not_a_crash() {
         "1(2(3())4())"
     );
 }
+
+#[test]
+fn unsupported_constructs_are_refused_when_compiled_with_their_line() {
+    let dp = Dotprompt::default();
+    dp.define_partial("p", "ok\n{{> (dynamic)}}").unwrap();
+    for (source, construct, partial, line) in [
+        (
+            "---\nname: t\n---\nHello\n{{#*deco}}x{{/deco}}",
+            "decorator",
+            None,
+            5,
+        ),
+        (
+            "---\nname: t\n---\n{{> p}}",
+            "dynamic partial name",
+            Some("p"),
+            2,
+        ),
+        (
+            "---\nname: t\n---\n\n\n{{#with x as |a b|}}{{/with}}",
+            "block parameters",
+            None,
+            6,
+        ),
+    ] {
+        let err = match block_on(dp.compile(source)) {
+            Ok(_) => panic!("{source:?} compiled"),
+            Err(err) => err,
+        };
+        let Error::TemplateSyntax { message, location } = &err else {
+            panic!("unexpected error {err}");
+        };
+        assert!(message.contains(construct), "{err}");
+        assert_eq!(location.prompt.as_deref(), Some("t"), "{err}");
+        assert_eq!(location.partial.as_deref(), partial, "{err}");
+        assert_eq!(location.line, Some(line), "{err}");
+    }
+}
+
+#[test]
+fn a_failing_helper_fails_the_render_once_with_its_line() {
+    let dp = Dotprompt::default();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    dp.define_helper("count", move |_, _| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        Ok(json!(""))
+    });
+    dp.define_helper("fail", |_, _| Err("nope".into()));
+    let source = "---\nname: t\n---\n{{count}}\n  {{fail}}";
+    let err = render(&dp, source, json!({})).unwrap_err();
+    let Error::Render { message, location } = &err else {
+        panic!("unexpected error {err}");
+    };
+    assert_eq!(message, "helper `fail`: nope");
+    assert_eq!((location.line, location.column), (Some(5), Some(3)));
+    // The template was not rendered a second time (by another engine).
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn check_refuses_what_the_renderer_does_not_support_but_not_undefined_helpers() {
+    let dp = Dotprompt::default();
+    let err = dp
+        .check("---\nname: t\n---\nHi\n {{> (which)}}")
+        .unwrap_err();
+    let Error::TemplateSyntax { message, location } = &err else {
+        panic!("unexpected error {err}");
+    };
+    assert!(message.contains("dynamic partial name"), "{err}");
+    assert_eq!((location.line, location.column), (Some(5), Some(2)));
+    // Helpers and partials may still be defined before the prompt renders.
+    dp.check("{{shout name}}{{#loud}}x{{/loud}}{{> later}}")
+        .unwrap();
+}

@@ -1,6 +1,6 @@
-//! Turning a handlebars template into a [`Plan`]: helpers bound, partials
-//! resolved (recursively), paths pre-parsed. Unsupported constructs give no
-//! plan.
+//! Turning a parsed template into a [`Plan`]: helpers bound, partials
+//! resolved (recursively), paths pre-parsed. Unsupported constructs are
+//! refused with a [`Fault`] that says what and where they are.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,13 +11,15 @@ use handlebars::template::{
 use handlebars::{Path, PathSeg};
 use serde_json::Value;
 
-use super::Abort;
+use super::{Fault, Site};
 use crate::helpers::{DATA_HELPER, Engine, HelperFn, MarkerHelper};
+use crate::messages::MARKER_START;
 
-/// Partials nested deeper than this are left to handlebars.
+/// Registered partials nested deeper than this are refused (each level is
+/// planned into the includer's plan).
 const MAX_PARTIAL_DEPTH: usize = 16;
 
-/// A template ready for the fast renderer.
+/// A template ready for the renderer.
 pub(crate) struct Plan {
     pub(super) nodes: Vec<Node>,
     /// The inline partials the program declares (found by name when
@@ -31,6 +33,10 @@ pub(crate) struct Plan {
 pub(super) enum Node {
     /// Literal text.
     Text(String),
+    /// Literal text with Dotprompt markers (`<<<dotprompt:...>>>`) at these
+    /// byte offsets: markers written in a template count, markers in
+    /// inserted values do not.
+    MarkedText(String, Vec<usize>),
     /// `{{path}}`: a value, printed.
     Value(PathRef),
     /// `{{helper args}}`: a helper's result, printed.
@@ -51,13 +57,15 @@ pub(super) enum Node {
     Partial(Box<PartialNode>),
     /// A partial that does not exist: rendering it fails (as Handlebars.js
     /// fails only when it gets there).
-    Fail(String),
+    Fail(String, Site),
     /// Where programs nest too deep to plan further: rendering it fails.
     TooDeep,
     /// `{{> @partial-block}}`: the block of the partial being rendered.
     PartialBlock {
         /// As for [`PartialNode`].
         indent: Option<String>,
+        /// Where it is (it fails outside a partial block).
+        site: Site,
     },
 }
 
@@ -72,6 +80,8 @@ pub(super) struct PartialNode {
     /// `{{#> name}}block{{/name}}`: what `{{> @partial-block}}` renders
     /// inside the partial.
     pub(super) block: Option<Arc<Plan>>,
+    /// Where the inclusion is.
+    pub(super) site: Site,
 }
 
 /// What a `{{> name}}` renders.
@@ -104,6 +114,8 @@ pub(super) struct Call {
     pub(super) helper: Helper,
     pub(super) params: Vec<Arg>,
     pub(super) hash: Hash,
+    /// Where the call is, for its errors.
+    pub(super) site: Site,
 }
 
 /// A helper that returns a value.
@@ -114,10 +126,12 @@ pub(super) enum Helper {
     Marker(MarkerHelper),
     /// `lookup`.
     Lookup,
+    /// `log`: prints nothing (Handlebars.js logs to the console).
+    Log,
     /// An `@`-data path (the template rewrite's hidden helper).
     Data(Vec<String>),
-    /// A user helper.
-    User(HelperFn),
+    /// A user helper, with its name.
+    User(Arc<str>, HelperFn),
 }
 
 /// Named (`key=value`) arguments.
@@ -153,9 +167,9 @@ pub(super) enum PathRef {
     },
 }
 
-/// Plans `template` with the helpers and partials of `engine`; `None` if it
-/// uses something the fast renderer does not do.
-pub(crate) fn plan(template: &Template, engine: &Engine) -> Option<Plan> {
+/// Plans `template` with the helpers and partials of `engine`; a
+/// [`Fault`] if it uses something the renderer does not do.
+pub(crate) fn plan(template: &Template, engine: &Engine) -> Result<Plan, Fault> {
     Planner {
         engine,
         depth: 0,
@@ -163,9 +177,9 @@ pub(crate) fn plan(template: &Template, engine: &Engine) -> Option<Plan> {
         block_params: Vec::new(),
         level: 0,
         inline: Vec::new(),
+        site: Site::default(),
     }
     .template(template)
-    .ok()
 }
 
 struct Planner<'e> {
@@ -181,10 +195,20 @@ struct Planner<'e> {
     /// innermost program last. They are seen by the partials it includes,
     /// too.
     inline: Vec<Vec<String>>,
+    /// Where the element being planned is.
+    site: Site,
 }
 
 impl Planner<'_> {
-    fn template(&mut self, template: &Template) -> Result<Plan, Abort> {
+    /// A refusal of `construct` where the element being planned is.
+    fn unsupported(&self, construct: impl Into<String>) -> Fault {
+        Fault::Unsupported {
+            construct: construct.into(),
+            site: self.site.clone(),
+        }
+    }
+
+    fn template(&mut self, template: &Template) -> Result<Plan, Fault> {
         // Partials multiply the nesting of blocks: past the renderer's own
         // bound, stop planning (and fail there if it ever renders).
         if self.level >= super::eval::MAX_RENDER_LEVELS {
@@ -194,19 +218,23 @@ impl Planner<'_> {
             });
         }
         self.level += 1;
+        let pos = self.site.pos;
         let planned = self.program(template);
+        self.site.pos = pos;
         self.level -= 1;
         planned
     }
 
-    fn program(&mut self, template: &Template) -> Result<Plan, Abort> {
+    fn program(&mut self, template: &Template) -> Result<Plan, Fault> {
         // Inline partials belong to the whole program, wherever they are
         // declared in it (Handlebars.js runs the declarations first).
-        let inline = template
-            .elements
-            .iter()
-            .filter_map(inline_partial)
-            .collect::<Result<Vec<_>, Abort>>()?;
+        let mut inline = Vec::new();
+        for (i, element) in template.elements.iter().enumerate() {
+            if let Some(declared) = inline_partial(element) {
+                self.site.pos = position(template, i);
+                inline.push(declared.map_err(|what| self.unsupported(what))?);
+            }
+        }
         if inline.is_empty() {
             return self.nodes(template);
         }
@@ -226,7 +254,7 @@ impl Planner<'_> {
     fn inline_partials(
         &mut self,
         inline: &[(&str, &Template)],
-    ) -> Result<HashMap<String, Plan>, Abort> {
+    ) -> Result<HashMap<String, Plan>, Fault> {
         let mut partials = HashMap::with_capacity(inline.len());
         for (name, body) in inline {
             let plan = self.template(body)?;
@@ -236,9 +264,10 @@ impl Planner<'_> {
         Ok(partials)
     }
 
-    fn nodes(&mut self, template: &Template) -> Result<Plan, Abort> {
+    fn nodes(&mut self, template: &Template) -> Result<Plan, Fault> {
         let mut nodes = Vec::with_capacity(template.elements.len());
-        for element in &template.elements {
+        for (i, element) in template.elements.iter().enumerate() {
+            self.site.pos = position(template, i);
             let node = match element {
                 TemplateElement::PartialExpression(dt) | TemplateElement::PartialBlock(dt) => {
                     Some(self.partial(dt)?)
@@ -256,36 +285,42 @@ impl Planner<'_> {
         })
     }
 
-    fn optional(&mut self, template: Option<&Template>) -> Result<Option<Plan>, Abort> {
+    fn optional(&mut self, template: Option<&Template>) -> Result<Option<Plan>, Fault> {
         template.map(|t| self.template(t)).transpose()
     }
 
-    fn element(&mut self, element: &TemplateElement) -> Result<Option<Node>, Abort> {
+    fn element(&mut self, element: &TemplateElement) -> Result<Option<Node>, Fault> {
         Ok(Some(match element {
             TemplateElement::RawString(text) => {
                 if text.is_empty() {
                     return Ok(None);
                 }
-                Node::Text(text.clone())
+                text_node(text)
             }
             TemplateElement::Comment(_) => return Ok(None),
             TemplateElement::Expression(ht) | TemplateElement::HtmlExpression(ht) => {
                 self.expression(ht)?
             }
             TemplateElement::HelperBlock(ht) => self.block(ht)?,
-            _ => return Err(Abort),
+            TemplateElement::DecoratorExpression(dt) | TemplateElement::DecoratorBlock(dt) => {
+                let name = helper_name(&dt.name).unwrap_or("(...)");
+                return Err(self.unsupported(format!(
+                    "the decorator `{{{{*{name}}}}}` (only `{{{{#*inline \"name\"}}}}` is supported)"
+                )));
+            }
+            _ => return Err(self.unsupported("this kind of template element")),
         }))
     }
 
     /// `{{name}}` prints a value unless a helper has that name; anything
     /// with arguments is a helper call.
-    fn expression(&mut self, ht: &HelperTemplate) -> Result<Node, Abort> {
+    fn expression(&mut self, ht: &HelperTemplate) -> Result<Node, Fault> {
         if ht.block_param.is_some() {
-            return Err(Abort);
+            return Err(self.unsupported("block parameters (`as |x|`) outside a block"));
         }
         if ht.params.is_empty() && ht.hash.is_empty() {
             let Parameter::Path(path) = &ht.name else {
-                return Err(Abort);
+                return Err(self.unsupported("an expression that is not a path or a helper call"));
             };
             let raw = match path {
                 Path::Relative((_, raw)) | Path::Local((_, _, raw)) => raw,
@@ -295,7 +330,7 @@ impl Planner<'_> {
                 return Ok(Node::Value(param));
             }
             if !self.is_helper(raw) {
-                return Ok(Node::Value(path_ref(path)?));
+                return Ok(Node::Value(self.path_ref(path)?));
             }
         }
         self.call(ht).map(Node::Print)
@@ -332,7 +367,7 @@ impl Planner<'_> {
         for seg in &segs[1..] {
             match seg {
                 PathSeg::Named(name) => rest.push(name.clone()),
-                // Anything else in a block parameter path: let handlebars do it.
+                // Anything else after a block parameter: read as an ordinary path.
                 _ => return None,
             }
         }
@@ -347,26 +382,29 @@ impl Planner<'_> {
         name == DATA_HELPER || self.engine.has_helper(name)
     }
 
-    fn call(&mut self, ht: &HelperTemplate) -> Result<Call, Abort> {
-        let name = helper_name(&ht.name)?;
+    fn call(&mut self, ht: &HelperTemplate) -> Result<Call, Fault> {
+        let name = self.helper_name(&ht.name)?;
         let (params, hash) = self.arguments(&ht.params, &ht.hash)?;
+        let site = self.site.clone();
         let helper = if let Some(f) = self.engine.user_helper(name) {
-            Helper::User(Arc::clone(f))
+            Helper::User(Arc::from(name), Arc::clone(f))
         } else {
             match name {
                 DATA_HELPER => {
-                    let [Arg::Literal(Value::Array(segments))] = params.as_slice() else {
-                        return Err(Abort);
+                    let segments = match params.as_slice() {
+                        [Arg::Literal(Value::Array(segments))] => segments
+                            .iter()
+                            .map(|s| s.as_str().map(str::to_owned))
+                            .collect::<Option<Vec<_>>>(),
+                        _ => None,
                     };
-                    let segments = segments
-                        .iter()
-                        .map(|s| s.as_str().map(str::to_owned))
-                        .collect::<Option<Vec<_>>>()
-                        .ok_or(Abort)?;
+                    let segments =
+                        segments.ok_or_else(|| self.unsupported("a malformed `@` path"))?;
                     return Ok(Call {
                         helper: Helper::Data(segments),
                         params: Vec::new(),
                         hash,
+                        site,
                     });
                 }
                 "json" => Helper::Json,
@@ -374,24 +412,47 @@ impl Planner<'_> {
                 "history" => Helper::Marker(MarkerHelper::History),
                 "section" => Helper::Marker(MarkerHelper::Section),
                 "media" => Helper::Marker(MarkerHelper::Media),
-                "lookup" => Helper::Lookup,
-                _ => return Err(Abort),
+                "lookup" if params.len() >= 2 => Helper::Lookup,
+                "lookup" => {
+                    return Err(self.unsupported(
+                        "`lookup` with fewer than two arguments (it takes an object and a key)",
+                    ));
+                }
+                "log" => Helper::Log,
+                "if" | "unless" | "each" | "with" | "ifEquals" | "unlessEquals" => {
+                    return Err(self.unsupported(format!(
+                        "the block helper `{name}` used without a block (write `{{{{#{name} ...}}}}...{{{{/{name}}}}}`)"
+                    )));
+                }
+                _ if !self.engine.has_helper(name) => {
+                    return Err(Fault::UnknownHelper {
+                        name: name.to_owned(),
+                        site,
+                    });
+                }
+                _ => return Err(self.unsupported(format!("the helper `{name}`"))),
             }
         };
-        if !self.engine.has_helper(name) {
-            return Err(Abort);
-        }
         Ok(Call {
             helper,
             params,
             hash,
+            site,
         })
     }
 
-    fn block(&mut self, ht: &HelperTemplate) -> Result<Node, Abort> {
-        let name = helper_name(&ht.name)?;
-        if self.engine.user_helper(name).is_some() || !self.engine.has_helper(name) {
-            return Err(Abort);
+    fn block(&mut self, ht: &HelperTemplate) -> Result<Node, Fault> {
+        let name = self.helper_name(&ht.name)?;
+        if self.engine.user_helper(name).is_some() {
+            return Err(self.unsupported(format!(
+                "the helper `{name}` as a block (`{{{{#{name}}}}}`): helpers defined with `define_helper` return values"
+            )));
+        }
+        if !self.engine.has_helper(name) {
+            return Err(Fault::UnknownHelper {
+                name: name.to_owned(),
+                site: self.site.clone(),
+            });
         }
         let kind = match name {
             "if" => BlockKind::If { positive: true },
@@ -400,12 +461,17 @@ impl Planner<'_> {
             "with" => BlockKind::With,
             "ifEquals" => BlockKind::Equals { when_equal: true },
             "unlessEquals" => BlockKind::Equals { when_equal: false },
-            _ => return Err(Abort),
+            _ => {
+                return Err(self.unsupported(format!(
+                    "`{{{{#{name}}}}}` as a block (only `if`, `unless`, `each`, `with`, `ifEquals` and `unlessEquals` take blocks)"
+                )));
+            }
         };
         let (params, hash) = self.arguments(&ht.params, &ht.hash)?;
-        // `if`, `unless`, `each` and `with` fail without their argument.
+        // `if`, `unless`, `each` and `with` fail without their argument, as
+        // in Handlebars.js.
         if params.is_empty() && !matches!(kind, BlockKind::Equals { .. }) {
-            return Err(Abort);
+            return Err(self.unsupported(format!("`{{{{#{name}}}}}` without an argument")));
         }
         // `each` gives its body the item and its index (or key), `with` its
         // value, as block parameters.
@@ -417,7 +483,11 @@ impl Planner<'_> {
             (Some(BlockParam::Pair((Parameter::Name(a), Parameter::Name(b)))), BlockKind::Each) => {
                 vec![a.clone(), b.clone()]
             }
-            _ => return Err(Abort),
+            _ => {
+                return Err(self.unsupported(format!(
+                    "these block parameters on `{{{{#{name}}}}}` (`each` takes `as |item index|`, `with` `as |value|`)"
+                )));
+            }
         };
         let block_params = names.len();
         let template = if names.is_empty() {
@@ -439,22 +509,33 @@ impl Planner<'_> {
     }
 
     /// `{{> name}}`, `{{#> name}}block{{/name}}` and `{{> @partial-block}}`.
-    fn partial(&mut self, dt: &DecoratorTemplate) -> Result<Node, Abort> {
+    fn partial(&mut self, dt: &DecoratorTemplate) -> Result<Node, Fault> {
         // Only standalone partials keep an indentation (see
         // `template::keep_standalone_indents`).
         let indent = dt.indent.clone().filter(|indent| !indent.is_empty());
+        let site = self.site.clone();
         let name = match &dt.name {
             Parameter::Name(name) => name.as_str(),
             Parameter::Path(Path::Relative((_, raw)) | Path::Local((_, _, raw))) => raw.as_str(),
-            _ => return Err(Abort),
+            _ => {
+                return Err(self.unsupported(
+                    "a dynamic partial name (`{{> (expression)}}`); name the partial",
+                ));
+            }
         };
         if name == "@partial-block" {
             if !dt.params.is_empty() || !dt.hash.is_empty() || dt.template.is_some() {
-                return Err(Abort);
+                return Err(self.unsupported("`{{> @partial-block}}` with arguments or a block"));
             }
-            return Ok(Node::PartialBlock { indent });
+            return Ok(Node::PartialBlock { indent, site });
         }
         let (mut params, hash) = self.arguments(&dt.params, &dt.hash)?;
+        if params.len() > 1 {
+            return Err(self.unsupported(format!(
+                "the partial `{name}` with {} positional arguments (it takes one context)",
+                params.len()
+            )));
+        }
         // The block is the caller's: planned in its scope.
         let mut block = self.optional(dt.template.as_ref())?.map(Arc::new);
         let target = match (self.find_partial(name)?, block.take()) {
@@ -464,29 +545,21 @@ impl Planner<'_> {
             }
             // A missing partial renders its block instead, in its place.
             (None, Some(fallback)) => PartialTarget::Fallback(fallback),
-            (None, None) => return Ok(Node::Fail(name.to_owned())),
+            (None, None) => return Ok(Node::Fail(name.to_owned(), site)),
         };
-        // Handlebars evaluates every parameter but uses only the first.
-        let context = if params.is_empty() {
-            None
-        } else {
-            Some(params.remove(0))
-        };
-        if !params.is_empty() {
-            return Err(Abort);
-        }
         Ok(Node::Partial(Box::new(PartialNode {
             target,
-            context,
+            context: params.pop(),
             hash,
             indent,
             block,
+            site,
         })))
     }
 
     /// The partial `name`: an inline partial in scope, else a registered
     /// one (`None` if there is neither).
-    fn find_partial(&mut self, name: &str) -> Result<Option<PartialTarget>, Abort> {
+    fn find_partial(&mut self, name: &str) -> Result<Option<PartialTarget>, Fault> {
         let level = self
             .inline
             .iter()
@@ -504,16 +577,27 @@ impl Planner<'_> {
         if cacheable && let Some(plan) = self.partials.get(name) {
             return Ok(Some(PartialTarget::Registered(Arc::clone(plan))));
         }
-        let Some(template) = self.engine.handlebars.get_template(name) else {
+        let Some(template) = self.engine.partial(name) else {
             return Ok(None);
         };
         if self.depth >= MAX_PARTIAL_DEPTH {
-            return Err(Abort);
+            return Err(self.unsupported(format!(
+                "partials included more than {MAX_PARTIAL_DEPTH} deep (at `{{{{> {name}}}}}`)"
+            )));
         }
-        // A partial sees none of the includer's block parameters.
+        // A partial sees none of the includer's block parameters; its
+        // errors are located in it.
         self.depth += 1;
         let outer_params = std::mem::take(&mut self.block_params);
+        let outer_site = std::mem::replace(
+            &mut self.site,
+            Site {
+                partial: Some(Arc::from(name)),
+                pos: None,
+            },
+        );
         let planned = self.template(template);
+        self.site = outer_site;
         self.block_params = outer_params;
         self.depth -= 1;
         let plan = Arc::new(planned?);
@@ -527,7 +611,7 @@ impl Planner<'_> {
         &mut self,
         params: &[Parameter],
         hash: &HashMap<String, Parameter>,
-    ) -> Result<(Vec<Arg>, Hash), Abort> {
+    ) -> Result<(Vec<Arg>, Hash), Fault> {
         let params = params
             .iter()
             .map(|p| self.argument(p))
@@ -535,94 +619,120 @@ impl Planner<'_> {
         let hash = hash
             .iter()
             .map(|(k, p)| Ok((k.clone(), self.argument(p)?)))
-            .collect::<Result<Vec<_>, Abort>>()?;
+            .collect::<Result<Vec<_>, Fault>>()?;
         Ok((params, hash))
     }
 
-    fn argument(&mut self, param: &Parameter) -> Result<Arg, Abort> {
+    fn argument(&mut self, param: &Parameter) -> Result<Arg, Fault> {
         match param {
             Parameter::Literal(value) => Ok(Arg::Literal(value.clone())),
             Parameter::Path(path) => match self.block_param(path) {
                 Some(param) => Ok(Arg::Path(param)),
-                None => path_ref(path).map(Arg::Path),
+                None => self.path_ref(path).map(Arg::Path),
             },
             Parameter::Subexpression(sub) => match sub.element.as_ref() {
                 TemplateElement::Expression(ht) if !ht.block => {
                     self.call(ht).map(|c| Arg::Call(Box::new(c)))
                 }
-                _ => Err(Abort),
+                _ => Err(self.unsupported("this kind of subexpression")),
             },
-            _ => Err(Abort),
+            _ => Err(self.unsupported("this kind of argument")),
         }
+    }
+
+    fn helper_name<'t>(&self, name: &'t Parameter) -> Result<&'t str, Fault> {
+        helper_name(name).ok_or_else(|| self.unsupported("a helper name that is not a plain name"))
+    }
+
+    /// A path as handlebars-rust resolves it: leading `../` count, `@root`
+    /// before any name, then every named segment (`this` is already
+    /// dropped by the parser; other rules are ignored).
+    fn path_ref(&self, path: &Path) -> Result<PathRef, Fault> {
+        let raw = match path {
+            Path::Local((level, name, _)) => {
+                return Ok(PathRef::Local {
+                    level: *level,
+                    name: name.clone(),
+                });
+            }
+            Path::Relative((_, raw)) => raw,
+        };
+        let unsupported = || self.unsupported(format!("the path `{raw}`"));
+        let Path::Relative((segs, _)) = path else {
+            return Err(unsupported());
+        };
+        let mut up = 0;
+        let mut root = false;
+        for seg in segs {
+            match seg {
+                PathSeg::Named(_) => break,
+                PathSeg::Ruled(_) => match rule(seg) {
+                    Some(Rule::Root) => {
+                        root = true;
+                        break;
+                    }
+                    Some(Rule::Up) => up += 1,
+                    _ => break,
+                },
+                _ => return Err(unsupported()),
+            }
+        }
+        let mut names = Vec::with_capacity(segs.len());
+        for seg in segs {
+            match seg {
+                PathSeg::Named(name) => names.push(name.clone()),
+                PathSeg::Ruled(_) if rule(seg).is_some() => {}
+                _ => return Err(unsupported()),
+            }
+        }
+        Ok(PathRef::Relative {
+            up,
+            root,
+            segs: names,
+        })
     }
 }
 
-fn helper_name(name: &Parameter) -> Result<&str, Abort> {
+/// The 1-based position of element `index` of `template`.
+fn position(template: &Template, index: usize) -> Option<(usize, usize)> {
+    template.mapping.get(index).map(|m| (m.0, m.1))
+}
+
+/// A text node, with the offsets of the Dotprompt markers it contains.
+fn text_node(text: &str) -> Node {
+    let markers: Vec<usize> = text.match_indices(MARKER_START).map(|(i, _)| i).collect();
+    if markers.is_empty() {
+        Node::Text(text.to_owned())
+    } else {
+        Node::MarkedText(text.to_owned(), markers)
+    }
+}
+
+fn helper_name(name: &Parameter) -> Option<&str> {
     match name {
-        Parameter::Name(name) => Ok(name),
-        Parameter::Path(Path::Relative((_, raw))) => Ok(raw),
-        _ => Err(Abort),
-    }
-}
-
-/// A path as handlebars-rust resolves it: leading `../` count, `@root`
-/// before any name, then every named segment (`this` is already dropped
-/// by the parser; other rules are ignored).
-fn path_ref(path: &Path) -> Result<PathRef, Abort> {
-    match path {
-        Path::Local((level, name, _)) => Ok(PathRef::Local {
-            level: *level,
-            name: name.clone(),
-        }),
-        Path::Relative((segs, _)) => {
-            let mut up = 0;
-            let mut root = false;
-            for seg in segs {
-                match seg {
-                    PathSeg::Named(_) => break,
-                    PathSeg::Ruled(_) => match rule(seg) {
-                        Some(Rule::Root) => {
-                            root = true;
-                            break;
-                        }
-                        Some(Rule::Up) => up += 1,
-                        _ => break,
-                    },
-                    _ => return Err(Abort),
-                }
-            }
-            let mut names = Vec::with_capacity(segs.len());
-            for seg in segs {
-                match seg {
-                    PathSeg::Named(name) => names.push(name.clone()),
-                    PathSeg::Ruled(_) if rule(seg).is_some() => {}
-                    _ => return Err(Abort),
-                }
-            }
-            Ok(PathRef::Relative {
-                up,
-                root,
-                segs: names,
-            })
-        }
+        Parameter::Name(name) => Some(name),
+        Parameter::Path(Path::Relative((_, raw))) => Some(raw),
+        _ => None,
     }
 }
 
 /// `{{#*inline "name"}}body{{/inline}}` as `(name, body)`; `None` for any
-/// other element, `Some(Err)` for an inline declaration the fast renderer
-/// does not take.
-fn inline_partial(element: &TemplateElement) -> Option<Result<(&str, &Template), Abort>> {
+/// other element, `Some(Err)` (what is wrong) for an inline declaration the
+/// renderer does not take.
+fn inline_partial(element: &TemplateElement) -> Option<Result<(&str, &Template), String>> {
     let TemplateElement::DecoratorBlock(dt) = element else {
         return None;
     };
-    if helper_name(&dt.name).ok()? != "inline" {
+    if helper_name(&dt.name)? != "inline" {
         return None;
     }
     Some(match (dt.params.as_slice(), dt.template.as_ref()) {
         ([Parameter::Literal(Value::String(name))], Some(body)) if dt.hash.is_empty() => {
             Ok((name.as_str(), body))
         }
-        _ => Err(Abort),
+        _ => Err(
+            "an inline partial not declared as `{{#*inline \"name\"}}...{{/inline}}`".to_owned(),
+        ),
     })
 }
 

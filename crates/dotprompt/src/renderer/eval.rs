@@ -6,7 +6,7 @@ use std::rc::Rc;
 use serde_json::{Map, Value};
 
 use super::plan::{Arg, BlockKind, Call, Helper, Node, PartialNode, PartialTarget, PathRef, Plan};
-use super::{Abort, Stop};
+use super::{Fault, Site};
 use crate::helpers::{DataScope, json_text, strict_equals};
 use crate::types::JsonMap;
 
@@ -37,8 +37,27 @@ pub(crate) struct Data<'a> {
     pub(crate) scope: &'a DataScope<'a>,
 }
 
+/// A rendered template: its text, and where in it the Dotprompt markers
+/// that count are (written in a template or made by a built-in helper, not
+/// inside an inserted value), in ascending order.
+#[derive(Debug, Default)]
+pub(crate) struct Rendered {
+    /// The text.
+    pub(crate) text: String,
+    /// Byte offsets of the markers' starts.
+    pub(crate) markers: Vec<usize>,
+}
+
+/// The render stopped; why is in [`Renderer::fault`]. (Kept apart so that
+/// every step returns a small `Result`.)
+struct Stopped;
+
 /// Renders `plan`; `capacity` pre-sizes the output.
-pub(crate) fn render<'a>(plan: &'a Plan, data: Data<'a>, capacity: usize) -> Result<String, Stop> {
+pub(crate) fn render<'a>(
+    plan: &'a Plan,
+    data: Data<'a>,
+    capacity: usize,
+) -> Result<Rendered, Fault> {
     let mut renderer = Renderer {
         data,
         frames: vec![Frame {
@@ -51,15 +70,19 @@ pub(crate) fn render<'a>(plan: &'a Plan, data: Data<'a>, capacity: usize) -> Res
         }],
         root: None,
         blocks: Vec::new(),
-        stop: Stop::Abort,
+        fault: None,
+        markers: Vec::new(),
         inline_scopes: Vec::new(),
         partial_depth: 0,
         level: 0,
         out: String::with_capacity(capacity),
     };
     match renderer.plan(plan) {
-        Ok(()) => Ok(renderer.out),
-        Err(Abort) => Err(renderer.stop),
+        Ok(()) => Ok(Rendered {
+            text: renderer.out,
+            markers: renderer.markers,
+        }),
+        Err(Stopped) => Err(renderer.fault.unwrap_or(Fault::TooDeep)),
     }
 }
 
@@ -162,8 +185,10 @@ struct Renderer<'a> {
     frames: Vec<Frame<'a>>,
     /// The root context, once something needed it whole.
     root: Option<Rc<Value>>,
-    /// Why the render stopped, when it did (see [`Self::stop`]).
-    stop: Stop,
+    /// Why the render stopped, when it did (see [`Self::fail`]).
+    fault: Option<Fault>,
+    /// Offsets in `out` of the markers that count (see [`Rendered`]).
+    markers: Vec<usize>,
     /// The programs rendering that declare inline partials: where each
     /// started (frame count) and its partials, innermost last.
     inline_scopes: Vec<(usize, &'a HashMap<String, Plan>)>,
@@ -179,11 +204,11 @@ struct Renderer<'a> {
 }
 
 impl<'a> Renderer<'a> {
-    fn plan(&mut self, plan: &'a Plan) -> Result<(), Abort> {
+    fn plan(&mut self, plan: &'a Plan) -> Result<(), Stopped> {
         // Blocks and partials render recursively: a bound, not a stack
         // overflow, for templates that nest (or recurse) too deep.
         if self.level >= MAX_RENDER_LEVELS {
-            return Err(self.stop(Stop::TooDeep));
+            return Err(self.fail(Fault::TooDeep));
         }
         self.level += 1;
         let result = match &plan.inline {
@@ -201,16 +226,21 @@ impl<'a> Renderer<'a> {
         &mut self,
         plan: &'a Plan,
         inline: &'a HashMap<String, Plan>,
-    ) -> Result<(), Abort> {
+    ) -> Result<(), Stopped> {
         self.inline_scopes.push((self.frames.len(), inline));
         let result = plan.nodes.iter().try_for_each(|node| self.node(node));
         self.inline_scopes.pop();
         result
     }
 
-    fn node(&mut self, node: &'a Node) -> Result<(), Abort> {
+    fn node(&mut self, node: &'a Node) -> Result<(), Stopped> {
         match node {
             Node::Text(text) => self.out.push_str(text),
+            Node::MarkedText(text, markers) => {
+                let start = self.out.len();
+                self.markers.extend(markers.iter().map(|at| start + at));
+                self.out.push_str(text);
+            }
             Node::Value(path) => {
                 let value = self.path(path)?;
                 let value = self.concrete(value);
@@ -218,6 +248,10 @@ impl<'a> Renderer<'a> {
             }
             Node::Print(call) => {
                 let value = self.call(call)?;
+                // What the built-in marker helpers print is a marker.
+                if matches!(call.helper, Helper::Marker(_)) {
+                    self.markers.push(self.out.len());
+                }
                 write_value(&mut self.out, value.value());
             }
             Node::Block {
@@ -253,9 +287,14 @@ impl<'a> Renderer<'a> {
                 self.block(*kind, first, second, include_zero, blocks)?;
             }
             Node::Partial(partial) => self.include(partial)?,
-            Node::Fail(name) => return Err(self.stop(Stop::MissingPartial(name.clone()))),
-            Node::TooDeep => return Err(self.stop(Stop::TooDeep)),
-            Node::PartialBlock { indent } => self.partial_block(indent.as_deref())?,
+            Node::Fail(name, site) => {
+                return Err(self.fail(Fault::MissingPartial {
+                    name: name.clone(),
+                    site: site.clone(),
+                }));
+            }
+            Node::TooDeep => return Err(self.fail(Fault::TooDeep)),
+            Node::PartialBlock { indent, site } => self.partial_block(indent.as_deref(), site)?,
         }
         Ok(())
     }
@@ -263,7 +302,7 @@ impl<'a> Renderer<'a> {
     /// `{{> name}}` (kept out of [`Self::node`], which every node goes
     /// through).
     #[inline(never)]
-    fn include(&mut self, include: &'a PartialNode) -> Result<(), Abort> {
+    fn include(&mut self, include: &'a PartialNode) -> Result<(), Stopped> {
         let start = self.out.len();
         if let Some(block) = &include.block {
             self.blocks.push((block, self.frames.len()));
@@ -275,13 +314,20 @@ impl<'a> Renderer<'a> {
             PartialTarget::Registered(plan) => (&**plan, None),
             PartialTarget::Fallback(plan) => (&**plan, Some(self.frames.len())),
             PartialTarget::Inline { level, name } => {
-                let at = self
+                // The planner found it in scope, so it is there.
+                let declared = self
                     .inline_scopes
                     .len()
                     .checked_sub(level + 1)
-                    .ok_or(Abort)?;
-                let (frames, partials) = self.inline_scopes[at];
-                (partials.get(name).ok_or(Abort)?, Some(frames))
+                    .and_then(|at| self.inline_scopes.get(at))
+                    .and_then(|(frames, partials)| Some((partials.get(name)?, *frames)));
+                let Some((plan, frames)) = declared else {
+                    return Err(self.fail(Fault::MissingPartial {
+                        name: name.clone(),
+                        site: include.site.clone(),
+                    }));
+                };
+                (plan, Some(frames))
             }
         };
         let result = self.partial(plan, include.context.as_ref(), &include.hash, link);
@@ -295,9 +341,26 @@ impl<'a> Renderer<'a> {
 
     /// Indents what was printed since `start`, for a standalone partial.
     fn indent_from(&mut self, start: usize, indent: Option<&str>) {
-        if let Some(indent) = indent {
-            let printed = self.out.split_off(start);
-            indent_lines(&mut self.out, &printed, indent);
+        let Some(indent) = indent else {
+            return;
+        };
+        let printed = self.out.split_off(start);
+        indent_lines(&mut self.out, &printed, indent);
+        // Markers printed since `start` moved right by one indentation per
+        // line up to theirs (markers hold no line breaks).
+        let moved = self.markers.partition_point(|&at| at < start);
+        if moved < self.markers.len() {
+            let mut lines = 0;
+            let mut counted = 0;
+            for at in &mut self.markers[moved..] {
+                let offset = *at - start;
+                lines += printed
+                    .as_bytes()
+                    .get(counted..offset)
+                    .map_or(0, line_breaks);
+                counted = offset;
+                *at += indent.len() * (lines + 1);
+            }
         }
     }
 
@@ -305,8 +368,14 @@ impl<'a> Renderer<'a> {
     /// and its `../` goes on in its caller's contexts; a
     /// `{{> @partial-block}}` inside it is the enclosing one's.
     #[inline(never)]
-    fn partial_block(&mut self, indent: Option<&str>) -> Result<(), Abort> {
-        let (block, caller) = self.blocks.pop().ok_or(Abort)?;
+    fn partial_block(&mut self, indent: Option<&str>, site: &Site) -> Result<(), Stopped> {
+        // Outside a partial block there is none, as in Handlebars.js.
+        let Some((block, caller)) = self.blocks.pop() else {
+            return Err(self.fail(Fault::MissingPartial {
+                name: "@partial-block".to_owned(),
+                site: site.clone(),
+            }));
+        };
         let start = self.out.len();
         let this = self.front().this.share();
         self.push_linked(this, caller);
@@ -318,12 +387,11 @@ impl<'a> Renderer<'a> {
         Ok(())
     }
 
-    /// Stops the render for `reason` (which the caller then reports
-    /// rather than rendering with handlebars).
+    /// Stops the render for `fault`.
     #[cold]
-    fn stop(&mut self, reason: Stop) -> Abort {
-        self.stop = reason;
-        Abort
+    fn fail(&mut self, fault: Fault) -> Stopped {
+        self.fault = Some(fault);
+        Stopped
     }
 
     fn block(
@@ -333,7 +401,7 @@ impl<'a> Renderer<'a> {
         second: Option<V<'a>>,
         include_zero: bool,
         branches: Branches<'a>,
-    ) -> Result<(), Abort> {
+    ) -> Result<(), Stopped> {
         let Branches {
             template,
             inverse,
@@ -341,7 +409,7 @@ impl<'a> Renderer<'a> {
         } = branches;
         match kind {
             BlockKind::If { positive } => {
-                let first = first.ok_or(Abort)?;
+                let first = first.unwrap_or(V::Missing);
                 let chosen = if truthy(first.value(), include_zero) == positive {
                     template
                 } else {
@@ -373,7 +441,7 @@ impl<'a> Renderer<'a> {
                 }
             }
             BlockKind::With => {
-                let arg = first.ok_or(Abort)?;
+                let arg = first.unwrap_or(V::Missing);
                 if !is_empty(arg.value()) {
                     self.push(arg.into_shared());
                     self.front_mut().block_params = block_params;
@@ -385,7 +453,7 @@ impl<'a> Renderer<'a> {
                 }
             }
             BlockKind::Each => {
-                let over = first.ok_or(Abort)?.into_shared();
+                let over = first.unwrap_or(V::Missing).into_shared();
                 let Some(body) = template else {
                     return Ok(());
                 };
@@ -407,7 +475,7 @@ impl<'a> Renderer<'a> {
     /// Renders a block body that keeps the current context (`if`'s,
     /// an inverse). Handlebars.js calls a block helper on a null or missing
     /// context with an empty object instead, without a new `../` level.
-    fn plan_in_this(&mut self, plan: &'a Plan) -> Result<(), Abort> {
+    fn plan_in_this(&mut self, plan: &'a Plan) -> Result<(), Stopped> {
         let this = &self.front().this;
         if !(this.is_missing()
             || matches!(this, V::Ref(_) | V::Shared(_) if this.value().is_null()))
@@ -436,7 +504,7 @@ impl<'a> Renderer<'a> {
         body: &'a Plan,
         no_inverse: bool,
         block_params: bool,
-    ) -> Result<bool, Abort> {
+    ) -> Result<bool, Stopped> {
         match value {
             Value::Array(items) if !items.is_empty() || no_inverse => {
                 self.frames.push(Frame {
@@ -486,7 +554,7 @@ impl<'a> Renderer<'a> {
         body: &'a Plan,
         no_inverse: bool,
         block_params: bool,
-    ) -> Result<bool, Abort> {
+    ) -> Result<bool, Stopped> {
         match value {
             Value::Array(items) if !items.is_empty() || no_inverse => {
                 self.frames.push(Frame {
@@ -555,7 +623,7 @@ impl<'a> Renderer<'a> {
         context: Option<&'a Arg>,
         hash: &'a [(String, Arg)],
         link: Option<usize>,
-    ) -> Result<(), Abort> {
+    ) -> Result<(), Stopped> {
         let base = match context {
             Some(arg) => self.arg(arg)?,
             None => self.front().this.share(),
@@ -572,7 +640,7 @@ impl<'a> Renderer<'a> {
             V::Shared(Rc::new(merge(base.value(), &named)))
         };
         if self.partial_depth >= MAX_PARTIAL_NESTING {
-            return Err(self.stop(Stop::TooDeep));
+            return Err(self.fail(Fault::TooDeep));
         }
         match link {
             Some(caller) => self.push_linked(this, caller),
@@ -671,7 +739,7 @@ impl<'a> Renderer<'a> {
         root
     }
 
-    fn arg(&mut self, arg: &'a Arg) -> Result<V<'a>, Abort> {
+    fn arg(&mut self, arg: &'a Arg) -> Result<V<'a>, Stopped> {
         match arg {
             Arg::Literal(value) => Ok(V::Ref(value)),
             Arg::Path(path) => self.path(path),
@@ -679,7 +747,7 @@ impl<'a> Renderer<'a> {
         }
     }
 
-    fn path(&mut self, path: &'a PathRef) -> Result<V<'a>, Abort> {
+    fn path(&mut self, path: &'a PathRef) -> Result<V<'a>, Stopped> {
         match path {
             PathRef::BlockParam { level, index, segs } => {
                 let Some(frame) = self
@@ -737,7 +805,7 @@ impl<'a> Renderer<'a> {
     }
 
     /// Follows `segs` from `base`, as Handlebars.js looks up properties.
-    fn navigate(&mut self, base: V<'a>, segs: &[String]) -> Result<V<'a>, Abort> {
+    fn navigate(&mut self, base: V<'a>, segs: &[String]) -> Result<V<'a>, Stopped> {
         let Some((first, rest)) = segs.split_first() else {
             return Ok(base);
         };
@@ -760,7 +828,7 @@ impl<'a> Renderer<'a> {
         })
     }
 
-    fn call(&mut self, call: &'a Call) -> Result<V<'a>, Abort> {
+    fn call(&mut self, call: &'a Call) -> Result<V<'a>, Stopped> {
         let mut params = Vec::with_capacity(call.params.len());
         for param in &call.params {
             let value = self.arg(param)?;
@@ -775,9 +843,13 @@ impl<'a> Renderer<'a> {
         Ok(match &call.helper {
             Helper::Json => {
                 let value = params.first().filter(|v| !v.is_missing()).map(V::value);
-                own(Value::String(
-                    json_text(value, hash_get("indent")).map_err(|_| Abort)?,
-                ))
+                match json_text(value, hash_get("indent")) {
+                    Ok(text) => own(Value::String(text)),
+                    Err(message) => {
+                        let site = call.site.clone();
+                        return Err(self.fail(Fault::Helper { message, site }));
+                    }
+                }
             }
             Helper::Marker(marker) => own(Value::String(
                 marker.text(params.first().map(V::value), &hash_get),
@@ -785,7 +857,8 @@ impl<'a> Renderer<'a> {
             Helper::Lookup => {
                 let mut params = params.into_iter();
                 let (Some(collection), Some(index)) = (params.next(), params.next()) else {
-                    return Err(Abort);
+                    // The planner checked there are two.
+                    return Ok(V::Missing);
                 };
                 // `lookup` returns a falsy collection itself.
                 if is_falsy(collection.value()) {
@@ -805,13 +878,21 @@ impl<'a> Renderer<'a> {
                     .lookup_segments(segments)
                     .map_or(V::Ref(&NULL), V::Ref)
             }
-            Helper::User(f) => {
+            Helper::Log => V::Missing,
+            Helper::User(name, f) => {
                 let args: Vec<Value> = params.iter().map(|v| v.value().clone()).collect();
                 let named: Map<String, Value> = hash
                     .iter()
                     .map(|(k, v)| ((*k).to_owned(), v.value().clone()))
                     .collect();
-                own(f(&args, &named).map_err(|_| Abort)?)
+                match f(&args, &named) {
+                    Ok(value) => own(value),
+                    Err(e) => {
+                        let message = format!("helper `{name}`: {e}");
+                        let site = call.site.clone();
+                        return Err(self.fail(Fault::Helper { message, site }));
+                    }
+                }
             }
         })
     }
@@ -907,6 +988,11 @@ fn property_key(value: &V<'_>) -> String {
             }
         },
     }
+}
+
+/// How many line breaks `bytes` holds.
+fn line_breaks(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| b == b'\n').count()
 }
 
 /// Writes `printed` with `indent` before each line (not after a final

@@ -1,0 +1,308 @@
+//! What the renderer takes on. Its output is judged against Handlebars.js
+//! by `tests/npm_dotprompt.rs`; these tests make sure that the cases
+//! recorded there are planned and rendered (or fail where Handlebars.js
+//! fails), that what it does not support is refused when planned, and that
+//! failures say what failed and where.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::{Data, Fault, Site, plan, render};
+use crate::helpers::{DataScope, Engine};
+use crate::partials::compile_partial;
+use crate::template;
+use crate::types::{DataArgument, JsonMap, PromptMetadata};
+
+/// The cases recorded from Handlebars.js (see `tests/npm_dotprompt`).
+const REFERENCE_CASES: &str = include_str!("../../tests/npm_dotprompt/templates.jsonl");
+
+fn engine(partials: &[(&str, &str)]) -> Engine {
+    let mut engine = Engine::new();
+    engine.register_user_helper(
+        "shout",
+        Arc::new(|args: &[Value], _: &JsonMap| match args.first() {
+            Some(Value::String(s)) => Ok(Value::from(s.to_uppercase())),
+            _ => Err("shout: expected a string".into()),
+        }),
+    );
+    for (name, source) in partials {
+        let partial = compile_partial(name, source).expect("partial parses");
+        engine.register_partial(name, partial).expect("no cycle");
+    }
+    engine
+}
+
+fn object(value: &Value) -> JsonMap {
+    value.as_object().cloned().unwrap_or_default()
+}
+
+/// Plans and renders `template`.
+fn rendered(
+    engine: &Engine,
+    template: &str,
+    input: &Value,
+    context: &Value,
+) -> Result<String, Fault> {
+    let compiled = template::compile(template, None).expect("template parses");
+    let data = DataArgument {
+        input: Some(object(input)),
+        context: Some(object(context)),
+        ..DataArgument::default()
+    };
+    let meta = PromptMetadata {
+        name: Some("case".into()),
+        ..PromptMetadata::default()
+    };
+    let scope = DataScope::new(&data, &meta);
+    let plan = plan(&compiled, engine)?;
+    render(
+        &plan,
+        Data {
+            input: data.input.as_ref(),
+            defaults: None,
+            scope: &scope,
+        },
+        0,
+    )
+    .map(|rendered| rendered.text)
+}
+
+/// The fault's kind and what it names, without its site.
+fn what(fault: &Fault) -> (&'static str, String) {
+    match fault {
+        Fault::Unsupported { construct, .. } => ("unsupported", construct.clone()),
+        Fault::UnknownHelper { name, .. } => ("unknown helper", name.clone()),
+        Fault::MissingPartial { name, .. } => ("missing partial", name.clone()),
+        Fault::Helper { message, .. } => ("helper", message.clone()),
+        Fault::TooDeep => ("too deep", String::new()),
+    }
+}
+
+#[test]
+fn every_reference_case_is_rendered_or_fails_as_in_handlebars_js() {
+    let mut lines = REFERENCE_CASES.lines();
+    let header: Value = serde_json::from_str(lines.next().expect("a header")).expect("header");
+    let partials: HashMap<String, String> =
+        serde_json::from_value(header["partials"].clone()).expect("partials");
+    let partials: Vec<(&str, &str)> = partials
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let engine = engine(&partials);
+    let mut count = 0;
+    for line in lines {
+        let case: Value = serde_json::from_str(line).expect("a case");
+        let source = case["template"].as_str().expect("template");
+        // Frontmatter is not the renderer's business.
+        let template = source
+            .strip_prefix("---\n")
+            .and_then(|rest| rest.split_once("\n---\n"))
+            .map_or(source, |(_, body)| body);
+        let rendered = rendered(&engine, template, &header["data"], &header["context"]);
+        if case["expected"].get("error").is_some() {
+            assert!(
+                rendered.is_err(),
+                "{template:?} fails in Handlebars.js but rendered here: {rendered:?}"
+            );
+        } else {
+            assert!(
+                rendered.is_ok(),
+                "{template:?} was not rendered: {rendered:?}"
+            );
+        }
+        count += 1;
+    }
+    assert!(count > 600, "only {count} cases");
+}
+
+#[test]
+fn unsupported_templates_are_refused_when_planned() {
+    let engine = engine(&[("p", "P\nQ")]);
+    for (template, kind, names) in [
+        (
+            "{{#*inline a}}x{{/inline}}{{> a}}",
+            "unsupported",
+            "inline partial",
+        ),
+        (
+            "{{#*inline \"a\" x=1}}x{{/inline}}",
+            "unsupported",
+            "inline partial",
+        ),
+        ("{{* deco}}", "unsupported", "decorator `{{*deco}}`"),
+        (
+            "{{#*deco}}x{{/deco}}",
+            "unsupported",
+            "decorator `{{*deco}}`",
+        ),
+        (
+            "{{#> missing}}{{> @partial-block x}}{{/missing}}",
+            "unsupported",
+            "@partial-block",
+        ),
+        (
+            "{{> (lookup this \"n\")}}",
+            "unsupported",
+            "dynamic partial name",
+        ),
+        ("{{> p a b}}", "unsupported", "2 positional arguments"),
+        ("{{#shout}}x{{/shout}}", "unsupported", "`shout` as a block"),
+        (
+            "{{#lookup a b}}x{{/lookup}}",
+            "unsupported",
+            "`{{#lookup}}` as a block",
+        ),
+        (
+            "{{#if x as |y|}}{{y}}{{/if}}",
+            "unsupported",
+            "block parameters",
+        ),
+        (
+            "{{#each xs as |a b|}}{{/each}}{{#with x as |a b|}}{{/with}}",
+            "unsupported",
+            "block parameters",
+        ),
+        ("{{if x}}", "unsupported", "without a block"),
+        (
+            "{{lookup x}}",
+            "unsupported",
+            "`lookup` with fewer than two",
+        ),
+        ("{{nope 1}}", "unknown helper", "nope"),
+        ("{{#nope}}{{/nope}}", "unknown helper", "nope"),
+        (
+            "{{#if}}{{/if}}",
+            "unsupported",
+            "`{{#if}}` without an argument",
+        ),
+    ] {
+        let fault =
+            rendered(&engine, template, &json!({"items": [1]}), &json!({})).expect_err(template);
+        let (got, named) = what(&fault);
+        assert_eq!(got, kind, "{template:?}: {fault:?}");
+        assert!(named.contains(names), "{template:?}: {named}");
+    }
+}
+
+#[test]
+fn refusals_say_where() {
+    let engine = engine(&[("deep", "a\n  {{* deco}}")]);
+    let fault = rendered(&engine, "x\n\n ab{{* deco}}", &json!({}), &json!({})).unwrap_err();
+    let Fault::Unsupported { site, .. } = fault else {
+        panic!("{fault:?}");
+    };
+    assert_eq!(
+        site,
+        Site {
+            partial: None,
+            pos: Some((3, 4)),
+        }
+    );
+    let fault = rendered(
+        &engine,
+        "{{#if x}}{{> deep}}{{/if}}",
+        &json!({}),
+        &json!({}),
+    )
+    .unwrap_err();
+    let Fault::Unsupported { site, .. } = fault else {
+        panic!("{fault:?}");
+    };
+    assert_eq!(site.partial.as_deref(), Some("deep"));
+    assert_eq!(site.pos, Some((2, 3)));
+}
+
+#[test]
+fn log_prints_nothing() {
+    let engine = engine(&[]);
+    let out = rendered(
+        &engine,
+        "a{{log \"x\" level=\"warn\"}}b",
+        &json!({}),
+        &json!({}),
+    );
+    assert_eq!(out, Ok("ab".to_owned()));
+}
+
+#[test]
+fn a_missing_partial_fails_only_where_it_renders() {
+    let engine = engine(&[]);
+    let fault = rendered(&engine, "ab\n {{> missing}}", &json!({}), &json!({})).unwrap_err();
+    assert_eq!(
+        fault,
+        Fault::MissingPartial {
+            name: "missing".into(),
+            site: Site {
+                partial: None,
+                pos: Some((2, 2)),
+            },
+        }
+    );
+    let out = rendered(
+        &engine,
+        "a{{#if no}}{{> missing}}{{/if}}",
+        &json!({}),
+        &json!({}),
+    );
+    assert_eq!(out, Ok("a".to_owned()));
+}
+
+#[test]
+fn a_partial_block_slot_without_a_block_fails() {
+    // As in Handlebars.js ("The partial @partial-block could not be found").
+    let engine = engine(&[("layout", "L[{{> @partial-block}}]")]);
+    let fault = rendered(&engine, "{{> layout}}", &json!({}), &json!({})).unwrap_err();
+    assert_eq!(
+        what(&fault),
+        ("missing partial", "@partial-block".to_owned())
+    );
+    let Fault::MissingPartial { site, .. } = fault else {
+        panic!("{fault:?}");
+    };
+    assert_eq!(site.partial.as_deref(), Some("layout"));
+    let out = rendered(
+        &engine,
+        "{{#> layout}}in{{/layout}}",
+        &json!({}),
+        &json!({}),
+    );
+    assert_eq!(out, Ok("L[in]".to_owned()));
+}
+
+#[test]
+fn a_failing_user_helper_fails_the_render_where_it_is_called() {
+    let engine = engine(&[]);
+    let fault = rendered(
+        &engine,
+        "x\n{{#if n}}{{shout n}}{{/if}}",
+        &json!({"n": 1}),
+        &json!({}),
+    )
+    .unwrap_err();
+    assert_eq!(
+        fault,
+        Fault::Helper {
+            message: "helper `shout`: shout: expected a string".into(),
+            site: Site {
+                partial: None,
+                pos: Some((2, 10)),
+            },
+        }
+    );
+    let out = rendered(&engine, "{{shout s}}", &json!({"s": "a"}), &json!({}));
+    assert_eq!(out, Ok("A".to_owned()));
+}
+
+#[test]
+fn lookup_uses_its_first_two_arguments() {
+    let engine = engine(&[]);
+    let out = rendered(
+        &engine,
+        "{{lookup o \"k\" \"extra\"}}",
+        &json!({"o": {"k": "v"}}),
+        &json!({}),
+    );
+    assert_eq!(out, Ok("v".to_owned()));
+}
