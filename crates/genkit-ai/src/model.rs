@@ -21,8 +21,9 @@ use serde_json::Value;
 use std::future::Future;
 use std::sync::Arc;
 
-/// What a model function receives besides the request: context, a chunk
-/// sender for streaming, cancellation and trace ids.
+/// What a model function receives besides the request: the one
+/// [`ActionCtx`] with [`GenerateResponseChunk`] stream chunks (context, chunk
+/// sender, cancellation, trace ids, registry, typed extensions).
 pub type ModelCtx = ActionCtx<GenerateResponseChunk>;
 
 /// The typed action behind a model.

@@ -1,6 +1,7 @@
 //! Tools: functions a model may call. Typed tools derive their schemas from
-//! Rust types; dynamic tools take raw JSON schema; multipart tools return
-//! parts besides their output; interrupts pause generation for a human.
+//! Rust types (as closures, or as types implementing [`ToolImpl`]); dynamic
+//! tools take raw JSON schema; multipart tools return parts besides their
+//! output; interrupts ([`ToolInterrupt`]) pause generation for a human.
 
 use crate::types::{
     MultipartToolResponse, Part, PartKind, ToolDefinition, ToolRequest, ToolResponse,

@@ -118,3 +118,22 @@ async fn bad_names_are_refused_with_invalid_argument() {
     );
     assert!(registry.register(&ok).is_ok());
 }
+
+#[tokio::test]
+async fn a_context_built_inside_a_run_inherits_registry_and_extensions() -> Result<()> {
+    let registry = Registry::new();
+    let flow = define_flow(&registry, "adapter", |_: (), ctx| async move {
+        let built: ActionCtx = ActionCtx::new(ctx.context.clone(), ctx.cancel.clone(), ctx.trace());
+        Ok((
+            built.registry().is_some(),
+            built.extension::<Session>().map(|s| s.id.clone()),
+            built.is_streaming(),
+        ))
+    })?;
+    let out = flow
+        .run_with((), RunOptions::new().extension(Session { id: "a".into() }))
+        .await?
+        .output;
+    assert_eq!(out, (true, Some("a".into()), false));
+    Ok(())
+}

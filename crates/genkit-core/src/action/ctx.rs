@@ -110,6 +110,21 @@ impl<S> std::fmt::Debug for ActionCtx<S> {
 }
 
 impl<S> ActionCtx<S> {
+    /// A context for calling a body directly (adapters, tests): not
+    /// streaming, no metadata, and the registry and extensions of the action
+    /// running in this task, if any.
+    pub fn new(context: ActionContext, cancel: CancellationToken, trace: TraceInfo) -> Self {
+        Self {
+            context,
+            chunks: ChunkSender::none(),
+            cancel,
+            trace,
+            metadata: None,
+            registry: crate::tracing::current_registry(),
+            extensions: crate::tracing::current_extensions(),
+        }
+    }
+
     /// Sends one stream chunk (dropped if the caller is not streaming).
     pub fn send_chunk(&self, chunk: S) {
         self.chunks.send(chunk);
