@@ -225,8 +225,9 @@ impl Genkit {
     /// # Panics
     /// If a model with this name is already defined or the name is invalid.
     pub fn define_model_impl<M: ModelImpl>(&self, model: M) -> Model {
-        let name = model.options().name;
-        registered("model", &name, self.try_define_model_impl(model))
+        // The registration error names the model's key.
+        self.try_define_model_impl(model)
+            .unwrap_or_else(|e| panic!("defining a model: {e}"))
     }
 
     /// Like [`define_model_impl`](Self::define_model_impl), returning the
