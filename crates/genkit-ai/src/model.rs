@@ -21,8 +21,9 @@ use serde_json::Value;
 use std::future::Future;
 use std::sync::Arc;
 
-/// What a model function receives besides the request: context, a chunk
-/// sender for streaming, cancellation and trace ids.
+/// What a model function receives besides the request: the one
+/// [`ActionCtx`] with [`GenerateResponseChunk`] stream chunks (context, chunk
+/// sender, cancellation, trace ids, registry, typed extensions).
 pub type ModelCtx = ActionCtx<GenerateResponseChunk>;
 
 /// The typed action behind a model.
@@ -205,20 +206,16 @@ impl Model {
                 });
             }
             let chain = chain.clone();
-            let trace = ctx.trace;
-            let metadata = ctx.metadata.clone();
+            // The runner sees this run's context as the middleware left it.
+            let base = ctx.clone().with_chunks(ChunkSender::<()>::none());
             let tail: ModelFn = Arc::new(move |req, mctx: ModelCallCtx| {
                 let runner = runner.clone();
-                let inner = ActionCtx {
-                    context: mctx.context,
-                    chunks: match mctx.on_chunk {
-                        Some(cb) => ChunkSender::new(cb),
-                        None => ChunkSender::none(),
-                    },
-                    cancel: mctx.cancel,
-                    trace,
-                    metadata: metadata.clone(),
-                };
+                let mut inner = base.clone().with_chunks(match mctx.on_chunk {
+                    Some(cb) => ChunkSender::new(cb),
+                    None => ChunkSender::none(),
+                });
+                inner.context = mctx.context;
+                inner.cancel = mctx.cancel;
                 Box::pin(async move {
                     let started = std::time::Instant::now();
                     let mut response = runner(req, inner).await?;
@@ -273,6 +270,56 @@ impl genkit_core::IntoDynAction for Model {
     fn into_dyn(self) -> DynAction {
         self.to_dyn()
     }
+}
+
+/// A model as a Rust type: its options (name, capabilities, config schema,
+/// middleware) and a `generate` method. Register it with
+/// [`define_model_impl`] (the facade's `ai.define_model_impl(MyModel)`), or
+/// build it with [`Model::from_impl`] (e.g. in a plugin's `init`).
+///
+/// ```
+/// use genkit_ai::model::{ModelCtx, ModelImpl, ModelOptions};
+/// use genkit_ai::types::{FinishReason, GenerateRequest, GenerateResponse, Message};
+///
+/// struct Echo;
+///
+/// impl ModelImpl for Echo {
+///     fn options(&self) -> ModelOptions { ModelOptions::new("echo") }
+///     async fn generate(&self, req: GenerateRequest, _ctx: ModelCtx) -> genkit_core::Result<GenerateResponse> {
+///         let last = req.messages.last().map(|m| m.text()).unwrap_or_default();
+///         Ok(GenerateResponse::new(Message::model(last), FinishReason::Stop))
+///     }
+/// }
+/// ```
+pub trait ModelImpl: Send + Sync + 'static {
+    /// How the model is registered and what it supports.
+    fn options(&self) -> ModelOptions;
+
+    /// Answers one request; streams by calling `ctx.send_chunk(..)`.
+    fn generate(
+        &self,
+        request: GenerateRequest,
+        ctx: ModelCtx,
+    ) -> impl Future<Output = Result<GenerateResponse>> + Send;
+}
+
+impl Model {
+    /// A model from a [`ModelImpl`], not registered anywhere.
+    pub fn from_impl<M: ModelImpl>(model: M) -> Model {
+        let opts = model.options();
+        let model = Arc::new(model);
+        Model::new(opts, move |request, ctx| {
+            let model = model.clone();
+            async move { model.generate(request, ctx).await }
+        })
+    }
+}
+
+/// Defines a model from a [`ModelImpl`] and registers it as `/model/<name>`.
+pub fn define_model_impl<M: ModelImpl>(registry: &Registry, model: M) -> Result<Model> {
+    let model = Model::from_impl(model);
+    registry.register(&model)?;
+    Ok(model)
 }
 
 /// Defines a model and registers it as `/model/<name>`.
@@ -482,16 +529,13 @@ impl BackgroundModel {
             Action::from_desc_typed(start_desc, move |req: GenerateRequest, ctx: ActionCtx| {
                 let start_fn = start_fn.clone();
                 let k = k.clone();
-                let trace = ctx.trace;
+                let mut base = ctx.clone();
+                base.metadata = None;
                 let tail: ModelFn = Arc::new(move |req, mctx: ModelCallCtx| {
                     let start_fn = start_fn.clone();
-                    let inner = ActionCtx {
-                        context: mctx.context,
-                        chunks: ChunkSender::none(),
-                        cancel: mctx.cancel,
-                        trace,
-                        metadata: None,
-                    };
+                    let mut inner = base.clone();
+                    inner.context = mctx.context;
+                    inner.cancel = mctx.cancel;
                     Box::pin(async move {
                         let op = start_fn(req, inner).await?;
                         Ok(GenerateResponse {

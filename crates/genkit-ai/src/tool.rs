@@ -1,78 +1,107 @@
 //! Tools: functions a model may call. Typed tools derive their schemas from
-//! Rust types; dynamic tools take raw JSON schema; multipart tools return
-//! parts besides their output; interrupts pause generation for a human.
+//! Rust types (as closures, or as types implementing [`ToolImpl`]); dynamic
+//! tools take raw JSON schema; multipart tools return parts besides their
+//! output; interrupts ([`ToolInterrupt`]) pause generation for a human.
 
 use crate::types::{
     MultipartToolResponse, Part, PartKind, ToolDefinition, ToolRequest, ToolResponse,
 };
 use genkit_core::action::ActionCtx;
-use genkit_core::tracing::TraceInfo;
 use genkit_core::{
-    Action, ActionContext, ActionDesc, ActionKind, CancellationToken, DynAction, Error, Payload,
-    Registry, Result, StatusCode,
+    Action, ActionDesc, ActionKind, DynAction, Error, Payload, Registry, Result, StatusCode,
 };
 use schemars::JsonSchema;
 use serde_json::{Map, Value, json};
 use std::future::Future;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
-/// The details key that marks an [`Error`] as a tool interrupt.
-const INTERRUPT_MARKER: &str = "__genkitToolInterrupt";
-
-/// What a tool receives besides its input.
-pub struct ToolCtx {
-    /// Auth and other per-request data.
-    pub context: ActionContext,
-    /// Cancelled when the caller cancels.
-    pub cancel: CancellationToken,
-    /// This run's trace ids.
-    pub trace: TraceInfo,
-    metadata: Option<Value>,
-}
+/// What a tool receives besides its input: the one [`ActionCtx`] (context,
+/// cancellation, trace ids, registry, extensions — reached through `Deref`)
+/// viewed as a tool call, which adds [`interrupt`](Self::interrupt).
+pub struct ToolCtx(ActionCtx);
 
 impl ToolCtx {
-    fn from_action(ctx: ActionCtx) -> Self {
-        Self {
-            context: ctx.context,
-            cancel: ctx.cancel,
-            trace: ctx.trace,
-            metadata: ctx.metadata,
-        }
+    /// The tool view of an action context.
+    pub fn new(ctx: ActionCtx) -> Self {
+        Self(ctx)
+    }
+
+    /// The underlying action context.
+    pub fn into_inner(self) -> ActionCtx {
+        self.0
     }
 
     /// An error that interrupts generation at this tool call (human in the
     /// loop): return it as `Err(ctx.interrupt(..))`. The caller gets the tool
     /// request back with `metadata.interrupt` set to `metadata` (or `true`).
     pub fn interrupt(&self, metadata: Option<Value>) -> Error {
-        interrupt_error(metadata)
-    }
-
-    /// After a restart, the `resumed` metadata given to
-    /// [`Tool::restart`] (or `true`); `None` on a first call.
-    pub fn resumed(&self) -> Option<&Value> {
-        self.metadata.as_ref().and_then(|m| m.get("resumed"))
-    }
-
-    /// The metadata of the tool request part that triggered this call.
-    pub fn request_metadata(&self) -> Option<&Value> {
-        self.metadata.as_ref()
+        ToolInterrupt::new(metadata).into()
     }
 }
 
-/// An error that, returned from a tool, interrupts generation.
+impl std::ops::Deref for ToolCtx {
+    type Target = ActionCtx;
+
+    fn deref(&self) -> &ActionCtx {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ToolCtx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A tool call pausing generation for a human (or the calling app) to
+/// answer: Genkit's `ToolInterruptError`. A tool body returns it as an
+/// [`Error`] (`Err(ToolInterrupt::new(meta).into())` or
+/// `Err(ctx.interrupt(meta))`); the generate loop recognises it by type and
+/// hands the tool request back with `metadata.interrupt` set.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolInterrupt {
+    metadata: Value,
+}
+
+impl ToolInterrupt {
+    /// An interrupt with `metadata` (`true` when `None`).
+    pub fn new(metadata: Option<Value>) -> Self {
+        Self {
+            metadata: metadata.unwrap_or(Value::Bool(true)),
+        }
+    }
+
+    /// The metadata set as the tool request's `metadata.interrupt`.
+    pub fn metadata(&self) -> &Value {
+        &self.metadata
+    }
+
+    /// The interrupt an error carries, if it is one.
+    pub fn from_error(error: &Error) -> Option<&ToolInterrupt> {
+        error.payload::<ToolInterrupt>()
+    }
+}
+
+impl From<ToolInterrupt> for Error {
+    fn from(interrupt: ToolInterrupt) -> Self {
+        Error::new(StatusCode::Aborted, "tool interrupted generation").with_payload(interrupt)
+    }
+}
+
+/// An error that, returned from a tool, interrupts generation (see [`ToolInterrupt`]).
 pub fn interrupt_error(metadata: Option<Value>) -> Error {
-    Error::new(StatusCode::Aborted, "tool interrupted generation")
-        .with_details(json!({ INTERRUPT_MARKER: metadata.unwrap_or(Value::Bool(true)) }))
+    ToolInterrupt::new(metadata).into()
 }
 
 /// Whether `error` is a tool interrupt.
 pub fn is_interrupt(error: &Error) -> bool {
-    interrupt_metadata(error).is_some()
+    ToolInterrupt::from_error(error).is_some()
 }
 
 /// The metadata of a tool interrupt (`true` when none was given).
 pub fn interrupt_metadata(error: &Error) -> Option<&Value> {
-    error.details()?.get(INTERRUPT_MARKER)
+    ToolInterrupt::from_error(error).map(ToolInterrupt::metadata)
 }
 
 /// A tool: an action of kind `tool` with typed input `I` and output `O`.
@@ -155,7 +184,7 @@ impl<I: Payload, O: Payload> Tool<I, O> {
             .with_metadata("type", Value::from("tool"));
         desc.input_schema = Some(genkit_core::schema::schema_for::<I>());
         desc.output_schema = Some(genkit_core::schema::schema_for::<O>());
-        let action = Action::<I, O>::from_desc(desc, move |i, ctx| f(i, ToolCtx::from_action(ctx)))
+        let action = Action::<I, O>::from_desc(desc, move |i, ctx| f(i, ToolCtx(ctx)))
             .unwrap_or_else(|e| panic!("derived tool schemas compile: {e}"));
         Self::from_dyn(action.to_dyn())
     }
@@ -211,10 +240,74 @@ impl Tool<Value, Value> {
             .with_metadata("type", Value::from("tool"));
         desc.input_schema = input_schema;
         desc.output_schema = output_schema;
-        let action =
-            Action::<Value, Value>::from_desc(desc, move |i, ctx| f(i, ToolCtx::from_action(ctx)))?;
+        let action = Action::<Value, Value>::from_desc(desc, move |i, ctx| f(i, ToolCtx(ctx)))?;
         Ok(Self::from_dyn(action.to_dyn()))
     }
+}
+
+/// A tool as a Rust type: associated input and output types (their JSON
+/// schemas are what the model sees), a name, a description and a `call`
+/// method. Register it with [`define_tool_impl`] (the facade's
+/// `ai.define_tool_impl(MyTool)`) or pass [`Tool::from_impl`] to `generate`.
+///
+/// ```
+/// use genkit_ai::tool::{ToolCtx, ToolImpl};
+///
+/// struct Add;
+///
+/// impl ToolImpl for Add {
+///     type Input = (i64, i64);
+///     type Output = i64;
+///     fn name(&self) -> &str { "add" }
+///     fn description(&self) -> String { "Adds two numbers.".into() }
+///     async fn call(&self, (a, b): (i64, i64), _ctx: ToolCtx) -> genkit_core::Result<i64> {
+///         Ok(a + b)
+///     }
+/// }
+/// ```
+pub trait ToolImpl: Send + Sync + 'static {
+    /// What the model passes in.
+    type Input: Payload + JsonSchema;
+    /// What the tool returns to the model.
+    type Output: Payload + JsonSchema;
+
+    /// The tool's name (registered as `/tool/<name>`).
+    fn name(&self) -> &str;
+
+    /// What the tool does, for the model.
+    fn description(&self) -> String;
+
+    /// Runs the tool. Return `Err(ctx.interrupt(..))` to interrupt generation.
+    fn call(
+        &self,
+        input: Self::Input,
+        ctx: ToolCtx,
+    ) -> impl Future<Output = Result<Self::Output>> + Send;
+}
+
+impl<I: Payload + JsonSchema, O: Payload + JsonSchema> Tool<I, O> {
+    /// A tool from a [`ToolImpl`], not registered anywhere.
+    pub fn from_impl<T>(tool: T) -> Self
+    where
+        T: ToolImpl<Input = I, Output = O>,
+    {
+        let (name, description) = (tool.name().to_owned(), tool.description());
+        let tool = Arc::new(tool);
+        Self::new(name, description, move |input, ctx| {
+            let tool = tool.clone();
+            async move { tool.call(input, ctx).await }
+        })
+    }
+}
+
+/// Defines a tool from a [`ToolImpl`] and registers it as `/tool/<name>`.
+pub fn define_tool_impl<T: ToolImpl>(
+    registry: &Registry,
+    tool: T,
+) -> Result<Tool<T::Input, T::Output>> {
+    let tool = Tool::from_impl(tool);
+    registry.register(tool.to_dyn())?;
+    Ok(tool)
 }
 
 /// Defines a tool and registers it as `/tool/<name>`.
@@ -254,9 +347,8 @@ where
         .with_metadata("tool", json!({"multipart": true}));
     desc.input_schema = Some(genkit_core::schema::schema_for::<I>());
     desc.output_schema = Some(genkit_core::schema::schema_for::<MultipartToolResponse>());
-    let action = Action::<I, MultipartToolResponse>::from_desc(desc, move |i, ctx| {
-        f(i, ToolCtx::from_action(ctx))
-    })?;
+    let action =
+        Action::<I, MultipartToolResponse>::from_desc(desc, move |i, ctx| f(i, ToolCtx(ctx)))?;
     registry.register(action.to_dyn())?;
     Ok(Tool::from_dyn(action.to_dyn()))
 }

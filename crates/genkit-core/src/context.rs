@@ -1,8 +1,11 @@
-//! Per-request data (auth and anything else) that reaches an action's body and
-//! every action it calls.
+//! What a run carries to its body and to every action it calls: the JSON
+//! request data ([`ActionContext`], Genkit's `context`, e.g. auth) and typed
+//! Rust values ([`Extensions`], e.g. the current session).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The action context: a JSON object such as `{"auth": {...}}`, set by a
@@ -122,10 +125,112 @@ impl<'de> Deserialize<'de> for ActionContext {
     }
 }
 
+type ExtensionMap = HashMap<TypeId, (&'static str, Arc<dyn Any + Send + Sync>)>;
+
+/// Typed values a run carries besides its JSON context, one per type, and
+/// inherited by every action it calls: the slot where the framework or an app
+/// puts Rust objects a body needs (the current session, a database pool, a
+/// request-scoped cache) without cloning them into closures.
+///
+/// Set them with [`RunOptions::extension`](crate::RunOptions::extension) or
+/// [`with_extension`](crate::tracing::with_extension); read them with
+/// [`ActionCtx::extension`](crate::ActionCtx::extension). Cheap to clone
+/// (shared, copy on write).
+#[derive(Clone, Default)]
+pub struct Extensions(Option<Arc<ExtensionMap>>);
+
+impl Extensions {
+    /// No extension.
+    pub fn new() -> Self {
+        Self(None)
+    }
+
+    /// Sets the value of type `T`, replacing any previous one.
+    pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) {
+        self.insert_arc(Arc::new(value));
+    }
+
+    /// Sets the value of type `T` from a shared pointer.
+    pub fn insert_arc<T: Send + Sync + 'static>(&mut self, value: Arc<T>) {
+        let map = Arc::make_mut(self.0.get_or_insert_with(Default::default));
+        map.insert(TypeId::of::<T>(), (std::any::type_name::<T>(), value));
+    }
+
+    /// Returns a copy with the value of type `T` set.
+    pub fn with<T: Send + Sync + 'static>(&self, value: T) -> Self {
+        let mut copy = self.clone();
+        copy.insert(value);
+        copy
+    }
+
+    /// The value of type `T`, if set.
+    pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.0
+            .as_deref()?
+            .get(&TypeId::of::<T>())
+            .and_then(|(_, v)| v.downcast_ref::<T>())
+    }
+
+    /// The value of type `T` as a shared pointer, to keep past the run.
+    pub fn get_arc<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        let (_, value) = self.0.as_deref()?.get(&TypeId::of::<T>())?;
+        value.clone().downcast::<T>().ok()
+    }
+
+    /// Whether no value is set.
+    pub fn is_empty(&self) -> bool {
+        self.0.as_deref().is_none_or(HashMap::is_empty)
+    }
+
+    /// `other`'s values over `self`'s (`other` wins for a type both hold).
+    pub fn merged(&self, other: &Extensions) -> Extensions {
+        match (&self.0, &other.0) {
+            (_, None) => self.clone(),
+            (None, Some(_)) => other.clone(),
+            (Some(a), Some(b)) => {
+                let mut map = (**a).clone();
+                map.extend(b.iter().map(|(k, v)| (*k, v.clone())));
+                Self(Some(Arc::new(map)))
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Extensions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The values need not be Debug: list their types.
+        let mut names: Vec<&str> = self
+            .0
+            .as_deref()
+            .map(|m| m.values().map(|(name, _)| *name).collect())
+            .unwrap_or_default();
+        names.sort_unstable();
+        f.debug_set().entries(names).finish()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[derive(Debug, PartialEq)]
+    struct Session(&'static str);
+
+    #[test]
+    fn extensions_are_typed_and_copy_on_write() {
+        let base = Extensions::new().with(Session("s1")).with(7u32);
+        let over = base.with(Session("s2"));
+        assert_eq!(base.get::<Session>(), Some(&Session("s1")));
+        assert_eq!(over.get::<Session>(), Some(&Session("s2")));
+        assert_eq!(over.get::<u32>(), Some(&7));
+        assert_eq!(over.get::<String>(), None);
+        let merged = Extensions::new().with(1u8).merged(&base);
+        assert_eq!(merged.get::<u8>(), Some(&1));
+        assert_eq!(merged.get_arc::<Session>().as_deref(), Some(&Session("s1")));
+        assert!(Extensions::new().is_empty());
+        assert!(format!("{base:?}").contains("Session"));
+    }
 
     #[test]
     fn redacts_auth_and_secrets() {

@@ -28,6 +28,9 @@ struct Inner {
     details: Option<Value>,
     user_facing: bool,
     source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+    /// A typed value for in-process callers to recognise (e.g. a tool
+    /// interrupt); never serialized.
+    payload: Option<Arc<dyn std::any::Any + Send + Sync>>,
     /// Set once a span recorded this error, so only the innermost span is
     /// marked `genkit:isFailureSource`.
     failure_recorded: bool,
@@ -45,6 +48,7 @@ impl Error {
                 details: None,
                 user_facing: false,
                 source: None,
+                payload: None,
                 failure_recorded: false,
                 trace_id: None,
             }),
@@ -104,6 +108,20 @@ impl Error {
     pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
         self.inner.source = Some(Arc::new(source));
         self
+    }
+
+    /// Attaches a typed value that in-process callers recognise with
+    /// [`payload`](Self::payload), e.g. the interrupt a tool raised. It is
+    /// not part of any wire form (message, details, stack).
+    pub fn with_payload<T: Send + Sync + 'static>(mut self, payload: T) -> Self {
+        self.inner.payload = Some(Arc::new(payload));
+        self
+    }
+
+    /// The typed value attached with [`with_payload`](Self::with_payload),
+    /// if it is a `T`.
+    pub fn payload<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.inner.payload.as_deref()?.downcast_ref::<T>()
     }
 
     /// Marks this error as safe to show to remote callers.
@@ -233,6 +251,18 @@ impl From<std::io::Error> for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn typed_payload_is_found_by_type_and_stays_off_the_wire() {
+        #[derive(Debug, PartialEq)]
+        struct Marker(u8);
+        let e = Error::new(StatusCode::Aborted, "paused").with_payload(Marker(3));
+        assert_eq!(e.payload::<Marker>(), Some(&Marker(3)));
+        assert_eq!(e.clone().payload::<Marker>(), Some(&Marker(3)));
+        assert_eq!(e.payload::<String>(), None);
+        assert_eq!(e.details(), None);
+        assert_eq!(e.stack(), "ABORTED: paused");
+    }
 
     #[test]
     fn internal_errors_do_not_leak() {

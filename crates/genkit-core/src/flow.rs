@@ -8,13 +8,14 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use std::future::Future;
 
-/// The context a flow body receives: action context, chunk sender,
-/// cancellation and trace ids. `S` is the stream chunk type (`()` for a
-/// non-streaming flow).
+/// The context a flow body receives: the one [`ActionCtx`] (request data,
+/// chunk sender, cancellation, trace ids, registry, typed extensions). `S` is
+/// the stream chunk type (`()` for a non-streaming flow).
 pub type FlowContext<S = ()> = ActionCtx<S>;
 
 /// Defines a (non-streaming) flow and registers it as `/flow/<name>`. Input
-/// and output schemas come from the types. Fails if the name is taken.
+/// and output schemas come from the types. Fails if the name is taken
+/// (`ALREADY_EXISTS`) or invalid (`INVALID_ARGUMENT`).
 pub fn define_flow<I, O, F, Fut>(registry: &Registry, name: &str, body: F) -> Result<Action<I, O>>
 where
     I: Payload + JsonSchema,

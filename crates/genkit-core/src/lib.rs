@@ -38,10 +38,10 @@ pub use action::{
     Action, ActionCtx, ActionDesc, ActionKey, ActionKind, ActionResult, ActionStream, ChunkSender,
     DynAction, ErasedAction, IntoDynAction, Payload, RunOptions,
 };
-pub use context::ActionContext;
+pub use context::{ActionContext, Extensions};
 pub use error::{Error, Result};
 pub use plugin::Plugin;
-pub use registry::Registry;
+pub use registry::{Registry, WeakRegistry};
 pub use status::StatusCode;
 pub use tokio_util::sync::CancellationToken;
 

@@ -36,6 +36,40 @@ struct Inner {
     schemas: RwLock<HashMap<String, Value>>,
 }
 
+/// A registry reference that does not keep it alive (actions point back to
+/// the registry they are registered in with one, so neither leaks the other).
+#[derive(Clone, Default)]
+pub struct WeakRegistry(std::sync::Weak<Inner>);
+
+impl WeakRegistry {
+    /// The registry, if it still exists.
+    pub fn upgrade(&self) -> Option<Registry> {
+        self.0.upgrade().map(|inner| Registry { inner })
+    }
+}
+
+impl std::fmt::Debug for WeakRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WeakRegistry")
+    }
+}
+
+/// Why an action name cannot be registered, if it cannot: empty, starting or
+/// ending with `/`, holding an empty segment (`//`) or a control character.
+fn invalid_name_reason(name: &str) -> Option<&'static str> {
+    if name.trim().is_empty() {
+        Some("it is empty")
+    } else if name.starts_with('/') || name.ends_with('/') {
+        Some("it starts or ends with `/`")
+    } else if name.contains("//") {
+        Some("it has an empty `/` segment")
+    } else if name.chars().any(char::is_control) {
+        Some("it contains a control character")
+    } else {
+        None
+    }
+}
+
 impl Default for Registry {
     fn default() -> Self {
         Self::new()
@@ -76,10 +110,40 @@ impl Registry {
         self.inner.parent.as_ref()
     }
 
+    /// The root registry: `self` for a root, the last ancestor for a child.
+    pub fn root(&self) -> &Registry {
+        let mut cur = self;
+        while let Some(parent) = cur.parent() {
+            cur = parent;
+        }
+        cur
+    }
+
+    /// A reference that does not keep the registry alive.
+    pub fn downgrade(&self) -> WeakRegistry {
+        WeakRegistry(Arc::downgrade(&self.inner))
+    }
+
+    /// Whether `self` and `other` are the same registry.
+    pub fn ptr_eq(&self, other: &Registry) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// Registers an action under its key. A key already registered in this
-    /// registry is an `ALREADY_EXISTS` error (a parent's key may be shadowed).
+    /// registry is an `ALREADY_EXISTS` error (a parent's key may be shadowed);
+    /// an invalid name (empty, starting or ending with `/`, with an empty
+    /// segment or a control character) is `INVALID_ARGUMENT`. The action
+    /// learns its registry here (see [`ErasedAction::on_registered`]).
+    ///
+    /// [`ErasedAction::on_registered`]: crate::ErasedAction::on_registered
     pub fn register(&self, action: impl IntoDynAction) -> Result<DynAction> {
         let action = action.into_dyn();
+        if let Some(reason) = invalid_name_reason(action.name()) {
+            return Err(Error::invalid_argument(format!(
+                "cannot register action `{}`: {reason}",
+                action.key()
+            )));
+        }
         let key = action.key();
         let mut actions = self.inner.actions.write();
         if actions.contains_key(&key) {
@@ -89,6 +153,8 @@ impl Registry {
             ));
         }
         actions.insert(key, action.clone());
+        drop(actions);
+        action.on_registered(self);
         Ok(action)
     }
 

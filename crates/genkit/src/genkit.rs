@@ -1,17 +1,20 @@
 //! The `Genkit` facade: one registry with the framework's built-ins, and
 //! `define_*` / `generate` methods over it.
 
+use crate::typed_stream::TypedGenerateStream;
 use genkit_ai::embedder::{EmbedderAction, EmbedderOptions, define_embedder, embed, embed_many};
 use genkit_ai::generate::{
     GenerateOptions, GenerateStream, define_generate_action, generate, generate_stream,
 };
 use genkit_ai::middleware::{GenerateMiddleware, define_middleware};
 use genkit_ai::model::{
-    BackgroundModel, BackgroundModelFns, Model, ModelCtx, ModelOptions, check_operation,
-    define_background_model, define_model,
+    BackgroundModel, BackgroundModelFns, Model, ModelCtx, ModelImpl, ModelOptions, check_operation,
+    define_background_model, define_model, define_model_impl,
 };
 use genkit_ai::prompt::{ExecutablePrompt, PromptConfig, define_prompt};
-use genkit_ai::tool::{Tool, ToolCtx, define_interrupt, define_multipart_tool, define_tool};
+use genkit_ai::tool::{
+    Tool, ToolCtx, ToolImpl, define_interrupt, define_multipart_tool, define_tool, define_tool_impl,
+};
 use genkit_ai::types::{
     DocumentData, EmbedRequest, EmbedResponse, Embedding, GenerateRequest, GenerateResponse,
     MultipartToolResponse, Operation,
@@ -21,6 +24,7 @@ use genkit_core::flow::{FlowContext, define_flow, define_streaming_flow};
 use genkit_core::{Action, Payload, Plugin, Registry, Result};
 use schemars::JsonSchema;
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::future::Future;
 use std::path::PathBuf;
@@ -118,11 +122,19 @@ impl Genkit {
         &self.registry
     }
 
+    /// The instance over an existing registry (e.g. the one an action's
+    /// context carries: see [`ActionCtxExt::genkit`](crate::ActionCtxExt::genkit)).
+    pub fn from_registry(registry: Registry) -> Self {
+        Self { registry }
+    }
+
     /// Defines a flow, registered as `/flow/<name>`; schemas come from `I` and `O`.
+    /// The body reaches this instance with `ctx.genkit()`.
     ///
     /// # Panics
-    /// If a flow with this name is already defined (a programming error, like
-    /// registering two axum routes for one path).
+    /// If a flow with this name is already defined or the name is invalid (a
+    /// programming error, like registering two axum routes for one path);
+    /// [`try_define_flow`](Self::try_define_flow) returns the error instead.
     pub fn define_flow<I, O, F, Fut>(&self, name: &str, body: F) -> Action<I, O>
     where
         I: Payload + JsonSchema,
@@ -130,13 +142,25 @@ impl Genkit {
         F: Fn(I, FlowContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O>> + Send + 'static,
     {
-        registered("flow", name, define_flow(&self.registry, name, body))
+        registered("flow", name, self.try_define_flow(name, body))
+    }
+
+    /// Like [`define_flow`](Self::define_flow); a taken or invalid name is
+    /// an error (`ALREADY_EXISTS`, `INVALID_ARGUMENT`).
+    pub fn try_define_flow<I, O, F, Fut>(&self, name: &str, body: F) -> Result<Action<I, O>>
+    where
+        I: Payload + JsonSchema,
+        O: Payload + JsonSchema,
+        F: Fn(I, FlowContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O>> + Send + 'static,
+    {
+        define_flow(&self.registry, name, body)
     }
 
     /// Defines a flow that streams chunks of type `S` with `ctx.send_chunk`.
     ///
     /// # Panics
-    /// If a flow with this name is already defined.
+    /// If a flow with this name is already defined or the name is invalid.
     pub fn define_streaming_flow<I, O, S, F, Fut>(&self, name: &str, body: F) -> Action<I, O, S>
     where
         I: Payload + JsonSchema,
@@ -145,11 +169,24 @@ impl Genkit {
         F: Fn(I, FlowContext<S>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O>> + Send + 'static,
     {
-        registered(
-            "flow",
-            name,
-            define_streaming_flow(&self.registry, name, body),
-        )
+        registered("flow", name, self.try_define_streaming_flow(name, body))
+    }
+
+    /// Like [`define_streaming_flow`](Self::define_streaming_flow), returning
+    /// the error instead of panicking.
+    pub fn try_define_streaming_flow<I, O, S, F, Fut>(
+        &self,
+        name: &str,
+        body: F,
+    ) -> Result<Action<I, O, S>>
+    where
+        I: Payload + JsonSchema,
+        O: Payload + JsonSchema,
+        S: Payload + Serialize + JsonSchema,
+        F: Fn(I, FlowContext<S>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O>> + Send + 'static,
+    {
+        define_streaming_flow(&self.registry, name, body)
     }
 
     /// Runs a named step of a flow, recorded as a child span.
@@ -164,20 +201,45 @@ impl Genkit {
     /// Defines a model, registered as `/model/<name>`.
     ///
     /// # Panics
-    /// If a model with this name is already defined.
+    /// If a model with this name is already defined or the name is invalid.
     pub fn define_model<F, Fut>(&self, opts: ModelOptions, runner: F) -> Model
     where
         F: Fn(GenerateRequest, ModelCtx) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<GenerateResponse>> + Send + 'static,
     {
         let name = opts.name.clone();
-        registered("model", &name, define_model(&self.registry, opts, runner))
+        registered("model", &name, self.try_define_model(opts, runner))
+    }
+
+    /// Like [`define_model`](Self::define_model), returning the error instead of panicking.
+    pub fn try_define_model<F, Fut>(&self, opts: ModelOptions, runner: F) -> Result<Model>
+    where
+        F: Fn(GenerateRequest, ModelCtx) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<GenerateResponse>> + Send + 'static,
+    {
+        define_model(&self.registry, opts, runner)
+    }
+
+    /// Defines a model from a type implementing [`ModelImpl`].
+    ///
+    /// # Panics
+    /// If a model with this name is already defined or the name is invalid.
+    pub fn define_model_impl<M: ModelImpl>(&self, model: M) -> Model {
+        // The registration error names the model's key.
+        self.try_define_model_impl(model)
+            .unwrap_or_else(|e| panic!("defining a model: {e}"))
+    }
+
+    /// Like [`define_model_impl`](Self::define_model_impl), returning the
+    /// error instead of panicking.
+    pub fn try_define_model_impl<M: ModelImpl>(&self, model: M) -> Result<Model> {
+        define_model_impl(&self.registry, model)
     }
 
     /// Defines a background (long-running) model and its operation actions.
     ///
     /// # Panics
-    /// If a model with this name is already defined.
+    /// If a model with this name is already defined or the name is invalid.
     pub fn define_background_model(
         &self,
         opts: ModelOptions,
@@ -187,8 +249,18 @@ impl Genkit {
         registered(
             "background model",
             &name,
-            define_background_model(&self.registry, opts, fns),
+            self.try_define_background_model(opts, fns),
         )
+    }
+
+    /// Like [`define_background_model`](Self::define_background_model),
+    /// returning the error instead of panicking.
+    pub fn try_define_background_model(
+        &self,
+        opts: ModelOptions,
+        fns: BackgroundModelFns,
+    ) -> Result<BackgroundModel> {
+        define_background_model(&self.registry, opts, fns)
     }
 
     /// Polls a background model's operation.
@@ -197,9 +269,10 @@ impl Genkit {
     }
 
     /// Defines a tool, registered as `/tool/<name>`; schemas come from `I` and `O`.
+    /// The body reaches this instance with `ctx.genkit()`.
     ///
     /// # Panics
-    /// If a tool with this name is already defined.
+    /// If a tool with this name is already defined or the name is invalid.
     pub fn define_tool<I, O, F, Fut>(&self, name: &str, description: &str, body: F) -> Tool<I, O>
     where
         I: Payload + JsonSchema,
@@ -207,17 +280,44 @@ impl Genkit {
         F: Fn(I, ToolCtx) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O>> + Send + 'static,
     {
-        registered(
-            "tool",
-            name,
-            define_tool(&self.registry, name, description, body),
-        )
+        registered("tool", name, self.try_define_tool(name, description, body))
+    }
+
+    /// Like [`define_tool`](Self::define_tool), returning the error instead of panicking.
+    pub fn try_define_tool<I, O, F, Fut>(
+        &self,
+        name: &str,
+        description: &str,
+        body: F,
+    ) -> Result<Tool<I, O>>
+    where
+        I: Payload + JsonSchema,
+        O: Payload + JsonSchema,
+        F: Fn(I, ToolCtx) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O>> + Send + 'static,
+    {
+        define_tool(&self.registry, name, description, body)
+    }
+
+    /// Defines a tool from a type implementing [`ToolImpl`].
+    ///
+    /// # Panics
+    /// If a tool with this name is already defined or the name is invalid.
+    pub fn define_tool_impl<T: ToolImpl>(&self, tool: T) -> Tool<T::Input, T::Output> {
+        let name = tool.name().to_owned();
+        registered("tool", &name, self.try_define_tool_impl(tool))
+    }
+
+    /// Like [`define_tool_impl`](Self::define_tool_impl), returning the error
+    /// instead of panicking.
+    pub fn try_define_tool_impl<T: ToolImpl>(&self, tool: T) -> Result<Tool<T::Input, T::Output>> {
+        define_tool_impl(&self.registry, tool)
     }
 
     /// Defines a multipart tool (`/tool.v2/<name>`), returning parts besides its output.
     ///
     /// # Panics
-    /// If a tool with this name is already defined.
+    /// If a tool with this name is already defined or the name is invalid.
     pub fn define_multipart_tool<I, F, Fut>(
         &self,
         name: &str,
@@ -232,15 +332,31 @@ impl Genkit {
         registered(
             "tool",
             name,
-            define_multipart_tool(&self.registry, name, description, body),
+            self.try_define_multipart_tool(name, description, body),
         )
+    }
+
+    /// Like [`define_multipart_tool`](Self::define_multipart_tool), returning
+    /// the error instead of panicking.
+    pub fn try_define_multipart_tool<I, F, Fut>(
+        &self,
+        name: &str,
+        description: &str,
+        body: F,
+    ) -> Result<Tool<I, MultipartToolResponse>>
+    where
+        I: Payload + JsonSchema,
+        F: Fn(I, ToolCtx) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<MultipartToolResponse>> + Send + 'static,
+    {
+        define_multipart_tool(&self.registry, name, description, body)
     }
 
     /// Defines an interrupt: a tool that pauses generation for the caller to
     /// answer with [`Tool::respond`].
     ///
     /// # Panics
-    /// If a tool with this name is already defined.
+    /// If a tool with this name is already defined or the name is invalid.
     pub fn define_interrupt<I, O>(&self, name: &str, description: &str) -> Tool<I, O>
     where
         I: Payload + JsonSchema,
@@ -249,25 +365,45 @@ impl Genkit {
         registered(
             "interrupt",
             name,
-            define_interrupt(&self.registry, name, description, None),
+            self.try_define_interrupt(name, description),
         )
+    }
+
+    /// Like [`define_interrupt`](Self::define_interrupt), returning the error
+    /// instead of panicking.
+    pub fn try_define_interrupt<I, O>(&self, name: &str, description: &str) -> Result<Tool<I, O>>
+    where
+        I: Payload + JsonSchema,
+        O: Payload + JsonSchema,
+    {
+        define_interrupt(&self.registry, name, description, None)
     }
 
     /// Defines an embedder, registered as `/embedder/<name>`.
     ///
     /// # Panics
-    /// If an embedder with this name is already defined.
+    /// If an embedder with this name is already defined or the name is invalid.
     pub fn define_embedder<F, Fut>(&self, opts: EmbedderOptions, runner: F) -> EmbedderAction
     where
         F: Fn(EmbedRequest, ActionCtx) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<EmbedResponse>> + Send + 'static,
     {
         let name = opts.name.clone();
-        registered(
-            "embedder",
-            &name,
-            define_embedder(&self.registry, opts, runner),
-        )
+        registered("embedder", &name, self.try_define_embedder(opts, runner))
+    }
+
+    /// Like [`define_embedder`](Self::define_embedder), returning the error
+    /// instead of panicking.
+    pub fn try_define_embedder<F, Fut>(
+        &self,
+        opts: EmbedderOptions,
+        runner: F,
+    ) -> Result<EmbedderAction>
+    where
+        F: Fn(EmbedRequest, ActionCtx) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<EmbedResponse>> + Send + 'static,
+    {
+        define_embedder(&self.registry, opts, runner)
     }
 
     /// Embeds a text.
@@ -308,9 +444,19 @@ impl Genkit {
     /// `/executable-prompt/<name>`.
     ///
     /// # Panics
-    /// If the prompt is invalid or its name is taken.
+    /// If the prompt is invalid or its name is taken;
+    /// [`try_define_prompt`](Self::try_define_prompt) returns the error instead.
     pub fn define_prompt<I, O>(&self, config: PromptConfig<I, O>) -> ExecutablePrompt<I, O> {
-        registered("prompt", "", define_prompt(&self.registry, config))
+        registered("prompt", "", self.try_define_prompt(config))
+    }
+
+    /// Like [`define_prompt`](Self::define_prompt), returning the error
+    /// instead of panicking.
+    pub fn try_define_prompt<I, O>(
+        &self,
+        config: PromptConfig<I, O>,
+    ) -> Result<ExecutablePrompt<I, O>> {
+        define_prompt(&self.registry, config)
     }
 
     /// A prompt defined in code or loaded from a `.prompt` file; `NOT_FOUND`
@@ -344,5 +490,26 @@ impl Genkit {
     /// Generates a response as a stream of chunks, then the response.
     pub fn generate_stream(&self, options: GenerateOptions) -> GenerateStream {
         generate_stream(&self.registry, options)
+    }
+
+    /// Generates structured output of type `T` in one call: the output
+    /// schema comes from `T` and the parsed `T` is returned (a model output
+    /// that does not fit is `INVALID_ARGUMENT`).
+    pub async fn generate_as<T>(&self, options: GenerateOptions) -> Result<T>
+    where
+        T: DeserializeOwned + JsonSchema,
+    {
+        let response = generate(&self.registry, options.output::<T>()).await?;
+        response.output::<T>()
+    }
+
+    /// Streams structured output of type `T`: chunks carry the partial
+    /// output ([`GenerateChunk::output_as`](genkit_ai::generate::GenerateChunk::output_as)),
+    /// and [`TypedGenerateStream::output`] gives the final `T`.
+    pub fn generate_stream_as<T>(&self, options: GenerateOptions) -> TypedGenerateStream<T>
+    where
+        T: DeserializeOwned + JsonSchema,
+    {
+        TypedGenerateStream::new(generate_stream(&self.registry, options.output::<T>()))
     }
 }

@@ -40,17 +40,22 @@
 //! # Ok(()) }
 //! ```
 
+mod ctx_ext;
 mod genkit;
+mod typed_stream;
 
+pub use crate::ctx_ext::ActionCtxExt;
 pub use crate::genkit::{Genkit, GenkitBuilder};
+pub use crate::typed_stream::TypedGenerateStream;
 
 pub use genkit_ai::{
     embedder, extract, formats, generate, middleware, model, prompt, testing, tool, types,
 };
 pub use genkit_core::{
     Action, ActionContext, ActionCtx, ActionDesc, ActionKind, ActionResult, ActionStream,
-    CancellationToken, DynAction, ErasedAction, Error, GENKIT_VERSION, Plugin, Registry, Result,
-    RunOptions, StatusCode, action, context, flow, plugin, registry, schema, status, tracing,
+    CancellationToken, DynAction, ErasedAction, Error, Extensions, GENKIT_VERSION, Plugin,
+    Registry, Result, RunOptions, StatusCode, action, context, flow, plugin, registry, schema,
+    status, tracing,
 };
 
 /// The AI layer crate (models, tools, generate, prompts), for APIs not re-exported here.
@@ -60,20 +65,20 @@ pub use genkit_core as core;
 
 /// Everything a typical app uses.
 pub mod prelude {
-    pub use crate::{Genkit, GenkitBuilder};
+    pub use crate::{ActionCtxExt, Genkit, GenkitBuilder, TypedGenerateStream};
     pub use futures::StreamExt;
     pub use genkit_ai::generate::{
         GenerateChunk, GenerateOptions, GenerateStream, ToolErrorPolicy,
     };
-    pub use genkit_ai::model::{Model, ModelCtx, ModelOptions, ModelRef};
+    pub use genkit_ai::model::{Model, ModelCtx, ModelImpl, ModelOptions, ModelRef};
     pub use genkit_ai::testing::ProgrammableModel;
-    pub use genkit_ai::tool::{Tool, ToolCtx};
+    pub use genkit_ai::tool::{Tool, ToolCtx, ToolImpl, ToolInterrupt};
     pub use genkit_ai::types::{
         DocumentData, FinishReason, GenerateRequest, GenerateResponse, GenerateResponseChunk,
         Message, ModelSupports, Part, Role, ToolRequest, ToolResponse,
     };
     pub use genkit_core::flow::FlowContext;
-    pub use genkit_core::{ActionContext, Error, Result, StatusCode};
+    pub use genkit_core::{ActionContext, ActionCtx, Error, Result, StatusCode};
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};
     pub use serde_json::{Value, json};

@@ -18,54 +18,46 @@ struct App {
     stream_diagnose: genkit::Action<String, String, String>,
 }
 
+/// The system prompt of every diagnosis.
+const SYSTEM: &str = "You are an operations assistant. Use the tools, then answer briefly.";
+
 fn build() -> genkit::Result<App> {
     let ai = Genkit::builder()
         .default_model(demo_model::DEMO_MODEL)
         .build()?;
     demo_model::define_demo_model(&ai);
-    let (status, logs) = tools::define_tools(&ai);
+    tools::define_tools(&ai);
 
-    let diagnose = {
-        let ai2 = ai.clone();
-        let (status, logs) = (status.clone(), logs.clone());
-        ai.define_flow("diagnose", move |question: String, _ctx| {
-            let (ai, status, logs) = (ai2.clone(), status.clone(), logs.clone());
-            async move {
-                let reply = ai
-                    .generate(
-                        GenerateOptions::prompt(question)
-                            .system("You are an operations assistant. Use the tools, then answer briefly.")
-                            .tool(&status)
-                            .tool(&logs)
-                            .max_turns(3),
-                    )
-                    .await?;
-                Ok(reply.text())
-            }
-        })
-    };
+    // Flow bodies reach the Genkit instance from their context and name the
+    // registered tools: nothing is cloned into the closures.
+    let diagnose = ai.define_flow("diagnose", |question: String, ctx| async move {
+        let reply = ctx
+            .genkit()?
+            .generate(
+                GenerateOptions::prompt(question)
+                    .system(SYSTEM)
+                    .tools(tools::TOOLS)
+                    .max_turns(3),
+            )
+            .await?;
+        Ok(reply.text())
+    });
 
-    let stream_diagnose = {
-        let ai2 = ai.clone();
-        ai.define_streaming_flow(
-            "streamDiagnose",
-            move |question: String, ctx: FlowContext<String>| {
-                let (ai, status, logs) = (ai2.clone(), status.clone(), logs.clone());
-                async move {
-                    let mut stream = ai.generate_stream(
-                        GenerateOptions::prompt(question).tool(&status).tool(&logs),
-                    );
-                    while let Some(chunk) = stream.next().await {
-                        let text = chunk?.text();
-                        if !text.is_empty() {
-                            ctx.send_chunk(text);
-                        }
-                    }
-                    Ok(stream.response().await?.text())
+    let stream_diagnose = ai.define_streaming_flow(
+        "streamDiagnose",
+        |question: String, ctx: FlowContext<String>| async move {
+            let mut stream = ctx
+                .genkit()?
+                .generate_stream(GenerateOptions::prompt(question).tools(tools::TOOLS));
+            while let Some(chunk) = stream.next().await {
+                let text = chunk?.text();
+                if !text.is_empty() {
+                    ctx.send_chunk(text);
                 }
-            },
-        )
-    };
+            }
+            Ok(stream.response().await?.text())
+        },
+    );
     Ok(App {
         ai,
         diagnose,
@@ -82,14 +74,10 @@ async fn main() -> Result<()> {
     } = build()?;
 
     if std::env::args().any(|a| a == "--serve") || genkit_server::is_dev_env() {
-        let _dev = genkit_server::start_dev_tooling(ai.registry())
-            .await
-            .map_err(|e| Error::internal(e.to_string()))?;
+        let _dev = genkit_server::start_dev_tooling(ai.registry()).await?;
         let port = std::env::var("PORT").unwrap_or_else(|_| "3400".into());
         println!("serving flows on http://127.0.0.1:{port} (Ctrl-C to stop)");
-        return genkit_server::serve(ai.registry(), format!("127.0.0.1:{port}"))
-            .await
-            .map_err(|e| Error::internal(e.to_string()));
+        return Ok(genkit_server::serve(ai.registry(), format!("127.0.0.1:{port}")).await?);
     }
 
     for question in ["Is the database healthy?", "Why is the scheduler down?"] {
@@ -110,4 +98,47 @@ async fn main() -> Result<()> {
     let answer = stream.output().await?;
     println!("\n({} characters streamed)", answer.len());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn diagnose_uses_the_tools_and_names_the_culprit() -> Result<()> {
+        let app = build()?;
+        let answer = app.diagnose.run("Is the database healthy?".into()).await?;
+        assert!(answer.contains("db is overloaded (cpu 97%)"), "{answer}");
+        assert!(answer.contains("connection pool exhausted"), "{answer}");
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn stream_diagnose_streams_the_answer_it_returns() -> Result<()> {
+        let app = build()?;
+        let mut stream = app.stream_diagnose.stream("Is the scheduler up?".into());
+        let mut streamed = String::new();
+        while let Some(chunk) = stream.next().await {
+            streamed.push_str(&chunk?);
+        }
+        let answer = stream.output().await?;
+        assert_eq!(streamed, answer);
+        assert!(answer.contains("scheduler is DOWN"), "{answer}");
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn flows_are_served_by_key() -> Result<()> {
+        let app = build()?;
+        let flow = app.ai.registry().require_action("/flow/diagnose").await?;
+        let out = flow
+            .run_json(json!("How is the worker?"), Default::default())
+            .await?;
+        assert!(
+            out.output
+                .as_str()
+                .is_some_and(|s| s.contains("worker looks healthy"))
+        );
+        Ok(())
+    }
 }

@@ -103,18 +103,55 @@ pub fn logs_of(service: Service, minutes: u32) -> Vec<String> {
     }
 }
 
-/// Registers the tools.
-pub fn define_tools(ai: &Genkit) -> (Tool<StatusInput, Status>, Tool<LogsInput, Vec<String>>) {
-    let status = ai.define_tool(
-        "getServiceStatus",
+/// `getServiceStatus`: a tool as a type (its input and output types give
+/// the schemas the model sees).
+pub struct ServiceStatus;
+
+impl ToolImpl for ServiceStatus {
+    type Input = StatusInput;
+    type Output = Status;
+
+    fn name(&self) -> &str {
+        "getServiceStatus"
+    }
+
+    fn description(&self) -> String {
         "Current status of a service: whether it is online, CPU and memory use. \
-         Use it when the user asks whether a service is healthy.",
-        |input: StatusInput, _ctx| async move { Ok(status_of(input.service)) },
-    );
-    let logs = ai.define_tool(
-        "queryLogs",
-        "Recent error log lines of a service. Use it to find out why a service misbehaves.",
-        |input: LogsInput, _ctx| async move { Ok(logs_of(input.service, input.recent_minutes)) },
-    );
-    (status, logs)
+         Use it when the user asks whether a service is healthy."
+            .into()
+    }
+
+    async fn call(&self, input: StatusInput, _ctx: ToolCtx) -> Result<Status> {
+        Ok(status_of(input.service))
+    }
+}
+
+/// `queryLogs`: recent error lines of a service.
+pub struct QueryLogs;
+
+impl ToolImpl for QueryLogs {
+    type Input = LogsInput;
+    type Output = Vec<String>;
+
+    fn name(&self) -> &str {
+        "queryLogs"
+    }
+
+    fn description(&self) -> String {
+        "Recent error log lines of a service. Use it to find out why a service misbehaves.".into()
+    }
+
+    async fn call(&self, input: LogsInput, _ctx: ToolCtx) -> Result<Vec<String>> {
+        Ok(logs_of(input.service, input.recent_minutes))
+    }
+}
+
+/// The names flows hand to `generate`: registered tools are found by name,
+/// so no flow needs a tool handle.
+pub const TOOLS: [&str; 2] = ["getServiceStatus", "queryLogs"];
+
+/// Registers the tools.
+pub fn define_tools(ai: &Genkit) {
+    ai.define_tool_impl(ServiceStatus);
+    ai.define_tool_impl(QueryLogs);
 }

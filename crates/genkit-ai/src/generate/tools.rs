@@ -6,7 +6,7 @@
 use super::engine::Engine;
 use super::options::ToolErrorPolicy;
 use crate::middleware::{GenerateCallCtx, ToolCallCtx, ToolFn, ToolNext};
-use crate::tool::{interrupt_metadata, short_tool_name};
+use crate::tool::{ToolInterrupt, short_tool_name};
 use crate::types::{
     GenerateActionOptions, Message, Metadata, MultipartToolResponse, Part, PartKind, Role,
     ToolRequest, ToolResponse,
@@ -105,13 +105,13 @@ async fn run_tool_request(
         Ok(Some(response)) => Ok(Some(Outcome::Response(response))),
         Ok(None) => Ok(None),
         Err(e) => {
-            if let Some(meta) = interrupt_metadata(&e) {
+            if let Some(interrupt) = ToolInterrupt::from_error(&e) {
                 tracing::debug!("tool '{}' triggered an interrupt", request.name);
                 let mut interrupted = part.clone();
                 interrupted
                     .metadata
                     .get_or_insert_with(Metadata::new)
-                    .insert("interrupt".into(), meta.clone());
+                    .insert("interrupt".into(), interrupt.metadata().clone());
                 return Ok(Some(Outcome::Interrupt(interrupted)));
             }
             if engine.tool_errors == ToolErrorPolicy::ReturnToModel

@@ -8,17 +8,20 @@
 //! chunk sender and a cancellation token, close the span, validate output.
 
 mod bidi;
+mod ctx;
 mod desc;
 mod kind;
 mod stream;
 
 pub use bidi::{BidiAction, BidiInputs, BidiSender, BidiStream, ErasedBidiAction, as_bidi};
+pub use ctx::{ActionCtx, ChunkCallback, ChunkSender};
 pub use desc::ActionDesc;
 pub use kind::{ActionKey, ActionKind, UnknownKind};
 pub use stream::ActionStream;
 
-use crate::context::ActionContext;
+use crate::context::{ActionContext, Extensions};
 use crate::error::{Error, Result};
+use crate::registry::{Registry, WeakRegistry};
 use crate::schema::{SchemaValidator, schema_for};
 use crate::tracing::{Frame, Span, SpanOptions, SpanType, TraceInfo};
 use futures::future::BoxFuture;
@@ -30,87 +33,8 @@ use std::any::TypeId;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::marker::PhantomData;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use tokio_util::sync::CancellationToken;
-
-/// A callback receiving stream chunks.
-pub type ChunkCallback<S> = Arc<dyn Fn(S) + Send + Sync>;
-
-/// Sends stream chunks to the caller, if the caller asked for a stream.
-pub struct ChunkSender<S> {
-    callback: Option<ChunkCallback<S>>,
-}
-
-impl<S> Clone for ChunkSender<S> {
-    fn clone(&self) -> Self {
-        Self {
-            callback: self.callback.clone(),
-        }
-    }
-}
-
-impl<S> ChunkSender<S> {
-    /// A sender that drops every chunk.
-    pub fn none() -> Self {
-        Self { callback: None }
-    }
-
-    /// A sender calling `callback` for each chunk.
-    pub fn new(callback: ChunkCallback<S>) -> Self {
-        Self {
-            callback: Some(callback),
-        }
-    }
-
-    /// Whether the caller is streaming (chunks are not simply dropped).
-    pub fn is_streaming(&self) -> bool {
-        self.callback.is_some()
-    }
-
-    /// Sends one chunk.
-    pub fn send(&self, chunk: S) {
-        if let Some(cb) = &self.callback {
-            cb(chunk);
-        }
-    }
-
-    /// The callback, for passing on to a nested streaming run.
-    pub fn callback(&self) -> Option<ChunkCallback<S>> {
-        self.callback.clone()
-    }
-}
-
-/// What an action body receives besides its input.
-pub struct ActionCtx<S = ()> {
-    /// Auth and other per-request data.
-    pub context: ActionContext,
-    /// Stream chunks to the caller.
-    pub chunks: ChunkSender<S>,
-    /// Cancelled when the caller cancels the run.
-    pub cancel: CancellationToken,
-    /// This run's trace and span ids.
-    pub trace: TraceInfo,
-    /// Metadata the caller attached to this run (a tool receives its tool
-    /// request part's metadata, e.g. `resumed` after an interrupt).
-    pub metadata: Option<Value>,
-}
-
-impl<S> ActionCtx<S> {
-    /// Sends one stream chunk (dropped if the caller is not streaming).
-    pub fn send_chunk(&self, chunk: S) {
-        self.chunks.send(chunk);
-    }
-
-    /// Whether the caller asked for a stream.
-    pub fn is_streaming(&self) -> bool {
-        self.chunks.is_streaming()
-    }
-
-    /// Whether the run was cancelled.
-    pub fn is_cancelled(&self) -> bool {
-        self.cancel.is_cancelled()
-    }
-}
 
 /// Options for one run.
 pub struct RunOptions<S = Value> {
@@ -126,6 +50,11 @@ pub struct RunOptions<S = Value> {
     pub on_trace_start: Option<Box<dyn FnOnce(TraceInfo) + Send>>,
     /// Metadata handed to the body as [`ActionCtx::metadata`].
     pub metadata: Option<Value>,
+    /// The registry the body sees; by default the one the action is
+    /// registered in, else the caller's.
+    pub registry: Option<Registry>,
+    /// Typed values added over the ones inherited from the caller.
+    pub extensions: Extensions,
 }
 
 impl<S> Default for RunOptions<S> {
@@ -137,6 +66,8 @@ impl<S> Default for RunOptions<S> {
             telemetry_labels: None,
             on_trace_start: None,
             metadata: None,
+            registry: None,
+            extensions: Extensions::new(),
         }
     }
 }
@@ -177,6 +108,19 @@ impl<S> RunOptions<S> {
         self
     }
 
+    /// Sets the registry the body sees (see [`ActionCtx::registry`]).
+    pub fn registry(mut self, registry: Registry) -> Self {
+        self.registry = Some(registry);
+        self
+    }
+
+    /// Adds a typed value the body and every action it calls can read with
+    /// [`ActionCtx::extension`].
+    pub fn extension<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.extensions.insert(value);
+        self
+    }
+
     /// Calls `f` with the trace ids as soon as the span opens.
     pub fn on_trace_start(mut self, f: impl FnOnce(TraceInfo) + Send + 'static) -> Self {
         self.on_trace_start = Some(Box::new(f));
@@ -208,6 +152,13 @@ pub trait ErasedAction: Send + Sync + 'static {
     /// The action as `Any`, so typed callers can recover the typed action
     /// (see [`Action::downcast`]) and skip JSON entirely.
     fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync>;
+
+    /// Called by [`Registry::register`]: the action remembers the (root of
+    /// the) first registry it joins, which its body then sees as
+    /// [`ActionCtx::registry`]. The default ignores it.
+    fn on_registered(&self, registry: &Registry) {
+        let _ = registry;
+    }
 
     /// The registry key.
     fn key(&self) -> String {
@@ -243,6 +194,8 @@ struct Inner<I, O, S> {
     input_validator: Option<SchemaValidator>,
     output_validator: Option<SchemaValidator>,
     body: Box<BodyFn<I, O, S>>,
+    /// The root of the first registry this action was registered in.
+    home: OnceLock<WeakRegistry>,
     _types: PhantomData<fn(I) -> (O, S)>,
 }
 
@@ -332,6 +285,7 @@ impl<I: Payload, O: Payload, S: Serialize + Send + 'static> Action<I, O, S> {
                 input_validator,
                 output_validator,
                 body: Box::new(move |i, ctx| Box::pin(body(i, ctx))),
+                home: OnceLock::new(),
                 _types: PhantomData,
             }),
         }
@@ -479,10 +433,21 @@ impl<I: Payload, O: Payload, S: Serialize + Send + 'static> Inner<I, O, S> {
             span.set_context(&context);
         }
         let cancel = opts.cancel.or(parent.cancel);
+        let registry = opts
+            .registry
+            .or_else(|| self.home.get().and_then(WeakRegistry::upgrade))
+            .or(parent.registry);
+        let extensions = if opts.extensions.is_empty() {
+            parent.extensions
+        } else {
+            parent.extensions.merged(&opts.extensions)
+        };
         let frame = Frame {
             span: Some(span.ctx()),
             context: context.clone(),
             cancel: cancel.clone(),
+            registry: registry.clone(),
+            extensions: extensions.clone(),
         };
         let ctx = ActionCtx {
             context,
@@ -492,6 +457,8 @@ impl<I: Payload, O: Payload, S: Serialize + Send + 'static> Inner<I, O, S> {
             cancel: cancel.clone().unwrap_or_default(),
             trace,
             metadata: opts.metadata,
+            registry,
+            extensions,
         };
         let body = (self.body)(input, ctx);
         let result = match &cancel {
@@ -552,6 +519,10 @@ impl<I: Payload, O: Payload, S: Payload> ErasedAction for Inner<I, O, S> {
         self
     }
 
+    fn on_registered(&self, registry: &Registry) {
+        let _ = self.home.set(registry.root().downgrade());
+    }
+
     fn run_json(
         &self,
         input: Value,
@@ -592,6 +563,8 @@ impl<I: Payload, O: Payload, S: Payload> ErasedAction for Inner<I, O, S> {
                 telemetry_labels: opts.telemetry_labels,
                 on_trace_start: opts.on_trace_start,
                 metadata: opts.metadata,
+                registry: opts.registry,
+                extensions: opts.extensions,
             };
             let (_, json, trace) = self.execute(typed, recorded, typed_opts, true).await?;
             Ok(ActionResult {

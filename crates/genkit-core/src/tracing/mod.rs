@@ -22,7 +22,7 @@ pub use processor::{SpanProcessor, add_span_processor, is_recording, remove_span
 pub use record::{RecordedSpan, SpanFailure, TraceJson};
 pub(crate) use span::Frame;
 pub use span::{
-    Span, SpanOptions, SpanType, TraceInfo, current_cancellation, current_context, current_trace,
-    in_span, propagate, run,
+    Span, SpanOptions, SpanType, TraceInfo, current_cancellation, current_context,
+    current_extensions, current_registry, current_trace, in_span, propagate, run, with_extension,
 };
 pub use store::InMemoryTraceStore;

@@ -5,8 +5,9 @@
 use super::ids::{SpanId, TraceId};
 use super::processor::{self, is_recording};
 use super::record::{RecordedSpan, SpanFailure};
-use crate::context::ActionContext;
+use crate::context::{ActionContext, Extensions};
 use crate::error::{Error, Result};
+use crate::registry::Registry;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -84,6 +85,10 @@ pub(crate) struct Frame {
     pub(crate) span: Option<Arc<SpanCtx>>,
     pub(crate) context: ActionContext,
     pub(crate) cancel: Option<CancellationToken>,
+    /// The registry of the running action (what `ctx.genkit()` reaches).
+    pub(crate) registry: Option<Registry>,
+    /// Typed values inherited by nested runs.
+    pub(crate) extensions: Extensions,
 }
 
 tokio::task_local! {
@@ -116,6 +121,29 @@ pub fn current_context() -> ActionContext {
 /// The cancellation token of the running action, if it has one.
 pub fn current_cancellation() -> Option<CancellationToken> {
     FRAME.try_with(|f| f.cancel.clone()).ok().flatten()
+}
+
+/// The typed extensions of the running action (empty outside actions).
+pub fn current_extensions() -> Extensions {
+    FRAME.try_with(|f| f.extensions.clone()).unwrap_or_default()
+}
+
+/// The registry of the running action, if it has one.
+pub fn current_registry() -> Option<Registry> {
+    FRAME.try_with(|f| f.registry.clone()).ok().flatten()
+}
+
+/// Runs `fut` with `value` added to the current typed extensions, so the
+/// actions it runs see it in [`ActionCtx::extension`](crate::ActionCtx::extension)
+/// (e.g. an agent turn making its session visible to the tools it calls).
+pub fn with_extension<T, F>(value: T, fut: F) -> impl Future<Output = F::Output>
+where
+    T: Send + Sync + 'static,
+    F: Future,
+{
+    let mut frame = Frame::current();
+    frame.extensions.insert(value);
+    frame.scope(fut)
 }
 
 /// Carries the caller's span, context and cancellation into `fut`, for work
