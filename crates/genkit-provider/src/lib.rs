@@ -23,16 +23,26 @@
 #![warn(missing_docs)]
 
 mod call;
+pub mod config;
 pub mod error;
 pub mod http;
+pub mod kit;
 pub mod plugin;
+pub mod provider_error;
 mod secret;
 pub mod stream;
 #[cfg(feature = "test-server")]
 pub mod test_server;
 
 pub use call::until_cancelled;
+pub use config::CommonConfig;
 pub use error::{BodyError, ErrorResponse, HttpError};
 pub use http::{Deadline, HttpClient, HttpClientBuilder};
+pub use kit::{
+    KeyHeader, ModelDescriptor, ModelSpec, NoOptions, PluginSetup, Provider, ProviderBuilder,
+    ProviderClient, ProviderInfo, ProviderPlugin, RequestConfig, StreamFormat, WireCall,
+};
+pub use plugin::EmbedderSpec;
+pub use provider_error::{ErrorBody, ProviderError};
 pub use secret::{ApiKey, InvalidKeyHeader};
 pub use stream::{Frame, FrameReader, StreamFold, fold_stream};

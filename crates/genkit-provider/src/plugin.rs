@@ -94,6 +94,11 @@ impl<T: Spec> SpecList<T> {
             .unwrap_or_else(|| T::unlisted(name))
     }
 
+    /// The spec named `name`, if listed.
+    pub fn get(&self, name: &str) -> Option<&T> {
+        self.0.iter().find(|s| s.name() == name)
+    }
+
     /// The specs, in order.
     pub fn as_slice(&self) -> &[T] {
         &self.0

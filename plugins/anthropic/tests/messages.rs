@@ -10,7 +10,7 @@ use genkit_ai::generate::{GenerateOptions, generate, generate_stream};
 use genkit_ai::middleware::retry;
 use genkit_ai::tool::Tool;
 use genkit_ai::types::{FinishReason, Part, Role, ToolChoice};
-use genkit_anthropic::{Anthropic, AnthropicOptions};
+use genkit_anthropic::{Anthropic, AnthropicBuilder};
 use genkit_core::{CancellationToken, Plugin, Registry, StatusCode};
 use genkit_provider::test_server::{End, Recorded, Reply, TestServer};
 use schemars::JsonSchema;
@@ -20,11 +20,15 @@ use serde_json::{Value, json};
 const KEY: &str = "sk-ant-test-5d2e";
 const MODEL: &str = "anthropic/claude-sonnet-4-5";
 
-fn plugin_for(server: &TestServer, options: AnthropicOptions) -> Anthropic {
-    Anthropic::with_options(options.api_key(KEY).base_url(server.url.clone())).expect("plugin")
+fn plugin_for(server: &TestServer, options: AnthropicBuilder) -> Anthropic {
+    options
+        .api_key(KEY)
+        .base_url(server.url.clone())
+        .build()
+        .expect("plugin")
 }
 
-async fn setup_with(replies: Vec<Reply>, options: AnthropicOptions) -> (TestServer, Registry) {
+async fn setup_with(replies: Vec<Reply>, options: AnthropicBuilder) -> (TestServer, Registry) {
     let server = TestServer::start(replies).await;
     let registry = Registry::new();
     registry
@@ -34,7 +38,7 @@ async fn setup_with(replies: Vec<Reply>, options: AnthropicOptions) -> (TestServ
 }
 
 async fn setup(replies: Vec<Reply>) -> (TestServer, Registry) {
-    setup_with(replies, AnthropicOptions::new()).await
+    setup_with(replies, Anthropic::builder()).await
 }
 
 fn assert_call(r: &Recorded) {
@@ -207,7 +211,7 @@ async fn max_tokens_defaults_and_is_configurable() {
 
     let (server, registry) = setup_with(
         vec![Reply::json(text_message("b"))],
-        AnthropicOptions::new().default_max_tokens(1000),
+        Anthropic::builder().default_max_tokens(1000),
     )
     .await;
     generate(&registry, GenerateOptions::prompt("hi").model(MODEL))
@@ -654,7 +658,7 @@ async fn cancelling_a_plain_call_closes_the_connection() {
 async fn a_request_over_the_timeout_is_deadline_exceeded() {
     let (_server, registry) = setup_with(
         vec![Reply::Stall],
-        AnthropicOptions::new().timeout(Duration::from_millis(300)),
+        Anthropic::builder().timeout(Duration::from_millis(300)),
     )
     .await;
     let err = generate(&registry, GenerateOptions::prompt("hi").model(MODEL))
@@ -727,9 +731,9 @@ async fn unknown_models_resolve_on_demand_and_version_overrides_the_model() {
 #[tokio::test]
 async fn the_plugin_lists_known_models_and_never_shows_its_key() {
     let server = TestServer::start(Vec::new()).await;
-    let plugin = plugin_for(&server, AnthropicOptions::new());
+    let plugin = plugin_for(&server, Anthropic::builder());
     assert!(!format!("{plugin:?}").contains(KEY));
-    assert!(!format!("{:?}", AnthropicOptions::new().api_key(KEY)).contains(KEY));
+    assert!(!format!("{:?}", Anthropic::builder().api_key(KEY)).contains(KEY));
     let names: Vec<String> = plugin
         .list_actions()
         .await

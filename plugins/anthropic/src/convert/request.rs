@@ -46,7 +46,7 @@ pub(crate) fn to_messages_request(
     let budget = thinking.as_ref().and_then(|(_, b)| *b);
     // The thinking budget counts against max_tokens: when the caller set no
     // max_tokens, leave room for an answer after a large budget.
-    let max_tokens = match (config.max_output_tokens, budget) {
+    let max_tokens = match (config.common.max_output_tokens, budget) {
         (Some(max), _) => max,
         (None, Some(b)) if b >= defaults.max_tokens => b.saturating_add(defaults.max_tokens),
         (None, _) => defaults.max_tokens,
@@ -64,10 +64,10 @@ pub(crate) fn to_messages_request(
         max_tokens,
         messages,
         system,
-        stop_sequences: config.stop_sequences.clone(),
-        temperature: config.temperature,
-        top_k: config.top_k,
-        top_p: config.top_p,
+        stop_sequences: config.common.stop_sequences.clone(),
+        temperature: config.common.temperature,
+        top_k: config.common.top_k,
+        top_p: config.common.top_p,
         tools: (!tools.is_empty()).then_some(tools),
         tool_choice,
         thinking: thinking.map(|(t, _)| t),
@@ -356,7 +356,8 @@ mod tests {
     use genkit_ai::types::ToolRequest;
 
     fn body(req: &GenerateRequest) -> Value {
-        let config = crate::config::parse_config(req.config.as_ref()).unwrap();
+        let config =
+            genkit_provider::plugin::parse_options::<AnthropicConfig>(req.config.as_ref()).unwrap();
         let r = to_messages_request(
             req,
             &config,
