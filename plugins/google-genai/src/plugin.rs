@@ -1,208 +1,250 @@
-//! [`GoogleAi`]: the plugin, and [`GoogleAiOptions`]: how to configure it.
+//! [`GoogleAi`]: the plugin kit's [`ProviderPlugin`] for the Gemini API,
+//! its builder, and what the provider declares.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use async_trait::async_trait;
-use genkit_ai::embedder::EmbedderAction;
-use genkit_ai::model::Model;
-use genkit_core::{ActionDesc, ActionKind, DynAction, Plugin, Registry, Result};
-use genkit_provider::{ApiKey, HttpClientBuilder};
+use genkit_ai::embedder::EmbedderInfo;
+use genkit_ai::types::{EmbedRequest, GenerateRequest, GenerateResponse, Message};
+use genkit_core::Result;
+use genkit_provider::http::USER_AGENT;
+use genkit_provider::{
+    EmbedderSpec, KeyHeader, ModelSpec, PluginSetup, Provider, ProviderBuilder, ProviderInfo,
+    ProviderPlugin, StreamFormat, WireCall,
+};
+use serde_json::Value;
 
-use crate::client::{DEFAULT_BASE_URL, GeminiClient};
-use crate::embedder::define_embedder;
-use crate::model::{ModelSettings, NAMESPACE, define_model};
-use crate::models::{KNOWN_EMBEDDERS, KNOWN_MODELS};
+use crate::config::{EmbedConfig, GeminiConfig};
+use crate::convert::ToolNames;
+use crate::convert::request::{RequestShape, to_gemini_part, to_gemini_request};
+use crate::convert::response::to_genkit_response;
+use crate::error::{GeminiError, GeminiErrorBody};
+use crate::models::{KNOWN_EMBEDDERS, KNOWN_MODELS, ModelKind, embedder_info};
+use crate::stream::Events;
+use crate::wire::{
+    BatchEmbedContentsRequest, BatchEmbedContentsResponse, Content, EmbedContentRequest,
+    EmbedContentResponse, GenerateContentResponse,
+};
+
+/// The Gemini API endpoint used unless another is configured.
+pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
 
 /// The environment variables read for the API key, in order.
 pub const API_KEY_ENV_VARS: [&str; 3] =
     ["GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_API_KEY"];
 
-/// The request timeout used unless another is configured.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+/// The Google AI (Gemini API) plugin: models `googleai/<model>` and
+/// embedders `googleai/<embedding-model>`. Build it with
+/// [`GoogleAi::builder`] or [`GoogleAi::from_env`].
+pub type GoogleAi = ProviderPlugin<GoogleAiProvider>;
 
-/// How to configure [`GoogleAi`]. Start from [`GoogleAiOptions::new`] and
-/// chain setters.
-#[derive(Clone)]
-pub struct GoogleAiOptions {
-    api_key: Option<ApiKey>,
-    base_url: String,
-    timeout: Option<Duration>,
+/// What the Google AI plugin declares to the kit: the Gemini API's wire
+/// format.
+#[derive(Debug, Clone)]
+pub struct GoogleAiProvider {
     legacy_response_schema: bool,
-    http_client: Option<reqwest::Client>,
 }
 
-impl Default for GoogleAiOptions {
-    fn default() -> Self {
-        Self {
-            api_key: None,
-            base_url: DEFAULT_BASE_URL.to_owned(),
-            timeout: Some(DEFAULT_TIMEOUT),
-            legacy_response_schema: false,
-            http_client: None,
+/// What reading one answer needs: the request's tool names and messages.
+#[derive(Debug)]
+pub struct Call {
+    pub(crate) names: ToolNames,
+    pub(crate) messages: Arc<Vec<Message>>,
+}
+
+impl Provider for GoogleAiProvider {
+    const INFO: ProviderInfo = ProviderInfo {
+        display: "GoogleAi",
+        default_name: "googleai",
+        default_base_url: DEFAULT_BASE_URL,
+        base_url_env: None,
+        key_env: &API_KEY_ENV_VARS,
+        key_header: KeyHeader::Named("x-goog-api-key"),
+        key_required: true,
+        request_keys: false,
+        headers: &[("x-goog-api-client", USER_AGENT)],
+        ignored_config_keys: &["baseUrl", "apiVersion"],
+        stream: StreamFormat::Sse,
+        embedders: true,
+    };
+    type Builder = GoogleAiBuilder;
+    type Model = ModelSpec;
+    type Config = GeminiConfig;
+    type EmbedOptions = EmbedConfig;
+    type ErrorBody = GeminiErrorBody;
+    type Call = Call;
+    type Stream = Events;
+
+    fn describe_model(&self, spec: ModelSpec) -> ModelSpec {
+        let defaults = ModelKind::of(&spec.name).supports();
+        let label = format!("Google AI - {}", spec.name);
+        spec.with_defaults(defaults, || label)
+    }
+
+    fn chat_request(
+        &self,
+        model: &ModelSpec,
+        request: &GenerateRequest,
+        config: GeminiConfig,
+        streaming: bool,
+    ) -> Result<WireCall<Call>> {
+        let version = config.common.model_name(&model.name);
+        let kind = ModelKind::of(&version);
+        let shape = RequestShape {
+            legacy_response_schema: self.legacy_response_schema,
+            default_modalities: kind.default_modalities(),
+            strip_thoughts: kind == ModelKind::Gemma,
+        };
+        let body = to_json(&to_gemini_request(request, &config, shape)?)?;
+        let path = if streaming {
+            format!("{}:streamGenerateContent?alt=sse", model_path(&version))
+        } else {
+            format!("{}:generateContent", model_path(&version))
+        };
+        let call = Call {
+            names: ToolNames::new(request.tools()),
+            messages: request.messages.clone(),
+        };
+        Ok(WireCall::new(path, body, call))
+    }
+
+    fn chat_response(&self, call: Call, body: &[u8]) -> Result<GenerateResponse> {
+        let response: GenerateContentResponse = serde_json::from_slice(body)
+            .map_err(|e| GeminiError::Malformed(format!("the response: {e}")))?;
+        Ok(to_genkit_response(response, &call.messages, &call.names)?)
+    }
+
+    fn chat_stream(&self, call: Call) -> Events {
+        Events::new(call)
+    }
+
+    fn embedder_info(&self, spec: &EmbedderSpec) -> EmbedderInfo {
+        embedder_info(&spec.name)
+    }
+
+    /// One document goes to `embedContent`, several to one
+    /// `batchEmbedContents` call.
+    fn embed_request(
+        &self,
+        spec: &EmbedderSpec,
+        request: &EmbedRequest,
+        options: EmbedConfig,
+    ) -> Result<WireCall<()>> {
+        let version = options.version.clone().unwrap_or_else(|| spec.name.clone());
+        let path = model_path(&version);
+        let mut requests = Vec::with_capacity(request.input.len());
+        for doc in &request.input {
+            let parts = doc
+                .content
+                .iter()
+                .map(to_gemini_part)
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            requests.push(EmbedContentRequest {
+                model: None,
+                content: Content { role: None, parts },
+                task_type: options.task_type.clone(),
+                title: options.title.clone(),
+                output_dimensionality: options.output_dimensionality,
+            });
+        }
+        if let [only] = requests.as_slice() {
+            return Ok(WireCall::new(
+                format!("{path}:embedContent"),
+                to_json(only)?,
+                (),
+            ));
+        }
+        let batch = BatchEmbedContentsRequest {
+            requests: requests
+                .into_iter()
+                .map(|r| EmbedContentRequest {
+                    model: Some(format!("models/{}", version.trim_start_matches("models/"))),
+                    ..r
+                })
+                .collect(),
+        };
+        Ok(WireCall::new(
+            format!("{path}:batchEmbedContents"),
+            to_json(&batch)?,
+            (),
+        ))
+    }
+
+    fn embed_response(&self, body: &[u8]) -> Result<Vec<Vec<f32>>> {
+        let value: Value = serde_json::from_slice(body)
+            .map_err(|e| GeminiError::Malformed(format!("the embeddings: {e}")))?;
+        let malformed =
+            |e: serde_json::Error| GeminiError::Malformed(format!("the embeddings: {e}"));
+        if value.get("embeddings").is_some() {
+            let batch: BatchEmbedContentsResponse =
+                serde_json::from_value(value).map_err(malformed)?;
+            Ok(batch.embeddings.into_iter().map(|e| e.values).collect())
+        } else {
+            let one: EmbedContentResponse = serde_json::from_value(value).map_err(malformed)?;
+            Ok(vec![one.embedding.values])
         }
     }
 }
 
-impl std::fmt::Debug for GoogleAiOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GoogleAiOptions")
-            .field("api_key", &self.api_key)
-            .field("base_url", &self.base_url)
-            .field("timeout", &self.timeout)
-            .field("legacy_response_schema", &self.legacy_response_schema)
-            .finish_non_exhaustive()
+fn to_json(body: &impl serde::Serialize) -> Result<Value> {
+    serde_json::to_value(body)
+        .map_err(|e| GeminiError::InvalidRequest(format!("request body: {e}")).into())
+}
+
+/// `models/<name>`, unless the name is already a resource path
+/// (`models/...`, `tunedModels/...`).
+fn model_path(model: &str) -> String {
+    if model.starts_with("models/") || model.starts_with("tunedModels/") {
+        model.to_owned()
+    } else {
+        format!("models/{model}")
     }
 }
 
-impl GoogleAiOptions {
-    /// Defaults: the key from the environment, the public endpoint, a
-    /// 10-minute timeout.
-    pub fn new() -> Self {
-        Self::default()
-    }
+/// Configures a [`GoogleAi`] plugin. Defaults: name `googleai`, base URL
+/// `https://generativelanguage.googleapis.com/v1beta` (with the API
+/// version), the key from `GEMINI_API_KEY`, `GOOGLE_API_KEY` or
+/// `GOOGLE_GENAI_API_KEY`, a ten-minute timeout, the catalogue's models and
+/// embedders listed.
+#[derive(Debug, Clone)]
+pub struct GoogleAiBuilder {
+    setup: PluginSetup<ModelSpec>,
+    legacy_response_schema: bool,
+}
 
-    /// Uses this API key instead of `GEMINI_API_KEY` / `GOOGLE_API_KEY`.
-    pub fn api_key(mut self, key: impl Into<ApiKey>) -> Self {
-        self.api_key = Some(key.into());
-        self
+impl Default for GoogleAiBuilder {
+    fn default() -> Self {
+        let models = KNOWN_MODELS.iter().map(|name| ModelSpec::new(*name));
+        let embedders = KNOWN_EMBEDDERS
+            .iter()
+            .map(|(name, _)| EmbedderSpec::new(*name));
+        Self {
+            setup: PluginSetup::new(&GoogleAiProvider::INFO, models, embedders),
+            legacy_response_schema: false,
+        }
     }
+}
 
-    /// Sends requests to this base URL (including the API version, e.g.
-    /// `https://generativelanguage.googleapis.com/v1beta`).
-    pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.base_url = url.into();
-        self
-    }
+genkit_provider::provider_builder!(GoogleAiBuilder => GoogleAiProvider, embedders);
 
-    /// Fails requests that take longer than `timeout` (streamed ones
-    /// included) with `DEADLINE_EXCEEDED`.
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = Some(timeout);
-        self
-    }
-
-    /// Lets requests run as long as they take (cancellation still applies).
-    pub fn no_timeout(mut self) -> Self {
-        self.timeout = None;
-        self
-    }
-
-    /// Sends output schemas as the OpenAPI-subset `responseSchema` (cleaned as
-    /// Genkit does) instead of `responseJsonSchema`.
+impl GoogleAiBuilder {
+    /// Sends output schemas as the OpenAPI-subset `responseSchema` (cleaned
+    /// as Genkit does) instead of `responseJsonSchema`.
     pub fn legacy_response_schema(mut self, legacy: bool) -> Self {
         self.legacy_response_schema = legacy;
         self
     }
-
-    /// Uses this HTTP client (proxies, custom TLS roots...). It should not
-    /// follow redirects, so the key header is never sent to another host.
-    pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.http_client = Some(client);
-        self
-    }
 }
 
-/// The Google AI (Gemini API) plugin: models `googleai/<model>` and embedders
-/// `googleai/<embedding-model>`.
-///
-/// Known models and embedders are registered when the plugin initialises;
-/// any other name (a new or tuned model) is resolved on first use.
-#[derive(Clone)]
-pub struct GoogleAi {
-    client: Arc<GeminiClient>,
-    legacy_response_schema: bool,
-}
-
-impl std::fmt::Debug for GoogleAi {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GoogleAi")
-            .field("client", &self.client)
-            .finish_non_exhaustive()
-    }
-}
-
-impl GoogleAi {
-    /// The plugin with default options (the API key from the environment).
-    pub fn new() -> Result<Self> {
-        Self::with_options(GoogleAiOptions::default())
+impl ProviderBuilder<GoogleAiProvider> for GoogleAiBuilder {
+    fn setup_mut(&mut self) -> &mut PluginSetup<ModelSpec> {
+        &mut self.setup
     }
 
-    /// The plugin with `options`. A missing API key is reported when a model
-    /// is called (`FAILED_PRECONDITION`), not here.
-    pub fn with_options(options: GoogleAiOptions) -> Result<Self> {
-        let http = match options.http_client {
-            Some(c) => c,
-            None => HttpClientBuilder::new().build()?,
+    fn into_parts(self) -> (GoogleAiProvider, PluginSetup<ModelSpec>) {
+        let provider = GoogleAiProvider {
+            legacy_response_schema: self.legacy_response_schema,
         };
-        let api_key = options
-            .api_key
-            .or_else(|| ApiKey::from_env_vars(&API_KEY_ENV_VARS));
-        let client = GeminiClient::new(http, &options.base_url, api_key, options.timeout);
-        Ok(Self {
-            client: Arc::new(client),
-            legacy_response_schema: options.legacy_response_schema,
-        })
-    }
-
-    /// The model `googleai/<name>` (e.g. `gemini-2.5-flash`), not registered.
-    pub fn model(&self, name: &str) -> Model {
-        define_model(
-            name,
-            ModelSettings {
-                client: self.client.clone(),
-                legacy_response_schema: self.legacy_response_schema,
-            },
-        )
-    }
-
-    /// The embedder `googleai/<name>` (e.g. `gemini-embedding-001`), not
-    /// registered.
-    pub fn embedder(&self, name: &str) -> EmbedderAction {
-        define_embedder(name, self.client.clone())
-    }
-
-    fn known_actions(&self) -> Vec<DynAction> {
-        let models = KNOWN_MODELS.iter().map(|m| self.model(m).to_dyn());
-        let embedders = KNOWN_EMBEDDERS
-            .iter()
-            .map(|(e, _)| self.embedder(e).to_dyn());
-        models.chain(embedders).collect()
-    }
-}
-
-#[async_trait]
-impl Plugin for GoogleAi {
-    fn name(&self) -> &str {
-        NAMESPACE
-    }
-
-    async fn init(&self, _registry: &Registry) -> Result<Vec<DynAction>> {
-        Ok(self.known_actions())
-    }
-
-    async fn resolve(
-        &self,
-        _registry: &Registry,
-        kind: ActionKind,
-        name: &str,
-    ) -> Result<Option<DynAction>> {
-        if name.trim().is_empty() {
-            return Ok(None);
-        }
-        Ok(match kind {
-            ActionKind::Model => Some(self.model(name).to_dyn()),
-            ActionKind::Embedder => Some(self.embedder(name).to_dyn()),
-            _ => None,
-        })
-    }
-
-    async fn list_actions(&self) -> Result<Vec<ActionDesc>> {
-        Ok(self
-            .known_actions()
-            .iter()
-            .map(|a| a.desc().clone())
-            .collect())
+        (provider, self.setup)
     }
 }
 
@@ -211,27 +253,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn env_lookup_order_and_blank_values() {
-        let env = |vars: &'static [(&'static str, &'static str)]| {
-            move |name: &str| {
-                vars.iter()
-                    .find(|(k, _)| *k == name)
-                    .map(|(_, v)| (*v).to_owned())
-            }
-        };
-        let lookup = |vars| ApiKey::from_lookup(&API_KEY_ENV_VARS, env(vars));
-        let both = lookup(&[("GOOGLE_API_KEY", "g"), ("GEMINI_API_KEY", "m")]);
-        assert_eq!(both, Some(ApiKey::new("m")));
-        let blank = lookup(&[("GEMINI_API_KEY", "  "), ("GOOGLE_API_KEY", "g")]);
-        assert_eq!(blank, Some(ApiKey::new("g")));
-        let last = lookup(&[("GOOGLE_GENAI_API_KEY", "n")]);
-        assert_eq!(last, Some(ApiKey::new("n")));
-        assert_eq!(lookup(&[]), None);
-    }
-
-    #[test]
-    fn options_debug_hides_the_key() {
-        let options = GoogleAiOptions::new().api_key("AIza-very-secret");
-        assert!(!format!("{options:?}").contains("AIza-very-secret"));
+    fn model_paths() {
+        assert_eq!(model_path("gemini-2.5-flash"), "models/gemini-2.5-flash");
+        assert_eq!(model_path("models/x"), "models/x");
+        assert_eq!(model_path("tunedModels/t"), "tunedModels/t");
     }
 }

@@ -412,16 +412,16 @@ fn generation_config(
             out.insert(key.to_owned(), v);
         }
     };
-    put("temperature", config.temperature.map(|v| json!(v)));
+    put("temperature", config.common.temperature.map(|v| json!(v)));
     put(
         "maxOutputTokens",
-        config.max_output_tokens.map(|v| json!(v)),
+        config.common.max_output_tokens.map(|v| json!(v)),
     );
-    put("topK", config.top_k.map(|v| json!(v)));
-    put("topP", config.top_p.map(|v| json!(v)));
+    put("topK", config.common.top_k.map(|v| json!(v)));
+    put("topP", config.common.top_p.map(|v| json!(v)));
     put(
         "stopSequences",
-        config.stop_sequences.as_ref().map(|v| json!(v)),
+        config.common.stop_sequences.as_ref().map(|v| json!(v)),
     );
     put(
         "candidateCount",
