@@ -9,15 +9,16 @@ use genkit_ai::types::{
 use genkit_core::{Error, Result};
 use serde_json::{Map, Value, json};
 
-/// Builds the body of `POST /api/chat` for `request` to `model`.
-pub(crate) fn chat_request(model: &str, request: &GenerateRequest, stream: bool) -> Result<Value> {
-    let config = OllamaConfig::from_value(request.config.as_ref())
-        .map_err(|e| Error::invalid_argument(format!("invalid config for model `{model}`: {e}")))?;
+/// Builds the body of `POST /api/chat` for `request` (its config parsed
+/// as `config`) to `model`.
+pub(crate) fn chat_request(
+    model: &str,
+    request: &GenerateRequest,
+    config: OllamaConfig,
+    stream: bool,
+) -> Result<Value> {
     let mut body = Map::new();
-    body.insert(
-        "model".into(),
-        Value::from(config.version.clone().unwrap_or_else(|| model.to_owned())),
-    );
+    body.insert("model".into(), Value::from(config.common.model_name(model)));
     body.insert(
         "messages".into(),
         serde_json::to_value(to_messages(&request.messages)?)?,
@@ -220,7 +221,13 @@ mod tests {
         .with_tool_choice(ToolChoice::Auto)
         .with_config(json!({"temperature": 0, "keepAlive": "5m"}));
         assert_eq!(
-            chat_request("llava", &req, false).unwrap(),
+            chat_request(
+                "llava",
+                &req,
+                OllamaConfig::from_value(req.config.as_ref()).unwrap(),
+                false
+            )
+            .unwrap(),
             json!({
                 "model": "llava", "stream": false,
                 "messages": [
@@ -245,11 +252,11 @@ mod tests {
             "https://example.com/cat.png",
             None,
         )])]);
-        assert!(chat_request("m", &remote, false).is_err());
+        assert!(chat_request("m", &remote, OllamaConfig::default(), false).is_err());
         let scalar_tool = GenerateRequest::new(vec![Message::user("hi")]).with_tools(vec![
             ToolDefinition::new("t", "").with_input_schema(json!({"type": "string"})),
         ]);
-        assert!(chat_request("m", &scalar_tool, false).is_err());
+        assert!(chat_request("m", &scalar_tool, OllamaConfig::default(), false).is_err());
     }
 
     #[test]
