@@ -2,6 +2,7 @@
 //! capabilities, and the wire details that differ between them.
 
 use genkit_ai::types::{ConstrainedSupport, ModelSupports};
+use genkit_provider::ModelDescriptor;
 pub use genkit_provider::plugin::EmbedderSpec;
 use genkit_provider::plugin::Spec;
 
@@ -107,6 +108,16 @@ impl Spec for ModelSpec {
 
     fn unlisted(name: &str) -> Self {
         ModelSpec::new(name)
+    }
+}
+
+impl ModelDescriptor for ModelSpec {
+    fn label(&self) -> Option<&str> {
+        self.label.as_deref()
+    }
+
+    fn supports(&self) -> &ModelSupports {
+        &self.supports
     }
 }
 

@@ -11,32 +11,21 @@ use genkit_ai::types::{
     ToolDefinition, ToolRequest, ToolResponse,
 };
 use genkit_core::{Error, Result};
-use genkit_provider::ApiKey;
 use serde_json::{Map, Value, json};
 
-/// A request body ready to send, and the key to send it with.
-#[derive(Debug)]
-pub(crate) struct ChatRequest {
-    /// The JSON body.
-    pub body: Value,
-    /// A request-scoped key from `config.apiKey`, if any.
-    pub api_key: Option<ApiKey>,
-}
-
-/// Builds the body of `POST /chat/completions` for `request` to `spec`.
-pub(crate) fn chat_request(
+/// Builds the body of `POST /chat/completions` for `request` (its config
+/// parsed as `config`) to `spec`.
+pub(crate) fn chat_body(
     spec: &ModelSpec,
     style: StructuredOutputStyle,
     request: &GenerateRequest,
+    config: OpenAiConfig,
     stream: bool,
-) -> Result<ChatRequest> {
-    let config = OpenAiConfig::from_value(request.config.as_ref()).map_err(|e| {
-        Error::invalid_argument(format!("invalid config for model `{}`: {e}", spec.name))
-    })?;
+) -> Result<Value> {
     let mut body = Map::new();
     body.insert(
         "model".into(),
-        Value::from(config.version.clone().unwrap_or_else(|| spec.name.clone())),
+        Value::from(config.common.model_name(&spec.name)),
     );
     body.insert(
         "messages".into(),
@@ -62,10 +51,7 @@ pub(crate) fn chat_request(
     for (k, v) in config.extra {
         body.insert(k, v);
     }
-    Ok(ChatRequest {
-        body: Value::Object(body),
-        api_key: config.api_key,
-    })
+    Ok(Value::Object(body))
 }
 
 fn put_sampling(body: &mut Map<String, Value>, c: &OpenAiConfig, limit: TokenLimitField) {
@@ -74,14 +60,17 @@ fn put_sampling(body: &mut Map<String, Value>, c: &OpenAiConfig, limit: TokenLim
             body.insert(key.to_owned(), v);
         }
     };
-    put("temperature", c.temperature.map(Value::from));
-    put("top_p", c.top_p.map(Value::from));
-    put(limit.wire_name(), c.max_output_tokens.map(Value::from));
+    put("temperature", c.common.temperature.map(Value::from));
+    put("top_p", c.common.top_p.map(Value::from));
+    put(
+        limit.wire_name(),
+        c.common.max_output_tokens.map(Value::from),
+    );
     put(
         "max_completion_tokens",
         c.max_completion_tokens.map(Value::from),
     );
-    put("stop", c.stop_sequences.clone().map(Value::from));
+    put("stop", c.common.stop_sequences.clone().map(Value::from));
     put("seed", c.seed.map(Value::from));
     put("frequency_penalty", c.frequency_penalty.map(Value::from));
     put("presence_penalty", c.presence_penalty.map(Value::from));
@@ -376,6 +365,29 @@ fn tool_message(r: &ToolResponse) -> ChatMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use genkit_provider::ApiKey;
+
+    /// A request body, and the key to send it with.
+    #[derive(Debug)]
+    struct ChatRequest {
+        body: Value,
+        api_key: Option<ApiKey>,
+    }
+
+    /// The body and request key for `request`, its config parsed as the
+    /// plugin does.
+    fn chat_request(
+        spec: &ModelSpec,
+        style: StructuredOutputStyle,
+        request: &GenerateRequest,
+        stream: bool,
+    ) -> Result<ChatRequest> {
+        let config = OpenAiConfig::from_value(request.config.as_ref())
+            .map_err(|e| Error::invalid_argument(e.to_string()))?;
+        let api_key = config.common.api_key.clone();
+        let body = chat_body(spec, style, request, config, stream)?;
+        Ok(ChatRequest { body, api_key })
+    }
     use genkit_ai::types::ConstrainedSupport;
 
     fn spec() -> ModelSpec {
