@@ -56,9 +56,10 @@ pub enum StreamFormat {
 }
 
 /// What a provider is, as data: names, defaults, credentials, framing.
+/// Built in a `const` with [`ProviderInfo::new`] and the setters below.
 #[derive(Debug, Clone, Copy)]
 pub struct ProviderInfo {
-    /// The plugin's type name in messages (e.g. `Anthropic`).
+    /// The plugin's type name in messages and labels (e.g. `Anthropic`).
     pub display: &'static str,
     /// The default plugin name: the namespace of its actions.
     pub default_name: &'static str,
@@ -86,6 +87,81 @@ pub struct ProviderInfo {
     pub stream: StreamFormat,
     /// Whether the provider has embedders.
     pub embedders: bool,
+}
+
+impl ProviderInfo {
+    /// A provider without key, extra headers or embedders, streaming
+    /// Server-Sent Events.
+    pub const fn new(
+        display: &'static str,
+        default_name: &'static str,
+        default_base_url: &'static str,
+    ) -> Self {
+        Self {
+            display,
+            default_name,
+            default_base_url,
+            base_url_env: None,
+            key_env: &[],
+            key_header: KeyHeader::Bearer,
+            key_required: false,
+            request_keys: false,
+            headers: &[],
+            ignored_config_keys: &[],
+            stream: StreamFormat::Sse,
+            embedders: false,
+        }
+    }
+
+    /// The key travels as `header`; `env` names its variables, and a call
+    /// without one fails when `required`.
+    pub const fn key(
+        mut self,
+        header: KeyHeader,
+        env: &'static [&'static str],
+        required: bool,
+    ) -> Self {
+        self.key_header = header;
+        self.key_env = env;
+        self.key_required = required;
+        self
+    }
+
+    /// A request's `config.apiKey` may replace the key.
+    pub const fn request_keys(mut self) -> Self {
+        self.request_keys = true;
+        self
+    }
+
+    /// Sends `headers` with every request.
+    pub const fn headers(mut self, headers: &'static [(&'static str, &'static str)]) -> Self {
+        self.headers = headers;
+        self
+    }
+
+    /// Drops these config keys before parsing.
+    pub const fn ignore_config_keys(mut self, keys: &'static [&'static str]) -> Self {
+        self.ignored_config_keys = keys;
+        self
+    }
+
+    /// Streams are framed as `stream`.
+    pub const fn stream(mut self, stream: StreamFormat) -> Self {
+        self.stream = stream;
+        self
+    }
+
+    /// The provider has embedders.
+    pub const fn embedders(mut self) -> Self {
+        self.embedders = true;
+        self
+    }
+
+    /// `from_env` reads the base URL from `var`.
+    pub const fn base_url_env(mut self, var: &'static str) -> Self {
+        self.base_url_env = Some(var);
+        self
+    }
 }
 
 /// A request's `config` (or an embed request's `options`) as a provider
@@ -141,10 +217,12 @@ pub trait ModelDescriptor: Spec + fmt::Debug + Send + Sync + 'static {
 }
 
 /// What one provider plugin declares; [`ProviderPlugin`] does the rest.
-pub trait Provider: fmt::Debug + Send + Sync + Sized + 'static {
+/// The provider value holds the plugin's own settings (e.g. a default
+/// `max_tokens`); its builder sets them.
+pub trait Provider: fmt::Debug + Default + Clone + Send + Sync + 'static {
     /// Names, defaults, credentials and framing.
     const INFO: ProviderInfo;
-    /// The plugin's builder.
+    /// The plugin's builder (see [`provider_builder!`](crate::provider_builder)).
     type Builder: ProviderBuilder<Self>;
     /// A model's description.
     type Model: ModelDescriptor;
@@ -154,12 +232,20 @@ pub trait Provider: fmt::Debug + Send + Sync + Sized + 'static {
     type EmbedOptions: RequestConfig;
     /// How the API writes its errors.
     type ErrorBody: ErrorBody;
-    /// What reading one answer needs (tool names, the request's messages...).
-    type Call: Send + 'static;
-    /// The parser of a streamed answer.
-    type Stream: StreamFold<Output = GenerateResponse, Error = ProviderError<Self::ErrorBody>>
+    /// Reads one answer: whole, or streamed frame by frame.
+    type Answer: StreamFold<Output = GenerateResponse, Error = ProviderError<Self::ErrorBody>>
         + Send
         + 'static;
+
+    /// The models a new builder lists.
+    fn default_models() -> Vec<Self::Model> {
+        Vec::new()
+    }
+
+    /// The embedders a new builder lists.
+    fn default_embedders() -> Vec<EmbedderSpec> {
+        Vec::new()
+    }
 
     /// A model's description completed with the provider's defaults for
     /// its name (capabilities, label); listed and unlisted models alike go
@@ -168,20 +254,18 @@ pub trait Provider: fmt::Debug + Send + Sync + Sized + 'static {
         spec
     }
 
-    /// Builds the request for a generate call to `model`.
+    /// Builds the request for a generate call to `model`, and the reader
+    /// of its answer.
     fn chat_request(
         &self,
         model: &Self::Model,
         request: &GenerateRequest,
         config: Self::Config,
         streaming: bool,
-    ) -> Result<WireCall<Self::Call>>;
+    ) -> Result<WireCall<Self::Answer>>;
 
     /// Reads a whole (non-streamed) answer.
-    fn chat_response(&self, call: Self::Call, body: &[u8]) -> Result<GenerateResponse>;
-
-    /// The parser of a streamed answer.
-    fn chat_stream(&self, call: Self::Call) -> Self::Stream;
+    fn chat_response(&self, answer: Self::Answer, body: &[u8]) -> Result<GenerateResponse>;
 
     /// What an embedder reports about itself (default: text only).
     fn embedder_info(&self, spec: &EmbedderSpec) -> EmbedderInfo {
@@ -223,9 +307,8 @@ pub trait Provider: fmt::Debug + Send + Sync + Sized + 'static {
     }
 }
 
-/// A plugin builder: the shared options in a [`PluginSetup`], plus the
-/// provider's own. [`provider_builder!`](crate::provider_builder) gives it
-/// the shared setters and `build`.
+/// A plugin builder, as [`provider_builder!`](crate::provider_builder)
+/// defines it: the shared options and the provider's own settings.
 pub trait ProviderBuilder<P: Provider>: Default + Clone + fmt::Debug {
     /// The shared options.
     fn setup_mut(&mut self) -> &mut PluginSetup<P::Model>;
@@ -233,21 +316,30 @@ pub trait ProviderBuilder<P: Provider>: Default + Clone + fmt::Debug {
     fn into_parts(self) -> (P, PluginSetup<P::Model>);
 }
 
-/// The options every provider plugin takes: its name, the base URL, the
-/// key, the timeout, extra headers, a custom HTTP client, and the models
-/// and embedders it lists.
+/// The options every provider plugin takes. Builders set them; see the
+/// builder methods of the same names.
 #[derive(Clone)]
 pub struct PluginSetup<M> {
-    name: String,
-    base_url: String,
-    api_key: Option<ApiKey>,
-    api_key_env: Option<String>,
-    require_api_key: Option<bool>,
-    timeout: Option<Duration>,
-    headers: Vec<(String, String)>,
-    http_client: Option<reqwest::Client>,
-    models: SpecList<M>,
-    embedders: SpecList<EmbedderSpec>,
+    /// The plugin name: the namespace of its actions.
+    pub name: String,
+    /// The API's base URL.
+    pub base_url: String,
+    /// The API key.
+    pub api_key: Option<ApiKey>,
+    /// An environment variable to read the key from.
+    pub api_key_env: Option<String>,
+    /// Whether a call without a key fails before a request goes out.
+    pub require_api_key: Option<bool>,
+    /// The longest wait at any one point (see the builders' `timeout`).
+    pub timeout: Option<Duration>,
+    /// Headers sent with every request (values treated as secrets).
+    pub headers: Vec<(String, String)>,
+    /// A custom HTTP client.
+    pub http_client: Option<reqwest::Client>,
+    /// The models listed.
+    pub models: SpecList<M>,
+    /// The embedders listed.
+    pub embedders: SpecList<EmbedderSpec>,
 }
 
 impl<M: Spec> fmt::Debug for PluginSetup<M> {
@@ -288,98 +380,78 @@ impl<M: Spec> PluginSetup<M> {
             embedders: SpecList::new(embedders),
         }
     }
-
-    /// See the builders' `name`.
-    pub fn set_name(&mut self, name: String) {
-        self.name = name;
-    }
-    /// See the builders' `base_url`.
-    pub fn set_base_url(&mut self, url: String) {
-        self.base_url = url;
-    }
-    /// See the builders' `api_key`.
-    pub fn set_api_key(&mut self, key: ApiKey) {
-        self.api_key = Some(key);
-    }
-    /// See the builders' `api_key_env`.
-    pub fn set_api_key_env(&mut self, var: String) {
-        self.api_key_env = Some(var);
-    }
-    /// See the builders' `require_api_key`.
-    pub fn set_require_api_key(&mut self, required: bool) {
-        self.require_api_key = Some(required);
-    }
-    /// See the builders' `timeout` and `no_timeout`.
-    pub fn set_timeout(&mut self, timeout: Option<Duration>) {
-        self.timeout = timeout;
-    }
-    /// See the builders' `header`.
-    pub fn add_header(&mut self, name: String, value: String) {
-        self.headers.push((name, value));
-    }
-    /// See the builders' `http_client`.
-    pub fn set_http_client(&mut self, client: reqwest::Client) {
-        self.http_client = Some(client);
-    }
-    /// See the builders' `models`.
-    pub fn set_models(&mut self, models: Vec<M>) {
-        self.models = SpecList::new(models);
-    }
-    /// See the builders' `model`.
-    pub fn add_model(&mut self, model: M) {
-        self.models.upsert(model);
-    }
-    /// See the builders' `embedders`.
-    pub fn set_embedders(&mut self, embedders: Vec<EmbedderSpec>) {
-        self.embedders = SpecList::new(embedders);
-    }
-    /// See the builders' `embedder`.
-    pub fn add_embedder(&mut self, embedder: EmbedderSpec) {
-        self.embedders.upsert(embedder);
-    }
 }
 
-/// Gives a plugin builder (a type implementing
-/// [`ProviderBuilder`](crate::kit::ProviderBuilder) for provider `$provider`)
-/// the shared setters — `name`, `base_url`, `api_key`, `api_key_env`,
-/// `require_api_key`, `timeout`, `no_timeout`, `header`, `http_client`,
-/// `models`, `model`, and with `embedders` also `embedders`, `embedder` —
-/// and `build`.
+/// Defines a plugin builder `$builder` for provider `$provider`: the
+/// shared options, the provider value (whose own settings the plugin's
+/// extra setters change through `self.provider`), the shared setters —
+/// `name`, `base_url`, `api_key`, `api_key_env`, `require_api_key`,
+/// `timeout`, `no_timeout`, `header`, `http_client`, `models`, `model`, and
+/// `with embedders` also `embedders`, `embedder` — and `build`.
 #[macro_export]
 macro_rules! provider_builder {
-    ($builder:ty => $provider:ty, embedders) => {
-        $crate::provider_builder!($builder => $provider);
+    ($(#[$doc:meta])* pub struct $builder:ident for $provider:ident with embedders;) => {
+        $crate::provider_builder!($(#[$doc])* pub struct $builder for $provider;);
         impl $builder {
             /// Replaces the list of known embedders.
             pub fn embedders(
                 mut self,
                 embedders: impl IntoIterator<Item = $crate::plugin::EmbedderSpec>,
             ) -> Self {
-                $crate::kit::ProviderBuilder::<$provider>::setup_mut(&mut self)
-                    .set_embedders(embedders.into_iter().collect());
+                self.setup.embedders = $crate::plugin::SpecList::new(embedders);
                 self
             }
             /// Adds (or replaces, by name) one known embedder.
             pub fn embedder(mut self, embedder: $crate::plugin::EmbedderSpec) -> Self {
-                $crate::kit::ProviderBuilder::<$provider>::setup_mut(&mut self)
-                    .add_embedder(embedder);
+                self.setup.embedders.upsert(embedder);
                 self
             }
         }
     };
-    ($builder:ty => $provider:ty) => {
-        impl $builder {
-            fn setup(&mut self) -> &mut $crate::kit::PluginSetup<<$provider as $crate::kit::Provider>::Model> {
-                $crate::kit::ProviderBuilder::<$provider>::setup_mut(self)
+    ($(#[$doc:meta])* pub struct $builder:ident for $provider:ident;) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone)]
+        pub struct $builder {
+            setup: $crate::kit::PluginSetup<<$provider as $crate::kit::Provider>::Model>,
+            provider: $provider,
+        }
+        impl Default for $builder {
+            fn default() -> Self {
+                use $crate::kit::Provider;
+                Self {
+                    setup: $crate::kit::PluginSetup::new(
+                        &<$provider>::INFO,
+                        <$provider>::default_models(),
+                        <$provider>::default_embedders(),
+                    ),
+                    provider: <$provider>::default(),
+                }
             }
+        }
+        impl $crate::kit::ProviderBuilder<$provider> for $builder {
+            fn setup_mut(
+                &mut self,
+            ) -> &mut $crate::kit::PluginSetup<<$provider as $crate::kit::Provider>::Model> {
+                &mut self.setup
+            }
+            fn into_parts(
+                self,
+            ) -> (
+                $provider,
+                $crate::kit::PluginSetup<<$provider as $crate::kit::Provider>::Model>,
+            ) {
+                (self.provider, self.setup)
+            }
+        }
+        impl $builder {
             /// The plugin name: the namespace of its actions (`<name>/<model>`).
             pub fn name(mut self, name: impl Into<String>) -> Self {
-                self.setup().set_name(name.into());
+                self.setup.name = name.into();
                 self
             }
             /// The API's base URL.
             pub fn base_url(mut self, url: impl Into<String>) -> Self {
-                self.setup().set_base_url(url.into());
+                self.setup.base_url = url.into();
                 self
             }
             /// The API key. Without one, the key comes from the variable
@@ -387,19 +459,19 @@ macro_rules! provider_builder {
             /// the default base URL, so a key is never sent to another
             /// server by accident) from the provider's usual variable.
             pub fn api_key(mut self, key: impl Into<$crate::ApiKey>) -> Self {
-                self.setup().set_api_key(key.into());
+                self.setup.api_key = Some(key.into());
                 self
             }
             /// Reads the key from the environment variable `var` when no key is given.
             pub fn api_key_env(mut self, var: impl Into<String>) -> Self {
-                self.setup().set_api_key_env(var.into());
+                self.setup.api_key_env = Some(var.into());
                 self
             }
             /// Whether a call without any key fails with `FAILED_PRECONDITION`
             /// before a request goes out (default: when the provider needs a
             /// key and the base URL is its own).
             pub fn require_api_key(mut self, required: bool) -> Self {
-                self.setup().set_require_api_key(required);
+                self.setup.require_api_key = Some(required);
                 self
             }
             /// The timeout: the longest the plugin waits for the server at
@@ -409,23 +481,23 @@ macro_rules! provider_builder {
             /// stalls fails). Exceeding it is `DEADLINE_EXCEEDED`. Default:
             /// ten minutes.
             pub fn timeout(mut self, timeout: ::std::time::Duration) -> Self {
-                self.setup().set_timeout(Some(timeout));
+                self.setup.timeout = Some(timeout);
                 self
             }
             /// Waits as long as the server takes (cancellation still ends a call).
             pub fn no_timeout(mut self) -> Self {
-                self.setup().set_timeout(None);
+                self.setup.timeout = None;
                 self
             }
             /// Adds a header to every request. Values are treated as secrets.
             pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-                self.setup().add_header(name.into(), value.into());
+                self.setup.headers.push((name.into(), value.into()));
                 self
             }
             /// Uses this HTTP client (proxies, custom TLS roots...). It should
             /// not follow redirects, so credentials never go to another host.
             pub fn http_client(mut self, client: ::reqwest::Client) -> Self {
-                self.setup().set_http_client(client);
+                self.setup.http_client = Some(client);
                 self
             }
             /// Replaces the list of known models.
@@ -433,12 +505,12 @@ macro_rules! provider_builder {
                 mut self,
                 models: impl IntoIterator<Item = <$provider as $crate::kit::Provider>::Model>,
             ) -> Self {
-                self.setup().set_models(models.into_iter().collect());
+                self.setup.models = $crate::plugin::SpecList::new(models);
                 self
             }
             /// Adds (or replaces, by name) one known model.
             pub fn model(mut self, model: <$provider as $crate::kit::Provider>::Model) -> Self {
-                self.setup().add_model(model);
+                self.setup.models.upsert(model);
                 self
             }
             /// Builds the plugin. Fails with `INVALID_ARGUMENT` for an empty
@@ -663,7 +735,7 @@ impl<P: Provider> ProviderPlugin<P> {
             } else {
                 format!("http://{address}")
             };
-            builder.setup_mut().set_base_url(url);
+            builder.setup_mut().base_url = url;
         }
         Self::from_builder(builder)
     }
@@ -812,9 +884,8 @@ impl<P: Provider> Kit<P> {
                 .await?;
             if streaming {
                 let frames = client.frames(response, P::INFO.stream);
-                let fold = self.provider.chat_stream(call.state);
                 let send = |chunk| ctx.send_chunk(chunk);
-                Ok(fold_stream(frames, fold, |e| client.error(e), send).await?)
+                Ok(fold_stream(frames, call.state, |e| client.error(e), send).await?)
             } else {
                 let body = client.read_body::<P::ErrorBody>(response).await?;
                 self.provider.chat_response(call.state, &body)

@@ -23,7 +23,7 @@ pub type Messages = std::sync::Arc<Vec<Message>>;
 #[derive(Debug)]
 pub struct MessageStream {
     assembler: Assembler,
-    input: Messages,
+    pub(crate) input: Messages,
 }
 
 impl MessageStream {

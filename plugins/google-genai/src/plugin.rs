@@ -1,15 +1,12 @@
 //! [`GoogleAi`]: the plugin kit's [`ProviderPlugin`] for the Gemini API,
 //! its builder, and what the provider declares.
 
-use std::sync::Arc;
-
 use genkit_ai::embedder::EmbedderInfo;
-use genkit_ai::types::{EmbedRequest, GenerateRequest, GenerateResponse, Message};
+use genkit_ai::types::{EmbedRequest, GenerateRequest, GenerateResponse};
 use genkit_core::Result;
 use genkit_provider::http::USER_AGENT;
 use genkit_provider::{
-    EmbedderSpec, KeyHeader, ModelSpec, PluginSetup, Provider, ProviderBuilder, ProviderInfo,
-    ProviderPlugin, StreamFormat, WireCall,
+    EmbedderSpec, KeyHeader, ModelSpec, Provider, ProviderInfo, ProviderPlugin, WireCall,
 };
 use serde_json::Value;
 
@@ -39,40 +36,37 @@ pub type GoogleAi = ProviderPlugin<GoogleAiProvider>;
 
 /// What the Google AI plugin declares to the kit: the Gemini API's wire
 /// format.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct GoogleAiProvider {
     legacy_response_schema: bool,
 }
 
-/// What reading one answer needs: the request's tool names and messages.
-#[derive(Debug)]
-pub struct Call {
-    pub(crate) names: ToolNames,
-    pub(crate) messages: Arc<Vec<Message>>,
-}
-
 impl Provider for GoogleAiProvider {
-    const INFO: ProviderInfo = ProviderInfo {
-        display: "GoogleAi",
-        default_name: "googleai",
-        default_base_url: DEFAULT_BASE_URL,
-        base_url_env: None,
-        key_env: &API_KEY_ENV_VARS,
-        key_header: KeyHeader::Named("x-goog-api-key"),
-        key_required: true,
-        request_keys: false,
-        headers: &[("x-goog-api-client", USER_AGENT)],
-        ignored_config_keys: &["baseUrl", "apiVersion"],
-        stream: StreamFormat::Sse,
-        embedders: true,
-    };
     type Builder = GoogleAiBuilder;
     type Model = ModelSpec;
     type Config = GeminiConfig;
+    const INFO: ProviderInfo = ProviderInfo::new("GoogleAi", "googleai", DEFAULT_BASE_URL)
+        .key(KeyHeader::Named("x-goog-api-key"), &API_KEY_ENV_VARS, true)
+        .headers(&[("x-goog-api-client", USER_AGENT)])
+        .ignore_config_keys(&["baseUrl", "apiVersion"])
+        .embedders();
     type EmbedOptions = EmbedConfig;
     type ErrorBody = GeminiErrorBody;
-    type Call = Call;
-    type Stream = Events;
+    type Answer = Events;
+
+    fn default_models() -> Vec<ModelSpec> {
+        KNOWN_MODELS
+            .iter()
+            .map(|name| ModelSpec::new(*name))
+            .collect()
+    }
+
+    fn default_embedders() -> Vec<EmbedderSpec> {
+        KNOWN_EMBEDDERS
+            .iter()
+            .map(|(name, _)| EmbedderSpec::new(*name))
+            .collect()
+    }
 
     fn describe_model(&self, spec: ModelSpec) -> ModelSpec {
         let defaults = ModelKind::of(&spec.name).supports();
@@ -86,7 +80,7 @@ impl Provider for GoogleAiProvider {
         request: &GenerateRequest,
         config: GeminiConfig,
         streaming: bool,
-    ) -> Result<WireCall<Call>> {
+    ) -> Result<WireCall<Events>> {
         let version = config.common.model_name(&model.name);
         let kind = ModelKind::of(&version);
         let shape = RequestShape {
@@ -100,21 +94,18 @@ impl Provider for GoogleAiProvider {
         } else {
             format!("{}:generateContent", model_path(&version))
         };
-        let call = Call {
-            names: ToolNames::new(request.tools()),
-            messages: request.messages.clone(),
-        };
-        Ok(WireCall::new(path, body, call))
+        let answer = Events::new(ToolNames::new(request.tools()), request.messages.clone());
+        Ok(WireCall::new(path, body, answer))
     }
 
-    fn chat_response(&self, call: Call, body: &[u8]) -> Result<GenerateResponse> {
+    fn chat_response(&self, answer: Events, body: &[u8]) -> Result<GenerateResponse> {
         let response: GenerateContentResponse = serde_json::from_slice(body)
             .map_err(|e| GeminiError::Malformed(format!("the response: {e}")))?;
-        Ok(to_genkit_response(response, &call.messages, &call.names)?)
-    }
-
-    fn chat_stream(&self, call: Call) -> Events {
-        Events::new(call)
+        Ok(to_genkit_response(
+            response,
+            &answer.messages,
+            &answer.names,
+        )?)
     }
 
     fn embedder_info(&self, spec: &EmbedderSpec) -> EmbedderInfo {
@@ -200,51 +191,21 @@ fn model_path(model: &str) -> String {
     }
 }
 
-/// Configures a [`GoogleAi`] plugin. Defaults: name `googleai`, base URL
-/// `https://generativelanguage.googleapis.com/v1beta` (with the API
-/// version), the key from `GEMINI_API_KEY`, `GOOGLE_API_KEY` or
-/// `GOOGLE_GENAI_API_KEY`, a ten-minute timeout, the catalogue's models and
-/// embedders listed.
-#[derive(Debug, Clone)]
-pub struct GoogleAiBuilder {
-    setup: PluginSetup<ModelSpec>,
-    legacy_response_schema: bool,
+genkit_provider::provider_builder! {
+    /// Configures a [`GoogleAi`] plugin. Defaults: name `googleai`, base URL
+    /// `https://generativelanguage.googleapis.com/v1beta` (with the API
+    /// version), the key from `GEMINI_API_KEY`, `GOOGLE_API_KEY` or
+    /// `GOOGLE_GENAI_API_KEY`, a ten-minute timeout, the catalogue's models
+    /// and embedders listed.
+    pub struct GoogleAiBuilder for GoogleAiProvider with embedders;
 }
-
-impl Default for GoogleAiBuilder {
-    fn default() -> Self {
-        let models = KNOWN_MODELS.iter().map(|name| ModelSpec::new(*name));
-        let embedders = KNOWN_EMBEDDERS
-            .iter()
-            .map(|(name, _)| EmbedderSpec::new(*name));
-        Self {
-            setup: PluginSetup::new(&GoogleAiProvider::INFO, models, embedders),
-            legacy_response_schema: false,
-        }
-    }
-}
-
-genkit_provider::provider_builder!(GoogleAiBuilder => GoogleAiProvider, embedders);
 
 impl GoogleAiBuilder {
     /// Sends output schemas as the OpenAPI-subset `responseSchema` (cleaned
     /// as Genkit does) instead of `responseJsonSchema`.
     pub fn legacy_response_schema(mut self, legacy: bool) -> Self {
-        self.legacy_response_schema = legacy;
+        self.provider.legacy_response_schema = legacy;
         self
-    }
-}
-
-impl ProviderBuilder<GoogleAiProvider> for GoogleAiBuilder {
-    fn setup_mut(&mut self) -> &mut PluginSetup<ModelSpec> {
-        &mut self.setup
-    }
-
-    fn into_parts(self) -> (GoogleAiProvider, PluginSetup<ModelSpec>) {
-        let provider = GoogleAiProvider {
-            legacy_response_schema: self.legacy_response_schema,
-        };
-        (provider, self.setup)
     }
 }
 

@@ -7,25 +7,29 @@ use genkit_ai::types::{GenerateResponse, GenerateResponseChunk, Role};
 use genkit_provider::{Frame, StreamFold};
 use serde_json::Value;
 
+use crate::convert::ToolNames;
 use crate::convert::response::{to_genkit_parts, to_genkit_response};
 use crate::error::{GeminiError, stream_error};
-use crate::plugin::Call;
 use crate::wire::{Candidate, Content, GenerateContentResponse, WirePart};
+use genkit_ai::types::Message;
+use std::sync::Arc;
 
-/// Reads the events of a streamed response into Genkit chunks (each
-/// event's content), and the folded response into the answer to the
-/// request the [`Call`] describes.
+/// Reads an answer: whole, or the events of a streamed one into Genkit
+/// chunks (each event's content) and the folded response. Tool names are
+/// mapped back with the request's `names`.
 #[derive(Debug)]
 pub struct Events {
     aggregate: Aggregator,
-    call: Call,
+    pub(crate) names: ToolNames,
+    pub(crate) messages: Arc<Vec<Message>>,
 }
 
 impl Events {
-    pub(crate) fn new(call: Call) -> Self {
+    pub(crate) fn new(names: ToolNames, messages: Arc<Vec<Message>>) -> Self {
         Self {
             aggregate: Aggregator::default(),
-            call,
+            names,
+            messages,
         }
     }
 }
@@ -52,7 +56,7 @@ impl StreamFold for Events {
             let parts = candidate
                 .content
                 .as_ref()
-                .map(|c| to_genkit_parts(&c.parts, &self.call.names))
+                .map(|c| to_genkit_parts(&c.parts, &self.names))
                 .unwrap_or_default();
             if !parts.is_empty() {
                 let mut out = GenerateResponseChunk::new(parts);
@@ -66,7 +70,7 @@ impl StreamFold for Events {
 
     fn finish(self) -> Result<GenerateResponse, GeminiError> {
         let response = self.aggregate.finish()?;
-        to_genkit_response(response, &self.call.messages, &self.call.names)
+        to_genkit_response(response, &self.messages, &self.names)
     }
 }
 

@@ -12,8 +12,8 @@ use genkit_core::{ActionKind, Result};
 use genkit_provider::error::excerpt;
 use genkit_provider::plugin::embed_texts;
 use genkit_provider::{
-    EmbedderSpec, KeyHeader, ModelSpec, PluginSetup, Provider, ProviderBuilder, ProviderClient,
-    ProviderInfo, ProviderPlugin, StreamFormat, WireCall,
+    EmbedderSpec, ModelSpec, Provider, ProviderClient, ProviderInfo, ProviderPlugin, StreamFormat,
+    WireCall,
 };
 use serde_json::{Map, Value};
 
@@ -41,29 +41,19 @@ pub type Ollama = ProviderPlugin<OllamaProvider>;
 pub struct OllamaProvider;
 
 impl Provider for OllamaProvider {
-    const INFO: ProviderInfo = ProviderInfo {
-        display: "Ollama",
-        default_name: DEFAULT_NAME,
-        default_base_url: DEFAULT_SERVER_ADDRESS,
-        base_url_env: Some("OLLAMA_HOST"),
-        key_env: &[],
-        key_header: KeyHeader::Bearer,
-        key_required: false,
-        request_keys: true,
-        headers: &[],
-        ignored_config_keys: &[],
-        stream: StreamFormat::Ndjson {
-            max_line: MAX_LINE_BYTES,
-        },
-        embedders: true,
-    };
     type Builder = OllamaBuilder;
     type Model = ModelSpec;
     type Config = OllamaConfig;
+    const INFO: ProviderInfo = ProviderInfo::new("Ollama", DEFAULT_NAME, DEFAULT_SERVER_ADDRESS)
+        .base_url_env("OLLAMA_HOST")
+        .request_keys()
+        .stream(StreamFormat::Ndjson {
+            max_line: MAX_LINE_BYTES,
+        })
+        .embedders();
     type EmbedOptions = EmbedConfig;
     type ErrorBody = OllamaErrorBody;
-    type Call = ChatState;
-    type Stream = ChatState;
+    type Answer = ChatState;
 
     fn describe_model(&self, spec: ModelSpec) -> ModelSpec {
         let label = format!("Ollama - {}", spec.name);
@@ -91,10 +81,6 @@ impl Provider for OllamaProvider {
         })?;
         state.on_value(value)?;
         Ok(state.into_response()?)
-    }
-
-    fn chat_stream(&self, state: ChatState) -> ChatState {
-        state
     }
 
     fn embed_request(
@@ -179,37 +165,16 @@ async fn local_models_of(client: &ProviderClient) -> std::result::Result<Vec<Str
         .collect())
 }
 
-/// Configures an [`Ollama`] plugin. Defaults: name `ollama`, address
-/// `http://127.0.0.1:11434`, no key, a ten-minute timeout (local models
-/// can be slow to load), no models listed beyond the server's.
-#[derive(Debug, Clone)]
-pub struct OllamaBuilder {
-    setup: PluginSetup<ModelSpec>,
+genkit_provider::provider_builder! {
+    /// Configures an [`Ollama`] plugin. Defaults: name `ollama`, address
+    /// `http://127.0.0.1:11434`, no key, a ten-minute timeout (local models
+    /// can be slow to load), no models listed beyond the server's.
+    pub struct OllamaBuilder for OllamaProvider with embedders;
 }
-
-impl Default for OllamaBuilder {
-    fn default() -> Self {
-        Self {
-            setup: PluginSetup::new(&OllamaProvider::INFO, [], []),
-        }
-    }
-}
-
-genkit_provider::provider_builder!(OllamaBuilder => OllamaProvider, embedders);
 
 impl OllamaBuilder {
     /// The server's address (`http://host:port`, no path): the base URL.
     pub fn server_address(self, address: impl Into<String>) -> Self {
         self.base_url(address)
-    }
-}
-
-impl ProviderBuilder<OllamaProvider> for OllamaBuilder {
-    fn setup_mut(&mut self) -> &mut PluginSetup<ModelSpec> {
-        &mut self.setup
-    }
-
-    fn into_parts(self) -> (OllamaProvider, PluginSetup<ModelSpec>) {
-        (OllamaProvider, self.setup)
     }
 }

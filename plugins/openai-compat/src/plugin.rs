@@ -14,10 +14,7 @@ use genkit_ai::types::{EmbedRequest, GenerateRequest, GenerateResponse};
 use genkit_core::Result;
 use genkit_provider::error::excerpt;
 use genkit_provider::plugin::{embed_texts, text_embedder_info};
-use genkit_provider::{
-    EmbedderSpec, KeyHeader, PluginSetup, Provider, ProviderBuilder, ProviderInfo, ProviderPlugin,
-    StreamFormat, WireCall,
-};
+use genkit_provider::{EmbedderSpec, KeyHeader, Provider, ProviderInfo, ProviderPlugin, WireCall};
 use serde_json::{Map, Value};
 
 /// OpenAI's API.
@@ -36,33 +33,31 @@ pub type OpenAiCompatible = ProviderPlugin<OpenAiProvider>;
 
 /// What the OpenAI-compatible plugin declares to the kit: the Chat
 /// Completions wire format, and how structured output is requested.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct OpenAiProvider {
     structured_output: StructuredOutputStyle,
 }
 
 impl Provider for OpenAiProvider {
-    const INFO: ProviderInfo = ProviderInfo {
-        display: "OpenAiCompatible",
-        default_name: DEFAULT_NAME,
-        default_base_url: DEFAULT_BASE_URL,
-        base_url_env: None,
-        key_env: &[API_KEY_ENV],
-        key_header: KeyHeader::Bearer,
-        key_required: true,
-        request_keys: true,
-        headers: &[],
-        ignored_config_keys: &[],
-        stream: StreamFormat::Sse,
-        embedders: true,
-    };
     type Builder = OpenAiCompatibleBuilder;
     type Model = ModelSpec;
     type Config = OpenAiConfig;
+    const INFO: ProviderInfo =
+        ProviderInfo::new("OpenAiCompatible", DEFAULT_NAME, DEFAULT_BASE_URL)
+            .key(KeyHeader::Bearer, &[API_KEY_ENV], true)
+            .request_keys()
+            .embedders();
     type EmbedOptions = EmbedConfig;
     type ErrorBody = OpenAiErrorBody;
-    type Call = ();
-    type Stream = StreamState;
+    type Answer = StreamState;
+
+    fn default_models() -> Vec<ModelSpec> {
+        openai_models()
+    }
+
+    fn default_embedders() -> Vec<EmbedderSpec> {
+        openai_embedders()
+    }
 
     fn chat_request(
         &self,
@@ -70,12 +65,12 @@ impl Provider for OpenAiProvider {
         request: &GenerateRequest,
         config: OpenAiConfig,
         streaming: bool,
-    ) -> Result<WireCall<()>> {
+    ) -> Result<WireCall<StreamState>> {
         let body = chat_body(model, self.structured_output, request, config, streaming)?;
-        Ok(WireCall::new("chat/completions", body, ()))
+        Ok(WireCall::new("chat/completions", body, StreamState::new()))
     }
 
-    fn chat_response(&self, _: (), body: &[u8]) -> Result<GenerateResponse> {
+    fn chat_response(&self, _: StreamState, body: &[u8]) -> Result<GenerateResponse> {
         let raw: Value = serde_json::from_slice(body).map_err(|e| {
             ProviderError::Malformed(format!(
                 "the body is not JSON ({e}): {}",
@@ -83,10 +78,6 @@ impl Provider for OpenAiProvider {
             ))
         })?;
         Ok(from_completion(raw)?)
-    }
-
-    fn chat_stream(&self, _: ()) -> StreamState {
-        StreamState::new()
     }
 
     fn embedder_info(&self, spec: &EmbedderSpec) -> EmbedderInfo {
@@ -130,50 +121,24 @@ impl Provider for OpenAiProvider {
     }
 }
 
-/// Configures an [`OpenAiCompatible`] plugin.
-///
-/// Defaults: name `openai`, base URL `https://api.openai.com/v1`, OpenAI's
-/// model and embedder lists, a ten-minute timeout, `json_schema` structured
-/// output. The key is the one given to `api_key`, else the variable named by
-/// `api_key_env`, else — only when the base URL is OpenAI's —
-/// `OPENAI_API_KEY` (so a key meant for OpenAI is never sent to another
-/// server by accident). Without a key no `Authorization` header is sent;
-/// OpenAI's own API then fails with `FAILED_PRECONDITION` before any
-/// request.
-#[derive(Debug, Clone)]
-pub struct OpenAiCompatibleBuilder {
-    setup: PluginSetup<ModelSpec>,
-    structured_output: StructuredOutputStyle,
+genkit_provider::provider_builder! {
+    /// Configures an [`OpenAiCompatible`] plugin.
+    ///
+    /// Defaults: name `openai`, base URL `https://api.openai.com/v1`,
+    /// OpenAI's model and embedder lists, a ten-minute timeout, `json_schema`
+    /// structured output. The key is the one given to `api_key`, else the
+    /// variable named by `api_key_env`, else — only when the base URL is
+    /// OpenAI's — `OPENAI_API_KEY` (so a key meant for OpenAI is never sent
+    /// to another server by accident). Without a key no `Authorization`
+    /// header is sent; OpenAI's own API then fails with
+    /// `FAILED_PRECONDITION` before any request.
+    pub struct OpenAiCompatibleBuilder for OpenAiProvider with embedders;
 }
-
-impl Default for OpenAiCompatibleBuilder {
-    fn default() -> Self {
-        Self {
-            setup: PluginSetup::new(&OpenAiProvider::INFO, openai_models(), openai_embedders()),
-            structured_output: StructuredOutputStyle::default(),
-        }
-    }
-}
-
-genkit_provider::provider_builder!(OpenAiCompatibleBuilder => OpenAiProvider, embedders);
 
 impl OpenAiCompatibleBuilder {
     /// How structured output is requested (see [`StructuredOutputStyle`]).
     pub fn structured_output(mut self, style: StructuredOutputStyle) -> Self {
-        self.structured_output = style;
+        self.provider.structured_output = style;
         self
-    }
-}
-
-impl ProviderBuilder<OpenAiProvider> for OpenAiCompatibleBuilder {
-    fn setup_mut(&mut self) -> &mut PluginSetup<ModelSpec> {
-        &mut self.setup
-    }
-
-    fn into_parts(self) -> (OpenAiProvider, PluginSetup<ModelSpec>) {
-        let provider = OpenAiProvider {
-            structured_output: self.structured_output,
-        };
-        (provider, self.setup)
     }
 }
