@@ -819,3 +819,49 @@ async fn a_malformed_stream_event_is_an_error() {
     .expect_err("malformed");
     assert_eq!(err.status(), StatusCode::Internal, "{err}");
 }
+
+#[tokio::test]
+async fn the_timeout_bounds_each_wait_not_the_whole_call() {
+    // Eight events 120 ms apart: about a second in all, each wait under the
+    // 400 ms limit, so the stream completes.
+    let events = stream_events(text_block(0, &["a", "b"]), "end_turn");
+    let flowing = sse(events.clone()).paced(Duration::from_millis(120));
+    // The same events 600 ms apart: the first wait exceeds the limit.
+    let trickling = sse(events).paced(Duration::from_millis(600));
+    let (_server, registry) = setup_with(
+        vec![flowing, trickling, Reply::Hang],
+        Anthropic::builder().timeout(Duration::from_millis(400)),
+    )
+    .await;
+    let call = || generate_stream(&registry, GenerateOptions::prompt("hi").model(MODEL));
+    let response = call().response().await.expect("a flowing stream completes");
+    assert_eq!(response.text(), "ab");
+    let err = call().response().await.expect_err("a trickling stream");
+    assert_eq!(err.status(), StatusCode::DeadlineExceeded, "{err}");
+    let err = generate(&registry, GenerateOptions::prompt("hi").model(MODEL))
+        .await
+        .expect_err("a server that never answers");
+    assert_eq!(err.status(), StatusCode::DeadlineExceeded, "{err}");
+}
+
+#[tokio::test]
+async fn absurd_retry_hints_never_panic() {
+    let max_ms = genkit_provider::error::MAX_RETRY_AFTER.as_millis() as u64;
+    for hint in ["1e300", "1e20", "-1", "NaN", "soon"] {
+        let reply = Reply::status(
+            429,
+            json!({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}),
+        )
+        .header("retry-after", hint);
+        let (_server, registry) = setup(vec![reply]).await;
+        let err = generate(&registry, GenerateOptions::prompt("hi").model(MODEL))
+            .await
+            .expect_err("429");
+        assert_eq!(err.status(), StatusCode::ResourceExhausted, "{hint}: {err}");
+        let after = err.details().and_then(|d| d.get("retryAfterMs")).cloned();
+        assert!(
+            after.is_none() || after == Some(json!(max_ms)),
+            "{hint}: {after:?}"
+        );
+    }
+}

@@ -895,3 +895,44 @@ async fn a_malformed_stream_event_is_an_error() {
     assert_eq!(err.status(), StatusCode::Internal, "{err}");
     assert!(err.message().contains("not JSON"), "{err}");
 }
+
+#[tokio::test]
+async fn absurd_retry_hints_never_panic() {
+    let max_ms = genkit_provider::error::MAX_RETRY_AFTER.as_millis() as u64;
+    let quota = |delay: &str| {
+        json!({"error": {"code": 429, "message": "Quota exceeded", "status": "RESOURCE_EXHAUSTED",
+            "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": delay}]}})
+    };
+    let cases = [
+        // (Retry-After header, retryDelay in the body)
+        (Some("1e300"), "1s"),
+        (Some("1e20"), "1s"),
+        (None, "1e30s"),
+        (None, "-5s"),
+        (None, "NaNs"),
+        (Some("garbage"), "garbage"),
+    ];
+    for (header, delay) in cases {
+        let mut reply = Reply::status(429, quota(delay));
+        if let Some(h) = header {
+            reply = reply.header("retry-after", h);
+        }
+        let (_server, registry) = setup(vec![reply]).await;
+        let err = generate(
+            &registry,
+            GenerateOptions::prompt("hi").model("googleai/gemini-2.5-flash"),
+        )
+        .await
+        .expect_err("429");
+        assert_eq!(
+            err.status(),
+            StatusCode::ResourceExhausted,
+            "{delay}: {err}"
+        );
+        let after = err.details().and_then(|d| d.get("retryAfterMs")).cloned();
+        assert!(
+            after.is_none() || after == Some(json!(max_ms)),
+            "{header:?} {delay}: {after:?}"
+        );
+    }
+}
