@@ -33,6 +33,7 @@ mod secret;
 pub mod stream;
 #[cfg(feature = "test-server")]
 pub mod test_server;
+pub mod wire;
 
 pub use call::until_cancelled;
 pub use config::CommonConfig;

@@ -41,23 +41,6 @@ pub(crate) struct FunctionCall {
     pub arguments: Value,
 }
 
-/// A tool offered to the model.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct Tool {
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub function: FunctionDef,
-}
-
-/// A function definition.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct FunctionDef {
-    pub name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    pub parameters: Value,
-}
-
 /// A chat response, or one line of a streamed one.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub(crate) struct ChatResponse {

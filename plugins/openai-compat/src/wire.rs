@@ -3,7 +3,6 @@
 //! ignored and explicit `null`s read as absent, as compatible servers vary.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 // ---------------------------------------------------------------- request
 
@@ -88,23 +87,6 @@ pub(crate) struct FunctionCall {
     pub name: String,
     #[serde(default, deserialize_with = "null_as_default")]
     pub arguments: String,
-}
-
-/// A tool offered to the model.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct Tool {
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub function: FunctionDef,
-}
-
-/// A function definition.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct FunctionDef {
-    pub name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    pub parameters: Value,
 }
 
 // ---------------------------------------------------------------- response

@@ -1,12 +1,13 @@
 //! Genkit [`GenerateRequest`] → `/api/chat` request body.
 
 use crate::config::OllamaConfig;
-use crate::wire::{ChatMessage, FunctionCall, FunctionDef, Tool, ToolCall};
+use crate::wire::{ChatMessage, FunctionCall, ToolCall};
 use genkit_ai::types::{
     GenerateRequest, Message, OutputConfig, Part, PartKind, Role, ToolDefinition, ToolRequest,
     ToolResponse,
 };
 use genkit_core::{Error, Result};
+use genkit_provider::wire::{FunctionTool, parameters_schema, tool_output_text};
 use serde_json::{Map, Value, json};
 
 /// Builds the body of `POST /api/chat` for `request` (its config parsed
@@ -57,36 +58,15 @@ fn format(output: Option<&OutputConfig>) -> Option<Value> {
         return None;
     }
     match (&o.schema, o.constrained) {
-        (Some(schema), c) if c != Some(false) => Some(clean_schema(schema)),
+        (Some(schema), c) if c != Some(false) => Some(parameters_schema(schema)),
         _ => Some(Value::from("json")),
     }
 }
 
-/// A schema without its top-level `$schema`; an empty schema (anything)
-/// becomes an empty object schema.
-fn clean_schema(schema: &Value) -> Value {
-    match schema {
-        Value::Object(m) => {
-            let mut m = m.clone();
-            m.remove("$schema");
-            if m.is_empty() {
-                json!({"type": "object", "properties": {}})
-            } else {
-                Value::Object(m)
-            }
-        }
-        other => other.clone(),
-    }
-}
-
 /// Ollama passes tool arguments as a JSON object, so a tool must take one.
-fn to_tool(def: &ToolDefinition) -> Result<Tool> {
-    let parameters = def
-        .input_schema
-        .as_ref()
-        .map(clean_schema)
-        .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
-    if let Some(t) = parameters.get("type")
+fn to_tool(def: &ToolDefinition) -> Result<FunctionTool> {
+    let tool = FunctionTool::new(def);
+    if let Some(t) = tool.function.parameters.get("type")
         && t != "object"
     {
         return Err(Error::invalid_argument(format!(
@@ -94,14 +74,7 @@ fn to_tool(def: &ToolDefinition) -> Result<Tool> {
             def.name
         )));
     }
-    Ok(Tool {
-        kind: "function",
-        function: FunctionDef {
-            name: def.name.clone(),
-            description: (!def.description.is_empty()).then(|| def.description.clone()),
-            parameters,
-        },
-    })
+    Ok(tool)
 }
 
 /// Converts the conversation: text joined per message, images as base64.
@@ -172,16 +145,7 @@ fn to_tool_call(r: &ToolRequest) -> ToolCall {
 }
 
 fn tool_message(r: &ToolResponse) -> ChatMessage {
-    let content = match &r.output {
-        Some(Value::String(s)) => s.clone(),
-        Some(v) => v.to_string(),
-        None => r
-            .content
-            .iter()
-            .flatten()
-            .filter_map(Part::as_text)
-            .collect(),
-    };
+    let content = tool_output_text(r);
     ChatMessage {
         role: "tool",
         content,

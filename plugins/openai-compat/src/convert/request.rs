@@ -3,14 +3,15 @@
 use crate::config::{OpenAiConfig, StructuredOutputStyle, VisualDetailLevel};
 use crate::models::{ModelSpec, TokenLimitField};
 use crate::wire::{
-    ChatMessage, ContentPart, FileData, FunctionCall, FunctionDef, ImageUrl, InputAudio,
-    MessageContent, Tool, ToolCall,
+    ChatMessage, ContentPart, FileData, FunctionCall, ImageUrl, InputAudio, MessageContent,
+    ToolCall,
 };
 use genkit_ai::types::{
     GenerateRequest, Media, Message, OutputConfig, Part, PartKind, Role, ToolChoice,
     ToolDefinition, ToolRequest, ToolResponse,
 };
 use genkit_core::{Error, Result};
+use genkit_provider::wire::{FunctionTool, parameters_schema, tool_output_text};
 use serde_json::{Map, Value, json};
 
 /// Builds the body of `POST /chat/completions` for `request` (its config
@@ -33,7 +34,7 @@ pub(crate) fn chat_body(
     );
     let tools = request.tools();
     if !tools.is_empty() {
-        let defs: Vec<Tool> = tools.iter().map(to_tool).collect();
+        let defs: Vec<FunctionTool> = tools.iter().map(FunctionTool::new).collect();
         body.insert("tools".into(), serde_json::to_value(defs)?);
         if let Some(choice) = request.tool_choice {
             body.insert("tool_choice".into(), tool_choice(choice, tools));
@@ -110,7 +111,7 @@ fn response_format(output: Option<&OutputConfig>, style: StructuredOutputStyle) 
     }
     match (&o.schema, o.constrained) {
         (Some(schema), constrained) if constrained != Some(false) => {
-            let schema = clean_schema(schema);
+            let schema = parameters_schema(schema);
             Some(match style {
                 StructuredOutputStyle::JsonSchema => json!({
                     "type": "json_schema",
@@ -122,40 +123,6 @@ fn response_format(output: Option<&OutputConfig>, style: StructuredOutputStyle) 
             })
         }
         _ => Some(json!({"type": "json_object"})),
-    }
-}
-
-/// A schema without its top-level `$schema` (a dialect marker some servers
-/// reject); an empty schema (anything) becomes an empty object schema, as
-/// function parameters must be an object.
-fn clean_schema(schema: &Value) -> Value {
-    match schema {
-        Value::Object(m) => {
-            let mut m = m.clone();
-            m.remove("$schema");
-            if m.is_empty() {
-                json!({"type": "object", "properties": {}})
-            } else {
-                Value::Object(m)
-            }
-        }
-        other => other.clone(),
-    }
-}
-
-fn to_tool(def: &ToolDefinition) -> Tool {
-    let parameters = def
-        .input_schema
-        .as_ref()
-        .map(clean_schema)
-        .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
-    Tool {
-        kind: "function",
-        function: FunctionDef {
-            name: def.name.clone(),
-            description: (!def.description.is_empty()).then(|| def.description.clone()),
-            parameters,
-        },
     }
 }
 
@@ -344,16 +311,7 @@ fn to_tool_call(r: &ToolRequest) -> ToolCall {
 }
 
 fn tool_message(r: &ToolResponse) -> ChatMessage {
-    let content = match &r.output {
-        Some(Value::String(s)) => s.clone(),
-        Some(v) => v.to_string(),
-        None => r
-            .content
-            .iter()
-            .flatten()
-            .filter_map(Part::as_text)
-            .collect(),
-    };
+    let content = tool_output_text(r);
     ChatMessage {
         role: "tool",
         content: MessageContent::Text(content),

@@ -1,0 +1,114 @@
+//! Wire pieces several provider APIs share: function tools as OpenAI's
+//! API (and those modelled on it, such as Ollama's) declare them, their
+//! parameter schemas, and tool results as text.
+
+use genkit_ai::types::{Part, ToolDefinition, ToolResponse};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+/// A tool offered to the model: `{"type": "function", "function": {...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FunctionTool {
+    /// Always `function`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The function.
+    pub function: FunctionDef,
+}
+
+/// A function definition: name, description, JSON schema of the arguments.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FunctionDef {
+    /// The function's name.
+    pub name: String,
+    /// What it does (left out when empty).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The JSON schema of its arguments.
+    pub parameters: Value,
+}
+
+impl FunctionTool {
+    /// The function tool declaring Genkit tool `def`.
+    pub fn new(def: &ToolDefinition) -> Self {
+        let parameters = def
+            .input_schema
+            .as_ref()
+            .map_or_else(empty_object_schema, parameters_schema);
+        FunctionTool {
+            kind: "function",
+            function: FunctionDef {
+                name: def.name.clone(),
+                description: (!def.description.is_empty()).then(|| def.description.clone()),
+                parameters,
+            },
+        }
+    }
+}
+
+fn empty_object_schema() -> Value {
+    json!({"type": "object", "properties": {}})
+}
+
+/// A JSON schema as these APIs take it: without `$schema`, and an empty
+/// schema as an empty object schema.
+pub fn parameters_schema(schema: &Value) -> Value {
+    match schema {
+        Value::Object(m) => {
+            let mut m = m.clone();
+            m.remove("$schema");
+            if m.is_empty() {
+                empty_object_schema()
+            } else {
+                Value::Object(m)
+            }
+        }
+        other => other.clone(),
+    }
+}
+
+/// A tool's result as the text of a tool message: its output (a string as
+/// it is, other JSON serialized), else the text of its content parts.
+pub fn tool_output_text(response: &ToolResponse) -> String {
+    match &response.output {
+        Some(Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+        None => response
+            .content
+            .iter()
+            .flatten()
+            .filter_map(Part::as_text)
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tools_and_schemas() {
+        let def = ToolDefinition::new("look", "Looks").with_input_schema(json!({
+            "$schema": "http://json-schema.org/draft-07/schema#", "type": "string"
+        }));
+        assert_eq!(
+            serde_json::to_value(FunctionTool::new(&def)).unwrap(),
+            json!({"type": "function", "function": {"name": "look", "description": "Looks",
+                "parameters": {"type": "string"}}})
+        );
+        let bare = FunctionTool::new(&ToolDefinition::new("t", ""));
+        assert_eq!(bare.function.description, None);
+        assert_eq!(bare.function.parameters, empty_object_schema());
+        assert_eq!(parameters_schema(&json!({})), empty_object_schema());
+    }
+
+    #[test]
+    fn tool_results_as_text() {
+        let r = |output: Option<Value>| ToolResponse {
+            output,
+            ..ToolResponse::new("t", Value::Null)
+        };
+        assert_eq!(tool_output_text(&r(Some(json!("hi")))), "hi");
+        assert_eq!(tool_output_text(&r(Some(json!({"a": 1})))), r#"{"a":1}"#);
+    }
+}
