@@ -208,6 +208,30 @@ impl<S> WireCall<S> {
     }
 }
 
+/// One generate call to build a request for.
+#[derive(Debug)]
+pub struct Chat<'a, P: Provider> {
+    /// The model called.
+    pub model: &'a P::Model,
+    /// The request.
+    pub request: &'a GenerateRequest,
+    /// Its `config`, parsed.
+    pub config: P::Config,
+    /// Whether the caller streams.
+    pub streaming: bool,
+}
+
+/// One embed call to build a request for.
+#[derive(Debug)]
+pub struct Embed<'a, P: Provider> {
+    /// The embedder called.
+    pub spec: &'a EmbedderSpec,
+    /// The request (with at least one document).
+    pub request: &'a EmbedRequest,
+    /// Its `options`, parsed.
+    pub options: P::EmbedOptions,
+}
+
 /// A model a plugin describes: name, label, capabilities.
 pub trait ModelDescriptor: Spec + fmt::Debug + Send + Sync + 'static {
     /// A human-readable label, if set.
@@ -254,15 +278,8 @@ pub trait Provider: fmt::Debug + Default + Clone + Send + Sync + 'static {
         spec
     }
 
-    /// Builds the request for a generate call to `model`, and the reader
-    /// of its answer.
-    fn chat_request(
-        &self,
-        model: &Self::Model,
-        request: &GenerateRequest,
-        config: Self::Config,
-        streaming: bool,
-    ) -> Result<WireCall<Self::Answer>>;
+    /// Builds the request for a generate call, and the reader of its answer.
+    fn chat_request(&self, chat: Chat<'_, Self>) -> Result<WireCall<Self::Answer>>;
 
     /// Reads a whole (non-streamed) answer.
     fn chat_response(&self, answer: Self::Answer, body: &[u8]) -> Result<GenerateResponse>;
@@ -276,17 +293,15 @@ pub trait Provider: fmt::Debug + Default + Clone + Send + Sync + 'static {
         text_embedder_info(label, spec.dimensions)
     }
 
-    /// Builds the request embedding `request`'s documents (never empty).
-    fn embed_request(
-        &self,
-        spec: &EmbedderSpec,
-        request: &EmbedRequest,
-        options: Self::EmbedOptions,
-    ) -> Result<WireCall<()>> {
-        let _ = (request, options);
+    /// Builds the request embedding the documents of a request (never empty).
+    fn embed_request(&self, embed: Embed<'_, Self>) -> Result<WireCall<()>> {
         Err(genkit_core::Error::new(
             genkit_core::StatusCode::Unimplemented,
-            format!("{} has no embedder `{}`", Self::INFO.display, spec.name),
+            format!(
+                "{} has no embedder `{}`",
+                Self::INFO.display,
+                embed.spec.name
+            ),
         ))
     }
 
@@ -383,15 +398,19 @@ impl<M: Spec> PluginSetup<M> {
 }
 
 /// Defines a plugin builder `$builder` for provider `$provider`: the
-/// shared options, the provider value (whose own settings the plugin's
-/// extra setters change through `self.provider`), the shared setters —
-/// `name`, `base_url`, `api_key`, `api_key_env`, `require_api_key`,
-/// `timeout`, `no_timeout`, `header`, `http_client`, `models`, `model`, and
-/// `with embedders` also `embedders`, `embedder` — and `build`.
+/// shared options, the provider value, a setter for each of the provider's
+/// own fields listed in braces, the shared setters — `name`, `base_url`,
+/// `api_key`, `api_key_env`, `require_api_key`, `timeout`, `no_timeout`,
+/// `header`, `http_client`, `models`, `model`, and `with embedders` also
+/// `embedders`, `embedder` — and `build`.
 #[macro_export]
 macro_rules! provider_builder {
-    ($(#[$doc:meta])* pub struct $builder:ident for $provider:ident with embedders;) => {
-        $crate::provider_builder!($(#[$doc])* pub struct $builder for $provider;);
+    ($(#[$doc:meta])* pub struct $builder:ident for $provider:ident with embedders {
+        $($(#[$fdoc:meta])* $field:ident: $fty:ty),* $(,)?
+    }) => {
+        $crate::provider_builder! {
+            $(#[$doc])* pub struct $builder for $provider { $($(#[$fdoc])* $field: $fty),* }
+        }
         impl $builder {
             /// Replaces the list of known embedders.
             pub fn embedders(
@@ -408,7 +427,9 @@ macro_rules! provider_builder {
             }
         }
     };
-    ($(#[$doc:meta])* pub struct $builder:ident for $provider:ident;) => {
+    ($(#[$doc:meta])* pub struct $builder:ident for $provider:ident {
+        $($(#[$fdoc:meta])* $field:ident: $fty:ty),* $(,)?
+    }) => {
         $(#[$doc])*
         #[derive(Debug, Clone)]
         pub struct $builder {
@@ -444,6 +465,13 @@ macro_rules! provider_builder {
             }
         }
         impl $builder {
+            $(
+                $(#[$fdoc])*
+                pub fn $field(mut self, value: $fty) -> Self {
+                    self.provider.$field = value;
+                    self
+                }
+            )*
             /// The plugin name: the namespace of its actions (`<name>/<model>`).
             pub fn name(mut self, name: impl Into<String>) -> Self {
                 self.setup.name = name.into();
@@ -874,9 +902,13 @@ impl<P: Provider> Kit<P> {
         let config: P::Config = self.config(request.config.as_ref(), "model")?;
         let key = config.api_key().cloned();
         let streaming = ctx.is_streaming();
-        let call = self
-            .provider
-            .chat_request(spec, &request, config, streaming)?;
+        let chat = Chat {
+            model: spec,
+            request: &request,
+            config,
+            streaming,
+        };
+        let call = self.provider.chat_request(chat)?;
         let work = async {
             let client = &self.client;
             let response = client
@@ -902,7 +934,12 @@ impl<P: Provider> Kit<P> {
         }
         let options: P::EmbedOptions = self.config(request.options.as_ref(), "embedder")?;
         let key = options.api_key().cloned();
-        let call = self.provider.embed_request(spec, &request, options)?;
+        let embed = Embed {
+            spec,
+            request: &request,
+            options,
+        };
+        let call = self.provider.embed_request(embed)?;
         let response = self
             .client
             .post::<P::ErrorBody>(&call.path, &call.body, key.as_ref())

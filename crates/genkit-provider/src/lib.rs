@@ -40,10 +40,11 @@ pub use config::CommonConfig;
 pub use error::{BodyError, ErrorResponse, HttpError};
 pub use http::{Deadline, HttpClient, HttpClientBuilder};
 pub use kit::{
-    KeyHeader, ModelDescriptor, ModelSpec, NoOptions, PluginSetup, Provider, ProviderBuilder,
-    ProviderClient, ProviderInfo, ProviderPlugin, RequestConfig, StreamFormat, WireCall,
+    Chat, Embed, KeyHeader, ModelDescriptor, ModelSpec, NoOptions, PluginSetup, Provider,
+    ProviderBuilder, ProviderClient, ProviderInfo, ProviderPlugin, RequestConfig, StreamFormat,
+    WireCall,
 };
 pub use plugin::EmbedderSpec;
 pub use provider_error::{ErrorBody, ProviderError};
 pub use secret::{ApiKey, InvalidKeyHeader};
-pub use stream::{Frame, FrameReader, StreamFold, fold_stream};
+pub use stream::{Emit, Frame, FrameReader, StreamFold, emit_model_parts, fold_stream};

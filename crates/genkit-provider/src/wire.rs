@@ -2,9 +2,14 @@
 //! API (and those modelled on it, such as Ollama's) declare them, their
 //! parameter schemas, and tool results as text.
 
-use genkit_ai::types::{Part, ToolDefinition, ToolResponse};
+use crate::plugin::{EmbedderSpec, embed_texts};
+use genkit_ai::types::{
+    ConstrainedSupport, EmbedRequest, ModelSupports, OutputConfig, Part, ToolDefinition,
+    ToolResponse,
+};
+use genkit_core::Result;
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 /// A tool offered to the model: `{"type": "function", "function": {...}}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -79,6 +84,52 @@ pub fn tool_output_text(response: &ToolResponse) -> String {
             .flatten()
             .filter_map(Part::as_text)
             .collect(),
+    }
+}
+
+/// Whether Genkit's output options ask for JSON (`format: json`, or no
+/// format and `contentType: application/json`).
+pub fn wants_json(output: &OutputConfig) -> bool {
+    match output.format.as_deref() {
+        Some(format) => format == "json",
+        None => output.content_type.as_deref() == Some("application/json"),
+    }
+}
+
+/// The start of a text embedding request as OpenAI's and Ollama's APIs
+/// take it: `{"model": <version or the embedder's name>, "input": [texts]}`.
+pub fn text_embed_body(
+    spec: &EmbedderSpec,
+    request: &EmbedRequest,
+    version: Option<String>,
+) -> Result<Map<String, Value>> {
+    let mut body = Map::new();
+    let model = version.unwrap_or_else(|| spec.name.clone());
+    body.insert("model".into(), Value::from(model));
+    let texts = embed_texts(request, &spec.name)?;
+    body.insert("input".into(), Value::Array(texts));
+    Ok(body)
+}
+
+/// What chat models can usually do: multi-turn, media, tools, tool
+/// choice, system messages, text and JSON output. Providers adjust it.
+pub fn chat_supports() -> ModelSupports {
+    ModelSupports {
+        multiturn: Some(true),
+        media: Some(true),
+        tools: Some(true),
+        tool_choice: Some(true),
+        system_role: Some(true),
+        output: Some(vec!["text".into(), "json".into()]),
+        ..ModelSupports::default()
+    }
+}
+
+/// [`chat_supports`] with native constrained (schema-enforced) output.
+pub fn constrained_chat_supports() -> ModelSupports {
+    ModelSupports {
+        constrained: Some(ConstrainedSupport::All),
+        ..chat_supports()
     }
 }
 

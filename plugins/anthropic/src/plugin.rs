@@ -1,10 +1,10 @@
 //! [`Anthropic`]: the plugin kit's [`ProviderPlugin`] for the Messages API,
 //! its builder, and what the provider declares.
 
-use genkit_ai::types::{GenerateRequest, GenerateResponse};
+use genkit_ai::types::GenerateResponse;
 use genkit_core::Result;
 use genkit_provider::{
-    KeyHeader, ModelSpec, NoOptions, Provider, ProviderInfo, ProviderPlugin, WireCall,
+    Chat, KeyHeader, ModelSpec, NoOptions, Provider, ProviderInfo, ProviderPlugin, WireCall,
 };
 
 use crate::config::AnthropicConfig;
@@ -35,15 +35,14 @@ pub type Anthropic = ProviderPlugin<AnthropicProvider>;
 /// format, and the default `max_tokens`.
 #[derive(Debug, Clone)]
 pub struct AnthropicProvider {
-    defaults: RequestDefaults,
+    default_max_tokens: u32,
 }
 
 impl Default for AnthropicProvider {
     fn default() -> Self {
-        let defaults = RequestDefaults {
-            max_tokens: DEFAULT_MAX_TOKENS,
-        };
-        Self { defaults }
+        Self {
+            default_max_tokens: DEFAULT_MAX_TOKENS,
+        }
     }
 }
 
@@ -72,15 +71,15 @@ impl Provider for AnthropicProvider {
         spec.with_defaults(defaults, || label)
     }
 
-    fn chat_request(
-        &self,
-        model: &ModelSpec,
-        request: &GenerateRequest,
-        config: AnthropicConfig,
-        streaming: bool,
-    ) -> Result<WireCall<MessageStream>> {
-        let name = config.common.model_name(&model.name);
-        let body = to_messages_request(request, &config, &name, self.defaults, streaming)?;
+    fn chat_request(&self, chat: Chat<'_, Self>) -> Result<WireCall<MessageStream>> {
+        let Chat {
+            request, config, ..
+        } = chat;
+        let name = config.common.model_name(&chat.model.name);
+        let defaults = RequestDefaults {
+            max_tokens: self.default_max_tokens,
+        };
+        let body = to_messages_request(request, &config, &name, defaults, chat.streaming)?;
         let body = serde_json::to_value(body)
             .map_err(|e| AnthropicError::InvalidRequest(format!("request body: {e}")))?;
         let answer = MessageStream::new(request.messages.clone());
@@ -99,14 +98,9 @@ genkit_provider::provider_builder! {
     /// URL `https://api.anthropic.com` (without `/v1`), the key from
     /// `ANTHROPIC_API_KEY`, `max_tokens` 4096, a ten-minute timeout, the
     /// catalogue's models listed.
-    pub struct AnthropicBuilder for AnthropicProvider;
-}
-
-impl AnthropicBuilder {
-    /// `max_tokens` for requests whose config sets no `maxOutputTokens`
-    /// (the Messages API requires one).
-    pub fn default_max_tokens(mut self, max_tokens: u32) -> Self {
-        self.provider.defaults.max_tokens = max_tokens;
-        self
+    pub struct AnthropicBuilder for AnthropicProvider {
+        /// `max_tokens` for requests whose config sets no `maxOutputTokens`
+        /// (the Messages API requires one).
+        default_max_tokens: u32,
     }
 }

@@ -5,8 +5,8 @@
 //! is complete — and are assembled into the final message. A stream that
 //! ends before `message_stop` is an error.
 
-use genkit_ai::types::{GenerateResponse, GenerateResponseChunk, Message, Part, Role};
-use genkit_provider::{Frame, StreamFold};
+use genkit_ai::types::{GenerateResponse, Message, Part};
+use genkit_provider::{Emit, Frame, StreamFold, emit_model_parts};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -40,20 +40,11 @@ impl StreamFold for MessageStream {
     type Error = AnthropicError;
 
     /// New content of an event goes out as one chunk.
-    fn push(
-        &mut self,
-        frame: Frame,
-        emit: &mut dyn FnMut(GenerateResponseChunk),
-    ) -> Result<(), AnthropicError> {
+    fn push(&mut self, frame: Frame, emit: &mut Emit<'_>) -> Result<(), AnthropicError> {
         let parsed: StreamEvent = serde_json::from_str(&frame.data).map_err(|e| {
             AnthropicError::Malformed(format!("stream event `{}`: {e}", frame.event))
         })?;
-        let parts = self.assembler.handle(parsed)?;
-        if !parts.is_empty() {
-            let mut chunk = GenerateResponseChunk::new(parts);
-            chunk.role = Some(Role::Model);
-            emit(chunk);
-        }
+        emit_model_parts(emit, self.assembler.handle(parsed)?);
         Ok(())
     }
 

@@ -2,11 +2,12 @@
 //! its builder, and what the provider declares.
 
 use genkit_ai::embedder::EmbedderInfo;
-use genkit_ai::types::{EmbedRequest, GenerateRequest, GenerateResponse};
+use genkit_ai::types::GenerateResponse;
 use genkit_core::Result;
 use genkit_provider::http::USER_AGENT;
 use genkit_provider::{
-    EmbedderSpec, KeyHeader, ModelSpec, Provider, ProviderInfo, ProviderPlugin, WireCall,
+    Chat, Embed, EmbedderSpec, KeyHeader, ModelSpec, Provider, ProviderInfo, ProviderPlugin,
+    WireCall,
 };
 use serde_json::Value;
 
@@ -74,14 +75,11 @@ impl Provider for GoogleAiProvider {
         spec.with_defaults(defaults, || label)
     }
 
-    fn chat_request(
-        &self,
-        model: &ModelSpec,
-        request: &GenerateRequest,
-        config: GeminiConfig,
-        streaming: bool,
-    ) -> Result<WireCall<Events>> {
-        let version = config.common.model_name(&model.name);
+    fn chat_request(&self, chat: Chat<'_, Self>) -> Result<WireCall<Events>> {
+        let Chat {
+            request, config, ..
+        } = chat;
+        let version = config.common.model_name(&chat.model.name);
         let kind = ModelKind::of(&version);
         let shape = RequestShape {
             legacy_response_schema: self.legacy_response_schema,
@@ -89,7 +87,7 @@ impl Provider for GoogleAiProvider {
             strip_thoughts: kind == ModelKind::Gemma,
         };
         let body = to_json(&to_gemini_request(request, &config, shape)?)?;
-        let path = if streaming {
+        let path = if chat.streaming {
             format!("{}:streamGenerateContent?alt=sse", model_path(&version))
         } else {
             format!("{}:generateContent", model_path(&version))
@@ -114,12 +112,12 @@ impl Provider for GoogleAiProvider {
 
     /// One document goes to `embedContent`, several to one
     /// `batchEmbedContents` call.
-    fn embed_request(
-        &self,
-        spec: &EmbedderSpec,
-        request: &EmbedRequest,
-        options: EmbedConfig,
-    ) -> Result<WireCall<()>> {
+    fn embed_request(&self, embed: Embed<'_, Self>) -> Result<WireCall<()>> {
+        let Embed {
+            spec,
+            request,
+            options,
+        } = embed;
         let version = options.version.clone().unwrap_or_else(|| spec.name.clone());
         let path = model_path(&version);
         let mut requests = Vec::with_capacity(request.input.len());
@@ -197,15 +195,10 @@ genkit_provider::provider_builder! {
     /// version), the key from `GEMINI_API_KEY`, `GOOGLE_API_KEY` or
     /// `GOOGLE_GENAI_API_KEY`, a ten-minute timeout, the catalogue's models
     /// and embedders listed.
-    pub struct GoogleAiBuilder for GoogleAiProvider with embedders;
-}
-
-impl GoogleAiBuilder {
-    /// Sends output schemas as the OpenAPI-subset `responseSchema` (cleaned
-    /// as Genkit does) instead of `responseJsonSchema`.
-    pub fn legacy_response_schema(mut self, legacy: bool) -> Self {
-        self.provider.legacy_response_schema = legacy;
-        self
+    pub struct GoogleAiBuilder for GoogleAiProvider with embedders {
+        /// Sends output schemas as the OpenAPI-subset `responseSchema`
+        /// (cleaned as Genkit does) instead of `responseJsonSchema`.
+        legacy_response_schema: bool,
     }
 }
 

@@ -3,8 +3,8 @@
 //! the events are folded into one response, which must end with a finish
 //! reason (or a blocked prompt) — a stream that stops short is an error.
 
-use genkit_ai::types::{GenerateResponse, GenerateResponseChunk, Role};
-use genkit_provider::{Frame, StreamFold};
+use genkit_ai::types::GenerateResponse;
+use genkit_provider::{Emit, Frame, StreamFold, emit_model_parts};
 use serde_json::Value;
 
 use crate::convert::ToolNames;
@@ -40,11 +40,7 @@ impl StreamFold for Events {
 
     /// Each candidate's parts go out as one chunk; an `error` object fails
     /// the stream.
-    fn push(
-        &mut self,
-        frame: Frame,
-        emit: &mut dyn FnMut(GenerateResponseChunk),
-    ) -> Result<(), GeminiError> {
+    fn push(&mut self, frame: Frame, emit: &mut Emit<'_>) -> Result<(), GeminiError> {
         let value: Value = serde_json::from_str(&frame.data)
             .map_err(|e| GeminiError::Malformed(format!("stream event is not JSON: {e}")))?;
         if let Some(error) = value.get("error") {
@@ -53,15 +49,8 @@ impl StreamFold for Events {
         let chunk: GenerateContentResponse = serde_json::from_value(value)
             .map_err(|e| GeminiError::Malformed(format!("stream event: {e}")))?;
         for candidate in &chunk.candidates {
-            let parts = candidate
-                .content
-                .as_ref()
-                .map(|c| to_genkit_parts(&c.parts, &self.names))
-                .unwrap_or_default();
-            if !parts.is_empty() {
-                let mut out = GenerateResponseChunk::new(parts);
-                out.role = Some(Role::Model);
-                emit(out);
+            if let Some(content) = &candidate.content {
+                emit_model_parts(emit, to_genkit_parts(&content.parts, &self.names));
             }
         }
         self.aggregate.push(chunk);

@@ -1,20 +1,15 @@
 //! What the plugin knows about models and embedders.
 
-use genkit_ai::types::{ConstrainedSupport, ModelSupports};
+use genkit_ai::types::ModelSupports;
+use genkit_provider::wire::constrained_chat_supports;
 
 /// The capabilities Ollama gives most chat models: multi-turn, system
 /// messages, images, tools, text and JSON output, and schema-constrained
 /// output (`format`). Ollama has no tool choice.
 pub(crate) fn supports() -> ModelSupports {
     ModelSupports {
-        multiturn: Some(true),
-        media: Some(true),
-        tools: Some(true),
-        system_role: Some(true),
-        output: Some(vec!["text".into(), "json".into()]),
-        constrained: Some(ConstrainedSupport::All),
         tool_choice: Some(false),
-        ..ModelSupports::default()
+        ..constrained_chat_supports()
     }
 }
 

@@ -7,15 +7,15 @@ use crate::convert::response::ChatState;
 use crate::error::{OllamaError, OllamaErrorBody};
 use crate::models::{looks_like_embedder, supports};
 use crate::wire::{EmbedResponse as WireEmbedResponse, TagsResponse};
-use genkit_ai::types::{EmbedRequest, GenerateRequest, GenerateResponse};
+use genkit_ai::types::GenerateResponse;
 use genkit_core::{ActionKind, Result};
 use genkit_provider::error::excerpt;
-use genkit_provider::plugin::embed_texts;
+use genkit_provider::wire::text_embed_body;
 use genkit_provider::{
-    EmbedderSpec, ModelSpec, Provider, ProviderClient, ProviderInfo, ProviderPlugin, StreamFormat,
+    Chat, Embed, ModelSpec, Provider, ProviderClient, ProviderInfo, ProviderPlugin, StreamFormat,
     WireCall,
 };
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// Where Ollama listens by default.
 pub const DEFAULT_SERVER_ADDRESS: &str = "http://127.0.0.1:11434";
@@ -60,14 +60,9 @@ impl Provider for OllamaProvider {
         spec.with_defaults(supports(), || label)
     }
 
-    fn chat_request(
-        &self,
-        model: &ModelSpec,
-        request: &GenerateRequest,
-        config: OllamaConfig,
-        streaming: bool,
-    ) -> Result<WireCall<ChatState>> {
-        let body = chat_request(&model.name, request, config, streaming)?;
+    fn chat_request(&self, chat: Chat<'_, Self>) -> Result<WireCall<ChatState>> {
+        let Chat { model, request, .. } = chat;
+        let body = chat_request(&model.name, request, chat.config, chat.streaming)?;
         let state = ChatState::new(request.messages.clone());
         Ok(WireCall::new("api/chat", body, state))
     }
@@ -83,19 +78,9 @@ impl Provider for OllamaProvider {
         Ok(state.into_response()?)
     }
 
-    fn embed_request(
-        &self,
-        spec: &EmbedderSpec,
-        request: &EmbedRequest,
-        options: EmbedConfig,
-    ) -> Result<WireCall<()>> {
-        let mut body = Map::new();
-        let model = options.version.unwrap_or_else(|| spec.name.clone());
-        body.insert("model".into(), Value::from(model));
-        body.insert(
-            "input".into(),
-            Value::Array(embed_texts(request, &spec.name)?),
-        );
+    fn embed_request(&self, embed: Embed<'_, Self>) -> Result<WireCall<()>> {
+        let options = embed.options;
+        let mut body = text_embed_body(embed.spec, embed.request, options.version)?;
         if let Some(t) = options.truncate {
             body.insert("truncate".into(), Value::Bool(t));
         }
@@ -169,7 +154,7 @@ genkit_provider::provider_builder! {
     /// Configures an [`Ollama`] plugin. Defaults: name `ollama`, address
     /// `http://127.0.0.1:11434`, no key, a ten-minute timeout (local models
     /// can be slow to load), no models listed beyond the server's.
-    pub struct OllamaBuilder for OllamaProvider with embedders;
+    pub struct OllamaBuilder for OllamaProvider with embedders {}
 }
 
 impl OllamaBuilder {

@@ -10,12 +10,15 @@ use crate::models::{ModelSpec, openai_embedders, openai_models};
 use crate::stream::StreamState;
 use crate::wire::EmbeddingsResponse;
 use genkit_ai::embedder::EmbedderInfo;
-use genkit_ai::types::{EmbedRequest, GenerateRequest, GenerateResponse};
+use genkit_ai::types::GenerateResponse;
 use genkit_core::Result;
 use genkit_provider::error::excerpt;
-use genkit_provider::plugin::{embed_texts, text_embedder_info};
-use genkit_provider::{EmbedderSpec, KeyHeader, Provider, ProviderInfo, ProviderPlugin, WireCall};
-use serde_json::{Map, Value};
+use genkit_provider::plugin::text_embedder_info;
+use genkit_provider::wire::text_embed_body;
+use genkit_provider::{
+    Chat, Embed, EmbedderSpec, KeyHeader, Provider, ProviderInfo, ProviderPlugin, WireCall,
+};
+use serde_json::Value;
 
 /// OpenAI's API.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -59,14 +62,10 @@ impl Provider for OpenAiProvider {
         openai_embedders()
     }
 
-    fn chat_request(
-        &self,
-        model: &ModelSpec,
-        request: &GenerateRequest,
-        config: OpenAiConfig,
-        streaming: bool,
-    ) -> Result<WireCall<StreamState>> {
-        let body = chat_body(model, self.structured_output, request, config, streaming)?;
+    fn chat_request(&self, chat: Chat<'_, Self>) -> Result<WireCall<StreamState>> {
+        let Chat { model, request, .. } = chat;
+        let style = self.structured_output;
+        let body = chat_body(model, style, request, chat.config, chat.streaming)?;
         Ok(WireCall::new("chat/completions", body, StreamState::new()))
     }
 
@@ -85,19 +84,9 @@ impl Provider for OpenAiProvider {
         text_embedder_info(label, spec.dimensions)
     }
 
-    fn embed_request(
-        &self,
-        spec: &EmbedderSpec,
-        request: &EmbedRequest,
-        options: EmbedConfig,
-    ) -> Result<WireCall<()>> {
-        let mut body = Map::new();
-        let model = options.version.unwrap_or_else(|| spec.name.clone());
-        body.insert("model".into(), Value::from(model));
-        body.insert(
-            "input".into(),
-            Value::Array(embed_texts(request, &spec.name)?),
-        );
+    fn embed_request(&self, embed: Embed<'_, Self>) -> Result<WireCall<()>> {
+        let options = embed.options;
+        let mut body = text_embed_body(embed.spec, embed.request, options.version)?;
         if let Some(d) = options.dimensions {
             body.insert("dimensions".into(), Value::from(d));
         }
@@ -132,13 +121,8 @@ genkit_provider::provider_builder! {
     /// to another server by accident). Without a key no `Authorization`
     /// header is sent; OpenAI's own API then fails with
     /// `FAILED_PRECONDITION` before any request.
-    pub struct OpenAiCompatibleBuilder for OpenAiProvider with embedders;
-}
-
-impl OpenAiCompatibleBuilder {
-    /// How structured output is requested (see [`StructuredOutputStyle`]).
-    pub fn structured_output(mut self, style: StructuredOutputStyle) -> Self {
-        self.provider.structured_output = style;
-        self
+    pub struct OpenAiCompatibleBuilder for OpenAiProvider with embedders {
+        /// How structured output is requested (see [`StructuredOutputStyle`]).
+        structured_output: StructuredOutputStyle,
     }
 }

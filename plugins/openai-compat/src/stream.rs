@@ -8,7 +8,7 @@ use crate::wire::{ChatCompletionChunk, ToolCallDelta, Usage};
 use genkit_ai::extract::parse_partial_json;
 use genkit_ai::types::{GenerateResponse, GenerateResponseChunk, Part, ToolRequest};
 use genkit_provider::error::excerpt;
-use genkit_provider::{Frame, StreamFold};
+use genkit_provider::{Emit, Frame, StreamFold};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
@@ -221,11 +221,7 @@ impl StreamFold for StreamState {
     type Output = GenerateResponse;
     type Error = ProviderError;
 
-    fn push(
-        &mut self,
-        frame: Frame,
-        emit: &mut dyn FnMut(GenerateResponseChunk),
-    ) -> Result<(), ProviderError> {
+    fn push(&mut self, frame: Frame, emit: &mut Emit<'_>) -> Result<(), ProviderError> {
         if let Some(chunk) = self.on_event(&frame.event, &frame.data)? {
             emit(chunk);
         }

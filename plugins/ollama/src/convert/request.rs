@@ -7,7 +7,7 @@ use genkit_ai::types::{
     ToolResponse,
 };
 use genkit_core::{Error, Result};
-use genkit_provider::wire::{FunctionTool, parameters_schema, tool_output_text};
+use genkit_provider::wire::{FunctionTool, parameters_schema, tool_output_text, wants_json};
 use serde_json::{Map, Value, json};
 
 /// Builds the body of `POST /api/chat` for `request` (its config parsed
@@ -49,14 +49,7 @@ pub(crate) fn chat_request(
 /// `format` for Genkit's output options: the schema for constrained `json`
 /// output, `"json"` for `json` without one, nothing otherwise.
 fn format(output: Option<&OutputConfig>) -> Option<Value> {
-    let o = output?;
-    let json = match o.format.as_deref() {
-        Some(f) => f == "json",
-        None => o.content_type.as_deref() == Some("application/json"),
-    };
-    if !json {
-        return None;
-    }
+    let o = output.filter(|o| wants_json(o))?;
     match (&o.schema, o.constrained) {
         (Some(schema), c) if c != Some(false) => Some(parameters_schema(schema)),
         _ => Some(Value::from("json")),

@@ -7,7 +7,7 @@ use genkit_ai::types::{
     FinishReason, GenerateResponse, GenerateResponseChunk, Message, Part, Role, ToolRequest,
 };
 use genkit_provider::error::excerpt;
-use genkit_provider::{Frame, StreamFold};
+use genkit_provider::{Emit, Frame, StreamFold};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -140,11 +140,7 @@ impl StreamFold for ChatState {
     type Output = GenerateResponse;
     type Error = OllamaError;
 
-    fn push(
-        &mut self,
-        frame: Frame,
-        emit: &mut dyn FnMut(GenerateResponseChunk),
-    ) -> Result<(), OllamaError> {
+    fn push(&mut self, frame: Frame, emit: &mut Emit<'_>) -> Result<(), OllamaError> {
         if let Some(chunk) = self.on_line(&frame.data)? {
             emit(chunk);
         }

@@ -11,7 +11,7 @@ use genkit_ai::types::{
     ToolDefinition, ToolRequest, ToolResponse,
 };
 use genkit_core::{Error, Result};
-use genkit_provider::wire::{FunctionTool, parameters_schema, tool_output_text};
+use genkit_provider::wire::{FunctionTool, parameters_schema, tool_output_text, wants_json};
 use serde_json::{Map, Value, json};
 
 /// Builds the body of `POST /chat/completions` for `request` (its config
@@ -101,14 +101,7 @@ fn tool_choice(choice: ToolChoice, tools: &[ToolDefinition]) -> Value {
 /// `response_format` for Genkit's output options: a schema for constrained
 /// `json` output, `json_object` for `json` without one, nothing otherwise.
 fn response_format(output: Option<&OutputConfig>, style: StructuredOutputStyle) -> Option<Value> {
-    let o = output?;
-    let json = match o.format.as_deref() {
-        Some(f) => f == "json",
-        None => o.content_type.as_deref() == Some("application/json"),
-    };
-    if !json {
-        return None;
-    }
+    let o = output.filter(|o| wants_json(o))?;
     match (&o.schema, o.constrained) {
         (Some(schema), constrained) if constrained != Some(false) => {
             let schema = parameters_schema(schema);
