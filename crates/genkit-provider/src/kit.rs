@@ -246,8 +246,6 @@ pub trait ModelDescriptor: Spec + fmt::Debug + Send + Sync + 'static {
 pub trait Provider: fmt::Debug + Default + Clone + Send + Sync + 'static {
     /// Names, defaults, credentials and framing.
     const INFO: ProviderInfo;
-    /// The plugin's builder (see [`provider_builder!`](crate::provider_builder)).
-    type Builder: ProviderBuilder<Self>;
     /// A model's description.
     type Model: ModelDescriptor;
     /// A model request's `config`.
@@ -322,7 +320,14 @@ pub trait Provider: fmt::Debug + Default + Clone + Send + Sync + 'static {
     }
 }
 
-/// A plugin builder, as [`provider_builder!`](crate::provider_builder)
+/// A provider with a builder (as [`provider_plugin!`](crate::provider_plugin)
+/// declares it).
+pub trait Buildable: Provider {
+    /// The plugin's builder.
+    type Builder: ProviderBuilder<Self>;
+}
+
+/// A plugin builder, as [`provider_plugin!`](crate::provider_plugin)
 /// defines it: the shared options and the provider's own settings.
 pub trait ProviderBuilder<P: Provider>: Default + Clone + fmt::Debug {
     /// The shared options.
@@ -397,20 +402,93 @@ impl<M: Spec> PluginSetup<M> {
     }
 }
 
-/// Defines a plugin builder `$builder` for provider `$provider`: the
-/// shared options, the provider value, a setter for each of the provider's
-/// own fields listed in braces, the shared setters — `name`, `base_url`,
+/// Declares a provider plugin: the plugin type (`ProviderPlugin<$provider>`
+/// under the plugin's name), the provider struct with its own settings and
+/// their defaults, and the builder — the shared options, a setter for each
+/// of the provider's settings, the shared setters (`name`, `base_url`,
 /// `api_key`, `api_key_env`, `require_api_key`, `timeout`, `no_timeout`,
 /// `header`, `http_client`, `models`, `model`, and `with embedders` also
-/// `embedders`, `embedder` — and `build`.
+/// `embedders`, `embedder`) and `build`. The plugin then implements
+/// [`Provider`] for the provider struct.
 #[macro_export]
-macro_rules! provider_builder {
-    ($(#[$doc:meta])* pub struct $builder:ident for $provider:ident with embedders {
-        $($(#[$fdoc:meta])* $field:ident: $fty:ty),* $(,)?
-    }) => {
-        $crate::provider_builder! {
-            $(#[$doc])* pub struct $builder for $provider { $($(#[$fdoc])* $field: $fty),* }
+macro_rules! provider_plugin {
+    (
+        $(#[$pdoc:meta])* pub type $plugin:ident;
+        $(#[$sdoc:meta])* pub struct $provider:ident {
+            $($(#[$fdoc:meta])* $field:ident: $fty:ty = $default:expr),* $(,)?
         }
+        $(#[$bdoc:meta])* pub struct $builder:ident $(with $embedders:ident)?;
+    ) => {
+        $(#[$pdoc])*
+        pub type $plugin = $crate::kit::ProviderPlugin<$provider>;
+
+        $(#[$sdoc])*
+        #[derive(Debug, Clone)]
+        pub struct $provider {
+            $($field: $fty),*
+        }
+
+        impl Default for $provider {
+            fn default() -> Self {
+                Self { $($field: $default),* }
+            }
+        }
+
+        impl $crate::kit::Buildable for $provider {
+            type Builder = $builder;
+        }
+
+        $(#[$bdoc])*
+        #[derive(Debug, Clone)]
+        pub struct $builder {
+            setup: $crate::kit::PluginSetup<<$provider as $crate::kit::Provider>::Model>,
+            provider: $provider,
+        }
+
+        impl Default for $builder {
+            fn default() -> Self {
+                use $crate::kit::Provider;
+                Self {
+                    setup: $crate::kit::PluginSetup::new(
+                        &$provider::INFO,
+                        $provider::default_models(),
+                        $provider::default_embedders(),
+                    ),
+                    provider: $provider::default(),
+                }
+            }
+        }
+
+        impl $crate::kit::ProviderBuilder<$provider> for $builder {
+            fn setup_mut(
+                &mut self,
+            ) -> &mut $crate::kit::PluginSetup<<$provider as $crate::kit::Provider>::Model> {
+                &mut self.setup
+            }
+            fn into_parts(
+                self,
+            ) -> (
+                $provider,
+                $crate::kit::PluginSetup<<$provider as $crate::kit::Provider>::Model>,
+            ) {
+                (self.provider, self.setup)
+            }
+        }
+
+        impl $builder {
+            $(
+                $(#[$fdoc])*
+                pub fn $field(mut self, value: $fty) -> Self {
+                    self.provider.$field = value;
+                    self
+                }
+            )*
+        }
+
+        $crate::provider_plugin!(@shared $builder, $provider);
+        $($crate::provider_plugin!(@$embedders $builder);)?
+    };
+    (@embedders $builder:ident) => {
         impl $builder {
             /// Replaces the list of known embedders.
             pub fn embedders(
@@ -427,51 +505,8 @@ macro_rules! provider_builder {
             }
         }
     };
-    ($(#[$doc:meta])* pub struct $builder:ident for $provider:ident {
-        $($(#[$fdoc:meta])* $field:ident: $fty:ty),* $(,)?
-    }) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone)]
-        pub struct $builder {
-            setup: $crate::kit::PluginSetup<<$provider as $crate::kit::Provider>::Model>,
-            provider: $provider,
-        }
-        impl Default for $builder {
-            fn default() -> Self {
-                use $crate::kit::Provider;
-                Self {
-                    setup: $crate::kit::PluginSetup::new(
-                        &<$provider>::INFO,
-                        <$provider>::default_models(),
-                        <$provider>::default_embedders(),
-                    ),
-                    provider: <$provider>::default(),
-                }
-            }
-        }
-        impl $crate::kit::ProviderBuilder<$provider> for $builder {
-            fn setup_mut(
-                &mut self,
-            ) -> &mut $crate::kit::PluginSetup<<$provider as $crate::kit::Provider>::Model> {
-                &mut self.setup
-            }
-            fn into_parts(
-                self,
-            ) -> (
-                $provider,
-                $crate::kit::PluginSetup<<$provider as $crate::kit::Provider>::Model>,
-            ) {
-                (self.provider, self.setup)
-            }
-        }
+    (@shared $builder:ident, $provider:ident) => {
         impl $builder {
-            $(
-                $(#[$fdoc])*
-                pub fn $field(mut self, value: $fty) -> Self {
-                    self.provider.$field = value;
-                    self
-                }
-            )*
             /// The plugin name: the namespace of its actions (`<name>/<model>`).
             pub fn name(mut self, name: impl Into<String>) -> Self {
                 self.setup.name = name.into();
@@ -741,7 +776,7 @@ impl<P: Provider> fmt::Debug for ProviderPlugin<P> {
     }
 }
 
-impl<P: Provider> ProviderPlugin<P> {
+impl<P: Buildable> ProviderPlugin<P> {
     /// A builder with the provider's defaults.
     pub fn builder() -> P::Builder {
         P::Builder::default()
@@ -783,7 +818,9 @@ impl<P: Provider> ProviderPlugin<P> {
             }),
         })
     }
+}
 
+impl<P: Provider> ProviderPlugin<P> {
     /// The plugin name (the models' prefix).
     pub fn name(&self) -> &str {
         &self.kit.name

@@ -40,9 +40,9 @@ pub use config::CommonConfig;
 pub use error::{BodyError, ErrorResponse, HttpError};
 pub use http::{Deadline, HttpClient, HttpClientBuilder};
 pub use kit::{
-    Chat, Embed, KeyHeader, ModelDescriptor, ModelSpec, NoOptions, PluginSetup, Provider,
-    ProviderBuilder, ProviderClient, ProviderInfo, ProviderPlugin, RequestConfig, StreamFormat,
-    WireCall,
+    Buildable, Chat, Embed, KeyHeader, ModelDescriptor, ModelSpec, NoOptions, PluginSetup,
+    Provider, ProviderBuilder, ProviderClient, ProviderInfo, ProviderPlugin, RequestConfig,
+    StreamFormat, WireCall,
 };
 pub use plugin::EmbedderSpec;
 pub use provider_error::{ErrorBody, ProviderError};

@@ -1,11 +1,9 @@
-//! [`Anthropic`]: the plugin kit's [`ProviderPlugin`] for the Messages API,
+//! [`Anthropic`]: the plugin kit's [`ProviderPlugin`](genkit_provider::ProviderPlugin) for the Messages API,
 //! its builder, and what the provider declares.
 
 use genkit_ai::types::GenerateResponse;
 use genkit_core::Result;
-use genkit_provider::{
-    Chat, KeyHeader, ModelSpec, NoOptions, Provider, ProviderInfo, ProviderPlugin, WireCall,
-};
+use genkit_provider::{Chat, KeyHeader, ModelSpec, NoOptions, Provider, ProviderInfo, WireCall};
 
 use crate::config::AnthropicConfig;
 use crate::convert::request::{RequestDefaults, to_messages_request};
@@ -26,30 +24,34 @@ pub const API_KEY_ENV_VAR: &str = "ANTHROPIC_API_KEY";
 /// `max_tokens` sent when a request's config sets no `maxOutputTokens`.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
-/// The Anthropic plugin: Claude models `anthropic/<model>` through the
-/// Messages API. Build it with [`Anthropic::builder`] or
-/// [`Anthropic::from_env`].
-pub type Anthropic = ProviderPlugin<AnthropicProvider>;
-
-/// What the Anthropic plugin declares to the kit: the Messages API's wire
-/// format, and the default `max_tokens`.
-#[derive(Debug, Clone)]
-pub struct AnthropicProvider {
-    default_max_tokens: u32,
-}
-
-impl Default for AnthropicProvider {
-    fn default() -> Self {
-        Self {
-            default_max_tokens: DEFAULT_MAX_TOKENS,
-        }
+genkit_provider::provider_plugin! {
+    /// The Anthropic plugin: Claude models `anthropic/<model>` through the
+    /// Messages API. Build it with [`Anthropic::builder`] or
+    /// [`Anthropic::from_env`].
+    pub type Anthropic;
+    /// What the Anthropic plugin declares to the kit: the Messages API's
+    /// wire format, and its own settings.
+    pub struct AnthropicProvider {
+        /// `max_tokens` for requests whose config sets no `maxOutputTokens`
+        /// (the Messages API requires one).
+        default_max_tokens: u32 = DEFAULT_MAX_TOKENS,
     }
+    /// Configures an [`Anthropic`] plugin. Defaults: name `anthropic`, base
+    /// URL `https://api.anthropic.com` (without `/v1`), the key from
+    /// `ANTHROPIC_API_KEY`, `max_tokens` 4096, a ten-minute timeout, the
+    /// catalogue's models listed.
+    pub struct AnthropicBuilder;
 }
 
 impl Provider for AnthropicProvider {
-    type Builder = AnthropicBuilder;
     type Model = ModelSpec;
     type Config = AnthropicConfig;
+    fn default_models() -> Vec<ModelSpec> {
+        KNOWN_MODELS
+            .iter()
+            .map(|(n, _)| ModelSpec::new(*n))
+            .collect()
+    }
     const INFO: ProviderInfo = ProviderInfo::new("Anthropic", "anthropic", DEFAULT_BASE_URL)
         .key(KeyHeader::Named("x-api-key"), &[API_KEY_ENV_VAR], true)
         .headers(&[("anthropic-version", API_VERSION)])
@@ -57,13 +59,6 @@ impl Provider for AnthropicProvider {
     type EmbedOptions = NoOptions;
     type ErrorBody = AnthropicErrorBody;
     type Answer = MessageStream;
-
-    fn default_models() -> Vec<ModelSpec> {
-        KNOWN_MODELS
-            .iter()
-            .map(|(n, _)| ModelSpec::new(*n))
-            .collect()
-    }
 
     fn describe_model(&self, spec: ModelSpec) -> ModelSpec {
         let defaults = supports(&spec.name);
@@ -90,17 +85,5 @@ impl Provider for AnthropicProvider {
         let message = serde_json::from_slice(body)
             .map_err(|e| AnthropicError::Malformed(format!("the message: {e}")))?;
         Ok(to_genkit_response(message, &answer.input))
-    }
-}
-
-genkit_provider::provider_builder! {
-    /// Configures an [`Anthropic`] plugin. Defaults: name `anthropic`, base
-    /// URL `https://api.anthropic.com` (without `/v1`), the key from
-    /// `ANTHROPIC_API_KEY`, `max_tokens` 4096, a ten-minute timeout, the
-    /// catalogue's models listed.
-    pub struct AnthropicBuilder for AnthropicProvider {
-        /// `max_tokens` for requests whose config sets no `maxOutputTokens`
-        /// (the Messages API requires one).
-        default_max_tokens: u32,
     }
 }

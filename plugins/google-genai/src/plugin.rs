@@ -1,4 +1,4 @@
-//! [`GoogleAi`]: the plugin kit's [`ProviderPlugin`] for the Gemini API,
+//! [`GoogleAi`]: the plugin kit's [`ProviderPlugin`](genkit_provider::ProviderPlugin) for the Gemini API,
 //! its builder, and what the provider declares.
 
 use genkit_ai::embedder::EmbedderInfo;
@@ -6,8 +6,7 @@ use genkit_ai::types::GenerateResponse;
 use genkit_core::Result;
 use genkit_provider::http::USER_AGENT;
 use genkit_provider::{
-    Chat, Embed, EmbedderSpec, KeyHeader, ModelSpec, Provider, ProviderInfo, ProviderPlugin,
-    WireCall,
+    Chat, Embed, EmbedderSpec, KeyHeader, ModelSpec, Provider, ProviderInfo, WireCall,
 };
 use serde_json::Value;
 
@@ -30,22 +29,35 @@ pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1
 pub const API_KEY_ENV_VARS: [&str; 3] =
     ["GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_API_KEY"];
 
-/// The Google AI (Gemini API) plugin: models `googleai/<model>` and
-/// embedders `googleai/<embedding-model>`. Build it with
-/// [`GoogleAi::builder`] or [`GoogleAi::from_env`].
-pub type GoogleAi = ProviderPlugin<GoogleAiProvider>;
-
-/// What the Google AI plugin declares to the kit: the Gemini API's wire
-/// format.
-#[derive(Debug, Clone, Default)]
-pub struct GoogleAiProvider {
-    legacy_response_schema: bool,
+genkit_provider::provider_plugin! {
+    /// The Google AI (Gemini API) plugin: models `googleai/<model>` and
+    /// embedders `googleai/<embedding-model>`. Build it with
+    /// [`GoogleAi::builder`] or [`GoogleAi::from_env`].
+    pub type GoogleAi;
+    /// What the Google AI plugin declares to the kit: the Gemini API's wire
+    /// format, and its own settings.
+    pub struct GoogleAiProvider {
+        /// Sends output schemas as the OpenAPI-subset `responseSchema`
+        /// (cleaned as Genkit does) instead of `responseJsonSchema`.
+        legacy_response_schema: bool = false,
+    }
+    /// Configures a [`GoogleAi`] plugin. Defaults: name `googleai`, base URL
+    /// `https://generativelanguage.googleapis.com/v1beta` (with the API
+    /// version), the key from `GEMINI_API_KEY`, `GOOGLE_API_KEY` or
+    /// `GOOGLE_GENAI_API_KEY`, a ten-minute timeout, the catalogue's models
+    /// and embedders listed.
+    pub struct GoogleAiBuilder with embedders;
 }
 
 impl Provider for GoogleAiProvider {
-    type Builder = GoogleAiBuilder;
     type Model = ModelSpec;
     type Config = GeminiConfig;
+    fn default_models() -> Vec<ModelSpec> {
+        KNOWN_MODELS
+            .iter()
+            .map(|name| ModelSpec::new(*name))
+            .collect()
+    }
     const INFO: ProviderInfo = ProviderInfo::new("GoogleAi", "googleai", DEFAULT_BASE_URL)
         .key(KeyHeader::Named("x-goog-api-key"), &API_KEY_ENV_VARS, true)
         .headers(&[("x-goog-api-client", USER_AGENT)])
@@ -54,13 +66,6 @@ impl Provider for GoogleAiProvider {
     type EmbedOptions = EmbedConfig;
     type ErrorBody = GeminiErrorBody;
     type Answer = Events;
-
-    fn default_models() -> Vec<ModelSpec> {
-        KNOWN_MODELS
-            .iter()
-            .map(|name| ModelSpec::new(*name))
-            .collect()
-    }
 
     fn default_embedders() -> Vec<EmbedderSpec> {
         KNOWN_EMBEDDERS
@@ -186,19 +191,6 @@ fn model_path(model: &str) -> String {
         model.to_owned()
     } else {
         format!("models/{model}")
-    }
-}
-
-genkit_provider::provider_builder! {
-    /// Configures a [`GoogleAi`] plugin. Defaults: name `googleai`, base URL
-    /// `https://generativelanguage.googleapis.com/v1beta` (with the API
-    /// version), the key from `GEMINI_API_KEY`, `GOOGLE_API_KEY` or
-    /// `GOOGLE_GENAI_API_KEY`, a ten-minute timeout, the catalogue's models
-    /// and embedders listed.
-    pub struct GoogleAiBuilder for GoogleAiProvider with embedders {
-        /// Sends output schemas as the OpenAPI-subset `responseSchema`
-        /// (cleaned as Genkit does) instead of `responseJsonSchema`.
-        legacy_response_schema: bool,
     }
 }
 

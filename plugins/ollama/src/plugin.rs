@@ -1,4 +1,4 @@
-//! [`Ollama`]: the plugin kit's [`ProviderPlugin`] for Ollama's native API,
+//! [`Ollama`]: the plugin kit's [`ProviderPlugin`](genkit_provider::ProviderPlugin) for Ollama's native API,
 //! its builder, and what the provider declares.
 
 use crate::config::{EmbedConfig, OllamaConfig};
@@ -12,8 +12,7 @@ use genkit_core::{ActionKind, Result};
 use genkit_provider::error::excerpt;
 use genkit_provider::wire::text_embed_body;
 use genkit_provider::{
-    Chat, Embed, ModelSpec, Provider, ProviderClient, ProviderInfo, ProviderPlugin, StreamFormat,
-    WireCall,
+    Chat, Embed, ModelSpec, Provider, ProviderClient, ProviderInfo, StreamFormat, WireCall,
 };
 use serde_json::Value;
 
@@ -25,23 +24,26 @@ pub const DEFAULT_NAME: &str = "ollama";
 /// Longest stream line accepted (a line holds one token, or a whole tool call).
 const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
-/// The Ollama plugin: chat models (`/model/ollama/<model>`) over Ollama's
-/// native `/api/chat` and embedders (`/embedder/ollama/<model>`) over
-/// `/api/embed`. Build it with [`Ollama::builder`] or [`Ollama::from_env`]
-/// (which reads `OLLAMA_HOST`).
-///
-/// Listing asks the server (`/api/tags`) which models it has; any model
-/// name resolves on demand, so `ollama/llama3.2` works without
-/// configuration. Models given to the builder keep the capabilities given
-/// there (e.g. a model without tool support).
-pub type Ollama = ProviderPlugin<OllamaProvider>;
-
-/// What the Ollama plugin declares to the kit: Ollama's wire format.
-#[derive(Debug, Clone, Default)]
-pub struct OllamaProvider;
+genkit_provider::provider_plugin! {
+    /// The Ollama plugin: chat models (`/model/ollama/<model>`) over
+    /// Ollama's native `/api/chat` and embedders (`/embedder/ollama/<model>`)
+    /// over `/api/embed`. Build it with [`Ollama::builder`] or
+    /// [`Ollama::from_env`] (which reads `OLLAMA_HOST`).
+    ///
+    /// Listing asks the server (`/api/tags`) which models it has; any model
+    /// name resolves on demand, so `ollama/llama3.2` works without
+    /// configuration. Models given to the builder keep the capabilities
+    /// given there (e.g. a model without tool support).
+    pub type Ollama;
+    /// What the Ollama plugin declares to the kit: Ollama's wire format.
+    pub struct OllamaProvider {}
+    /// Configures an [`Ollama`] plugin. Defaults: name `ollama`, address
+    /// `http://127.0.0.1:11434`, no key, a ten-minute timeout (local models
+    /// can be slow to load), no models listed beyond the server's.
+    pub struct OllamaBuilder with embedders;
+}
 
 impl Provider for OllamaProvider {
-    type Builder = OllamaBuilder;
     type Model = ModelSpec;
     type Config = OllamaConfig;
     const INFO: ProviderInfo = ProviderInfo::new("Ollama", DEFAULT_NAME, DEFAULT_SERVER_ADDRESS)
@@ -148,13 +150,6 @@ async fn local_models_of(client: &ProviderClient) -> std::result::Result<Vec<Str
         .iter()
         .filter_map(|m| m.id().map(str::to_owned))
         .collect())
-}
-
-genkit_provider::provider_builder! {
-    /// Configures an [`Ollama`] plugin. Defaults: name `ollama`, address
-    /// `http://127.0.0.1:11434`, no key, a ten-minute timeout (local models
-    /// can be slow to load), no models listed beyond the server's.
-    pub struct OllamaBuilder for OllamaProvider with embedders {}
 }
 
 impl OllamaBuilder {

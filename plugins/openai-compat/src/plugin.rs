@@ -1,4 +1,4 @@
-//! [`OpenAiCompatible`]: the plugin kit's [`ProviderPlugin`] for the Chat
+//! [`OpenAiCompatible`]: the plugin kit's [`ProviderPlugin`](genkit_provider::ProviderPlugin) for the Chat
 //! Completions and Embeddings API, its builder, and what the provider
 //! declares.
 
@@ -15,9 +15,7 @@ use genkit_core::Result;
 use genkit_provider::error::excerpt;
 use genkit_provider::plugin::text_embedder_info;
 use genkit_provider::wire::text_embed_body;
-use genkit_provider::{
-    Chat, Embed, EmbedderSpec, KeyHeader, Provider, ProviderInfo, ProviderPlugin, WireCall,
-};
+use genkit_provider::{Chat, Embed, EmbedderSpec, KeyHeader, Provider, ProviderInfo, WireCall};
 use serde_json::Value;
 
 /// OpenAI's API.
@@ -27,24 +25,38 @@ pub const DEFAULT_NAME: &str = "openai";
 /// Where the key comes from when none is given (for OpenAI's own API).
 pub const API_KEY_ENV: &str = "OPENAI_API_KEY";
 
-/// The OpenAI-compatible plugin: chat models (`/model/<name>/<model>`) and
-/// embedders (`/embedder/<name>/<model>`) of OpenAI or any server speaking
-/// its Chat Completions and Embeddings API (llama.cpp, vLLM, LM Studio,
-/// Ollama's `/v1`, OpenRouter, ...). Build it with
-/// [`OpenAiCompatible::builder`] or [`OpenAiCompatible::from_env`].
-pub type OpenAiCompatible = ProviderPlugin<OpenAiProvider>;
-
-/// What the OpenAI-compatible plugin declares to the kit: the Chat
-/// Completions wire format, and how structured output is requested.
-#[derive(Debug, Clone, Default)]
-pub struct OpenAiProvider {
-    structured_output: StructuredOutputStyle,
+genkit_provider::provider_plugin! {
+    /// The OpenAI-compatible plugin: chat models (`/model/<name>/<model>`)
+    /// and embedders (`/embedder/<name>/<model>`) of OpenAI or any server
+    /// speaking its Chat Completions and Embeddings API (llama.cpp, vLLM, LM
+    /// Studio, Ollama's `/v1`, OpenRouter, ...). Build it with
+    /// [`OpenAiCompatible::builder`] or [`OpenAiCompatible::from_env`].
+    pub type OpenAiCompatible;
+    /// What the OpenAI-compatible plugin declares to the kit: the Chat
+    /// Completions wire format, and its own settings.
+    pub struct OpenAiProvider {
+        /// How structured output is requested (see [`StructuredOutputStyle`]).
+        structured_output: StructuredOutputStyle = StructuredOutputStyle::JsonSchema,
+    }
+    /// Configures an [`OpenAiCompatible`] plugin.
+    ///
+    /// Defaults: name `openai`, base URL `https://api.openai.com/v1`,
+    /// OpenAI's model and embedder lists, a ten-minute timeout, `json_schema`
+    /// structured output. The key is the one given to `api_key`, else the
+    /// variable named by `api_key_env`, else — only when the base URL is
+    /// OpenAI's — `OPENAI_API_KEY` (so a key meant for OpenAI is never sent
+    /// to another server by accident). Without a key no `Authorization`
+    /// header is sent; OpenAI's own API then fails with
+    /// `FAILED_PRECONDITION` before any request.
+    pub struct OpenAiCompatibleBuilder with embedders;
 }
 
 impl Provider for OpenAiProvider {
-    type Builder = OpenAiCompatibleBuilder;
     type Model = ModelSpec;
     type Config = OpenAiConfig;
+    fn default_models() -> Vec<ModelSpec> {
+        openai_models()
+    }
     const INFO: ProviderInfo =
         ProviderInfo::new("OpenAiCompatible", DEFAULT_NAME, DEFAULT_BASE_URL)
             .key(KeyHeader::Bearer, &[API_KEY_ENV], true)
@@ -53,10 +65,6 @@ impl Provider for OpenAiProvider {
     type EmbedOptions = EmbedConfig;
     type ErrorBody = OpenAiErrorBody;
     type Answer = StreamState;
-
-    fn default_models() -> Vec<ModelSpec> {
-        openai_models()
-    }
 
     fn default_embedders() -> Vec<EmbedderSpec> {
         openai_embedders()
@@ -107,22 +115,5 @@ impl Provider for OpenAiProvider {
         let mut data = parsed.data;
         data.sort_by_key(|d| d.index.unwrap_or(usize::MAX));
         Ok(data.into_iter().map(|d| d.embedding).collect())
-    }
-}
-
-genkit_provider::provider_builder! {
-    /// Configures an [`OpenAiCompatible`] plugin.
-    ///
-    /// Defaults: name `openai`, base URL `https://api.openai.com/v1`,
-    /// OpenAI's model and embedder lists, a ten-minute timeout, `json_schema`
-    /// structured output. The key is the one given to `api_key`, else the
-    /// variable named by `api_key_env`, else — only when the base URL is
-    /// OpenAI's — `OPENAI_API_KEY` (so a key meant for OpenAI is never sent
-    /// to another server by accident). Without a key no `Authorization`
-    /// header is sent; OpenAI's own API then fails with
-    /// `FAILED_PRECONDITION` before any request.
-    pub struct OpenAiCompatibleBuilder for OpenAiProvider with embedders {
-        /// How structured output is requested (see [`StructuredOutputStyle`]).
-        structured_output: StructuredOutputStyle,
     }
 }
