@@ -1087,15 +1087,11 @@ impl ModelSpec {
     }
 
     /// This spec with `defaults` for every capability it leaves unset, and
-    /// `label` unless it has one.
-    pub fn with_defaults(
-        mut self,
-        defaults: ModelSupports,
-        label: impl FnOnce() -> String,
-    ) -> Self {
+    /// the label `<provider> - <name>` unless it has one.
+    pub fn with_defaults(mut self, defaults: ModelSupports, provider: &str) -> Self {
         self.supports = overlay(defaults, &self.supports);
         if self.label.is_none() {
-            self.label = Some(label());
+            self.label = Some(format!("{provider} - {}", self.name));
         }
         self
     }

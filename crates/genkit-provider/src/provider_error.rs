@@ -130,12 +130,15 @@ impl<B: ErrorBody> ProviderError<B> {
         }
     }
 
-    /// A body that does not parse as `what`, quoting an excerpt of it.
-    pub fn malformed(what: &str, error: impl fmt::Display, body: &[u8]) -> Self {
-        ProviderError::Malformed(format!(
-            "{what} is not JSON of the expected shape ({error}): {}",
-            excerpt(&String::from_utf8_lossy(body))
-        ))
+    /// `body` read as `T`; a body that is not JSON of that shape is
+    /// [`ProviderError::Malformed`], naming `what` and quoting an excerpt.
+    pub fn parse_body<T: serde::de::DeserializeOwned>(what: &str, body: &[u8]) -> Result<T, Self> {
+        serde_json::from_slice(body).map_err(|e| {
+            ProviderError::Malformed(format!(
+                "{what} is not JSON of the expected shape ({e}): {}",
+                excerpt(&String::from_utf8_lossy(body))
+            ))
+        })
     }
 
     /// Genkit's status for this failure.

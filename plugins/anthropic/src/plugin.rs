@@ -62,14 +62,11 @@ impl Provider for AnthropicProvider {
 
     fn describe_model(&self, spec: ModelSpec) -> ModelSpec {
         let defaults = supports(&spec.name);
-        let label = format!("Anthropic - {}", spec.name);
-        spec.with_defaults(defaults, || label)
+        spec.with_defaults(defaults, "Anthropic")
     }
 
     fn chat_request(&self, chat: Chat<'_, Self>) -> Result<WireCall<MessageStream>> {
-        let Chat {
-            request, config, ..
-        } = chat;
+        let (request, config) = (chat.request, chat.config);
         let name = config.common.model_name(&chat.model.name);
         let defaults = RequestDefaults {
             max_tokens: self.default_max_tokens,
@@ -82,8 +79,7 @@ impl Provider for AnthropicProvider {
     }
 
     fn chat_response(&self, answer: MessageStream, body: &[u8]) -> Result<GenerateResponse> {
-        let message = serde_json::from_slice(body)
-            .map_err(|e| AnthropicError::Malformed(format!("the message: {e}")))?;
+        let message = AnthropicError::parse_body("the message", body)?;
         Ok(to_genkit_response(message, &answer.input))
     }
 }

@@ -19,7 +19,7 @@ use crate::models::{KNOWN_EMBEDDERS, KNOWN_MODELS, ModelKind, embedder_info};
 use crate::stream::Events;
 use crate::wire::{
     BatchEmbedContentsRequest, BatchEmbedContentsResponse, Content, EmbedContentRequest,
-    EmbedContentResponse, GenerateContentResponse,
+    EmbedContentResponse,
 };
 
 /// The Gemini API endpoint used unless another is configured.
@@ -76,14 +76,11 @@ impl Provider for GoogleAiProvider {
 
     fn describe_model(&self, spec: ModelSpec) -> ModelSpec {
         let defaults = ModelKind::of(&spec.name).supports();
-        let label = format!("Google AI - {}", spec.name);
-        spec.with_defaults(defaults, || label)
+        spec.with_defaults(defaults, "Google AI")
     }
 
     fn chat_request(&self, chat: Chat<'_, Self>) -> Result<WireCall<Events>> {
-        let Chat {
-            request, config, ..
-        } = chat;
+        let (request, config) = (chat.request, chat.config);
         let version = config.common.model_name(&chat.model.name);
         let kind = ModelKind::of(&version);
         let shape = RequestShape {
@@ -102,8 +99,7 @@ impl Provider for GoogleAiProvider {
     }
 
     fn chat_response(&self, answer: Events, body: &[u8]) -> Result<GenerateResponse> {
-        let response: GenerateContentResponse = serde_json::from_slice(body)
-            .map_err(|e| GeminiError::Malformed(format!("the response: {e}")))?;
+        let response = GeminiError::parse_body("the response", body)?;
         Ok(to_genkit_response(
             response,
             &answer.messages,
@@ -164,19 +160,19 @@ impl Provider for GoogleAiProvider {
     }
 
     fn embed_response(&self, body: &[u8]) -> Result<Vec<Vec<f32>>> {
-        let value: Value = serde_json::from_slice(body)
-            .map_err(|e| GeminiError::Malformed(format!("the embeddings: {e}")))?;
-        let malformed =
-            |e: serde_json::Error| GeminiError::Malformed(format!("the embeddings: {e}"));
-        if value.get("embeddings").is_some() {
-            let batch: BatchEmbedContentsResponse =
-                serde_json::from_value(value).map_err(malformed)?;
-            Ok(batch.embeddings.into_iter().map(|e| e.values).collect())
-        } else {
-            let one: EmbedContentResponse = serde_json::from_value(value).map_err(malformed)?;
-            Ok(vec![one.embedding.values])
-        }
+        Ok(match GeminiError::parse_body("the embeddings", body)? {
+            EmbedAnswer::One(one) => vec![one.embedding.values],
+            EmbedAnswer::Batch(batch) => batch.embeddings.into_iter().map(|e| e.values).collect(),
+        })
     }
+}
+
+/// `embedContent` answers one `embedding`, `batchEmbedContents` a list.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum EmbedAnswer {
+    One(EmbedContentResponse),
+    Batch(BatchEmbedContentsResponse),
 }
 
 fn to_json(body: &impl serde::Serialize) -> Result<Value> {

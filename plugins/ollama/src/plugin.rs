@@ -9,7 +9,6 @@ use crate::models::{looks_like_embedder, supports};
 use crate::wire::{EmbedResponse as WireEmbedResponse, TagsResponse};
 use genkit_ai::types::GenerateResponse;
 use genkit_core::{ActionKind, Result};
-use genkit_provider::error::excerpt;
 use genkit_provider::wire::text_embed_body;
 use genkit_provider::{
     Chat, Embed, ModelSpec, Provider, ProviderClient, ProviderInfo, StreamFormat, WireCall,
@@ -58,8 +57,7 @@ impl Provider for OllamaProvider {
     type Answer = ChatState;
 
     fn describe_model(&self, spec: ModelSpec) -> ModelSpec {
-        let label = format!("Ollama - {}", spec.name);
-        spec.with_defaults(supports(), || label)
+        spec.with_defaults(supports(), "Ollama")
     }
 
     fn chat_request(&self, chat: Chat<'_, Self>) -> Result<WireCall<ChatState>> {
@@ -70,12 +68,7 @@ impl Provider for OllamaProvider {
     }
 
     fn chat_response(&self, mut state: ChatState, body: &[u8]) -> Result<GenerateResponse> {
-        let value: Value = serde_json::from_slice(body).map_err(|e| {
-            OllamaError::Malformed(format!(
-                "the body is not JSON ({e}): {}",
-                excerpt(&String::from_utf8_lossy(body))
-            ))
-        })?;
+        let value: Value = OllamaError::parse_body("the answer", body)?;
         state.on_value(value)?;
         Ok(state.into_response()?)
     }
@@ -99,12 +92,7 @@ impl Provider for OllamaProvider {
     }
 
     fn embed_response(&self, body: &[u8]) -> Result<Vec<Vec<f32>>> {
-        let parsed: WireEmbedResponse = serde_json::from_slice(body).map_err(|e| {
-            OllamaError::Malformed(format!(
-                "not an embed response ({e}): {}",
-                excerpt(&String::from_utf8_lossy(body))
-            ))
-        })?;
+        let parsed: WireEmbedResponse = OllamaError::parse_body("the embed response", body)?;
         Ok(parsed.embeddings)
     }
 
@@ -139,12 +127,7 @@ pub async fn local_models(plugin: &Ollama) -> Result<Vec<String>> {
 async fn local_models_of(client: &ProviderClient) -> std::result::Result<Vec<String>, OllamaError> {
     let response = client.get::<OllamaErrorBody>("api/tags").await?;
     let body = client.read_body::<OllamaErrorBody>(response).await?;
-    let tags: TagsResponse = serde_json::from_slice(&body).map_err(|e| {
-        OllamaError::Malformed(format!(
-            "not a tags response ({e}): {}",
-            excerpt(&String::from_utf8_lossy(&body))
-        ))
-    })?;
+    let tags: TagsResponse = OllamaError::parse_body("the tags response", &body)?;
     Ok(tags
         .models
         .iter()

@@ -12,7 +12,6 @@ use crate::wire::EmbeddingsResponse;
 use genkit_ai::embedder::EmbedderInfo;
 use genkit_ai::types::GenerateResponse;
 use genkit_core::Result;
-use genkit_provider::error::excerpt;
 use genkit_provider::plugin::text_embedder_info;
 use genkit_provider::wire::text_embed_body;
 use genkit_provider::{Chat, Embed, EmbedderSpec, KeyHeader, Provider, ProviderInfo, WireCall};
@@ -78,12 +77,7 @@ impl Provider for OpenAiProvider {
     }
 
     fn chat_response(&self, _: StreamState, body: &[u8]) -> Result<GenerateResponse> {
-        let raw: Value = serde_json::from_slice(body).map_err(|e| {
-            ProviderError::Malformed(format!(
-                "the body is not JSON ({e}): {}",
-                excerpt(&String::from_utf8_lossy(body))
-            ))
-        })?;
+        let raw: Value = ProviderError::parse_body("the answer", body)?;
         Ok(from_completion(raw)?)
     }
 
@@ -106,12 +100,7 @@ impl Provider for OpenAiProvider {
     }
 
     fn embed_response(&self, body: &[u8]) -> Result<Vec<Vec<f32>>> {
-        let parsed: EmbeddingsResponse = serde_json::from_slice(body).map_err(|e| {
-            ProviderError::Malformed(format!(
-                "not an embeddings response ({e}): {}",
-                excerpt(&String::from_utf8_lossy(body))
-            ))
-        })?;
+        let parsed: EmbeddingsResponse = ProviderError::parse_body("the embeddings", body)?;
         let mut data = parsed.data;
         data.sort_by_key(|d| d.index.unwrap_or(usize::MAX));
         Ok(data.into_iter().map(|d| d.embedding).collect())
