@@ -62,15 +62,15 @@ pub enum ProviderError<B: ErrorBody> {
     Api {
         /// The HTTP status.
         http_status: u16,
-        /// The provider's error.
-        body: B,
+        /// The provider's error (boxed: errors travel in `Result`s).
+        body: Box<B>,
         /// How long the provider asked to wait before retrying (at most
         /// [`MAX_RETRY_AFTER`](crate::error::MAX_RETRY_AFTER)).
         retry_after: Option<Duration>,
     },
     /// An error reported inside a stream, after a success status.
     #[error("{api} stream error{kind}: {msg}", api = B::API, kind = suffix(.0.kind()), msg = .0.message())]
-    Stream(B),
+    Stream(Box<B>),
     /// The server did not answer (or send the next stream frame) in time.
     #[error("the request to {} timed out{} ({what})", B::API, after(*.timeout))]
     Timeout {
@@ -123,7 +123,7 @@ impl<B: ErrorBody> ProviderError<B> {
                 let retry_after = response.retry_after().or_else(|| body.retry_after());
                 ProviderError::Api {
                     http_status: response.status,
-                    body,
+                    body: Box::new(body),
                     retry_after,
                 }
             }
@@ -259,7 +259,7 @@ mod tests {
         );
         let empty: genkit_core::Error = answer(503, "", "").into();
         assert!(empty.message().ends_with("(empty body)"), "{empty}");
-        let stream: genkit_core::Error = ProviderError::Stream(Body("x".into())).into();
+        let stream: genkit_core::Error = ProviderError::Stream(Box::new(Body("x".into()))).into();
         assert_eq!(stream.status(), StatusCode::Unavailable);
         assert_eq!(stream.details(), Some(&json!({"code": "c"})));
     }

@@ -80,11 +80,11 @@ pub(crate) fn stream_error(kind: String, message: String) -> AnthropicError {
     };
     ProviderError::Api {
         http_status,
-        body: AnthropicErrorBody {
+        body: Box::new(AnthropicErrorBody {
             kind: Some(kind),
             message,
             request_id: None,
-        },
+        }),
         retry_after: None,
     }
 }

@@ -96,7 +96,7 @@ pub(crate) fn stream_error(error: &Value) -> GeminiError {
     let retry_after = body.retry_after();
     ProviderError::Api {
         http_status,
-        body,
+        body: Box::new(body),
         retry_after,
     }
 }

@@ -125,10 +125,10 @@ mod tests {
     #[test]
     fn stream_errors_map_their_codes() {
         let e = |code: &str| {
-            genkit_core::Error::from(ProviderError::Stream(OpenAiErrorBody {
+            genkit_core::Error::from(ProviderError::Stream(Box::new(OpenAiErrorBody {
                 message: "m".into(),
                 code: Some(code.into()),
-            }))
+            })))
         };
         assert_eq!(
             e("rate_limit_exceeded").status(),

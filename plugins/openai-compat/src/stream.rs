@@ -82,7 +82,7 @@ impl StreamState {
                 message: excerpt(data),
                 code: None,
             });
-            return Err(ProviderError::Stream(body));
+            return Err(ProviderError::Stream(Box::new(body)));
         }
         let chunk: ChatCompletionChunk = serde_json::from_value(value).map_err(|e| {
             self.malformed(format!(

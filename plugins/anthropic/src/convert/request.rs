@@ -123,7 +123,7 @@ fn to_wire_messages(messages: &[&Message]) -> Result<Vec<WireMessage>, Anthropic
     for m in messages {
         let role = match m.role {
             Role::Model => "assistant",
-            Role::User | Role::Tool | Role::System => "user",
+            _ => "user",
         };
         let mut content = Vec::with_capacity(m.content.len());
         for part in &m.content {
@@ -201,6 +201,11 @@ fn to_block(part: &Part) -> Result<Option<AnyBlock>, AnthropicError> {
                 "the resource `{}` was not resolved before the model call",
                 r.uri
             )));
+        }
+        _ => {
+            return Err(AnthropicError::InvalidRequest(
+                "Claude does not accept this kind of part".into(),
+            ));
         }
     };
     Ok(Some(AnyBlock::Known(block)))
@@ -330,6 +335,8 @@ fn choice_type(choice: ToolChoice) -> &'static str {
         ToolChoice::Auto => "auto",
         ToolChoice::Required => "any",
         ToolChoice::None => "none",
+        // A choice Genkit's schema may add later: let the model decide.
+        _ => "auto",
     }
 }
 

@@ -53,7 +53,7 @@ pub(crate) fn to_gemini_request(
         }
         let role = match m.role {
             Role::Model => "model",
-            Role::User | Role::Tool | Role::System => "user",
+            _ => "user",
         };
         contents.push(Content {
             role: Some(role.into()),
@@ -155,6 +155,11 @@ pub(crate) fn to_gemini_part(part: &Part) -> Result<WirePart, GeminiError> {
         PartKind::Data(_) => {
             return Err(GeminiError::InvalidRequest(
                 "Gemini does not accept `data` parts; send the data as text".into(),
+            ));
+        }
+        _ => {
+            return Err(GeminiError::InvalidRequest(
+                "Gemini does not accept this kind of part".into(),
             ));
         }
     };
@@ -373,6 +378,8 @@ fn choice_mode(choice: ToolChoice) -> &'static str {
         ToolChoice::Auto => "AUTO",
         ToolChoice::Required => "ANY",
         ToolChoice::None => "NONE",
+        // A choice Genkit's schema may add later: let the model decide.
+        _ => "AUTO",
     }
 }
 

@@ -72,9 +72,9 @@ impl ChatState {
             ))
         })?;
         if let Some(err) = parsed.error.filter(|e| !e.is_null()) {
-            return Err(OllamaError::Stream(OllamaErrorBody {
+            return Err(OllamaError::Stream(Box::new(OllamaErrorBody {
                 message: genkit_provider::provider_error::as_text(&err),
-            }));
+            })));
         }
         let mut parts = Vec::new();
         if let Some(m) = parsed.message {

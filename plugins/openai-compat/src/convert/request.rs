@@ -95,6 +95,8 @@ fn tool_choice(choice: ToolChoice, tools: &[ToolDefinition]) -> Value {
         (ToolChoice::Required, _) => Value::from("required"),
         (ToolChoice::Auto, _) => Value::from("auto"),
         (ToolChoice::None, _) => Value::from("none"),
+        // A choice Genkit's schema may add later: let the model decide.
+        _ => Value::from("auto"),
     }
 }
 
@@ -138,6 +140,12 @@ pub(crate) fn to_messages(
             Role::User => out.push(user_message(m, i, detail)?),
             Role::Model => out.push(assistant_message(m)),
             Role::Tool => out.extend(m.tool_responses().map(tool_message)),
+            other => {
+                return Err(Error::invalid_argument(format!(
+                    "message {i}: role `{}` is not supported",
+                    other.as_str()
+                )));
+            }
         }
     }
     Ok(out)
