@@ -111,6 +111,13 @@ pub fn text_embed_body(
     Ok(body)
 }
 
+/// Puts `key: value` in a request body when `value` is given.
+pub fn put_some(body: &mut Map<String, Value>, key: &str, value: Option<impl Into<Value>>) {
+    if let Some(value) = value {
+        body.insert(key.to_owned(), value.into());
+    }
+}
+
 /// What chat models can usually do: multi-turn, media, tools, tool
 /// choice, system messages, text and JSON output. Providers adjust it.
 pub fn chat_supports() -> ModelSupports {

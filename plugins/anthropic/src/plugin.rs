@@ -47,10 +47,7 @@ impl Provider for AnthropicProvider {
     type Model = ModelSpec;
     type Config = AnthropicConfig;
     fn default_models() -> Vec<ModelSpec> {
-        KNOWN_MODELS
-            .iter()
-            .map(|(n, _)| ModelSpec::new(*n))
-            .collect()
+        KNOWN_MODELS.iter().map(|m| ModelSpec::new(m.0)).collect()
     }
     const INFO: ProviderInfo = ProviderInfo::new("Anthropic", "anthropic", DEFAULT_BASE_URL)
         .key(KeyHeader::Named("x-api-key"), &[API_KEY_ENV_VAR], true)

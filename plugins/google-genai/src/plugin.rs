@@ -70,7 +70,7 @@ impl Provider for GoogleAiProvider {
     fn default_embedders() -> Vec<EmbedderSpec> {
         KNOWN_EMBEDDERS
             .iter()
-            .map(|(name, _)| EmbedderSpec::new(*name))
+            .map(|e| EmbedderSpec::new(e.0))
             .collect()
     }
 

@@ -1,6 +1,7 @@
 //! [`OllamaConfig`]: the `config` an Ollama model accepts, and where each
 //! field goes in an `/api/chat` request.
 
+use genkit_provider::wire::put_some;
 use genkit_provider::{CommonConfig, RequestConfig};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -47,19 +48,14 @@ impl OllamaConfig {
     /// The `options` object: mapped fields, then the other keys (which win).
     pub(crate) fn options(&self) -> Map<String, Value> {
         let mut o = Map::new();
-        let mut put = |k: &str, v: Option<Value>| {
-            if let Some(v) = v {
-                o.insert(k.to_owned(), v);
-            }
-        };
         let c = &self.common;
-        put("temperature", c.temperature.map(Value::from));
-        put("num_predict", c.max_output_tokens.map(Value::from));
-        put("top_k", c.top_k.map(Value::from));
-        put("top_p", c.top_p.map(Value::from));
-        put("stop", c.stop_sequences.clone().map(Value::from));
-        put("seed", self.seed.map(Value::from));
-        put("num_ctx", self.num_ctx.map(Value::from));
+        put_some(&mut o, "temperature", c.temperature);
+        put_some(&mut o, "num_predict", c.max_output_tokens);
+        put_some(&mut o, "top_k", c.top_k);
+        put_some(&mut o, "top_p", c.top_p);
+        put_some(&mut o, "stop", c.stop_sequences.clone());
+        put_some(&mut o, "seed", self.seed);
+        put_some(&mut o, "num_ctx", self.num_ctx);
         o.extend(self.extra.iter().map(|(k, v)| (k.clone(), v.clone())));
         o
     }

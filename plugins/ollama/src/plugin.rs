@@ -9,7 +9,7 @@ use crate::models::{looks_like_embedder, supports};
 use crate::wire::{EmbedResponse as WireEmbedResponse, TagsResponse};
 use genkit_ai::types::GenerateResponse;
 use genkit_core::{ActionKind, Result};
-use genkit_provider::wire::text_embed_body;
+use genkit_provider::wire::{put_some, text_embed_body};
 use genkit_provider::{
     Chat, Embed, ModelSpec, Provider, ProviderClient, ProviderInfo, StreamFormat, WireCall,
 };
@@ -76,15 +76,9 @@ impl Provider for OllamaProvider {
     fn embed_request(&self, embed: Embed<'_, Self>) -> Result<WireCall<()>> {
         let options = embed.options;
         let mut body = text_embed_body(embed.spec, embed.request, options.version)?;
-        if let Some(t) = options.truncate {
-            body.insert("truncate".into(), Value::Bool(t));
-        }
-        if let Some(d) = options.dimensions {
-            body.insert("dimensions".into(), Value::from(d));
-        }
-        if let Some(k) = options.keep_alive {
-            body.insert("keep_alive".into(), k);
-        }
+        put_some(&mut body, "truncate", options.truncate);
+        put_some(&mut body, "dimensions", options.dimensions);
+        put_some(&mut body, "keep_alive", options.keep_alive);
         if !options.extra.is_empty() {
             body.insert("options".into(), Value::Object(options.extra));
         }

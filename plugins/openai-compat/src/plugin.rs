@@ -13,7 +13,7 @@ use genkit_ai::embedder::EmbedderInfo;
 use genkit_ai::types::GenerateResponse;
 use genkit_core::Result;
 use genkit_provider::plugin::text_embedder_info;
-use genkit_provider::wire::text_embed_body;
+use genkit_provider::wire::{put_some, text_embed_body};
 use genkit_provider::{Chat, Embed, EmbedderSpec, KeyHeader, Provider, ProviderInfo, WireCall};
 use serde_json::Value;
 
@@ -89,12 +89,8 @@ impl Provider for OpenAiProvider {
     fn embed_request(&self, embed: Embed<'_, Self>) -> Result<WireCall<()>> {
         let options = embed.options;
         let mut body = text_embed_body(embed.spec, embed.request, options.version)?;
-        if let Some(d) = options.dimensions {
-            body.insert("dimensions".into(), Value::from(d));
-        }
-        if let Some(u) = options.user {
-            body.insert("user".into(), Value::from(u));
-        }
+        put_some(&mut body, "dimensions", options.dimensions);
+        put_some(&mut body, "user", options.user);
         body.extend(options.extra);
         Ok(WireCall::new("embeddings", Value::Object(body), ()))
     }

@@ -11,7 +11,9 @@ use genkit_ai::types::{
     ToolDefinition, ToolRequest, ToolResponse,
 };
 use genkit_core::{Error, Result};
-use genkit_provider::wire::{FunctionTool, parameters_schema, tool_output_text, wants_json};
+use genkit_provider::wire::{
+    FunctionTool, parameters_schema, put_some, tool_output_text, wants_json,
+};
 use serde_json::{Map, Value, json};
 
 /// Builds the body of `POST /chat/completions` for `request` (its config
@@ -56,32 +58,18 @@ pub(crate) fn chat_body(
 }
 
 fn put_sampling(body: &mut Map<String, Value>, c: &OpenAiConfig, limit: TokenLimitField) {
-    let mut put = |key: &str, value: Option<Value>| {
-        if let Some(v) = value {
-            body.insert(key.to_owned(), v);
-        }
-    };
-    put("temperature", c.common.temperature.map(Value::from));
-    put("top_p", c.common.top_p.map(Value::from));
-    put(
-        limit.wire_name(),
-        c.common.max_output_tokens.map(Value::from),
-    );
-    put(
-        "max_completion_tokens",
-        c.max_completion_tokens.map(Value::from),
-    );
-    put("stop", c.common.stop_sequences.clone().map(Value::from));
-    put("seed", c.seed.map(Value::from));
-    put("frequency_penalty", c.frequency_penalty.map(Value::from));
-    put("presence_penalty", c.presence_penalty.map(Value::from));
-    put(
-        "reasoning_effort",
-        c.reasoning_effort.clone().map(Value::from),
-    );
-    put("user", c.user.clone().map(Value::from));
-    put("logprobs", c.log_probs.map(Value::from));
-    put("top_logprobs", c.top_log_probs.map(Value::from));
+    put_some(body, "temperature", c.common.temperature);
+    put_some(body, "top_p", c.common.top_p);
+    put_some(body, limit.wire_name(), c.common.max_output_tokens);
+    put_some(body, "max_completion_tokens", c.max_completion_tokens);
+    put_some(body, "stop", c.common.stop_sequences.clone());
+    put_some(body, "seed", c.seed);
+    put_some(body, "frequency_penalty", c.frequency_penalty);
+    put_some(body, "presence_penalty", c.presence_penalty);
+    put_some(body, "reasoning_effort", c.reasoning_effort.clone());
+    put_some(body, "user", c.user.clone());
+    put_some(body, "logprobs", c.log_probs);
+    put_some(body, "top_logprobs", c.top_log_probs);
 }
 
 /// Genkit's tool choice on the wire. `required` with a single tool names
