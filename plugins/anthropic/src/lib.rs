@@ -8,7 +8,7 @@
 //!   (`input_schema`), `tool_use` / `tool_result` blocks paired by id, and
 //!   tool choice; consecutive turns of one role merged as the API requires;
 //!   `max_tokens` from `maxOutputTokens` or the plugin's default
-//!   ([`AnthropicOptions::default_max_tokens`], 4096).
+//!   ([`AnthropicBuilder::default_max_tokens`], 4096).
 //! - Streaming: text and thinking deltas stream as they arrive; a tool call
 //!   streams once its `input_json_delta`s form its complete input.
 //! - Extended thinking (`config.thinking`): thinking blocks become Genkit

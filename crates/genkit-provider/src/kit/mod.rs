@@ -3,6 +3,35 @@
 //! folds a stream) and what the kit does for it ([`ProviderPlugin`]:
 //! options, HTTP, credentials, timeouts, errors, cancellation, config
 //! parsing, and the registration of its models and embedders).
+//!
+//! ```ignore
+//! genkit_provider::provider_plugin! {
+//!     /// The plugin.
+//!     pub type Acme;
+//!     /// What the plugin declares to the kit, with its own settings.
+//!     pub struct AcmeProvider {
+//!         /// A setting the builder sets.
+//!         shout: bool = false,
+//!     }
+//!     /// Configures an [`Acme`] plugin.
+//!     pub struct AcmeBuilder with embedders;
+//! }
+//!
+//! impl Provider for AcmeProvider {
+//!     const INFO: ProviderInfo = ProviderInfo::new("Acme", "acme", "https://api.acme.test/v1")
+//!         .key(KeyHeader::Bearer, &["ACME_API_KEY"], true)
+//!         .embedders();
+//!     type Model = ModelSpec;
+//!     type Config = CommonConfig;
+//!     type EmbedOptions = NoOptions;
+//!     type ErrorBody = AcmeErrorBody;   // how the API writes errors
+//!     type Answer = AcmeAnswer;         // reads a whole or streamed answer
+//!     fn chat_request(&self, chat: Chat<'_, Self>) -> Result<WireCall<AcmeAnswer>> { .. }
+//!     fn chat_response(&self, answer: AcmeAnswer, body: &[u8]) -> Result<GenerateResponse> { .. }
+//! }
+//!
+//! // Users: Acme::builder().api_key(key).timeout(d).build()?, or Acme::from_env()?
+//! ```
 
 use crate::config::CommonConfig;
 use crate::error::HttpError;
