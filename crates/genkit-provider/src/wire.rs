@@ -4,7 +4,7 @@
 
 use crate::plugin::{EmbedderSpec, embed_texts};
 use genkit_ai::types::{
-    ConstrainedSupport, EmbedRequest, ModelSupports, OutputConfig, Part, ToolDefinition,
+    ConstrainedSupport, EmbedRequest, Media, ModelSupports, OutputConfig, Part, ToolDefinition,
     ToolResponse,
 };
 use genkit_core::Result;
@@ -111,6 +111,30 @@ pub fn text_embed_body(
     Ok(body)
 }
 
+/// The content type (the media's own, else the URL's) and base64 payload of
+/// media given inline as a `data:` URL; `None` for any other URL. A `data:`
+/// URL without `,`, not base64-encoded, or naming no type is an error,
+/// whose text says which.
+pub fn inline_data(media: &Media) -> Option<std::result::Result<(String, &str), String>> {
+    let rest = media.url.strip_prefix("data:")?;
+    let Some((header, data)) = rest.split_once(',') else {
+        return Some(Err("a media `data:` URL has no `,` before its data".into()));
+    };
+    let Some(mime) = header.strip_suffix(";base64") else {
+        return Some(Err(
+            "media `data:` URLs must be base64-encoded (`data:<type>;base64,...`)".into(),
+        ));
+    };
+    let content_type = media
+        .content_type
+        .clone()
+        .or_else(|| (!mime.is_empty()).then(|| mime.to_owned()));
+    Some(match content_type {
+        Some(content_type) => Ok((content_type, data)),
+        None => Err("inline media needs a content type".into()),
+    })
+}
+
 /// Puts `key: value` in a request body when `value` is given.
 pub fn put_some(body: &mut Map<String, Value>, key: &str, value: Option<impl Into<Value>>) {
     if let Some(value) = value {
@@ -158,6 +182,28 @@ mod tests {
         assert_eq!(bare.function.description, None);
         assert_eq!(bare.function.parameters, empty_object_schema());
         assert_eq!(parameters_schema(&json!({})), empty_object_schema());
+    }
+
+    #[test]
+    fn inline_media() {
+        let m = |url: &str, ct: Option<&str>| Media {
+            url: url.into(),
+            content_type: ct.map(str::to_owned),
+        };
+        let png = m("data:image/png;base64,iVBO", None);
+        assert_eq!(
+            inline_data(&png),
+            Some(Ok(("image/png".to_owned(), "iVBO")))
+        );
+        let typed = m("data:;base64,AAAA", Some("application/pdf"));
+        assert_eq!(
+            inline_data(&typed),
+            Some(Ok(("application/pdf".to_owned(), "AAAA")))
+        );
+        assert!(inline_data(&m("https://x/cat.jpg", None)).is_none());
+        for bad in ["data:image/png,raw", "data:nocomma", "data:;base64,AAAA"] {
+            assert!(matches!(inline_data(&m(bad, None)), Some(Err(_))), "{bad}");
+        }
     }
 
     #[test]

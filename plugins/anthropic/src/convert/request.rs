@@ -9,6 +9,7 @@ use super::schema::to_output_schema;
 use crate::config::AnthropicConfig;
 use crate::error::AnthropicError;
 use crate::wire::{AnyBlock, Block, MessagesRequest, Source, WireMessage, WireTool};
+use genkit_provider::wire::inline_data;
 
 /// Image types the Messages API accepts.
 const IMAGE_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
@@ -214,25 +215,9 @@ fn to_block(part: &Part) -> Result<Option<AnyBlock>, AnthropicError> {
 /// Images (jpeg, png, gif, webp) and PDFs, inline (`data:` URLs, base64) or
 /// by URL.
 fn media_block(media: &Media, cache_control: Option<Value>) -> Result<Block, AnthropicError> {
-    let (source, content_type) = match media.url.strip_prefix("data:") {
-        Some(rest) => {
-            let (header, data) = rest.split_once(',').ok_or_else(|| {
-                AnthropicError::InvalidRequest(
-                    "a media `data:` URL has no `,` before its data".into(),
-                )
-            })?;
-            let mime = header.strip_suffix(";base64").ok_or_else(|| {
-                AnthropicError::InvalidRequest(
-                    "media `data:` URLs must be base64-encoded (`data:<type>;base64,...`)".into(),
-                )
-            })?;
-            let content_type = media
-                .content_type
-                .clone()
-                .or_else(|| (!mime.is_empty()).then(|| mime.to_owned()))
-                .ok_or_else(|| {
-                    AnthropicError::InvalidRequest("inline media needs a content type".into())
-                })?;
+    let (source, content_type) = match inline_data(media) {
+        Some(inline) => {
+            let (content_type, data) = inline.map_err(AnthropicError::InvalidRequest)?;
             let source = Source::Base64 {
                 media_type: content_type.clone(),
                 data: data.to_owned(),

@@ -14,6 +14,7 @@ use crate::wire::{
     Blob, Content, FileData, FunctionCall, FunctionResponse, GenerateContentRequest, Object,
     WirePart,
 };
+use genkit_provider::wire::inline_data;
 
 /// How the model being called shapes requests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -180,26 +181,8 @@ pub(crate) fn to_gemini_part(part: &Part) -> Result<WirePart, GeminiError> {
 /// `data:` URLs go inline (`inlineData`); any other URL by reference
 /// (`fileData`).
 fn media_part(media: &Media, part: &Part) -> Result<WirePart, GeminiError> {
-    let mut wire = if let Some(rest) = media.url.strip_prefix("data:") {
-        let (header, data) = rest.split_once(',').ok_or_else(|| {
-            GeminiError::InvalidRequest("a media `data:` URL has no `,` before its data".into())
-        })?;
-        let (mime, is_base64) = match header.strip_suffix(";base64") {
-            Some(mime) => (mime, true),
-            None => (header, false),
-        };
-        if !is_base64 {
-            return Err(GeminiError::InvalidRequest(
-                "media `data:` URLs must be base64-encoded (`data:<type>;base64,...`)".into(),
-            ));
-        }
-        let mime_type = media
-            .content_type
-            .clone()
-            .or_else(|| (!mime.is_empty()).then(|| mime.to_owned()))
-            .ok_or_else(|| {
-                GeminiError::InvalidRequest("inline media needs a content type".into())
-            })?;
+    let mut wire = if let Some(inline) = inline_data(media) {
+        let (mime_type, data) = inline.map_err(GeminiError::InvalidRequest)?;
         WirePart {
             inline_data: Some(Blob {
                 mime_type,
