@@ -102,14 +102,23 @@ pub fn excerpt(text: &str) -> String {
     }
 }
 
-/// A `Retry-After` value given in (possibly fractional) seconds.
+/// The longest retry delay a provider's hint can ask for; longer hints are
+/// cut to it (a server asking for more is not asking for a retry at all).
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
+
+/// A `Retry-After` value given in (possibly fractional) seconds, at most
+/// [`MAX_RETRY_AFTER`]; `None` for a negative, non-finite or unreadable value.
 pub fn parse_retry_after(value: &str) -> Option<Duration> {
-    value
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(Duration::from_secs_f64)
+    retry_after_secs(value.trim().parse::<f64>().ok()?)
+}
+
+/// A delay of `secs` seconds, at most [`MAX_RETRY_AFTER`]; `None` when
+/// `secs` is negative or not finite. Never panics.
+pub fn retry_after_secs(secs: f64) -> Option<Duration> {
+    if !secs.is_finite() || secs < 0.0 {
+        return None;
+    }
+    Some(Duration::try_from_secs_f64(secs).map_or(MAX_RETRY_AFTER, |d| d.min(MAX_RETRY_AFTER)))
 }
 
 /// The `Retry-After` header of `headers`, in seconds.
@@ -193,6 +202,12 @@ mod tests {
         assert_eq!(parse_retry_after("soon"), None);
         assert_eq!(parse_retry_after("-1"), None);
         assert_eq!(parse_retry_after("inf"), None);
+        assert_eq!(parse_retry_after("NaN"), None);
+        assert_eq!(parse_retry_after("-0.5"), None);
+        assert_eq!(parse_retry_after("1e300"), Some(MAX_RETRY_AFTER));
+        assert_eq!(parse_retry_after("1e20"), Some(MAX_RETRY_AFTER));
+        assert_eq!(parse_retry_after("7200"), Some(MAX_RETRY_AFTER));
+        assert_eq!(retry_after_secs(f64::MAX), Some(MAX_RETRY_AFTER));
         let mut headers = HeaderMap::new();
         assert_eq!(retry_after(&headers), None);
         headers.insert(RETRY_AFTER, HeaderValue::from_static("7"));

@@ -3,6 +3,21 @@
 //! What Genkit for Rust's model-provider plugins (`plugins/*`) share, so each
 //! plugin keeps only its wire format:
 //!
+//! - [`kit`]: the plugin kit. A plugin implements [`Provider`] (its
+//!   [`ProviderInfo`], the wire request of a generate or embed call, the
+//!   reading of a whole or streamed answer) and declares itself with
+//!   [`provider_plugin!`]; [`ProviderPlugin`] does the rest: one builder
+//!   idiom and one options type ([`PluginSetup`]: key, base URL, timeout,
+//!   headers, HTTP client, model and embedder lists), `from_env`, config
+//!   parsing, credentials, cancellation, and the registration of models and
+//!   embedders.
+//! - [`ProviderError`]: one error type, parameterised by the provider's
+//!   error body ([`ErrorBody`]): status mapping, `Retry-After` (capped),
+//!   messages and details shared.
+//! - [`CommonConfig`]: Genkit's common generation options, which every
+//!   provider's config embeds.
+//! - [`wire`]: wire pieces several APIs share (function tools, JSON output,
+//!   text embedding bodies, usual chat capabilities).
 //! - [`ApiKey`]: a credential that never shows in `Debug`, logs or errors.
 //! - [`http`]: building the `reqwest` client, and [`HttpClient`], which
 //!   sends requests with the plugin's headers under a [`Deadline`], reads
@@ -23,16 +38,28 @@
 #![warn(missing_docs)]
 
 mod call;
+pub mod config;
 pub mod error;
 pub mod http;
+pub mod kit;
 pub mod plugin;
+pub mod provider_error;
 mod secret;
 pub mod stream;
 #[cfg(feature = "test-server")]
 pub mod test_server;
+pub mod wire;
 
 pub use call::until_cancelled;
+pub use config::CommonConfig;
 pub use error::{BodyError, ErrorResponse, HttpError};
 pub use http::{Deadline, HttpClient, HttpClientBuilder};
+pub use kit::{
+    Buildable, Chat, Embed, KeyHeader, ModelDescriptor, ModelSpec, NoOptions, PluginSetup,
+    Provider, ProviderBuilder, ProviderClient, ProviderInfo, ProviderPlugin, RequestConfig,
+    StreamFormat, WireCall,
+};
+pub use plugin::EmbedderSpec;
+pub use provider_error::{ErrorBody, ProviderError};
 pub use secret::{ApiKey, InvalidKeyHeader};
-pub use stream::{Frame, FrameReader, StreamFold, fold_stream};
+pub use stream::{Emit, Frame, FrameReader, StreamFold, emit_model_parts, fold_stream};

@@ -94,6 +94,11 @@ impl<T: Spec> SpecList<T> {
             .unwrap_or_else(|| T::unlisted(name))
     }
 
+    /// The spec named `name`, if listed.
+    pub fn get(&self, name: &str) -> Option<&T> {
+        self.0.iter().find(|s| s.name() == name)
+    }
+
     /// The specs, in order.
     pub fn as_slice(&self) -> &[T] {
         &self.0
@@ -112,9 +117,10 @@ pub struct ConfigRules<'a> {
     pub ignored: &'a [&'a str],
 }
 
-/// Parses a request's `config` (absent or `null` is the default) under
-/// `rules`; `what` names it in messages (`model`, `embedder`). The error is
-/// the message for an invalid-request error.
+/// Parses a request's `config` (absent or `null` is the default; `null`
+/// members count as absent) under `rules`; `what` names it in messages
+/// (`model`, `embedder`). The error is the message for an invalid-request
+/// error.
 pub fn parse_request_config<T: DeserializeOwned + Default>(
     config: Option<&Value>,
     what: &str,
@@ -132,7 +138,12 @@ pub fn parse_request_config<T: DeserializeOwned + Default>(
             rules.plugin
         ));
     }
-    let mut map = map.clone();
+    // `null` members count as absent (and are never sent on).
+    let mut map: serde_json::Map<String, Value> = map
+        .iter()
+        .filter(|(_, v)| !v.is_null())
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     for key in rules.ignored {
         map.remove(*key);
     }

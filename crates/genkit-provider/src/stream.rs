@@ -172,6 +172,18 @@ fn too_long(max_line: usize) -> HttpError {
     HttpError::Malformed(format!("a stream line is longer than {max_line} bytes"))
 }
 
+/// Where a [`StreamFold`] passes its chunks.
+pub type Emit<'a> = dyn FnMut(GenerateResponseChunk) + 'a;
+
+/// Passes `parts` on as one chunk of the model's message, unless empty.
+pub fn emit_model_parts(emit: &mut Emit<'_>, parts: Vec<genkit_ai::types::Part>) {
+    if !parts.is_empty() {
+        let mut chunk = GenerateResponseChunk::new(parts);
+        chunk.role = Some(genkit_ai::types::Role::Model);
+        emit(chunk);
+    }
+}
+
 /// A provider's parser of a streamed answer: it takes frames, emits chunks,
 /// and at the end says whether the answer is complete.
 pub trait StreamFold {

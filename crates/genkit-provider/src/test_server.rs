@@ -98,6 +98,8 @@ pub enum Reply {
         content_type: &'static str,
         /// The raw frames.
         frames: Vec<String>,
+        /// The pause before each frame.
+        pause: Duration,
         /// How the body ends.
         end: End,
     },
@@ -147,6 +149,7 @@ impl Reply {
         Reply::Stream {
             content_type: "text/event-stream",
             frames: frames.into_iter().map(Into::into).collect(),
+            pause: FRAME_PAUSE,
             end: End::Close,
         }
     }
@@ -161,6 +164,7 @@ impl Reply {
         Reply::Stream {
             content_type: "application/x-ndjson",
             frames: frames.into_iter().map(Into::into).collect(),
+            pause: FRAME_PAUSE,
             end: End::Close,
         }
     }
@@ -174,6 +178,15 @@ impl Reply {
     pub fn ending(mut self, how: End) -> Self {
         if let Reply::Stream { end, .. } = &mut self {
             *end = how;
+        }
+        self
+    }
+
+    /// Pauses `pause` before each frame of a stream (a server trickling
+    /// its answer).
+    pub fn paced(mut self, pause: Duration) -> Self {
+        if let Reply::Stream { pause: p, .. } = &mut self {
+            *p = pause;
         }
         self
     }
@@ -325,10 +338,11 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         Some(Reply::Stream {
             content_type,
             frames,
+            pause,
             end,
         }) => {
-            let frames = futures::stream::iter(frames).then(|frame| async move {
-                tokio::time::sleep(FRAME_PAUSE).await;
+            let frames = futures::stream::iter(frames).then(move |frame| async move {
+                tokio::time::sleep(pause).await;
                 Ok::<Bytes, std::io::Error>(Bytes::from(frame))
             });
             let body = match end {

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::error::AnthropicError;
-use genkit_provider::plugin::{ConfigRules, parse_request_config};
+use genkit_provider::{CommonConfig, RequestConfig};
 
 /// Configuration of a Claude model call (`config` of a generate request).
 ///
@@ -21,26 +21,10 @@ use genkit_provider::plugin::{ConfigRules, parse_request_config};
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AnthropicConfig {
-    /// The model id to call instead of the model's own name (e.g. a dated
-    /// snapshot).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-    /// Sampling temperature (0 to 1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub temperature: Option<f64>,
-    /// `max_tokens`: the most tokens to generate (the plugin's default when
-    /// absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_output_tokens: Option<u32>,
-    /// Top-k sampling.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub top_k: Option<u32>,
-    /// Nucleus sampling.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub top_p: Option<f64>,
-    /// Sequences that stop generation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stop_sequences: Option<Vec<String>>,
+    /// Genkit's common options (`version`, `temperature`,
+    /// `maxOutputTokens`, `topK`, `topP`, `stopSequences`).
+    #[serde(flatten)]
+    pub common: CommonConfig,
     /// Anthropic's `tool_choice` object (`{"type": "tool", "name": ...}`,
     /// `disable_parallel_tool_use`...); overrides the request's `toolChoice`.
     #[serde(
@@ -115,20 +99,7 @@ impl ThinkingConfig {
     }
 }
 
-/// Keys that must not be sent.
-const REFUSED_KEYS: [&str; 1] = ["apiKey"];
-/// Keys Genkit JS uses to pick a client surface; not request fields.
-const CLIENT_KEYS: [&str; 1] = ["apiVersion"];
-
-/// Parses a request's `config` (absent or `null` is the default).
-pub(crate) fn parse_config(config: Option<&Value>) -> Result<AnthropicConfig, AnthropicError> {
-    let rules = ConfigRules {
-        plugin: "Anthropic",
-        refused: &REFUSED_KEYS,
-        ignored: &CLIENT_KEYS,
-    };
-    parse_request_config(config, "model", &rules).map_err(AnthropicError::InvalidRequest)
-}
+impl RequestConfig for AnthropicConfig {}
 
 #[cfg(test)]
 mod tests {
@@ -163,17 +134,15 @@ mod tests {
 
     #[test]
     fn config_keys() {
-        let c = parse_config(Some(
-            &json!({"topK": 5, "service_tier": "auto", "apiVersion": "beta"}),
-        ))
-        .unwrap();
-        assert_eq!(c.top_k, Some(5));
+        let c: AnthropicConfig =
+            serde_json::from_value(json!({"topK": 5, "service_tier": "auto"})).unwrap();
+        assert_eq!(c.common.top_k, Some(5));
         assert_eq!(
             c.extra,
             Map::from_iter([("service_tier".to_owned(), json!("auto"))])
         );
-        let e = parse_config(Some(&json!({"apiKey": "sk-ant-xyz"}))).unwrap_err();
-        assert!(!e.to_string().contains("sk-ant-xyz"));
-        assert!(parse_config(Some(&json!({"maxOutputTokens": "many"}))).is_err());
+        assert!(
+            serde_json::from_value::<AnthropicConfig>(json!({"maxOutputTokens": "many"})).is_err()
+        );
     }
 }

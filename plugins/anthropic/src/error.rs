@@ -1,113 +1,73 @@
-//! [`AnthropicError`]: what can go wrong talking to the Messages API, and how
-//! each failure maps onto Genkit's canonical statuses.
+//! [`AnthropicError`]: the kit's [`ProviderError`] read with the Messages
+//! API's error body (`{"type": "error", "error": {"type", "message"},
+//! "request_id"}`).
 
 use genkit_core::StatusCode;
-use genkit_provider::error::{http_error_details, to_genkit_error};
-use genkit_provider::{BodyError, HttpError};
+use genkit_provider::provider_error::fallback_message;
+use genkit_provider::{ErrorBody, ErrorResponse, ProviderError};
 use serde_json::Value;
-use std::time::Duration;
 
-/// A failure of the Anthropic plugin. Converted into a
-/// [`genkit_core::Error`] (kept as its source) whose status lets middleware
-/// react: `429` becomes `RESOURCE_EXHAUSTED`, `5xx` and `529 overloaded`
-/// `UNAVAILABLE`, all of which the retry middleware retries.
-#[derive(Debug, thiserror::Error)]
-pub enum AnthropicError {
-    /// No API key was configured.
-    #[error(
-        "no Anthropic API key: pass one with AnthropicOptions::api_key or set ANTHROPIC_API_KEY"
-    )]
-    MissingApiKey,
-    /// The API answered with an error: an HTTP error status, or an `error`
-    /// event inside a stream.
-    #[error("Anthropic API error (HTTP {http_status}{}): {message}", kind_suffix(.kind))]
-    Api {
-        /// HTTP status code (for stream errors, the one the error type stands for).
-        http_status: u16,
-        /// The error type, e.g. `overloaded_error`.
-        kind: Option<String>,
-        /// The API's message.
-        message: String,
-        /// The `request-id` of the failed request.
-        request_id: Option<String>,
-        /// How long the API asked the caller to wait before retrying.
-        retry_after: Option<Duration>,
-    },
-    /// The request did not complete within the configured timeout.
-    #[error("the request to the Anthropic API timed out")]
-    Timeout,
-    /// The API could not be reached, or the connection broke.
-    #[error("could not talk to the Anthropic API: {0}")]
-    Transport(#[source] reqwest::Error),
-    /// The API sent something this plugin cannot read.
-    #[error("the Anthropic API sent a response that cannot be read: {0}")]
-    Decode(String),
-    /// A streamed response ended before `message_stop`.
-    #[error("the Anthropic response stream ended before the message was complete: {0}")]
-    Truncated(String),
-    /// The Genkit request cannot be expressed for the Messages API.
-    #[error("{0}")]
-    InvalidRequest(String),
+/// A failure of the Anthropic plugin.
+pub type AnthropicError = ProviderError<AnthropicErrorBody>;
+
+/// An error object of the Messages API.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnthropicErrorBody {
+    /// The error type, e.g. `overloaded_error`.
+    pub kind: Option<String>,
+    /// The API's message.
+    pub message: String,
+    /// The `request-id` of the failed request.
+    pub request_id: Option<String>,
 }
 
-fn kind_suffix(kind: &Option<String>) -> String {
-    kind.as_deref().map(|k| format!(" {k}")).unwrap_or_default()
-}
+impl ErrorBody for AnthropicErrorBody {
+    const API: &'static str = "the Anthropic API";
 
-impl AnthropicError {
-    /// The Genkit status this failure maps to.
-    pub fn status(&self) -> StatusCode {
-        match self {
-            AnthropicError::MissingApiKey => StatusCode::FailedPrecondition,
-            AnthropicError::Api { http_status, .. } => status_for_http(*http_status),
-            AnthropicError::Timeout => StatusCode::DeadlineExceeded,
-            AnthropicError::Transport(_) | AnthropicError::Truncated(_) => StatusCode::Unavailable,
-            AnthropicError::Decode(_) => StatusCode::Internal,
-            AnthropicError::InvalidRequest(_) => StatusCode::InvalidArgument,
+    fn read(response: &ErrorResponse) -> Self {
+        let parsed = response.json();
+        let error = parsed.as_ref().and_then(|v| v.get("error"));
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
+        AnthropicErrorBody {
+            kind: text(error.and_then(|e| e.get("type"))),
+            message: text(error.and_then(|e| e.get("message")))
+                .unwrap_or_else(|| fallback_message(response)),
+            request_id: response
+                .header("request-id")
+                .map(str::to_owned)
+                .or_else(|| text(parsed.as_ref().and_then(|v| v.get("request_id")))),
         }
     }
 
-    /// Classifies a transport error: timeouts are `DEADLINE_EXCEEDED`.
-    fn from_reqwest(e: reqwest::Error) -> Self {
-        if e.is_timeout() {
-            AnthropicError::Timeout
-        } else {
-            AnthropicError::Transport(e.without_url())
+    fn message(&self) -> &str {
+        &self.message
+    }
+
+    fn kind(&self) -> Option<&str> {
+        self.kind.as_deref()
+    }
+
+    /// `413 request_too_large` is the caller's to fix: `INVALID_ARGUMENT`.
+    fn status(&self, http_status: Option<u16>) -> StatusCode {
+        match http_status {
+            Some(413) => StatusCode::InvalidArgument,
+            Some(other) => genkit_provider::error::status_for_http(other),
+            None => StatusCode::Unavailable,
         }
     }
 
-    /// A failed exchange: timeouts are `DEADLINE_EXCEEDED`, error answers are
-    /// read for the API's error object and `request-id`.
-    pub(crate) fn from_http(e: HttpError) -> Self {
-        match e {
-            HttpError::Timeout { .. } => AnthropicError::Timeout,
-            HttpError::Transport { source, .. } => AnthropicError::from_reqwest(source),
-            HttpError::Malformed(detail) => AnthropicError::Decode(detail),
-            HttpError::Status(response) => {
-                let request_id = response.header("request-id").map(str::to_owned);
-                let retry_after = response.retry_after();
-                match response.body {
-                    Ok(body) => api_error(response.status, &body, request_id, retry_after),
-                    Err(BodyError::Transport(source)) => AnthropicError::from_reqwest(source),
-                    Err(BodyError::Timeout) => AnthropicError::Timeout,
-                }
-            }
-        }
+    fn details(&self) -> Vec<(&'static str, Option<Value>)> {
+        vec![
+            ("type", self.kind.clone().map(Value::from)),
+            ("requestId", self.request_id.clone().map(Value::from)),
+        ]
     }
 }
 
-/// Genkit's status for an HTTP error status of the Messages API.
-pub(crate) fn status_for_http(http_status: u16) -> StatusCode {
-    match http_status {
-        413 => StatusCode::InvalidArgument,
-        other => genkit_provider::error::status_for_http(other),
-    }
-}
-
-/// The HTTP status an error type stands for (stream `error` events carry
-/// only the type).
-pub(crate) fn http_status_for_kind(kind: &str) -> u16 {
-    match kind {
+/// The error a stream's `error` event stands for, with the HTTP status its
+/// type stands for (the event carries only the type).
+pub(crate) fn stream_error(kind: String, message: String) -> AnthropicError {
+    let http_status = match kind.as_str() {
         "invalid_request_error" => 400,
         "authentication_error" => 401,
         "billing_error" | "permission_error" => 403,
@@ -117,112 +77,66 @@ pub(crate) fn http_status_for_kind(kind: &str) -> u16 {
         "timeout_error" => 504,
         "overloaded_error" => 529,
         _ => 500,
-    }
-}
-
-impl From<AnthropicError> for genkit_core::Error {
-    fn from(e: AnthropicError) -> Self {
-        let details = match &e {
-            AnthropicError::Api {
-                http_status,
-                kind,
-                request_id,
-                retry_after,
-                ..
-            } => Some(http_error_details(
-                *http_status,
-                [
-                    ("type", kind.clone().map(Value::from)),
-                    ("requestId", request_id.clone().map(Value::from)),
-                ],
-                *retry_after,
-            )),
-            _ => None,
-        };
-        to_genkit_error(e.status(), e, details)
-    }
-}
-
-/// Reads an error body (`{"type": "error", "error": {"type", "message"}}`),
-/// falling back to the raw text.
-pub(crate) fn api_error(
-    http_status: u16,
-    body: &[u8],
-    request_id: Option<String>,
-    retry_after: Option<Duration>,
-) -> AnthropicError {
-    let parsed: Option<Value> = serde_json::from_slice(body).ok();
-    let error = parsed.as_ref().and_then(|v| v.get("error"));
-    let kind = error
-        .and_then(|e| e.get("type"))
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    let message = error
-        .and_then(|e| e.get("message"))
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .unwrap_or_else(|| {
-            let text = String::from_utf8_lossy(body).trim().to_owned();
-            if text.is_empty() {
-                "no error message".into()
-            } else {
-                text.chars().take(2000).collect()
-            }
-        });
-    let request_id = request_id.or_else(|| {
-        parsed
-            .as_ref()
-            .and_then(|v| v.get("request_id"))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    });
-    AnthropicError::Api {
+    };
+    ProviderError::Api {
         http_status,
-        kind,
-        message,
-        request_id,
-        retry_after,
+        body: Box::new(AnthropicErrorBody {
+            kind: Some(kind),
+            message,
+            request_id: None,
+        }),
+        retry_after: None,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use reqwest::header::HeaderMap;
     use serde_json::json;
 
-    #[test]
-    fn statuses() {
-        let cases = [
-            (400, StatusCode::InvalidArgument),
-            (401, StatusCode::Unauthenticated),
-            (403, StatusCode::PermissionDenied),
-            (413, StatusCode::InvalidArgument),
-            (429, StatusCode::ResourceExhausted),
-            (500, StatusCode::Unavailable),
-            (529, StatusCode::Unavailable),
-        ];
-        for (http, status) in cases {
-            assert_eq!(status_for_http(http), status, "HTTP {http}");
-        }
-        assert_eq!(http_status_for_kind("overloaded_error"), 529);
-        assert_eq!(http_status_for_kind("something_new"), 500);
+    fn answer(status: u16, body: &[u8]) -> AnthropicError {
+        let response = ErrorResponse {
+            status,
+            headers: HeaderMap::new(),
+            body: Ok(body.to_vec()),
+        };
+        ProviderError::from_http(genkit_provider::HttpError::Status(response), None)
     }
 
     #[test]
     fn reads_error_bodies() {
         let body = br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_1"}"#;
-        let e = api_error(529, body, None, None);
+        let e = answer(529, body);
         assert_eq!(e.status(), StatusCode::Unavailable);
         assert_eq!(
             e.to_string(),
-            "Anthropic API error (HTTP 529 overloaded_error): Overloaded"
+            "the Anthropic API error (HTTP 529 overloaded_error): Overloaded"
         );
         let g: genkit_core::Error = e.into();
         assert_eq!(
             g.details().and_then(|d| d.get("requestId")),
             Some(&json!("req_1"))
         );
-        let raw = api_error(502, b"Bad Gateway", None, None);
-        assert!(raw.to_string().contains("Bad Gateway"));
+        assert!(
+            answer(502, b"Bad Gateway")
+                .to_string()
+                .contains("Bad Gateway")
+        );
+        assert_eq!(answer(413, b"").status(), StatusCode::InvalidArgument);
+    }
+
+    #[test]
+    fn stream_errors_take_the_status_of_their_type() {
+        let e = stream_error("overloaded_error".into(), "busy".into());
+        assert_eq!(e.status(), StatusCode::Unavailable);
+        assert_eq!(
+            stream_error("rate_limit_error".into(), "slow".into()).status(),
+            StatusCode::ResourceExhausted
+        );
+        assert_eq!(
+            stream_error("something_new".into(), "?".into()).status(),
+            StatusCode::Unavailable
+        );
     }
 }

@@ -8,7 +8,7 @@
 //!   (`input_schema`), `tool_use` / `tool_result` blocks paired by id, and
 //!   tool choice; consecutive turns of one role merged as the API requires;
 //!   `max_tokens` from `maxOutputTokens` or the plugin's default
-//!   ([`AnthropicOptions::default_max_tokens`], 4096).
+//!   ([`AnthropicBuilder::default_max_tokens`], 4096).
 //! - Streaming: text and thinking deltas stream as they arrive; a tool call
 //!   streams once its `input_json_delta`s form its complete input.
 //! - Extended thinking (`config.thinking`): thinking blocks become Genkit
@@ -26,17 +26,16 @@
 //!   `DEADLINE_EXCEEDED`; stream `error` events map the same way, and a
 //!   stream that ends before `message_stop` is an `UNAVAILABLE` error.
 //!   Cancelling the call aborts the HTTP request.
-//! - The API key (from [`AnthropicOptions::api_key`] or
-//!   `ANTHROPIC_API_KEY`) is sent in the `x-api-key` header only; it never
-//!   appears in `Debug` output, errors, logs or traces.
+//! - The API key (from the builder's `api_key` or `ANTHROPIC_API_KEY`) is
+//!   sent in the `x-api-key` header only; it never appears in `Debug`
+//!   output, errors, logs or traces.
+//! - Built on the plugin kit of `genkit-provider`: the builder's shared
+//!   options (`base_url`, `api_key`, `timeout`, `header`, `http_client`,
+//!   `models`) mean the same in every provider plugin.
 //!
 //! ```no_run
-//! use std::sync::Arc;
-//! use genkit_ai::generate::{GenerateOptions, generate};
-//! use genkit_anthropic::{Anthropic, AnthropicOptions};
-//! use genkit_core::Registry;
-//! use schemars::JsonSchema;
-//! use serde::Deserialize;
+//! use genkit::prelude::*;
+//! use genkit_anthropic::Anthropic;
 //!
 //! #[derive(Deserialize, JsonSchema)]
 //! struct Verdict {
@@ -44,41 +43,43 @@
 //!     confidence: f64,
 //! }
 //!
-//! # async fn run() -> genkit_core::Result<()> {
-//! let registry = Registry::new();
-//! // The key comes from ANTHROPIC_API_KEY unless given here.
-//! let plugin = Anthropic::with_options(AnthropicOptions::new().default_max_tokens(2048))?;
-//! registry.register_plugin(Arc::new(plugin))?;
-//!
-//! let response = generate(
-//!     &registry,
-//!     GenerateOptions::prompt("Is 2^31 - 1 prime?")
-//!         .model("anthropic/claude-sonnet-4-5")
-//!         .config(serde_json::json!({"thinking": {"enabled": true, "budgetTokens": 2048}}))
-//!         .output::<Verdict>(),
-//! )
-//! .await?;
+//! # async fn run() -> genkit::Result<()> {
+//! // The key comes from ANTHROPIC_API_KEY.
+//! let ai = Genkit::builder().plugin(Anthropic::from_env()?).build()?;
+//! let response = ai
+//!     .generate(
+//!         GenerateOptions::prompt("Is 2^31 - 1 prime?")
+//!             .model("anthropic/claude-sonnet-4-5")
+//!             .config(json!({"thinking": {"enabled": true, "budgetTokens": 2048}}))
+//!             .output::<Verdict>(),
+//!     )
+//!     .await?;
 //! let verdict: Verdict = response.output()?;
 //! println!("{} ({:.0}%)", verdict.answer, verdict.confidence * 100.0);
 //! # Ok(()) }
 //! ```
+//!
+//! Settings go on the builder:
+//! `Anthropic::builder().api_key(key).default_max_tokens(2048).build()?`.
 
 #![deny(missing_docs)]
 
-mod client;
 pub mod config;
 mod convert;
 mod error;
-mod model;
 pub mod models;
 mod plugin;
 mod stream;
 mod wire;
 
-pub use client::{API_VERSION, DEFAULT_BASE_URL};
 pub use config::{AnthropicConfig, ThinkingConfig};
-pub use error::AnthropicError;
-pub use genkit_provider::ApiKey;
+pub use error::{AnthropicError, AnthropicErrorBody};
+pub use genkit_provider::{ApiKey, CommonConfig, ModelSpec};
 pub use plugin::{
-    API_KEY_ENV_VAR, Anthropic, AnthropicOptions, DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT,
+    API_KEY_ENV_VAR, API_VERSION, Anthropic, AnthropicBuilder, AnthropicProvider, DEFAULT_BASE_URL,
+    DEFAULT_MAX_TOKENS,
 };
+pub use stream::MessageStream;
+
+/// The default timeout (see the builder's `timeout`).
+pub const DEFAULT_TIMEOUT: std::time::Duration = genkit_provider::kit::DEFAULT_TIMEOUT;

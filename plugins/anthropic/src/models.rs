@@ -1,7 +1,8 @@
 //! The catalogue: which Claude models the plugin knows up front and what
 //! they can do.
 
-use genkit_ai::types::{ConstrainedSupport, ModelSupports};
+use genkit_ai::types::ModelSupports;
+use genkit_provider::wire::{chat_supports, constrained_chat_supports};
 
 /// Claude models registered when the plugin initialises, with whether they
 /// support structured outputs (natively constrained JSON). Any other name
@@ -28,25 +29,19 @@ pub(crate) fn supports(name: &str) -> ModelSupports {
         .iter()
         .find(|(n, _)| name == *n || name.starts_with(&format!("{n}-")))
         .is_some_and(|(_, c)| *c);
+    if constrained {
+        return constrained_chat_supports();
+    }
     ModelSupports {
-        multiturn: Some(true),
-        media: Some(true),
-        tools: Some(true),
-        tool_choice: Some(true),
-        system_role: Some(true),
-        output: Some(if constrained {
-            vec!["text".into(), "json".into()]
-        } else {
-            vec!["text".into()]
-        }),
-        constrained: constrained.then_some(ConstrainedSupport::All),
-        ..ModelSupports::default()
+        output: Some(vec!["text".into()]),
+        ..chat_supports()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use genkit_ai::types::ConstrainedSupport;
 
     #[test]
     fn structured_output_support_by_name() {

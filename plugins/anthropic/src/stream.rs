@@ -5,57 +5,56 @@
 //! is complete — and are assembled into the final message. A stream that
 //! ends before `message_stop` is an error.
 
-use genkit_ai::types::{GenerateResponseChunk, Part, Role};
-use genkit_provider::{Frame, FrameReader, StreamFold, fold_stream};
+use genkit_ai::types::{GenerateResponse, Message, Part};
+use genkit_provider::{Emit, Frame, StreamFold, emit_model_parts};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-use crate::convert::response::block_to_part;
-use crate::error::{AnthropicError, http_status_for_kind};
+use crate::convert::response::{block_to_part, to_genkit_response};
+use crate::error::{AnthropicError, stream_error};
 use crate::wire::{AnyBlock, Block, Delta, MessagesResponse, StreamEvent};
 
-/// Reads the events of a streamed message, calling `on_chunk` with new
-/// content, and returns the assembled message.
-pub(crate) async fn read_stream(
-    events: FrameReader,
-    on_chunk: impl FnMut(GenerateResponseChunk),
-) -> Result<MessagesResponse, AnthropicError> {
-    fold_stream(
-        events,
-        Assembler::default(),
-        AnthropicError::from_http,
-        on_chunk,
-    )
-    .await
+/// A request's conversation, shared.
+pub type Messages = std::sync::Arc<Vec<Message>>;
+
+/// Reads the events of a streamed message into Genkit chunks, and the
+/// assembled message into the response to the request whose conversation is
+/// `input`.
+#[derive(Debug)]
+pub struct MessageStream {
+    assembler: Assembler,
+    pub(crate) input: Messages,
 }
 
-impl StreamFold for Assembler {
-    type Output = MessagesResponse;
+impl MessageStream {
+    pub(crate) fn new(input: Messages) -> Self {
+        Self {
+            assembler: Assembler::default(),
+            input,
+        }
+    }
+}
+
+impl StreamFold for MessageStream {
+    type Output = GenerateResponse;
     type Error = AnthropicError;
 
     /// New content of an event goes out as one chunk.
-    fn push(
-        &mut self,
-        frame: Frame,
-        emit: &mut dyn FnMut(GenerateResponseChunk),
-    ) -> Result<(), AnthropicError> {
-        let parsed: StreamEvent = serde_json::from_str(&frame.data)
-            .map_err(|e| AnthropicError::Decode(format!("stream event `{}`: {e}", frame.event)))?;
-        let parts = self.handle(parsed)?;
-        if !parts.is_empty() {
-            let mut chunk = GenerateResponseChunk::new(parts);
-            chunk.role = Some(Role::Model);
-            emit(chunk);
-        }
+    fn push(&mut self, frame: Frame, emit: &mut Emit<'_>) -> Result<(), AnthropicError> {
+        let parsed: StreamEvent = serde_json::from_str(&frame.data).map_err(|e| {
+            AnthropicError::Malformed(format!("stream event `{}`: {e}", frame.event))
+        })?;
+        emit_model_parts(emit, self.assembler.handle(parsed)?);
         Ok(())
     }
 
     fn is_done(&self) -> bool {
-        Assembler::is_done(self)
+        self.assembler.is_done()
     }
 
-    fn finish(self) -> Result<MessagesResponse, AnthropicError> {
-        Assembler::finish(self)
+    fn finish(self) -> Result<GenerateResponse, AnthropicError> {
+        let message = self.assembler.finish()?;
+        Ok(to_genkit_response(message, &self.input))
     }
 }
 
@@ -122,13 +121,7 @@ impl Assembler {
                 Ok(Vec::new())
             }
             StreamEvent::Ping | StreamEvent::Unknown => Ok(Vec::new()),
-            StreamEvent::Error { error } => Err(AnthropicError::Api {
-                http_status: http_status_for_kind(&error.kind),
-                kind: Some(error.kind),
-                message: error.message,
-                request_id: None,
-                retry_after: None,
-            }),
+            StreamEvent::Error { error } => Err(stream_error(error.kind, error.message)),
         }
     }
 
@@ -147,17 +140,17 @@ impl Assembler {
                     self.done.len()
                 ),
             };
-            return Err(AnthropicError::Truncated(what));
+            return Err(AnthropicError::CutOff(what));
         }
         if let Some((index, _)) = self.blocks.iter().next() {
-            return Err(AnthropicError::Truncated(format!(
+            return Err(AnthropicError::CutOff(format!(
                 "content block {index} was never stopped"
             )));
         }
         let mut message = self
             .message
             .take()
-            .ok_or_else(|| AnthropicError::Truncated("no message_start was received".into()))?;
+            .ok_or_else(|| AnthropicError::CutOff("no message_start was received".into()))?;
         self.done.sort_by_key(|(i, _)| *i);
         message.content = self.done.into_iter().map(|(_, b)| b).collect();
         Ok(message)
@@ -165,7 +158,7 @@ impl Assembler {
 
     fn message_mut(&mut self) -> Result<&mut MessagesResponse, AnthropicError> {
         self.message.as_mut().ok_or_else(|| {
-            AnthropicError::Decode("a stream event arrived before message_start".into())
+            AnthropicError::Malformed("a stream event arrived before message_start".into())
         })
     }
 
@@ -222,7 +215,7 @@ impl Assembler {
 
     fn apply_delta(&mut self, index: usize, delta: Delta) -> Result<Vec<Part>, AnthropicError> {
         let block = self.blocks.get_mut(&index).ok_or_else(|| {
-            AnthropicError::Decode(format!(
+            AnthropicError::Malformed(format!(
                 "a delta for content block {index}, which was not started"
             ))
         })?;
@@ -249,7 +242,7 @@ impl Assembler {
             }
             (_, Delta::Unknown) => None,
             (_, other) => {
-                return Err(AnthropicError::Decode(format!(
+                return Err(AnthropicError::Malformed(format!(
                     "content block {index} got a delta of the wrong kind: {other:?}"
                 )));
             }
@@ -259,7 +252,7 @@ impl Assembler {
 
     fn stop_block(&mut self, index: usize) -> Result<Vec<Part>, AnthropicError> {
         let building = self.blocks.remove(&index).ok_or_else(|| {
-            AnthropicError::Decode(format!("content block {index} stopped but was not started"))
+            AnthropicError::Malformed(format!("content block {index} stopped but was not started"))
         })?;
         let (block, parts) = match building {
             Building::Text { text, citations } => (
@@ -280,7 +273,7 @@ impl Assembler {
                     initial
                 } else {
                     serde_json::from_str(&json).map_err(|e| {
-                        AnthropicError::Decode(format!(
+                        AnthropicError::Malformed(format!(
                             "the input of tool call `{id}` is not valid JSON: {e}"
                         ))
                     })?
@@ -395,15 +388,15 @@ mod tests {
             start(),
             json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": "Hi"}}),
         ]);
-        assert!(matches!(r, Err(AnthropicError::Truncated(_))));
+        assert!(matches!(r, Err(AnthropicError::CutOff(_))));
         let (_, r) = feed(&[]);
-        assert!(matches!(r, Err(AnthropicError::Truncated(_))));
+        assert!(matches!(r, Err(AnthropicError::CutOff(_))));
         let (_, r) = feed(&[
             start(),
             json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "x", "name": "t", "input": {}}}),
             json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"a\": "}}),
             json!({"type": "content_block_stop", "index": 0}),
         ]);
-        assert!(matches!(r, Err(AnthropicError::Decode(_))));
+        assert!(matches!(r, Err(AnthropicError::Malformed(_))));
     }
 }

@@ -132,18 +132,15 @@ pub(crate) enum Source {
 
 /// The answer of `POST /v1/messages` (and the `message` of `message_start`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub(crate) struct MessagesResponse {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    #[serde(default)]
     pub content: Vec<AnyBlock>,
-    #[serde(default)]
     pub stop_reason: Option<String>,
-    #[serde(default)]
     pub stop_sequence: Option<String>,
-    #[serde(default)]
     pub usage: Usage,
     #[serde(flatten)]
     pub other: Object,
@@ -234,10 +231,9 @@ pub(crate) enum Delta {
 
 /// The message-level change of `message_delta`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
 pub(crate) struct MessageDelta {
-    #[serde(default)]
     pub stop_reason: Option<String>,
-    #[serde(default)]
     pub stop_sequence: Option<String>,
 }
 

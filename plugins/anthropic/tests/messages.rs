@@ -10,7 +10,7 @@ use genkit_ai::generate::{GenerateOptions, generate, generate_stream};
 use genkit_ai::middleware::retry;
 use genkit_ai::tool::Tool;
 use genkit_ai::types::{FinishReason, Part, Role, ToolChoice};
-use genkit_anthropic::{Anthropic, AnthropicOptions};
+use genkit_anthropic::{Anthropic, AnthropicBuilder};
 use genkit_core::{CancellationToken, Plugin, Registry, StatusCode};
 use genkit_provider::test_server::{End, Recorded, Reply, TestServer};
 use schemars::JsonSchema;
@@ -20,11 +20,15 @@ use serde_json::{Value, json};
 const KEY: &str = "sk-ant-test-5d2e";
 const MODEL: &str = "anthropic/claude-sonnet-4-5";
 
-fn plugin_for(server: &TestServer, options: AnthropicOptions) -> Anthropic {
-    Anthropic::with_options(options.api_key(KEY).base_url(server.url.clone())).expect("plugin")
+fn plugin_for(server: &TestServer, options: AnthropicBuilder) -> Anthropic {
+    options
+        .api_key(KEY)
+        .base_url(server.url.clone())
+        .build()
+        .expect("plugin")
 }
 
-async fn setup_with(replies: Vec<Reply>, options: AnthropicOptions) -> (TestServer, Registry) {
+async fn setup_with(replies: Vec<Reply>, options: AnthropicBuilder) -> (TestServer, Registry) {
     let server = TestServer::start(replies).await;
     let registry = Registry::new();
     registry
@@ -34,7 +38,7 @@ async fn setup_with(replies: Vec<Reply>, options: AnthropicOptions) -> (TestServ
 }
 
 async fn setup(replies: Vec<Reply>) -> (TestServer, Registry) {
-    setup_with(replies, AnthropicOptions::new()).await
+    setup_with(replies, Anthropic::builder()).await
 }
 
 fn assert_call(r: &Recorded) {
@@ -207,7 +211,7 @@ async fn max_tokens_defaults_and_is_configurable() {
 
     let (server, registry) = setup_with(
         vec![Reply::json(text_message("b"))],
-        AnthropicOptions::new().default_max_tokens(1000),
+        Anthropic::builder().default_max_tokens(1000),
     )
     .await;
     generate(&registry, GenerateOptions::prompt("hi").model(MODEL))
@@ -654,7 +658,7 @@ async fn cancelling_a_plain_call_closes_the_connection() {
 async fn a_request_over_the_timeout_is_deadline_exceeded() {
     let (_server, registry) = setup_with(
         vec![Reply::Stall],
-        AnthropicOptions::new().timeout(Duration::from_millis(300)),
+        Anthropic::builder().timeout(Duration::from_millis(300)),
     )
     .await;
     let err = generate(&registry, GenerateOptions::prompt("hi").model(MODEL))
@@ -727,9 +731,9 @@ async fn unknown_models_resolve_on_demand_and_version_overrides_the_model() {
 #[tokio::test]
 async fn the_plugin_lists_known_models_and_never_shows_its_key() {
     let server = TestServer::start(Vec::new()).await;
-    let plugin = plugin_for(&server, AnthropicOptions::new());
+    let plugin = plugin_for(&server, Anthropic::builder());
     assert!(!format!("{plugin:?}").contains(KEY));
-    assert!(!format!("{:?}", AnthropicOptions::new().api_key(KEY)).contains(KEY));
+    assert!(!format!("{:?}", Anthropic::builder().api_key(KEY)).contains(KEY));
     let names: Vec<String> = plugin
         .list_actions()
         .await
@@ -814,4 +818,50 @@ async fn a_malformed_stream_event_is_an_error() {
     .expect("no hang")
     .expect_err("malformed");
     assert_eq!(err.status(), StatusCode::Internal, "{err}");
+}
+
+#[tokio::test]
+async fn the_timeout_bounds_each_wait_not_the_whole_call() {
+    // Eight events 120 ms apart: about a second in all, each wait under the
+    // 400 ms limit, so the stream completes.
+    let events = stream_events(text_block(0, &["a", "b"]), "end_turn");
+    let flowing = sse(events.clone()).paced(Duration::from_millis(120));
+    // The same events 600 ms apart: the first wait exceeds the limit.
+    let trickling = sse(events).paced(Duration::from_millis(600));
+    let (_server, registry) = setup_with(
+        vec![flowing, trickling, Reply::Hang],
+        Anthropic::builder().timeout(Duration::from_millis(400)),
+    )
+    .await;
+    let call = || generate_stream(&registry, GenerateOptions::prompt("hi").model(MODEL));
+    let response = call().response().await.expect("a flowing stream completes");
+    assert_eq!(response.text(), "ab");
+    let err = call().response().await.expect_err("a trickling stream");
+    assert_eq!(err.status(), StatusCode::DeadlineExceeded, "{err}");
+    let err = generate(&registry, GenerateOptions::prompt("hi").model(MODEL))
+        .await
+        .expect_err("a server that never answers");
+    assert_eq!(err.status(), StatusCode::DeadlineExceeded, "{err}");
+}
+
+#[tokio::test]
+async fn absurd_retry_hints_never_panic() {
+    let max_ms = genkit_provider::error::MAX_RETRY_AFTER.as_millis() as u64;
+    for hint in ["1e300", "1e20", "-1", "NaN", "soon"] {
+        let reply = Reply::status(
+            429,
+            json!({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}),
+        )
+        .header("retry-after", hint);
+        let (_server, registry) = setup(vec![reply]).await;
+        let err = generate(&registry, GenerateOptions::prompt("hi").model(MODEL))
+            .await
+            .expect_err("429");
+        assert_eq!(err.status(), StatusCode::ResourceExhausted, "{hint}: {err}");
+        let after = err.details().and_then(|d| d.get("retryAfterMs")).cloned();
+        assert!(
+            after.is_none() || after == Some(json!(max_ms)),
+            "{hint}: {after:?}"
+        );
+    }
 }

@@ -5,8 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::error::GeminiError;
-use genkit_provider::plugin::{ConfigRules, parse_request_config};
+use genkit_provider::{CommonConfig, RequestConfig};
 
 /// Configuration of a Gemini model call (`config` of a generate request).
 ///
@@ -21,24 +20,10 @@ use genkit_provider::plugin::{ConfigRules, parse_request_config};
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GeminiConfig {
-    /// The model version to call instead of the model's own name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-    /// Sampling temperature (0 to 2).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub temperature: Option<f64>,
-    /// Maximum number of tokens to generate.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_output_tokens: Option<u32>,
-    /// Top-k sampling.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub top_k: Option<u32>,
-    /// Nucleus sampling (0 to 1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub top_p: Option<f64>,
-    /// Sequences that stop generation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stop_sequences: Option<Vec<String>>,
+    /// Genkit's common options (`version`, `temperature`,
+    /// `maxOutputTokens`, `topK`, `topP`, `stopSequences`).
+    #[serde(flatten)]
+    pub common: CommonConfig,
     /// Number of candidates to generate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub candidate_count: Option<u32>,
@@ -164,24 +149,8 @@ pub struct EmbedConfig {
     pub version: Option<String>,
 }
 
-/// Keys that configure the client rather than the model; never forwarded.
-const REFUSED_KEYS: [&str; 1] = ["apiKey"];
-/// Keys Genkit JS accepts for client overrides; ignored here (the plugin's
-/// own settings apply) and never forwarded.
-const CLIENT_KEYS: [&str; 2] = ["baseUrl", "apiVersion"];
-
-/// Parses a request's `config` (absent or `null` is the default).
-pub(crate) fn parse_config<T: serde::de::DeserializeOwned + Default>(
-    config: Option<&Value>,
-    what: &str,
-) -> Result<T, GeminiError> {
-    let rules = ConfigRules {
-        plugin: "GoogleAi",
-        refused: &REFUSED_KEYS,
-        ignored: &CLIENT_KEYS,
-    };
-    parse_request_config(config, what, &rules).map_err(GeminiError::InvalidRequest)
-}
+impl RequestConfig for GeminiConfig {}
+impl RequestConfig for EmbedConfig {}
 
 #[cfg(test)]
 mod tests {
@@ -190,28 +159,13 @@ mod tests {
 
     #[test]
     fn parses_known_and_passthrough_keys() {
-        let c: GeminiConfig = parse_config(
-            Some(&json!({"temperature": 0.5, "seed": 7, "thinkingConfig": {"thinkingBudget": 0}})),
-            "model",
+        let c: GeminiConfig = serde_json::from_value(
+            json!({"temperature": 0.5, "seed": 7, "thinkingConfig": {"thinkingBudget": 0}}),
         )
         .unwrap();
-        assert_eq!(c.temperature, Some(0.5));
+        assert_eq!(c.common.temperature, Some(0.5));
         assert_eq!(c.extra.get("seed"), Some(&json!(7)));
         assert_eq!(c.thinking_config.and_then(|t| t.thinking_budget), Some(0));
-    }
-
-    #[test]
-    fn refuses_api_keys_and_bad_types_without_echoing_values() {
-        let e = parse_config::<GeminiConfig>(Some(&json!({"apiKey": "secret-123"})), "model")
-            .unwrap_err();
-        assert!(!e.to_string().contains("secret-123"));
-        let e = parse_config::<GeminiConfig>(Some(&json!({"temperature": "hot"})), "model")
-            .unwrap_err();
-        assert!(e.to_string().contains("invalid model config"), "{e}");
-        assert!(parse_config::<GeminiConfig>(Some(&json!([1])), "model").is_err());
-        assert_eq!(
-            parse_config::<GeminiConfig>(None, "model").unwrap(),
-            GeminiConfig::default()
-        );
+        assert!(serde_json::from_value::<GeminiConfig>(json!({"temperature": "hot"})).is_err());
     }
 }

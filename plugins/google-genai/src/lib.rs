@@ -17,19 +17,17 @@
 //!   `UNAVAILABLE`, `400` → `INVALID_ARGUMENT`, timeouts →
 //!   `DEADLINE_EXCEEDED`; a stream that stops before the model finished is
 //!   an `UNAVAILABLE` error. Cancelling the call aborts the HTTP request.
-//! - The API key (from [`GoogleAiOptions::api_key`], `GEMINI_API_KEY`,
+//! - The API key (from the builder's `api_key`, `GEMINI_API_KEY`,
 //!   `GOOGLE_API_KEY` or `GOOGLE_GENAI_API_KEY`) is sent in the
 //!   `x-goog-api-key` header only; it never appears in `Debug` output,
 //!   errors, logs or traces.
+//! - Built on the plugin kit of `genkit-provider`: the builder's shared
+//!   options (`base_url`, `api_key`, `timeout`, `header`, `http_client`,
+//!   `models`, `embedders`) mean the same in every provider plugin.
 //!
 //! ```no_run
-//! use std::sync::Arc;
-//! use genkit_ai::generate::{GenerateOptions, generate};
-//! use genkit_ai::tool::Tool;
-//! use genkit_core::Registry;
-//! use genkit_google_genai::{GoogleAi, GoogleAiOptions};
-//! use schemars::JsonSchema;
-//! use serde::{Deserialize, Serialize};
+//! use genkit::prelude::*;
+//! use genkit_google_genai::GoogleAi;
 //!
 //! #[derive(Serialize, Deserialize, JsonSchema)]
 //! struct City {
@@ -37,46 +35,39 @@
 //!     name: String,
 //! }
 //!
-//! #[derive(Serialize, Deserialize, JsonSchema)]
-//! struct Weather {
-//!     celsius: f64,
-//! }
-//!
-//! # async fn run() -> genkit_core::Result<()> {
-//! let registry = Registry::new();
-//! // The key comes from GEMINI_API_KEY unless given here.
-//! registry.register_plugin(Arc::new(GoogleAi::with_options(GoogleAiOptions::new())?))?;
-//!
-//! let weather = Tool::new("weather", "Current weather in a city", |city: City, _ctx| async move {
-//!     Ok(Weather { celsius: if city.name == "Oslo" { 4.0 } else { 21.0 } })
+//! # async fn run() -> genkit::Result<()> {
+//! // The key comes from GEMINI_API_KEY (or GOOGLE_API_KEY).
+//! let ai = Genkit::builder().plugin(GoogleAi::from_env()?).build()?;
+//! let weather = ai.define_tool("weather", "Current weather in a city", |city: City, _ctx| async move {
+//!     Ok(json!({"celsius": if city.name == "Oslo" { 4.0 } else { 21.0 }}))
 //! });
-//! let response = generate(
-//!     &registry,
-//!     GenerateOptions::prompt("Is it warmer in Oslo or in Rome?")
-//!         .model("googleai/gemini-2.5-flash")
-//!         .tool(&weather)
-//!         .config(serde_json::json!({"temperature": 0.2})),
-//! )
-//! .await?;
+//! let response = ai
+//!     .generate(
+//!         GenerateOptions::prompt("Is it warmer in Oslo or in Rome?")
+//!             .model("googleai/gemini-2.5-flash")
+//!             .tool(&weather)
+//!             .config(json!({"temperature": 0.2})),
+//!     )
+//!     .await?;
 //! println!("{}", response.text());
 //! # Ok(()) }
 //! ```
 
 #![deny(missing_docs)]
 
-mod client;
 pub mod config;
 mod convert;
-mod embedder;
 mod error;
-mod model;
 pub mod models;
 mod plugin;
 mod stream;
 mod wire;
 
-pub use client::DEFAULT_BASE_URL;
 pub use config::{EmbedConfig, FunctionCallingConfig, GeminiConfig, SafetySetting, ThinkingConfig};
-pub use error::GeminiError;
-pub use genkit_provider::ApiKey;
-pub use plugin::{API_KEY_ENV_VARS, DEFAULT_TIMEOUT, GoogleAi, GoogleAiOptions};
+pub use error::{GeminiError, GeminiErrorBody};
+pub use genkit_provider::{ApiKey, CommonConfig, EmbedderSpec, ModelSpec};
+pub use plugin::{API_KEY_ENV_VARS, DEFAULT_BASE_URL, GoogleAi, GoogleAiBuilder, GoogleAiProvider};
+pub use stream::Events;
+
+/// The default timeout (see the builder's `timeout`).
+pub const DEFAULT_TIMEOUT: std::time::Duration = genkit_provider::kit::DEFAULT_TIMEOUT;

@@ -3,6 +3,7 @@
 
 use genkit_ai::embedder::{EmbedderInfo, EmbedderSupports};
 use genkit_ai::types::{ConstrainedSupport, ModelSupports};
+use genkit_provider::wire::constrained_chat_supports;
 
 /// Gemini models registered when the plugin initialises. Any other name is
 /// resolved on demand.
@@ -62,16 +63,7 @@ impl ModelKind {
 
     /// What models of this kind can do.
     pub fn supports(self) -> ModelSupports {
-        let full = ModelSupports {
-            multiturn: Some(true),
-            media: Some(true),
-            tools: Some(true),
-            tool_choice: Some(true),
-            system_role: Some(true),
-            constrained: Some(ConstrainedSupport::All),
-            output: Some(vec!["text".into(), "json".into()]),
-            ..ModelSupports::default()
-        };
+        let full = constrained_chat_supports();
         match self {
             ModelKind::Gemini | ModelKind::Gemma => full,
             ModelKind::Image => ModelSupports {

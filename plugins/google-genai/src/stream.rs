@@ -3,71 +3,63 @@
 //! the events are folded into one response, which must end with a finish
 //! reason (or a blocked prompt) — a stream that stops short is an error.
 
-use genkit_ai::types::{GenerateResponseChunk, Role};
-use genkit_provider::{Frame, FrameReader, StreamFold, fold_stream};
+use genkit_ai::types::GenerateResponse;
+use genkit_provider::{Emit, Frame, StreamFold, emit_model_parts};
 use serde_json::Value;
 
 use crate::convert::ToolNames;
-use crate::convert::response::to_genkit_parts;
-use crate::error::{GeminiError, api_error_from_object};
+use crate::convert::response::{to_genkit_parts, to_genkit_response};
+use crate::error::{GeminiError, stream_error};
 use crate::wire::{Candidate, Content, GenerateContentResponse, WirePart};
+use genkit_ai::types::Message;
+use std::sync::Arc;
 
-/// Reads the events of a streamed response, calling `on_chunk` with each
-/// event's content, and returns the folded response.
-pub(crate) async fn read_stream(
-    events: FrameReader,
-    names: &ToolNames,
-    on_chunk: impl FnMut(GenerateResponseChunk),
-) -> Result<GenerateContentResponse, GeminiError> {
-    let fold = Events {
-        aggregate: Aggregator::default(),
-        names,
-    };
-    fold_stream(events, fold, GeminiError::from_http, on_chunk).await
-}
-
-/// The events read so far, and the names of the request's tools.
-struct Events<'a> {
+/// Reads an answer: whole, or the events of a streamed one into Genkit
+/// chunks (each event's content) and the folded response. Tool names are
+/// mapped back with the request's `names`.
+#[derive(Debug)]
+pub struct Events {
     aggregate: Aggregator,
-    names: &'a ToolNames,
+    pub(crate) names: ToolNames,
+    pub(crate) messages: Arc<Vec<Message>>,
 }
 
-impl StreamFold for Events<'_> {
-    type Output = GenerateContentResponse;
+impl Events {
+    pub(crate) fn new(names: ToolNames, messages: Arc<Vec<Message>>) -> Self {
+        Self {
+            aggregate: Aggregator::default(),
+            names,
+            messages,
+        }
+    }
+}
+
+impl StreamFold for Events {
+    type Output = GenerateResponse;
     type Error = GeminiError;
 
     /// Each candidate's parts go out as one chunk; an `error` object fails
     /// the stream.
-    fn push(
-        &mut self,
-        frame: Frame,
-        emit: &mut dyn FnMut(GenerateResponseChunk),
-    ) -> Result<(), GeminiError> {
+    fn push(&mut self, frame: Frame, emit: &mut Emit<'_>) -> Result<(), GeminiError> {
         let value: Value = serde_json::from_str(&frame.data)
-            .map_err(|e| GeminiError::Decode(format!("stream event is not JSON: {e}")))?;
+            .map_err(|e| GeminiError::Malformed(format!("stream event is not JSON: {e}")))?;
         if let Some(error) = value.get("error") {
-            return Err(api_error_from_object(500, error, None));
+            return Err(stream_error(error));
         }
         let chunk: GenerateContentResponse = serde_json::from_value(value)
-            .map_err(|e| GeminiError::Decode(format!("stream event: {e}")))?;
+            .map_err(|e| GeminiError::Malformed(format!("stream event: {e}")))?;
         for candidate in &chunk.candidates {
-            let parts = candidate
-                .content
-                .as_ref()
-                .map(|c| to_genkit_parts(&c.parts, self.names))
-                .unwrap_or_default();
-            if !parts.is_empty() {
-                let mut out = GenerateResponseChunk::new(parts);
-                out.role = Some(Role::Model);
-                emit(out);
+            if let Some(content) = &candidate.content {
+                emit_model_parts(emit, to_genkit_parts(&content.parts, &self.names));
             }
         }
         self.aggregate.push(chunk);
         Ok(())
     }
 
-    fn finish(self) -> Result<GenerateContentResponse, GeminiError> {
-        self.aggregate.finish()
+    fn finish(self) -> Result<GenerateResponse, GeminiError> {
+        let response = self.aggregate.finish()?;
+        to_genkit_response(response, &self.messages, &self.names)
     }
 }
 
@@ -115,7 +107,7 @@ impl Aggregator {
     /// The folded response, or an error if the stream never said it was done.
     pub fn finish(self) -> Result<GenerateContentResponse, GeminiError> {
         if self.events == 0 {
-            return Err(GeminiError::Truncated("no events were received".into()));
+            return Err(GeminiError::CutOff("no events were received".into()));
         }
         let finished = self
             .response
@@ -128,7 +120,7 @@ impl Aggregator {
             .as_ref()
             .is_some_and(|f| f.block_reason.is_some());
         if !finished && !blocked {
-            return Err(GeminiError::Truncated(format!(
+            return Err(GeminiError::CutOff(format!(
                 "{} events were received, none with a finish reason",
                 self.events
             )));
@@ -234,12 +226,12 @@ mod tests {
     #[test]
     fn a_stream_without_finish_reason_is_truncated() {
         let agg = Aggregator::default();
-        assert!(matches!(agg.finish(), Err(GeminiError::Truncated(_))));
+        assert!(matches!(agg.finish(), Err(GeminiError::CutOff(_))));
         let mut agg = Aggregator::default();
         agg.push(event(
             json!({"candidates": [{"content": {"parts": [{"text": "partial"}]}}]}),
         ));
-        assert!(matches!(agg.finish(), Err(GeminiError::Truncated(_))));
+        assert!(matches!(agg.finish(), Err(GeminiError::CutOff(_))));
         let mut agg = Aggregator::default();
         agg.push(event(json!({"promptFeedback": {"blockReason": "OTHER"}})));
         assert!(agg.finish().is_ok());

@@ -12,10 +12,10 @@ pub(crate) type Object = Map<String, Value>;
 /// A turn of the conversation (`Content`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(default)]
 pub(crate) struct Content {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<String>,
-    #[serde(default)]
     pub parts: Vec<WirePart>,
 }
 
@@ -105,10 +105,10 @@ pub(crate) struct FileData {
 /// A function call the model asks for (`functionCall`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(default)]
 pub(crate) struct FunctionCall {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
-    #[serde(default)]
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub args: Option<Value>,
@@ -119,12 +119,11 @@ pub(crate) struct FunctionCall {
 /// The result of a function call (`functionResponse`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(default)]
 pub(crate) struct FunctionResponse {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
-    #[serde(default)]
     pub name: String,
-    #[serde(default)]
     pub response: Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parts: Option<Vec<WirePart>>,

@@ -12,7 +12,7 @@ use genkit_ai::middleware::retry;
 use genkit_ai::tool::Tool;
 use genkit_ai::types::{DocumentData, FinishReason, Part, Role, ToolChoice};
 use genkit_core::{CancellationToken, Plugin, Registry, StatusCode};
-use genkit_google_genai::{GoogleAi, GoogleAiOptions};
+use genkit_google_genai::{GoogleAi, GoogleAiBuilder};
 use genkit_provider::test_server::{End, Recorded, Reply, TestServer};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -20,16 +20,15 @@ use serde_json::{Value, json};
 
 const KEY: &str = "test-key-7f3a9c";
 
-fn plugin_for(server: &TestServer, options: GoogleAiOptions) -> GoogleAi {
-    GoogleAi::with_options(
-        options
-            .api_key(KEY)
-            .base_url(format!("{}/v1beta", server.url)),
-    )
-    .expect("plugin")
+fn plugin_for(server: &TestServer, options: GoogleAiBuilder) -> GoogleAi {
+    options
+        .api_key(KEY)
+        .base_url(format!("{}/v1beta", server.url))
+        .build()
+        .expect("plugin")
 }
 
-async fn setup_with(replies: Vec<Reply>, options: GoogleAiOptions) -> (TestServer, Registry) {
+async fn setup_with(replies: Vec<Reply>, options: GoogleAiBuilder) -> (TestServer, Registry) {
     let server = TestServer::start(replies).await;
     let registry = Registry::new();
     registry
@@ -39,7 +38,7 @@ async fn setup_with(replies: Vec<Reply>, options: GoogleAiOptions) -> (TestServe
 }
 
 async fn setup(replies: Vec<Reply>) -> (TestServer, Registry) {
-    setup_with(replies, GoogleAiOptions::new()).await
+    setup_with(replies, GoogleAi::builder()).await
 }
 
 /// An SSE reply as the Gemini API frames it: `data: <payload>` lines
@@ -418,7 +417,7 @@ async fn structured_output_uses_the_response_json_schema() {
 async fn legacy_response_schema_is_cleaned() {
     let (server, registry) = setup_with(
         vec![Reply::json(text_reply(r#"{"city": "Oslo", "celsius": 4}"#))],
-        GoogleAiOptions::new().legacy_response_schema(true),
+        GoogleAi::builder().legacy_response_schema(true),
     )
     .await;
     let response = generate(
@@ -656,7 +655,7 @@ async fn a_request_over_the_timeout_is_deadline_exceeded() {
             sse([json!({"candidates": [{"content": {"parts": [{"text": "slow"}]}}]})])
                 .ending(End::Hang),
         ],
-        GoogleAiOptions::new().timeout(Duration::from_millis(300)),
+        GoogleAi::builder().timeout(Duration::from_millis(300)),
     )
     .await;
     let err = generate(
@@ -807,9 +806,9 @@ async fn unknown_models_resolve_on_demand_and_version_overrides_the_path() {
 #[tokio::test]
 async fn the_plugin_lists_known_models_and_never_shows_its_key() {
     let server = TestServer::start(Vec::new()).await;
-    let plugin = plugin_for(&server, GoogleAiOptions::new());
+    let plugin = plugin_for(&server, GoogleAi::builder());
     assert!(!format!("{plugin:?}").contains(KEY));
-    assert!(!format!("{:?}", GoogleAiOptions::new().api_key(KEY)).contains(KEY));
+    assert!(!format!("{:?}", GoogleAi::builder().api_key(KEY)).contains(KEY));
     let names: Vec<String> = plugin
         .list_actions()
         .await
@@ -895,4 +894,45 @@ async fn a_malformed_stream_event_is_an_error() {
     .expect_err("malformed");
     assert_eq!(err.status(), StatusCode::Internal, "{err}");
     assert!(err.message().contains("not JSON"), "{err}");
+}
+
+#[tokio::test]
+async fn absurd_retry_hints_never_panic() {
+    let max_ms = genkit_provider::error::MAX_RETRY_AFTER.as_millis() as u64;
+    let quota = |delay: &str| {
+        json!({"error": {"code": 429, "message": "Quota exceeded", "status": "RESOURCE_EXHAUSTED",
+            "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": delay}]}})
+    };
+    let cases = [
+        // (Retry-After header, retryDelay in the body)
+        (Some("1e300"), "1s"),
+        (Some("1e20"), "1s"),
+        (None, "1e30s"),
+        (None, "-5s"),
+        (None, "NaNs"),
+        (Some("garbage"), "garbage"),
+    ];
+    for (header, delay) in cases {
+        let mut reply = Reply::status(429, quota(delay));
+        if let Some(h) = header {
+            reply = reply.header("retry-after", h);
+        }
+        let (_server, registry) = setup(vec![reply]).await;
+        let err = generate(
+            &registry,
+            GenerateOptions::prompt("hi").model("googleai/gemini-2.5-flash"),
+        )
+        .await
+        .expect_err("429");
+        assert_eq!(
+            err.status(),
+            StatusCode::ResourceExhausted,
+            "{delay}: {err}"
+        );
+        let after = err.details().and_then(|d| d.get("retryAfterMs")).cloned();
+        assert!(
+            after.is_none() || after == Some(json!(max_ms)),
+            "{header:?} {delay}: {after:?}"
+        );
+    }
 }

@@ -1,6 +1,8 @@
 //! [`OllamaConfig`]: the `config` an Ollama model accepts, and where each
 //! field goes in an `/api/chat` request.
 
+use genkit_provider::wire::put_some;
+use genkit_provider::{CommonConfig, RequestConfig};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -12,24 +14,11 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OllamaConfig {
-    /// Model to send instead of the action's (`model`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-    /// Sampling temperature (`options.temperature`; Ollama's default is 0.8).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub temperature: Option<f64>,
-    /// Token limit of the answer (`options.num_predict`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_output_tokens: Option<i64>,
-    /// Top-k sampling (`options.top_k`; default 40).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub top_k: Option<u32>,
-    /// Nucleus sampling (`options.top_p`; default 0.9).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub top_p: Option<f64>,
-    /// Sequences that end generation (`options.stop`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stop_sequences: Option<Vec<String>>,
+    /// Genkit's common options: `temperature`, `maxOutputTokens`
+    /// (`num_predict`), `topK`, `topP`, `stopSequences` (`stop`) go to
+    /// `options`, `version` replaces the model name.
+    #[serde(flatten)]
+    pub common: CommonConfig,
     /// Seed for reproducible sampling (`options.seed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<i64>,
@@ -59,28 +48,46 @@ impl OllamaConfig {
     /// The `options` object: mapped fields, then the other keys (which win).
     pub(crate) fn options(&self) -> Map<String, Value> {
         let mut o = Map::new();
-        let mut put = |k: &str, v: Option<Value>| {
-            if let Some(v) = v {
-                o.insert(k.to_owned(), v);
-            }
-        };
-        put("temperature", self.temperature.map(Value::from));
-        put("num_predict", self.max_output_tokens.map(Value::from));
-        put("top_k", self.top_k.map(Value::from));
-        put("top_p", self.top_p.map(Value::from));
-        put("stop", self.stop_sequences.clone().map(Value::from));
-        put("seed", self.seed.map(Value::from));
-        put("num_ctx", self.num_ctx.map(Value::from));
-        // Genkit's request-scoped key has no meaning for Ollama.
-        o.extend(
-            self.extra
-                .iter()
-                .filter(|(k, _)| k.as_str() != "apiKey")
-                .map(|(k, v)| (k.clone(), v.clone())),
-        );
+        let c = &self.common;
+        put_some(&mut o, "temperature", c.temperature);
+        put_some(&mut o, "num_predict", c.max_output_tokens);
+        put_some(&mut o, "top_k", c.top_k);
+        put_some(&mut o, "top_p", c.top_p);
+        put_some(&mut o, "stop", c.stop_sequences.clone());
+        put_some(&mut o, "seed", self.seed);
+        put_some(&mut o, "num_ctx", self.num_ctx);
+        o.extend(self.extra.iter().map(|(k, v)| (k.clone(), v.clone())));
         o
     }
 }
+
+/// Ollama takes no key: a request's `apiKey` is parsed and dropped.
+impl RequestConfig for OllamaConfig {}
+
+/// Options of an embedding request (`EmbedRequest.options`). Unknown keys
+/// go to Ollama's `options` (e.g. `num_ctx`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EmbedConfig {
+    /// Truncate inputs longer than the context instead of failing (`truncate`,
+    /// Ollama's default is true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncate: Option<bool>,
+    /// Vector length for models that can shorten their output (`dimensions`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dimensions: Option<u32>,
+    /// How long the model stays loaded (`keep_alive`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_alive: Option<Value>,
+    /// Model to send instead of the embedder's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Any other key, put in `options`.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl RequestConfig for EmbedConfig {}
 
 #[cfg(test)]
 mod tests {

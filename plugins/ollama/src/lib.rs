@@ -15,47 +15,48 @@
 //! `DEADLINE_EXCEEDED`); a stream cut off mid-way is an error, never a hang;
 //! cancelling a call drops its HTTP request.
 //!
+//! Built on the plugin kit of `genkit-provider`: the builder's shared
+//! options (`base_url`/`server_address`, `api_key` for a proxy, `timeout`,
+//! `header`, `http_client`, `models`, `embedders`) mean the same in every
+//! provider plugin.
+//!
 //! ```no_run
-//! use genkit_ai::generate::{GenerateOptions, generate};
-//! use genkit_core::Registry;
-//! use genkit_ollama::{ModelSpec, Ollama};
-//! use std::sync::Arc;
+//! use genkit::prelude::*;
+//! use genkit_ollama::Ollama;
 //!
-//! # async fn run() -> genkit_core::Result<()> {
-//! let registry = Registry::new();
-//! let ollama = Ollama::builder()
-//!     .server_address("http://127.0.0.1:11434")
-//!     // Optional: declare capabilities of a model (any name resolves anyway).
-//!     .model(ModelSpec::new("gemma3:1b").tools(false))
-//!     .build()?;
-//! registry.register_plugin(Arc::new(ollama))?;
-//!
-//! let response = generate(
-//!     &registry,
-//!     GenerateOptions::prompt("Why is the sky blue?")
-//!         .model("ollama/llama3.2")
-//!         .config(serde_json::json!({"temperature": 0.2, "numCtx": 8192})),
-//! )
-//! .await?;
+//! # async fn run() -> genkit::Result<()> {
+//! // The server's address comes from OLLAMA_HOST (default 127.0.0.1:11434).
+//! let ai = Genkit::builder().plugin(Ollama::from_env()?).build()?;
+//! let response = ai
+//!     .generate(
+//!         GenerateOptions::prompt("Why is the sky blue?")
+//!             .model("ollama/llama3.2")
+//!             .config(json!({"temperature": 0.2, "numCtx": 8192})),
+//!     )
+//!     .await?;
 //! println!("{}", response.text());
 //! # Ok(()) }
 //! ```
+//!
+//! Declaring a model's capabilities (any name resolves anyway):
+//! `Ollama::builder().model(ModelSpec::new("gemma3:1b").tools(false)).build()?`.
 
 #![warn(missing_docs)]
 
-mod client;
 mod config;
 mod convert;
-mod embedder;
 mod error;
-mod model;
 mod models;
 mod plugin;
-mod stream;
 mod wire;
 
-pub use config::OllamaConfig;
-pub use embedder::EmbedConfig;
-pub use error::OllamaError;
-pub use models::{EmbedderSpec, ModelSpec};
-pub use plugin::{DEFAULT_NAME, DEFAULT_SERVER_ADDRESS, DEFAULT_TIMEOUT, Ollama, OllamaBuilder};
+pub use config::{EmbedConfig, OllamaConfig};
+pub use convert::response::ChatState;
+pub use error::{OllamaError, OllamaErrorBody};
+pub use genkit_provider::{CommonConfig, EmbedderSpec, ModelSpec};
+pub use plugin::{
+    DEFAULT_NAME, DEFAULT_SERVER_ADDRESS, Ollama, OllamaBuilder, OllamaProvider, local_models,
+};
+
+/// The default timeout (see the builder's `timeout`).
+pub const DEFAULT_TIMEOUT: std::time::Duration = genkit_provider::kit::DEFAULT_TIMEOUT;

@@ -41,48 +41,24 @@ pub(crate) struct FunctionCall {
     pub arguments: Value,
 }
 
-/// A tool offered to the model.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct Tool {
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub function: FunctionDef,
-}
-
-/// A function definition.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct FunctionDef {
-    pub name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    pub parameters: Value,
-}
-
 /// A chat response, or one line of a streamed one.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
 pub(crate) struct ChatResponse {
-    #[serde(default)]
     pub message: Option<ResponseMessage>,
-    #[serde(default)]
     pub done: bool,
-    #[serde(default)]
     pub done_reason: Option<String>,
-    #[serde(default)]
     pub prompt_eval_count: Option<u64>,
-    #[serde(default)]
     pub eval_count: Option<u64>,
-    #[serde(default)]
     pub error: Option<Value>,
 }
 
 /// The assistant message (or the part of it a stream line adds).
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
 pub(crate) struct ResponseMessage {
-    #[serde(default)]
     pub content: Option<String>,
-    #[serde(default)]
     pub thinking: Option<String>,
-    #[serde(default)]
     pub tool_calls: Option<Vec<ToolCall>>,
 }
 
@@ -94,17 +70,16 @@ pub(crate) struct EmbedResponse {
 
 /// An `/api/tags` response.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
 pub(crate) struct TagsResponse {
-    #[serde(default)]
     pub models: Vec<LocalModel>,
 }
 
 /// One locally available model.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
 pub(crate) struct LocalModel {
-    #[serde(default)]
     pub name: Option<String>,
-    #[serde(default)]
     pub model: Option<String>,
 }
 

@@ -563,3 +563,63 @@ fn builder_validation_and_debug() {
     let text = format!("{b:?} {p:?}");
     assert!(!text.contains("top-secret"), "{text}");
 }
+
+#[tokio::test]
+async fn absurd_retry_hints_never_panic() {
+    let max_ms = genkit_provider::error::MAX_RETRY_AFTER.as_millis() as u64;
+    for hint in ["1e300", "1e20", "-1", "NaN", "soon"] {
+        let reply = Reply::status(429, json!({"error": "busy"})).header("retry-after", hint);
+        let (_server, reg) = setup(vec![reply]).await;
+        let err = bounded(generate(
+            &reg,
+            GenerateOptions::prompt("hi").model("ollama/llama3.2"),
+        ))
+        .await
+        .expect_err("429");
+        assert_eq!(err.status(), StatusCode::ResourceExhausted, "{hint}: {err}");
+        let after = err.details().and_then(|d| d.get("retryAfterMs")).cloned();
+        assert!(
+            after.is_none() || after == Some(json!(max_ms)),
+            "{hint}: {after:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_timeout_bounds_each_wait_not_the_whole_call() {
+    let lines = |n: usize| {
+        let mut lines: Vec<Value> = (0..n)
+            .map(|_| json!({"message": {"role": "assistant", "content": "x"}, "done": false}))
+            .collect();
+        lines.push(json!({"message": {"role": "assistant", "content": ""}, "done": true, "done_reason": "stop"}));
+        lines
+    };
+    let server = TestServer::start(vec![
+        Reply::ndjson(lines(7)).paced(Duration::from_millis(120)),
+        Reply::ndjson(lines(2)).paced(Duration::from_millis(600)),
+        Reply::Hang,
+    ])
+    .await;
+    let plugin = Ollama::builder()
+        .server_address(server.url.clone())
+        .timeout(Duration::from_millis(400))
+        .build()
+        .expect("build");
+    let reg = registry(plugin);
+    let call = || generate_stream(&reg, GenerateOptions::prompt("hi").model("ollama/llama3.2"));
+    let response = bounded(call().response())
+        .await
+        .expect("a flowing stream completes");
+    assert_eq!(response.text(), "xxxxxxx");
+    let err = bounded(call().response())
+        .await
+        .expect_err("a trickling stream");
+    assert_eq!(err.status(), StatusCode::DeadlineExceeded, "{err}");
+    let err = bounded(generate(
+        &reg,
+        GenerateOptions::prompt("hi").model("ollama/llama3.2"),
+    ))
+    .await
+    .expect_err("a server that never answers");
+    assert_eq!(err.status(), StatusCode::DeadlineExceeded, "{err}");
+}

@@ -1,7 +1,7 @@
 //! [`OpenAiConfig`]: the `config` a request to an OpenAI-compatible model
 //! accepts, and how each field maps onto the Chat Completions body.
 
-use genkit_provider::ApiKey;
+use genkit_provider::{CommonConfig, RequestConfig};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -14,29 +14,17 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OpenAiConfig {
-    /// Model name to send instead of the action's (`model` on the wire).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-    /// Sampling temperature, 0–2 (`temperature`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub temperature: Option<f64>,
-    /// Token limit of the answer: sent as `max_tokens`, or as
-    /// `max_completion_tokens` for models that need it (o-series, GPT-5).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_output_tokens: Option<u32>,
+    /// Genkit's common options: `version` (`model`), `temperature`,
+    /// `maxOutputTokens` (`max_tokens`, or `max_completion_tokens` for models
+    /// that need it), `topP` (`top_p`), `stopSequences` (`stop`, up to 4),
+    /// `apiKey` (this request only, instead of the plugin's). `topK` is not
+    /// part of OpenAI's API and is not sent; servers that take it get it
+    /// from a `"top_k"` key.
+    #[serde(flatten)]
+    pub common: CommonConfig,
     /// Token limit including reasoning tokens (`max_completion_tokens`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_completion_tokens: Option<u32>,
-    /// Nucleus sampling (`top_p`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub top_p: Option<f64>,
-    /// Top-k sampling. Not part of OpenAI's API, so it is not sent; servers
-    /// that take it (llama.cpp, vLLM) get it from a `"top_k"` key.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub top_k: Option<u32>,
-    /// Up to 4 sequences that end generation (`stop`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stop_sequences: Option<Vec<String>>,
     /// Seed for deterministic sampling (`seed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<i64>,
@@ -62,9 +50,6 @@ pub struct OpenAiConfig {
     /// Detail level of image inputs (`image_url.detail`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub visual_detail_level: Option<VisualDetailLevel>,
-    /// An API key for this request only, instead of the plugin's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api_key: Option<ApiKey>,
     /// Any other key, sent as it is.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -93,6 +78,12 @@ impl VisualDetailLevel {
     }
 }
 
+impl RequestConfig for OpenAiConfig {
+    fn api_key(&self) -> Option<&genkit_provider::ApiKey> {
+        self.common.api_key.as_ref()
+    }
+}
+
 impl OpenAiConfig {
     /// Reads a request's `config` (absent or `null` gives the defaults).
     /// `null` members are treated as absent.
@@ -113,9 +104,9 @@ mod tests {
             "logit_bias": {"1": 2}, "version": null
         })))
         .unwrap();
-        assert_eq!(c.temperature, Some(0.5));
-        assert_eq!(c.max_output_tokens, Some(10));
-        assert_eq!(c.api_key.as_ref().map(ApiKey::expose), Some("sk-x"));
+        assert_eq!(c.common.temperature, Some(0.5));
+        assert_eq!(c.common.max_output_tokens, Some(10));
+        assert_eq!(c.common.api_key.as_ref().map(|k| k.expose()), Some("sk-x"));
         assert_eq!(c.extra.get("logit_bias"), Some(&json!({"1": 2})));
         assert!(!c.extra.contains_key("version"));
         assert!(!format!("{c:?}").contains("sk-x"));
@@ -129,6 +120,34 @@ mod tests {
             OpenAiConfig::from_value(None).unwrap(),
             OpenAiConfig::default()
         );
+    }
+}
+
+/// Options of an embedding request (`EmbedRequest.options`). Unknown keys are
+/// sent as they are.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EmbedConfig {
+    /// Vector length for models that can shorten their output (`dimensions`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dimensions: Option<u32>,
+    /// An end-user id for abuse monitoring (`user`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// Model name to send instead of the embedder's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// An API key for this request only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<genkit_provider::ApiKey>,
+    /// Any other key, sent as it is.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl RequestConfig for EmbedConfig {
+    fn api_key(&self) -> Option<&genkit_provider::ApiKey> {
+        self.api_key.as_ref()
     }
 }
 

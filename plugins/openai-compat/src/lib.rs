@@ -16,32 +16,35 @@
 //!   Cancelling a call drops its HTTP request.
 //! - API keys never appear in `Debug` output, logs or errors.
 //!
-//! ```no_run
-//! use genkit_ai::generate::{GenerateOptions, generate};
-//! use genkit_core::Registry;
-//! use genkit_openai::{ModelSpec, OpenAiCompatible, StructuredOutputStyle};
-//! use std::sync::Arc;
+//! - Built on the plugin kit of `genkit-provider`: the builder's shared
+//!   options (`base_url`, `api_key`, `timeout`, `header`, `http_client`,
+//!   `models`, `embedders`) mean the same in every provider plugin.
 //!
-//! # async fn run() -> genkit_core::Result<()> {
-//! let registry = Registry::new();
-//! // OpenAI itself, keyed by OPENAI_API_KEY:
-//! registry.register_plugin(Arc::new(OpenAiCompatible::openai()?))?;
-//! // A local llama.cpp server under the name `local`:
+//! ```no_run
+//! use genkit::prelude::*;
+//! use genkit_openai::{ModelSpec, OpenAiCompatible, StructuredOutputStyle};
+//!
+//! # async fn run() -> genkit::Result<()> {
+//! // OpenAI itself, keyed by OPENAI_API_KEY, and a local llama.cpp server
+//! // under the name `local`:
 //! let local = OpenAiCompatible::builder()
 //!     .name("local")
 //!     .base_url("http://127.0.0.1:8080/v1")
 //!     .models([ModelSpec::new("smollm2").label("SmolLM2 135M")])
 //!     .structured_output(StructuredOutputStyle::JsonObjectWithSchema)
 //!     .build()?;
-//! registry.register_plugin(Arc::new(local))?;
+//! let ai = Genkit::builder()
+//!     .plugin(OpenAiCompatible::from_env()?)
+//!     .plugin(local)
+//!     .build()?;
 //!
-//! let response = generate(
-//!     &registry,
-//!     GenerateOptions::prompt("Tell me a joke.")
-//!         .model("openai/gpt-4o-mini")
-//!         .config(serde_json::json!({"temperature": 0.7, "maxOutputTokens": 200})),
-//! )
-//! .await?;
+//! let response = ai
+//!     .generate(
+//!         GenerateOptions::prompt("Tell me a joke.")
+//!             .model("openai/gpt-4o-mini")
+//!             .config(json!({"temperature": 0.7, "maxOutputTokens": 200})),
+//!     )
+//!     .await?;
 //! println!("{}", response.text());
 //! # Ok(()) }
 //! ```
@@ -54,23 +57,23 @@
 
 #![warn(missing_docs)]
 
-mod client;
 mod config;
 mod convert;
-mod embedder;
 mod error;
-mod model;
 mod models;
 mod plugin;
 mod stream;
 mod wire;
 
-pub use config::{OpenAiConfig, StructuredOutputStyle, VisualDetailLevel};
-pub use embedder::EmbedConfig;
-pub use error::ProviderError;
-pub use genkit_provider::ApiKey;
+pub use config::{EmbedConfig, OpenAiConfig, StructuredOutputStyle, VisualDetailLevel};
+pub use error::{OpenAiErrorBody, ProviderError};
+pub use genkit_provider::{ApiKey, CommonConfig};
 pub use models::{EmbedderSpec, ModelSpec, TokenLimitField, openai_embedders, openai_models};
 pub use plugin::{
-    API_KEY_ENV, DEFAULT_BASE_URL, DEFAULT_NAME, DEFAULT_TIMEOUT, OpenAiCompatible,
-    OpenAiCompatibleBuilder,
+    API_KEY_ENV, DEFAULT_BASE_URL, DEFAULT_NAME, OpenAiCompatible, OpenAiCompatibleBuilder,
+    OpenAiProvider,
 };
+pub use stream::StreamState;
+
+/// The default timeout (see the builder's `timeout`).
+pub const DEFAULT_TIMEOUT: std::time::Duration = genkit_provider::kit::DEFAULT_TIMEOUT;

@@ -2,8 +2,10 @@
 //! capabilities, and the wire details that differ between them.
 
 use genkit_ai::types::{ConstrainedSupport, ModelSupports};
+use genkit_provider::ModelDescriptor;
 pub use genkit_provider::plugin::EmbedderSpec;
 use genkit_provider::plugin::Spec;
+use genkit_provider::wire::chat_supports;
 
 /// Which body field carries a token limit given as `maxOutputTokens`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -64,7 +66,7 @@ impl ModelSpec {
         Self {
             name,
             label: None,
-            supports: generic_supports(),
+            supports: chat_supports(),
             token_limit,
         }
     }
@@ -110,15 +112,13 @@ impl Spec for ModelSpec {
     }
 }
 
-fn generic_supports() -> ModelSupports {
-    ModelSupports {
-        multiturn: Some(true),
-        media: Some(true),
-        tools: Some(true),
-        system_role: Some(true),
-        output: Some(vec!["text".into(), "json".into()]),
-        tool_choice: Some(true),
-        ..ModelSupports::default()
+impl ModelDescriptor for ModelSpec {
+    fn label(&self) -> Option<&str> {
+        self.label.as_deref()
+    }
+
+    fn supports(&self) -> &ModelSupports {
+        &self.supports
     }
 }
 

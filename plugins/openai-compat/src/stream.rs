@@ -2,13 +2,13 @@
 //! final response assembled from them (text, reasoning, and tool calls whose
 //! fragments are joined by `index`).
 
-use crate::client::Client;
 use crate::convert::response::{assemble, push_text_parts, tool_request_part};
-use crate::error::{ProviderError, error_message_of, excerpt};
+use crate::error::{OpenAiErrorBody, ProviderError};
 use crate::wire::{ChatCompletionChunk, ToolCallDelta, Usage};
 use genkit_ai::extract::parse_partial_json;
 use genkit_ai::types::{GenerateResponse, GenerateResponseChunk, Part, ToolRequest};
-use genkit_provider::{Frame, FrameReader, StreamFold, fold_stream};
+use genkit_provider::error::excerpt;
+use genkit_provider::{Emit, Frame, StreamFold};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
@@ -22,8 +22,7 @@ struct ToolCallAcc {
 
 /// What the events received so far add up to.
 #[derive(Debug)]
-pub(crate) struct StreamState {
-    provider: String,
+pub struct StreamState {
     reasoning: String,
     text: String,
     refusal: String,
@@ -37,10 +36,9 @@ pub(crate) struct StreamState {
 }
 
 impl StreamState {
-    /// An empty state for a stream from `provider`.
-    pub(crate) fn new(provider: &str) -> Self {
+    /// An empty state.
+    pub(crate) fn new() -> Self {
         Self {
-            provider: provider.to_owned(),
             reasoning: String::new(),
             text: String::new(),
             refusal: String::new(),
@@ -55,10 +53,7 @@ impl StreamState {
     }
 
     fn malformed(&self, detail: String) -> ProviderError {
-        ProviderError::Malformed {
-            provider: self.provider.clone(),
-            detail,
-        }
+        ProviderError::Malformed(detail)
     }
 
     /// Takes one event (`event` is the SSE event type, `data` its payload)
@@ -83,12 +78,11 @@ impl StreamState {
             ))
         })?;
         if event == "error" || value.get("error").is_some_and(|e| !e.is_null()) {
-            let (message, code) = error_message_of(&value).unwrap_or_else(|| (excerpt(data), None));
-            return Err(ProviderError::StreamError {
-                provider: self.provider.clone(),
-                message,
-                code,
+            let body = OpenAiErrorBody::of(&value).unwrap_or_else(|| OpenAiErrorBody {
+                message: excerpt(data),
+                code: None,
             });
+            return Err(ProviderError::Stream(Box::new(body)));
         }
         let chunk: ChatCompletionChunk = serde_json::from_value(value).map_err(|e| {
             self.malformed(format!(
@@ -180,23 +174,20 @@ impl StreamState {
     /// finish reason was cut off: an error, never a partial success.
     pub(crate) fn finish(self) -> Result<GenerateResponse, ProviderError> {
         if !self.done && self.finish_reason.is_none() {
-            return Err(ProviderError::CutOff {
-                provider: self.provider,
-                detail: "no finish_reason and no [DONE] before the connection closed".into(),
-            });
+            return Err(ProviderError::CutOff(
+                "no finish_reason and no [DONE] before the connection closed".into(),
+            ));
         }
         let mut parts = Vec::new();
         push_text_parts(&mut parts, &self.reasoning, &self.text);
         let mut raw_calls = Vec::new();
         for acc in self.tool_calls.values() {
             if acc.name.is_empty() {
-                return Err(ProviderError::Malformed {
-                    provider: self.provider.clone(),
-                    detail: "a streamed tool call never named its function".into(),
-                });
+                return Err(ProviderError::Malformed(
+                    "a streamed tool call never named its function".into(),
+                ));
             }
             parts.push(tool_request_part(
-                &self.provider,
                 acc.id.clone(),
                 &acc.name,
                 &acc.arguments,
@@ -230,11 +221,7 @@ impl StreamFold for StreamState {
     type Output = GenerateResponse;
     type Error = ProviderError;
 
-    fn push(
-        &mut self,
-        frame: Frame,
-        emit: &mut dyn FnMut(GenerateResponseChunk),
-    ) -> Result<(), ProviderError> {
+    fn push(&mut self, frame: Frame, emit: &mut Emit<'_>) -> Result<(), ProviderError> {
         if let Some(chunk) = self.on_event(&frame.event, &frame.data)? {
             emit(chunk);
         }
@@ -249,23 +236,6 @@ impl StreamFold for StreamState {
     fn finish(self) -> Result<GenerateResponse, ProviderError> {
         StreamState::finish(self)
     }
-}
-
-/// Reads an SSE answer until `[DONE]` or its end, sending a chunk for each
-/// event that adds content. Waiting longer than the client's timeout for the
-/// next event is `DEADLINE_EXCEEDED`; a stream that breaks off is an error.
-pub(crate) async fn read_stream(
-    client: &Client,
-    events: FrameReader,
-    send: impl Fn(GenerateResponseChunk),
-) -> Result<GenerateResponse, ProviderError> {
-    fold_stream(
-        events,
-        StreamState::new(client.provider()),
-        |e| client.error(e),
-        send,
-    )
-    .await
 }
 
 #[cfg(test)]
@@ -296,7 +266,7 @@ mod tests {
 
     #[test]
     fn text_stream() {
-        let mut s = StreamState::new("p");
+        let mut s = StreamState::new();
         let chunks = feed(
             &mut s,
             &[
@@ -322,7 +292,7 @@ mod tests {
 
     #[test]
     fn parallel_tool_calls_split_across_chunks() {
-        let mut s = StreamState::new("p");
+        let mut s = StreamState::new();
         let chunks = feed(
             &mut s,
             &[
@@ -357,7 +327,7 @@ mod tests {
     #[test]
     fn repeated_ids_and_names_are_not_concatenated() {
         // llama-cpp-python repeats index, id and name in every fragment.
-        let mut s = StreamState::new("p");
+        let mut s = StreamState::new();
         feed(
             &mut s,
             &[
@@ -383,7 +353,7 @@ mod tests {
 
     #[test]
     fn fragments_without_index() {
-        let mut s = StreamState::new("p");
+        let mut s = StreamState::new();
         feed(
             &mut s,
             &[
@@ -402,16 +372,16 @@ mod tests {
 
     #[test]
     fn cut_off_and_errors() {
-        let mut s = StreamState::new("p");
+        let mut s = StreamState::new();
         feed(
             &mut s,
             &[json!({"choices": [{"index": 0, "delta": {"content": "Hel"}}]})],
         );
         let e = s.finish().unwrap_err();
-        assert!(matches!(e, ProviderError::CutOff { .. }), "{e}");
+        assert!(matches!(e, ProviderError::CutOff(_)), "{e}");
 
         // [DONE] without a finish reason (an interrupted llama.cpp stream).
-        let mut s = StreamState::new("p");
+        let mut s = StreamState::new();
         feed(
             &mut s,
             &[json!({"choices": [{"index": 0, "delta": {"content": "Hel"}}]})],
@@ -421,10 +391,10 @@ mod tests {
         assert_eq!(r.finish_reason, Some(FinishReason::Unknown));
         assert_eq!(r.text(), "Hel");
 
-        let mut s = StreamState::new("p");
+        let mut s = StreamState::new();
         assert!(matches!(
             s.on_event("", "{not json"),
-            Err(ProviderError::Malformed { .. })
+            Err(ProviderError::Malformed(_))
         ));
         let e = s
             .on_event(

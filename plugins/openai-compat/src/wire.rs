@@ -3,7 +3,6 @@
 //! ignored and explicit `null`s read as absent, as compatible servers vary.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 // ---------------------------------------------------------------- request
 
@@ -90,84 +89,58 @@ pub(crate) struct FunctionCall {
     pub arguments: String,
 }
 
-/// A tool offered to the model.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct Tool {
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub function: FunctionDef,
-}
-
-/// A function definition.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct FunctionDef {
-    pub name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    pub parameters: Value,
-}
-
 // ---------------------------------------------------------------- response
 
 /// A non-streamed Chat Completions response.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
 pub(crate) struct ChatCompletion {
-    #[serde(default)]
     pub choices: Vec<Choice>,
-    #[serde(default)]
     pub usage: Option<Usage>,
 }
 
 /// One choice of a response.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
 pub(crate) struct Choice {
-    #[serde(default)]
     pub index: u32,
-    #[serde(default)]
     pub message: ResponseMessage,
-    #[serde(default)]
     pub finish_reason: Option<String>,
 }
 
 /// The assistant message of a choice.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
 pub(crate) struct ResponseMessage {
-    #[serde(default)]
     pub content: Option<String>,
     #[serde(default, alias = "reasoning")]
     pub reasoning_content: Option<String>,
-    #[serde(default)]
     pub refusal: Option<String>,
-    #[serde(default)]
     pub tool_calls: Option<Vec<ToolCall>>,
 }
 
 /// Token counts.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
 pub(crate) struct Usage {
-    #[serde(default)]
     pub prompt_tokens: Option<u64>,
-    #[serde(default)]
     pub completion_tokens: Option<u64>,
-    #[serde(default)]
     pub total_tokens: Option<u64>,
-    #[serde(default)]
     pub prompt_tokens_details: Option<PromptTokensDetails>,
-    #[serde(default)]
     pub completion_tokens_details: Option<CompletionTokensDetails>,
 }
 
 /// Prompt token breakdown.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
 pub(crate) struct PromptTokensDetails {
-    #[serde(default)]
     pub cached_tokens: Option<u64>,
 }
 
 /// Completion token breakdown.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
 pub(crate) struct CompletionTokensDetails {
-    #[serde(default)]
     pub reasoning_tokens: Option<u64>,
 }
 
@@ -175,61 +148,52 @@ pub(crate) struct CompletionTokensDetails {
 
 /// One `data:` event of a streamed response.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
 pub(crate) struct ChatCompletionChunk {
-    #[serde(default)]
     pub id: Option<String>,
-    #[serde(default)]
     pub model: Option<String>,
-    #[serde(default)]
     pub created: Option<i64>,
     #[serde(default, deserialize_with = "null_as_default")]
     pub choices: Vec<ChunkChoice>,
-    #[serde(default)]
     pub usage: Option<Usage>,
 }
 
 /// One choice of a chunk.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
 pub(crate) struct ChunkChoice {
-    #[serde(default)]
     pub index: u32,
     #[serde(default, deserialize_with = "null_as_default")]
     pub delta: Delta,
-    #[serde(default)]
     pub finish_reason: Option<String>,
 }
 
 /// What a chunk adds to the message.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
 pub(crate) struct Delta {
-    #[serde(default)]
     pub content: Option<String>,
     #[serde(default, alias = "reasoning")]
     pub reasoning_content: Option<String>,
-    #[serde(default)]
     pub refusal: Option<String>,
-    #[serde(default)]
     pub tool_calls: Option<Vec<ToolCallDelta>>,
 }
 
 /// A fragment of a tool call. OpenAI sends `id` and `name` only in the first
 /// fragment of each `index`; some servers repeat them in every fragment.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
 pub(crate) struct ToolCallDelta {
-    #[serde(default)]
     pub index: Option<u32>,
-    #[serde(default)]
     pub id: Option<String>,
-    #[serde(default)]
     pub function: Option<FunctionDelta>,
 }
 
 /// A fragment of a function call.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
 pub(crate) struct FunctionDelta {
-    #[serde(default)]
     pub name: Option<String>,
-    #[serde(default)]
     pub arguments: Option<String>,
 }
 

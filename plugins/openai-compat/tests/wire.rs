@@ -909,3 +909,25 @@ fn builder_validation() {
         StatusCode::InvalidArgument
     );
 }
+
+#[tokio::test]
+async fn absurd_retry_hints_never_panic() {
+    let max_ms = genkit_provider::error::MAX_RETRY_AFTER.as_millis() as u64;
+    for hint in ["1e300", "1e20", "-1", "NaN", "soon"] {
+        let body = json!({"error": {"message": "slow down", "code": "rate_limit_exceeded"}});
+        let reply = Reply::status(429, body).header("retry-after", hint);
+        let (_server, reg) = setup(vec![reply]).await;
+        let err = bounded(generate(
+            &reg,
+            GenerateOptions::prompt("hi").model("openai/gpt-4o"),
+        ))
+        .await
+        .expect_err("429");
+        assert_eq!(err.status(), StatusCode::ResourceExhausted, "{hint}: {err}");
+        let after = err.details().and_then(|d| d.get("retryAfterMs")).cloned();
+        assert!(
+            after.is_none() || after == Some(json!(max_ms)),
+            "{hint}: {after:?}"
+        );
+    }
+}

@@ -11,6 +11,7 @@ use crate::extract::extract_json;
 /// Who produced a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Role {
     /// Instructions that frame the conversation.
     System,

@@ -16,6 +16,7 @@ use crate::extract::extract_json;
 /// How the model may use tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ToolChoice {
     /// The model decides.
     Auto,
@@ -28,6 +29,7 @@ pub enum ToolChoice {
 /// Why generation stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum FinishReason {
     /// Natural end or a stop sequence.
     Stop,
@@ -548,6 +550,7 @@ impl GenerateResponseChunk {
 
 /// How far a model supports constrained (schema-enforced) output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
 pub enum ConstrainedSupport {
     /// Not supported.
     #[serde(rename = "none")]
@@ -563,6 +566,7 @@ pub enum ConstrainedSupport {
 /// Release stage of a model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ModelStage {
     /// Recommended.
     Featured,

@@ -157,6 +157,7 @@ pub struct ResourceRef {
 
 /// The content a [`Part`] carries. Exactly one per part.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum PartKind {
     /// Plain text (`text`).
     Text(String),

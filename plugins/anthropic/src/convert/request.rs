@@ -9,6 +9,7 @@ use super::schema::to_output_schema;
 use crate::config::AnthropicConfig;
 use crate::error::AnthropicError;
 use crate::wire::{AnyBlock, Block, MessagesRequest, Source, WireMessage, WireTool};
+use genkit_provider::wire::inline_data;
 
 /// Image types the Messages API accepts.
 const IMAGE_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
@@ -46,7 +47,7 @@ pub(crate) fn to_messages_request(
     let budget = thinking.as_ref().and_then(|(_, b)| *b);
     // The thinking budget counts against max_tokens: when the caller set no
     // max_tokens, leave room for an answer after a large budget.
-    let max_tokens = match (config.max_output_tokens, budget) {
+    let max_tokens = match (config.common.max_output_tokens, budget) {
         (Some(max), _) => max,
         (None, Some(b)) if b >= defaults.max_tokens => b.saturating_add(defaults.max_tokens),
         (None, _) => defaults.max_tokens,
@@ -64,10 +65,10 @@ pub(crate) fn to_messages_request(
         max_tokens,
         messages,
         system,
-        stop_sequences: config.stop_sequences.clone(),
-        temperature: config.temperature,
-        top_k: config.top_k,
-        top_p: config.top_p,
+        stop_sequences: config.common.stop_sequences.clone(),
+        temperature: config.common.temperature,
+        top_k: config.common.top_k,
+        top_p: config.common.top_p,
         tools: (!tools.is_empty()).then_some(tools),
         tool_choice,
         thinking: thinking.map(|(t, _)| t),
@@ -123,7 +124,7 @@ fn to_wire_messages(messages: &[&Message]) -> Result<Vec<WireMessage>, Anthropic
     for m in messages {
         let role = match m.role {
             Role::Model => "assistant",
-            Role::User | Role::Tool | Role::System => "user",
+            _ => "user",
         };
         let mut content = Vec::with_capacity(m.content.len());
         for part in &m.content {
@@ -202,6 +203,11 @@ fn to_block(part: &Part) -> Result<Option<AnyBlock>, AnthropicError> {
                 r.uri
             )));
         }
+        _ => {
+            return Err(AnthropicError::InvalidRequest(
+                "Claude does not accept this kind of part".into(),
+            ));
+        }
     };
     Ok(Some(AnyBlock::Known(block)))
 }
@@ -209,25 +215,9 @@ fn to_block(part: &Part) -> Result<Option<AnyBlock>, AnthropicError> {
 /// Images (jpeg, png, gif, webp) and PDFs, inline (`data:` URLs, base64) or
 /// by URL.
 fn media_block(media: &Media, cache_control: Option<Value>) -> Result<Block, AnthropicError> {
-    let (source, content_type) = match media.url.strip_prefix("data:") {
-        Some(rest) => {
-            let (header, data) = rest.split_once(',').ok_or_else(|| {
-                AnthropicError::InvalidRequest(
-                    "a media `data:` URL has no `,` before its data".into(),
-                )
-            })?;
-            let mime = header.strip_suffix(";base64").ok_or_else(|| {
-                AnthropicError::InvalidRequest(
-                    "media `data:` URLs must be base64-encoded (`data:<type>;base64,...`)".into(),
-                )
-            })?;
-            let content_type = media
-                .content_type
-                .clone()
-                .or_else(|| (!mime.is_empty()).then(|| mime.to_owned()))
-                .ok_or_else(|| {
-                    AnthropicError::InvalidRequest("inline media needs a content type".into())
-                })?;
+    let (source, content_type) = match inline_data(media) {
+        Some(inline) => {
+            let (content_type, data) = inline.map_err(AnthropicError::InvalidRequest)?;
             let source = Source::Base64 {
                 media_type: content_type.clone(),
                 data: data.to_owned(),
@@ -330,6 +320,8 @@ fn choice_type(choice: ToolChoice) -> &'static str {
         ToolChoice::Auto => "auto",
         ToolChoice::Required => "any",
         ToolChoice::None => "none",
+        // A choice Genkit's schema may add later: let the model decide.
+        _ => "auto",
     }
 }
 
@@ -356,7 +348,8 @@ mod tests {
     use genkit_ai::types::ToolRequest;
 
     fn body(req: &GenerateRequest) -> Value {
-        let config = crate::config::parse_config(req.config.as_ref()).unwrap();
+        let config =
+            genkit_provider::plugin::parse_options::<AnthropicConfig>(req.config.as_ref()).unwrap();
         let r = to_messages_request(
             req,
             &config,

@@ -14,6 +14,7 @@ use crate::wire::{
     Blob, Content, FileData, FunctionCall, FunctionResponse, GenerateContentRequest, Object,
     WirePart,
 };
+use genkit_provider::wire::inline_data;
 
 /// How the model being called shapes requests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -53,7 +54,7 @@ pub(crate) fn to_gemini_request(
         }
         let role = match m.role {
             Role::Model => "model",
-            Role::User | Role::Tool | Role::System => "user",
+            _ => "user",
         };
         contents.push(Content {
             role: Some(role.into()),
@@ -157,6 +158,11 @@ pub(crate) fn to_gemini_part(part: &Part) -> Result<WirePart, GeminiError> {
                 "Gemini does not accept `data` parts; send the data as text".into(),
             ));
         }
+        _ => {
+            return Err(GeminiError::InvalidRequest(
+                "Gemini does not accept this kind of part".into(),
+            ));
+        }
     };
     if let Some(signature) = part
         .metadata_value("thoughtSignature")
@@ -175,26 +181,8 @@ pub(crate) fn to_gemini_part(part: &Part) -> Result<WirePart, GeminiError> {
 /// `data:` URLs go inline (`inlineData`); any other URL by reference
 /// (`fileData`).
 fn media_part(media: &Media, part: &Part) -> Result<WirePart, GeminiError> {
-    let mut wire = if let Some(rest) = media.url.strip_prefix("data:") {
-        let (header, data) = rest.split_once(',').ok_or_else(|| {
-            GeminiError::InvalidRequest("a media `data:` URL has no `,` before its data".into())
-        })?;
-        let (mime, is_base64) = match header.strip_suffix(";base64") {
-            Some(mime) => (mime, true),
-            None => (header, false),
-        };
-        if !is_base64 {
-            return Err(GeminiError::InvalidRequest(
-                "media `data:` URLs must be base64-encoded (`data:<type>;base64,...`)".into(),
-            ));
-        }
-        let mime_type = media
-            .content_type
-            .clone()
-            .or_else(|| (!mime.is_empty()).then(|| mime.to_owned()))
-            .ok_or_else(|| {
-                GeminiError::InvalidRequest("inline media needs a content type".into())
-            })?;
+    let mut wire = if let Some(inline) = inline_data(media) {
+        let (mime_type, data) = inline.map_err(GeminiError::InvalidRequest)?;
         WirePart {
             inline_data: Some(Blob {
                 mime_type,
@@ -373,6 +361,8 @@ fn choice_mode(choice: ToolChoice) -> &'static str {
         ToolChoice::Auto => "AUTO",
         ToolChoice::Required => "ANY",
         ToolChoice::None => "NONE",
+        // A choice Genkit's schema may add later: let the model decide.
+        _ => "AUTO",
     }
 }
 
@@ -412,16 +402,16 @@ fn generation_config(
             out.insert(key.to_owned(), v);
         }
     };
-    put("temperature", config.temperature.map(|v| json!(v)));
+    put("temperature", config.common.temperature.map(|v| json!(v)));
     put(
         "maxOutputTokens",
-        config.max_output_tokens.map(|v| json!(v)),
+        config.common.max_output_tokens.map(|v| json!(v)),
     );
-    put("topK", config.top_k.map(|v| json!(v)));
-    put("topP", config.top_p.map(|v| json!(v)));
+    put("topK", config.common.top_k.map(|v| json!(v)));
+    put("topP", config.common.top_p.map(|v| json!(v)));
     put(
         "stopSequences",
-        config.stop_sequences.as_ref().map(|v| json!(v)),
+        config.common.stop_sequences.as_ref().map(|v| json!(v)),
     );
     put(
         "candidateCount",

@@ -9,6 +9,9 @@ use serde_json::{Map, Value, json};
 
 use super::ToolNames;
 use crate::error::GeminiError;
+
+/// The message of an answer with neither candidates nor a block reason.
+pub(crate) const NO_CANDIDATES: &str = "the Gemini API returned no candidates";
 use crate::wire::{Candidate, GenerateContentResponse, UsageMetadata, WirePart};
 
 /// Converts a complete (or aggregated streamed) response. `input` is the
@@ -35,7 +38,7 @@ pub(crate) fn to_genkit_response(
         None => {
             let feedback = response.prompt_feedback.as_ref();
             let Some(reason) = feedback.and_then(|f| f.block_reason.as_deref()) else {
-                return Err(GeminiError::NoCandidates);
+                return Err(GeminiError::Precondition(NO_CANDIDATES.into()));
             };
             let detail = feedback
                 .and_then(|f| f.block_reason_message.as_deref())
@@ -282,7 +285,7 @@ mod tests {
         let empty = GenerateContentResponse::default();
         assert!(matches!(
             to_genkit_response(empty, &[], &ToolNames::default()),
-            Err(GeminiError::NoCandidates)
+            Err(GeminiError::Precondition(_))
         ));
     }
 }

@@ -1,23 +1,25 @@
 //! Genkit [`GenerateRequest`] → `/api/chat` request body.
 
 use crate::config::OllamaConfig;
-use crate::wire::{ChatMessage, FunctionCall, FunctionDef, Tool, ToolCall};
+use crate::wire::{ChatMessage, FunctionCall, ToolCall};
 use genkit_ai::types::{
     GenerateRequest, Message, OutputConfig, Part, PartKind, Role, ToolDefinition, ToolRequest,
     ToolResponse,
 };
 use genkit_core::{Error, Result};
+use genkit_provider::wire::{FunctionTool, parameters_schema, tool_output_text, wants_json};
 use serde_json::{Map, Value, json};
 
-/// Builds the body of `POST /api/chat` for `request` to `model`.
-pub(crate) fn chat_request(model: &str, request: &GenerateRequest, stream: bool) -> Result<Value> {
-    let config = OllamaConfig::from_value(request.config.as_ref())
-        .map_err(|e| Error::invalid_argument(format!("invalid config for model `{model}`: {e}")))?;
+/// Builds the body of `POST /api/chat` for `request` (its config parsed
+/// as `config`) to `model`.
+pub(crate) fn chat_request(
+    model: &str,
+    request: &GenerateRequest,
+    config: OllamaConfig,
+    stream: bool,
+) -> Result<Value> {
     let mut body = Map::new();
-    body.insert(
-        "model".into(),
-        Value::from(config.version.clone().unwrap_or_else(|| model.to_owned())),
-    );
+    body.insert("model".into(), Value::from(config.common.model_name(model)));
     body.insert(
         "messages".into(),
         serde_json::to_value(to_messages(&request.messages)?)?,
@@ -47,45 +49,17 @@ pub(crate) fn chat_request(model: &str, request: &GenerateRequest, stream: bool)
 /// `format` for Genkit's output options: the schema for constrained `json`
 /// output, `"json"` for `json` without one, nothing otherwise.
 fn format(output: Option<&OutputConfig>) -> Option<Value> {
-    let o = output?;
-    let json = match o.format.as_deref() {
-        Some(f) => f == "json",
-        None => o.content_type.as_deref() == Some("application/json"),
-    };
-    if !json {
-        return None;
-    }
+    let o = output.filter(|o| wants_json(o))?;
     match (&o.schema, o.constrained) {
-        (Some(schema), c) if c != Some(false) => Some(clean_schema(schema)),
+        (Some(schema), c) if c != Some(false) => Some(parameters_schema(schema)),
         _ => Some(Value::from("json")),
     }
 }
 
-/// A schema without its top-level `$schema`; an empty schema (anything)
-/// becomes an empty object schema.
-fn clean_schema(schema: &Value) -> Value {
-    match schema {
-        Value::Object(m) => {
-            let mut m = m.clone();
-            m.remove("$schema");
-            if m.is_empty() {
-                json!({"type": "object", "properties": {}})
-            } else {
-                Value::Object(m)
-            }
-        }
-        other => other.clone(),
-    }
-}
-
 /// Ollama passes tool arguments as a JSON object, so a tool must take one.
-fn to_tool(def: &ToolDefinition) -> Result<Tool> {
-    let parameters = def
-        .input_schema
-        .as_ref()
-        .map(clean_schema)
-        .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
-    if let Some(t) = parameters.get("type")
+fn to_tool(def: &ToolDefinition) -> Result<FunctionTool> {
+    let tool = FunctionTool::new(def);
+    if let Some(t) = tool.function.parameters.get("type")
         && t != "object"
     {
         return Err(Error::invalid_argument(format!(
@@ -93,14 +67,7 @@ fn to_tool(def: &ToolDefinition) -> Result<Tool> {
             def.name
         )));
     }
-    Ok(Tool {
-        kind: "function",
-        function: FunctionDef {
-            name: def.name.clone(),
-            description: (!def.description.is_empty()).then(|| def.description.clone()),
-            parameters,
-        },
-    })
+    Ok(tool)
 }
 
 /// Converts the conversation: text joined per message, images as base64.
@@ -171,16 +138,7 @@ fn to_tool_call(r: &ToolRequest) -> ToolCall {
 }
 
 fn tool_message(r: &ToolResponse) -> ChatMessage {
-    let content = match &r.output {
-        Some(Value::String(s)) => s.clone(),
-        Some(v) => v.to_string(),
-        None => r
-            .content
-            .iter()
-            .flatten()
-            .filter_map(Part::as_text)
-            .collect(),
-    };
+    let content = tool_output_text(r);
     ChatMessage {
         role: "tool",
         content,
@@ -220,7 +178,13 @@ mod tests {
         .with_tool_choice(ToolChoice::Auto)
         .with_config(json!({"temperature": 0, "keepAlive": "5m"}));
         assert_eq!(
-            chat_request("llava", &req, false).unwrap(),
+            chat_request(
+                "llava",
+                &req,
+                OllamaConfig::from_value(req.config.as_ref()).unwrap(),
+                false
+            )
+            .unwrap(),
             json!({
                 "model": "llava", "stream": false,
                 "messages": [
@@ -245,11 +209,11 @@ mod tests {
             "https://example.com/cat.png",
             None,
         )])]);
-        assert!(chat_request("m", &remote, false).is_err());
+        assert!(chat_request("m", &remote, OllamaConfig::default(), false).is_err());
         let scalar_tool = GenerateRequest::new(vec![Message::user("hi")]).with_tools(vec![
             ToolDefinition::new("t", "").with_input_schema(json!({"type": "string"})),
         ]);
-        assert!(chat_request("m", &scalar_tool, false).is_err());
+        assert!(chat_request("m", &scalar_tool, OllamaConfig::default(), false).is_err());
     }
 
     #[test]

@@ -1,18 +1,21 @@
 //! `/api/chat` answers (one object, or NDJSON lines) → Genkit responses.
 
-use crate::error::{OllamaError, excerpt};
+use crate::error::{OllamaError, OllamaErrorBody};
 use crate::wire::{ChatResponse, ToolCall};
 use genkit_ai::model::basic_usage_stats;
 use genkit_ai::types::{
     FinishReason, GenerateResponse, GenerateResponseChunk, Message, Part, Role, ToolRequest,
 };
+use genkit_provider::error::excerpt;
+use genkit_provider::{Emit, Frame, StreamFold};
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 /// What the answer adds up to so far. A non-streamed answer is a single
 /// line with `"done": true`.
 #[derive(Debug)]
-pub(crate) struct ChatState {
-    provider: String,
+pub struct ChatState {
+    input: Arc<Vec<Message>>,
     thinking: String,
     text: String,
     tool_calls: Vec<ToolCall>,
@@ -23,10 +26,10 @@ pub(crate) struct ChatState {
 }
 
 impl ChatState {
-    /// An empty state for an answer from `provider`.
-    pub(crate) fn new(provider: &str) -> Self {
+    /// An empty state for the answer to a request whose messages are `input`.
+    pub(crate) fn new(input: Arc<Vec<Message>>) -> Self {
         Self {
-            provider: provider.to_owned(),
+            input,
             thinking: String::new(),
             text: String::new(),
             tool_calls: Vec::new(),
@@ -51,9 +54,8 @@ impl ChatState {
         if line.is_empty() {
             return Ok(None);
         }
-        let value: Value = serde_json::from_str(line).map_err(|e| OllamaError::Malformed {
-            provider: self.provider.clone(),
-            detail: format!("a line is not JSON ({e}): {}", excerpt(line)),
+        let value: Value = serde_json::from_str(line).map_err(|e| {
+            OllamaError::Malformed(format!("a line is not JSON ({e}): {}", excerpt(line)))
         })?;
         self.on_value(value)
     }
@@ -63,19 +65,16 @@ impl ChatState {
         &mut self,
         value: Value,
     ) -> Result<Option<GenerateResponseChunk>, OllamaError> {
-        let parsed: ChatResponse =
-            serde_json::from_value(value.clone()).map_err(|e| OllamaError::Malformed {
-                provider: self.provider.clone(),
-                detail: format!("not a chat response ({e}): {}", excerpt(&value.to_string())),
-            })?;
+        let parsed: ChatResponse = serde_json::from_value(value.clone()).map_err(|e| {
+            OllamaError::Malformed(format!(
+                "not a chat response ({e}): {}",
+                excerpt(&value.to_string())
+            ))
+        })?;
         if let Some(err) = parsed.error.filter(|e| !e.is_null()) {
-            return Err(OllamaError::StreamError {
-                provider: self.provider.clone(),
-                message: match err {
-                    Value::String(s) => s,
-                    other => other.to_string(),
-                },
-            });
+            return Err(OllamaError::Stream(Box::new(OllamaErrorBody {
+                message: genkit_provider::provider_error::as_text(&err),
+            })));
         }
         let mut parts = Vec::new();
         if let Some(m) = parsed.message {
@@ -103,14 +102,13 @@ impl ChatState {
         Ok((!parts.is_empty()).then(|| GenerateResponseChunk::new(parts)))
     }
 
-    /// The final response (for a request whose messages were `input`). An
-    /// answer without its final line was cut off: an error.
-    pub(crate) fn finish(self, input: &[Message]) -> Result<GenerateResponse, OllamaError> {
+    /// The final response. An answer without its final line was cut off:
+    /// an error.
+    pub(crate) fn into_response(self) -> Result<GenerateResponse, OllamaError> {
         let Some(raw) = self.final_line else {
-            return Err(OllamaError::CutOff {
-                provider: self.provider,
-                detail: "no line with \"done\": true before the connection closed".into(),
-            });
+            return Err(OllamaError::CutOff(
+                "no line with \"done\": true before the connection closed".into(),
+            ));
         };
         let mut parts = Vec::new();
         if !self.thinking.is_empty() {
@@ -122,7 +120,7 @@ impl ChatState {
         parts.extend(self.tool_calls.iter().map(tool_request_part));
         let message = Message::new(Role::Model, parts);
         let (reason, finish_message) = finish_reason_of(self.done_reason.as_deref());
-        let mut usage = basic_usage_stats(input, &message);
+        let mut usage = basic_usage_stats(&self.input, &message);
         usage.input_tokens = self.prompt_eval_count;
         usage.output_tokens = self.eval_count;
         usage.total_tokens = match (self.prompt_eval_count, self.eval_count) {
@@ -134,6 +132,27 @@ impl ChatState {
         response.usage = Some(Box::new(usage));
         response.raw = Some(raw);
         Ok(response)
+    }
+}
+
+/// A streamed answer: one NDJSON line per frame, the last with `"done": true`.
+impl StreamFold for ChatState {
+    type Output = GenerateResponse;
+    type Error = OllamaError;
+
+    fn push(&mut self, frame: Frame, emit: &mut Emit<'_>) -> Result<(), OllamaError> {
+        if let Some(chunk) = self.on_line(&frame.data)? {
+            emit(chunk);
+        }
+        Ok(())
+    }
+
+    fn is_done(&self) -> bool {
+        ChatState::is_done(self)
+    }
+
+    fn finish(self) -> Result<GenerateResponse, OllamaError> {
+        self.into_response()
     }
 }
 
@@ -162,7 +181,8 @@ mod tests {
 
     #[test]
     fn single_answer() {
-        let mut s = ChatState::new("ollama");
+        let input = Arc::new(vec![Message::user("Capital of France?")]);
+        let mut s = ChatState::new(input);
         let chunk = s
             .on_value(json!({
                 "model": "llama3.2", "created_at": "2025-01-01T00:00:00Z",
@@ -172,8 +192,7 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(chunk.text(), "Paris.");
-        let input = [Message::user("Capital of France?")];
-        let r = s.finish(&input).unwrap();
+        let r = s.into_response().unwrap();
         let m = r.message.as_ref().unwrap();
         assert_eq!(m.content[0].as_reasoning(), Some("Capital..."));
         assert_eq!(r.text(), "Paris.");
@@ -189,7 +208,7 @@ mod tests {
 
     #[test]
     fn streamed_lines_with_tool_calls() {
-        let mut s = ChatState::new("ollama");
+        let mut s = ChatState::new(Arc::default());
         assert!(
             s.on_line(r#"{"message":{"role":"assistant","content":""},"done":false}"#)
                 .unwrap()
@@ -204,7 +223,7 @@ mod tests {
             r#"{"message":{"role":"assistant","content":""},"done":true,"done_reason":"length"}"#,
         )
         .unwrap();
-        let r = s.finish(&[]).unwrap();
+        let r = s.into_response().unwrap();
         let calls = r.tool_requests();
         assert_eq!(calls[0].input, Some(json!({"city": "Paris"})));
         assert_eq!(calls[0].reference, None);
@@ -214,22 +233,19 @@ mod tests {
 
     #[test]
     fn errors_and_cut_offs() {
-        let mut s = ChatState::new("ollama");
+        let mut s = ChatState::new(Arc::default());
         s.on_line(r#"{"message":{"content":"Hel"},"done":false}"#)
             .unwrap();
-        assert!(matches!(s.finish(&[]), Err(OllamaError::CutOff { .. })));
-        let mut s = ChatState::new("ollama");
-        assert!(matches!(
-            s.on_line("{oops"),
-            Err(OllamaError::Malformed { .. })
-        ));
+        assert!(matches!(s.into_response(), Err(OllamaError::CutOff(_))));
+        let mut s = ChatState::new(Arc::default());
+        assert!(matches!(s.on_line("{oops"), Err(OllamaError::Malformed(_))));
         let e = s
             .on_line(r#"{"error":"model runner crashed"}"#)
             .unwrap_err();
         assert!(e.to_string().contains("model runner crashed"));
         assert!(matches!(
             s.on_line(r#"{"done": "yes"}"#),
-            Err(OllamaError::Malformed { .. })
+            Err(OllamaError::Malformed(_))
         ));
     }
 }

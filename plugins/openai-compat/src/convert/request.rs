@@ -3,40 +3,32 @@
 use crate::config::{OpenAiConfig, StructuredOutputStyle, VisualDetailLevel};
 use crate::models::{ModelSpec, TokenLimitField};
 use crate::wire::{
-    ChatMessage, ContentPart, FileData, FunctionCall, FunctionDef, ImageUrl, InputAudio,
-    MessageContent, Tool, ToolCall,
+    ChatMessage, ContentPart, FileData, FunctionCall, ImageUrl, InputAudio, MessageContent,
+    ToolCall,
 };
 use genkit_ai::types::{
     GenerateRequest, Media, Message, OutputConfig, Part, PartKind, Role, ToolChoice,
     ToolDefinition, ToolRequest, ToolResponse,
 };
 use genkit_core::{Error, Result};
-use genkit_provider::ApiKey;
+use genkit_provider::wire::{
+    FunctionTool, parameters_schema, put_some, tool_output_text, wants_json,
+};
 use serde_json::{Map, Value, json};
 
-/// A request body ready to send, and the key to send it with.
-#[derive(Debug)]
-pub(crate) struct ChatRequest {
-    /// The JSON body.
-    pub body: Value,
-    /// A request-scoped key from `config.apiKey`, if any.
-    pub api_key: Option<ApiKey>,
-}
-
-/// Builds the body of `POST /chat/completions` for `request` to `spec`.
-pub(crate) fn chat_request(
+/// Builds the body of `POST /chat/completions` for `request` (its config
+/// parsed as `config`) to `spec`.
+pub(crate) fn chat_body(
     spec: &ModelSpec,
     style: StructuredOutputStyle,
     request: &GenerateRequest,
+    config: OpenAiConfig,
     stream: bool,
-) -> Result<ChatRequest> {
-    let config = OpenAiConfig::from_value(request.config.as_ref()).map_err(|e| {
-        Error::invalid_argument(format!("invalid config for model `{}`: {e}", spec.name))
-    })?;
+) -> Result<Value> {
     let mut body = Map::new();
     body.insert(
         "model".into(),
-        Value::from(config.version.clone().unwrap_or_else(|| spec.name.clone())),
+        Value::from(config.common.model_name(&spec.name)),
     );
     body.insert(
         "messages".into(),
@@ -44,7 +36,7 @@ pub(crate) fn chat_request(
     );
     let tools = request.tools();
     if !tools.is_empty() {
-        let defs: Vec<Tool> = tools.iter().map(to_tool).collect();
+        let defs: Vec<FunctionTool> = tools.iter().map(FunctionTool::new).collect();
         body.insert("tools".into(), serde_json::to_value(defs)?);
         if let Some(choice) = request.tool_choice {
             body.insert("tool_choice".into(), tool_choice(choice, tools));
@@ -62,36 +54,22 @@ pub(crate) fn chat_request(
     for (k, v) in config.extra {
         body.insert(k, v);
     }
-    Ok(ChatRequest {
-        body: Value::Object(body),
-        api_key: config.api_key,
-    })
+    Ok(Value::Object(body))
 }
 
 fn put_sampling(body: &mut Map<String, Value>, c: &OpenAiConfig, limit: TokenLimitField) {
-    let mut put = |key: &str, value: Option<Value>| {
-        if let Some(v) = value {
-            body.insert(key.to_owned(), v);
-        }
-    };
-    put("temperature", c.temperature.map(Value::from));
-    put("top_p", c.top_p.map(Value::from));
-    put(limit.wire_name(), c.max_output_tokens.map(Value::from));
-    put(
-        "max_completion_tokens",
-        c.max_completion_tokens.map(Value::from),
-    );
-    put("stop", c.stop_sequences.clone().map(Value::from));
-    put("seed", c.seed.map(Value::from));
-    put("frequency_penalty", c.frequency_penalty.map(Value::from));
-    put("presence_penalty", c.presence_penalty.map(Value::from));
-    put(
-        "reasoning_effort",
-        c.reasoning_effort.clone().map(Value::from),
-    );
-    put("user", c.user.clone().map(Value::from));
-    put("logprobs", c.log_probs.map(Value::from));
-    put("top_logprobs", c.top_log_probs.map(Value::from));
+    put_some(body, "temperature", c.common.temperature);
+    put_some(body, "top_p", c.common.top_p);
+    put_some(body, limit.wire_name(), c.common.max_output_tokens);
+    put_some(body, "max_completion_tokens", c.max_completion_tokens);
+    put_some(body, "stop", c.common.stop_sequences.clone());
+    put_some(body, "seed", c.seed);
+    put_some(body, "frequency_penalty", c.frequency_penalty);
+    put_some(body, "presence_penalty", c.presence_penalty);
+    put_some(body, "reasoning_effort", c.reasoning_effort.clone());
+    put_some(body, "user", c.user.clone());
+    put_some(body, "logprobs", c.log_probs);
+    put_some(body, "top_logprobs", c.top_log_probs);
 }
 
 /// Genkit's tool choice on the wire. `required` with a single tool names
@@ -105,23 +83,18 @@ fn tool_choice(choice: ToolChoice, tools: &[ToolDefinition]) -> Value {
         (ToolChoice::Required, _) => Value::from("required"),
         (ToolChoice::Auto, _) => Value::from("auto"),
         (ToolChoice::None, _) => Value::from("none"),
+        // A choice Genkit's schema may add later: let the model decide.
+        _ => Value::from("auto"),
     }
 }
 
 /// `response_format` for Genkit's output options: a schema for constrained
 /// `json` output, `json_object` for `json` without one, nothing otherwise.
 fn response_format(output: Option<&OutputConfig>, style: StructuredOutputStyle) -> Option<Value> {
-    let o = output?;
-    let json = match o.format.as_deref() {
-        Some(f) => f == "json",
-        None => o.content_type.as_deref() == Some("application/json"),
-    };
-    if !json {
-        return None;
-    }
+    let o = output.filter(|o| wants_json(o))?;
     match (&o.schema, o.constrained) {
         (Some(schema), constrained) if constrained != Some(false) => {
-            let schema = clean_schema(schema);
+            let schema = parameters_schema(schema);
             Some(match style {
                 StructuredOutputStyle::JsonSchema => json!({
                     "type": "json_schema",
@@ -133,40 +106,6 @@ fn response_format(output: Option<&OutputConfig>, style: StructuredOutputStyle) 
             })
         }
         _ => Some(json!({"type": "json_object"})),
-    }
-}
-
-/// A schema without its top-level `$schema` (a dialect marker some servers
-/// reject); an empty schema (anything) becomes an empty object schema, as
-/// function parameters must be an object.
-fn clean_schema(schema: &Value) -> Value {
-    match schema {
-        Value::Object(m) => {
-            let mut m = m.clone();
-            m.remove("$schema");
-            if m.is_empty() {
-                json!({"type": "object", "properties": {}})
-            } else {
-                Value::Object(m)
-            }
-        }
-        other => other.clone(),
-    }
-}
-
-fn to_tool(def: &ToolDefinition) -> Tool {
-    let parameters = def
-        .input_schema
-        .as_ref()
-        .map(clean_schema)
-        .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
-    Tool {
-        kind: "function",
-        function: FunctionDef {
-            name: def.name.clone(),
-            description: (!def.description.is_empty()).then(|| def.description.clone()),
-            parameters,
-        },
     }
 }
 
@@ -189,6 +128,12 @@ pub(crate) fn to_messages(
             Role::User => out.push(user_message(m, i, detail)?),
             Role::Model => out.push(assistant_message(m)),
             Role::Tool => out.extend(m.tool_responses().map(tool_message)),
+            other => {
+                return Err(Error::invalid_argument(format!(
+                    "message {i}: role `{}` is not supported",
+                    other.as_str()
+                )));
+            }
         }
     }
     Ok(out)
@@ -355,16 +300,7 @@ fn to_tool_call(r: &ToolRequest) -> ToolCall {
 }
 
 fn tool_message(r: &ToolResponse) -> ChatMessage {
-    let content = match &r.output {
-        Some(Value::String(s)) => s.clone(),
-        Some(v) => v.to_string(),
-        None => r
-            .content
-            .iter()
-            .flatten()
-            .filter_map(Part::as_text)
-            .collect(),
-    };
+    let content = tool_output_text(r);
     ChatMessage {
         role: "tool",
         content: MessageContent::Text(content),
@@ -376,6 +312,29 @@ fn tool_message(r: &ToolResponse) -> ChatMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use genkit_provider::ApiKey;
+
+    /// A request body, and the key to send it with.
+    #[derive(Debug)]
+    struct ChatRequest {
+        body: Value,
+        api_key: Option<ApiKey>,
+    }
+
+    /// The body and request key for `request`, its config parsed as the
+    /// plugin does.
+    fn chat_request(
+        spec: &ModelSpec,
+        style: StructuredOutputStyle,
+        request: &GenerateRequest,
+        stream: bool,
+    ) -> Result<ChatRequest> {
+        let config = OpenAiConfig::from_value(request.config.as_ref())
+            .map_err(|e| Error::invalid_argument(e.to_string()))?;
+        let api_key = config.common.api_key.clone();
+        let body = chat_body(spec, style, request, config, stream)?;
+        Ok(ChatRequest { body, api_key })
+    }
     use genkit_ai::types::ConstrainedSupport;
 
     fn spec() -> ModelSpec {

@@ -1,32 +1,31 @@
 //! Chat Completions response → Genkit [`GenerateResponse`].
 
-use crate::error::{ProviderError, excerpt};
+use crate::error::ProviderError;
 use crate::wire::{ChatCompletion, Usage};
 use genkit_ai::types::{
     FinishReason, GenerateResponse, GenerationUsage, Message, Part, Role, ToolRequest,
 };
+use genkit_provider::error::excerpt;
 use serde_json::{Value, json};
 
 /// Converts a non-streamed response (kept whole as `raw`).
-pub(crate) fn from_completion(
-    provider: &str,
-    raw: Value,
-) -> Result<GenerateResponse, ProviderError> {
-    let completion: ChatCompletion =
-        serde_json::from_value(raw.clone()).map_err(|e| ProviderError::Malformed {
-            provider: provider.to_owned(),
-            detail: format!("not a chat completion ({e}): {}", excerpt(&raw.to_string())),
-        })?;
+pub(crate) fn from_completion(raw: Value) -> Result<GenerateResponse, ProviderError> {
+    let completion: ChatCompletion = serde_json::from_value(raw.clone()).map_err(|e| {
+        ProviderError::Malformed(format!(
+            "not a chat completion ({e}): {}",
+            excerpt(&raw.to_string())
+        ))
+    })?;
     let Some(choice) = completion
         .choices
         .iter()
         .find(|c| c.index == 0)
         .or(completion.choices.first())
     else {
-        return Err(ProviderError::Malformed {
-            provider: provider.to_owned(),
-            detail: format!("the response has no choices: {}", excerpt(&raw.to_string())),
-        });
+        return Err(ProviderError::Malformed(format!(
+            "the response has no choices: {}",
+            excerpt(&raw.to_string())
+        )));
     };
     let m = &choice.message;
     let mut parts = Vec::new();
@@ -37,7 +36,6 @@ pub(crate) fn from_completion(
     );
     for call in m.tool_calls.iter().flatten() {
         parts.push(tool_request_part(
-            provider,
             call.id.clone(),
             &call.function.name,
             &call.function.arguments,
@@ -65,7 +63,6 @@ pub(crate) fn push_text_parts(parts: &mut Vec<Part>, reasoning: &str, text: &str
 
 /// A complete tool request: `arguments` must be JSON (empty means `{}`).
 pub(crate) fn tool_request_part(
-    provider: &str,
     id: Option<String>,
     name: &str,
     arguments: &str,
@@ -73,12 +70,11 @@ pub(crate) fn tool_request_part(
     let input = if arguments.trim().is_empty() {
         json!({})
     } else {
-        serde_json::from_str(arguments).map_err(|e| ProviderError::Malformed {
-            provider: provider.to_owned(),
-            detail: format!(
+        serde_json::from_str(arguments).map_err(|e| {
+            ProviderError::Malformed(format!(
                 "the arguments of the call to tool `{name}` are not JSON ({e}): {}",
                 excerpt(arguments)
-            ),
+            ))
         })?
     };
     let mut request = ToolRequest::new(name, input);
@@ -158,7 +154,7 @@ mod tests {
                       "prompt_tokens_details": {"cached_tokens": 4},
                       "completion_tokens_details": {"reasoning_tokens": 1}}
         });
-        let r = from_completion("openai", raw.clone()).unwrap();
+        let r = from_completion(raw.clone()).unwrap();
         assert_eq!(r.text(), "Paris.");
         assert_eq!(r.finish_reason, Some(FinishReason::Stop));
         let u = r.usage.unwrap();
@@ -183,7 +179,7 @@ mod tests {
             {"id": "call_a", "type": "function", "function": {"name": "weather", "arguments": "{ \"city\": \"Paris\" }"}},
             {"id": "call_b", "type": "function", "function": {"name": "time", "arguments": ""}}
         ]}}]});
-        let r = from_completion("x", raw).unwrap();
+        let r = from_completion(raw).unwrap();
         let m = r.message.unwrap();
         assert_eq!(m.content[0].as_reasoning(), Some("thinking"));
         let calls: Vec<_> = m.tool_requests().collect();
@@ -203,15 +199,15 @@ mod tests {
     #[test]
     fn refusals_and_malformed() {
         let raw = json!({"choices": [{"message": {"content": null, "refusal": "I can't help."}, "finish_reason": "stop"}]});
-        let r = from_completion("x", raw).unwrap();
+        let r = from_completion(raw).unwrap();
         assert_eq!(r.finish_reason, Some(FinishReason::Blocked));
         assert_eq!(r.finish_message.as_deref(), Some("I can't help."));
 
         let bad_args = json!({"choices": [{"message": {"tool_calls": [
             {"id": "c", "function": {"name": "f", "arguments": "{not json"}}]}, "finish_reason": "tool_calls"}]});
-        let e = from_completion("x", bad_args).unwrap_err();
+        let e = from_completion(bad_args).unwrap_err();
         assert!(e.to_string().contains("not JSON"), "{e}");
-        assert!(from_completion("x", json!({"choices": []})).is_err());
-        assert!(from_completion("x", json!({"choices": "nope"})).is_err());
+        assert!(from_completion(json!({"choices": []})).is_err());
+        assert!(from_completion(json!({"choices": "nope"})).is_err());
     }
 }

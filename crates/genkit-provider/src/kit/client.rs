@@ -1,0 +1,219 @@
+//! [`ProviderClient`]: a provider's HTTP client.
+
+use super::*;
+
+/// A provider's HTTP client: base URL, credentials, headers and timeout,
+/// with failures read as [`ProviderError`]s.
+#[derive(Clone)]
+pub struct ProviderClient {
+    http: HttpClient,
+    api_key: Option<ApiKey>,
+    key_header: KeyHeader,
+    missing_key: Option<String>,
+    timeout: Option<Duration>,
+}
+
+impl fmt::Debug for ProviderClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProviderClient")
+            .field("http", &self.http)
+            .field("api_key", &self.api_key)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+impl ProviderClient {
+    pub(super) fn new<M: Spec>(info: &ProviderInfo, setup: &PluginSetup<M>) -> Result<Self> {
+        validate_name(&setup.name)?;
+        validate_http_url("base URL", &setup.base_url)?;
+        let on_default =
+            setup.base_url.trim_end_matches('/') == info.default_base_url.trim_end_matches('/');
+        let api_key = setup
+            .api_key
+            .clone()
+            .or_else(|| setup.api_key_env.as_deref().and_then(ApiKey::from_env))
+            .or_else(|| {
+                on_default
+                    .then(|| ApiKey::from_env_vars(info.key_env))
+                    .flatten()
+            });
+        let required = setup
+            .require_api_key
+            .unwrap_or(info.key_required && on_default);
+        let missing_key = required.then(|| {
+            format!(
+                "plugin `{}` has no API key: call `.api_key(..)` on the {} builder or set {}",
+                setup.name,
+                info.display,
+                info.key_env.join(" or ")
+            )
+        });
+        let mut headers = header_map(&setup.headers)?;
+        for (name, value) in info.headers {
+            headers.insert(
+                HeaderName::from_static(name),
+                HeaderValue::from_static(value),
+            );
+        }
+        let http = match &setup.http_client {
+            Some(client) => client.clone(),
+            None => {
+                let mut builder = HttpClientBuilder::new().user_agent(USER_AGENT);
+                if let Some(t) = setup.timeout {
+                    builder = builder.connect_timeout(t);
+                }
+                builder.build()?
+            }
+        };
+        let deadline = setup.timeout.map_or(Deadline::None, Deadline::PerWait);
+        Ok(Self {
+            http: HttpClient::new(http, &setup.base_url, deadline).with_headers(headers),
+            api_key,
+            key_header: info.key_header,
+            missing_key,
+            timeout: setup.timeout,
+        })
+    }
+
+    /// `<base>/<path>`.
+    pub fn url(&self, path: &str) -> String {
+        self.http.url(path)
+    }
+
+    /// A failed exchange as a [`ProviderError`].
+    pub fn error<B: ErrorBody>(&self, e: HttpError) -> ProviderError<B> {
+        ProviderError::from_http(e, self.timeout)
+    }
+
+    fn authorize<B: ErrorBody>(
+        &self,
+        request: reqwest::RequestBuilder,
+        key: Option<&ApiKey>,
+    ) -> std::result::Result<reqwest::RequestBuilder, ProviderError<B>> {
+        let Some(key) = key.or(self.api_key.as_ref()) else {
+            return match &self.missing_key {
+                Some(message) => Err(ProviderError::MissingApiKey(message.clone())),
+                None => Ok(request),
+            };
+        };
+        let (name, value) = match self.key_header {
+            KeyHeader::Bearer => (AUTHORIZATION, key.bearer_header_value()),
+            KeyHeader::Named(name) => (HeaderName::from_static(name), key.header_value()),
+        };
+        let value = value.map_err(|e| ProviderError::InvalidRequest(e.to_string()))?;
+        Ok(request.header(name, value))
+    }
+
+    /// `POST <base>/<path>` with a JSON body (and `key` instead of the
+    /// plugin's, if given); the response once its headers arrived with a
+    /// success status.
+    pub async fn post<B: ErrorBody>(
+        &self,
+        path: &str,
+        body: &Value,
+        key: Option<&ApiKey>,
+    ) -> std::result::Result<reqwest::Response, ProviderError<B>> {
+        let request = self.authorize(self.http.post(path).json(body), key)?;
+        self.http.send(request).await.map_err(|e| self.error(e))
+    }
+
+    /// `GET <base>/<path>`, as [`post`](Self::post).
+    pub async fn get<B: ErrorBody>(
+        &self,
+        path: &str,
+    ) -> std::result::Result<reqwest::Response, ProviderError<B>> {
+        let request = self.authorize(self.http.get(path), None)?;
+        self.http.send(request).await.map_err(|e| self.error(e))
+    }
+
+    /// The whole body of a response.
+    pub async fn read_body<B: ErrorBody>(
+        &self,
+        response: reqwest::Response,
+    ) -> std::result::Result<Bytes, ProviderError<B>> {
+        self.http
+            .read_bytes(response)
+            .await
+            .map_err(|e| self.error(e))
+    }
+
+    /// The frames of a streamed response.
+    pub fn frames(&self, response: reqwest::Response, format: StreamFormat) -> FrameReader {
+        match format {
+            StreamFormat::Sse => self.http.sse(response),
+            StreamFormat::Ndjson { max_line } => self.http.ndjson(response, max_line),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorResponse;
+    use crate::provider_error::fallback_message;
+
+    #[derive(Debug)]
+    struct Body(String);
+
+    impl ErrorBody for Body {
+        const API: &'static str = "the Test API";
+        fn read(response: &ErrorResponse) -> Self {
+            Body(fallback_message(response))
+        }
+        fn message(&self) -> &str {
+            &self.0
+        }
+    }
+
+    const INFO: ProviderInfo = ProviderInfo::new("Test", "test", "https://api.test/v1").key(
+        KeyHeader::Named("x-key"),
+        &["GENKIT_PROVIDER_TEST_SURELY_UNSET_KEY"],
+        true,
+    );
+
+    fn setup(base_url: &str) -> PluginSetup<crate::ModelSpec> {
+        let mut setup = PluginSetup::new(&INFO, [], []);
+        setup.base_url = base_url.to_owned();
+        setup
+    }
+
+    fn authorized(client: &ProviderClient) -> std::result::Result<bool, ProviderError<Body>> {
+        let request = reqwest::Client::new().get("http://127.0.0.1:9/");
+        let request = client
+            .authorize::<Body>(request, None)?
+            .build()
+            .map_err(|e| ProviderError::InvalidRequest(e.to_string()))?;
+        Ok(request.headers().contains_key("x-key"))
+    }
+
+    #[test]
+    fn keys_are_required_only_by_the_providers_own_server() {
+        let own = ProviderClient::new(&INFO, &setup("https://api.test/v1/")).unwrap();
+        let err = authorized(&own).unwrap_err();
+        assert!(matches!(err, ProviderError::MissingApiKey(_)), "{err}");
+        assert!(
+            err.to_string()
+                .contains("GENKIT_PROVIDER_TEST_SURELY_UNSET_KEY")
+        );
+        let elsewhere = ProviderClient::new(&INFO, &setup("http://127.0.0.1:8080")).unwrap();
+        assert!(!authorized(&elsewhere).unwrap());
+        let mut keyed = setup("http://127.0.0.1:8080");
+        keyed.api_key = Some(ApiKey::new("k-1"));
+        let keyed = ProviderClient::new(&INFO, &keyed).unwrap();
+        assert!(authorized(&keyed).unwrap());
+        assert!(!format!("{keyed:?}").contains("k-1"));
+    }
+
+    #[test]
+    fn bad_setups_are_invalid_arguments() {
+        assert!(ProviderClient::new(&INFO, &setup("ftp://x")).is_err());
+        let mut unnamed = setup("http://x");
+        unnamed.name = String::new();
+        assert!(ProviderClient::new(&INFO, &unnamed).is_err());
+        let mut bad_header = setup("http://x");
+        bad_header.headers.push(("bad name".into(), "v".into()));
+        let err = ProviderClient::new(&INFO, &bad_header).unwrap_err();
+        assert_eq!(err.status(), genkit_core::StatusCode::InvalidArgument);
+    }
+}

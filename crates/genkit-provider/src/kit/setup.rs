@@ -1,0 +1,254 @@
+//! [`PluginSetup`]: the options every provider plugin takes, and
+//! [`provider_plugin!`](crate::provider_plugin), which declares a plugin and
+//! its builder.
+
+use super::*;
+
+/// The options every provider plugin takes. Builders set them; see the
+/// builder methods of the same names.
+#[derive(Clone)]
+pub struct PluginSetup<M> {
+    /// The plugin name: the namespace of its actions.
+    pub name: String,
+    /// The API's base URL.
+    pub base_url: String,
+    /// The API key.
+    pub api_key: Option<ApiKey>,
+    /// An environment variable to read the key from.
+    pub api_key_env: Option<String>,
+    /// Whether a call without a key fails before a request goes out.
+    pub require_api_key: Option<bool>,
+    /// The longest wait at any one point (see the builders' `timeout`).
+    pub timeout: Option<Duration>,
+    /// Headers sent with every request (values treated as secrets).
+    pub headers: Vec<(String, String)>,
+    /// A custom HTTP client.
+    pub http_client: Option<reqwest::Client>,
+    /// The models listed.
+    pub models: SpecList<M>,
+    /// The embedders listed.
+    pub embedders: SpecList<EmbedderSpec>,
+}
+
+impl<M: Spec> fmt::Debug for PluginSetup<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PluginSetup")
+            .field("name", &self.name)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key)
+            .field("api_key_env", &self.api_key_env)
+            .field(
+                "headers",
+                &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
+            .field("timeout", &self.timeout)
+            .field("models", &self.models.as_slice().len())
+            .field("embedders", &self.embedders.as_slice().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<M: Spec> PluginSetup<M> {
+    /// The defaults of `info`, listing `models` and `embedders`.
+    pub fn new(
+        info: &ProviderInfo,
+        models: impl IntoIterator<Item = M>,
+        embedders: impl IntoIterator<Item = EmbedderSpec>,
+    ) -> Self {
+        Self {
+            name: info.default_name.to_owned(),
+            base_url: info.default_base_url.to_owned(),
+            api_key: None,
+            api_key_env: None,
+            require_api_key: None,
+            timeout: Some(DEFAULT_TIMEOUT),
+            headers: Vec::new(),
+            http_client: None,
+            models: SpecList::new(models),
+            embedders: SpecList::new(embedders),
+        }
+    }
+}
+
+/// Declares a provider plugin: the plugin type (`ProviderPlugin<$provider>`
+/// under the plugin's name), the provider struct with its own settings and
+/// their defaults, and the builder — the shared options, a setter for each
+/// of the provider's settings, the shared setters (`name`, `base_url`,
+/// `api_key`, `api_key_env`, `require_api_key`, `timeout`, `no_timeout`,
+/// `header`, `http_client`, `models`, `model`, and `with embedders` also
+/// `embedders`, `embedder`) and `build`. The plugin then implements
+/// [`Provider`] for the provider struct.
+#[macro_export]
+macro_rules! provider_plugin {
+    (
+        $(#[$pdoc:meta])* pub type $plugin:ident;
+        $(#[$sdoc:meta])* pub struct $provider:ident {
+            $($(#[$fdoc:meta])* $field:ident: $fty:ty = $default:expr),* $(,)?
+        }
+        $(#[$bdoc:meta])* pub struct $builder:ident $(with $embedders:ident)?;
+    ) => {
+        $(#[$pdoc])*
+        pub type $plugin = $crate::kit::ProviderPlugin<$provider>;
+
+        $(#[$sdoc])*
+        #[derive(Debug, Clone)]
+        pub struct $provider {
+            $($field: $fty),*
+        }
+
+        impl Default for $provider {
+            fn default() -> Self {
+                Self { $($field: $default),* }
+            }
+        }
+
+        impl $crate::kit::Buildable for $provider {
+            type Builder = $builder;
+        }
+
+        $(#[$bdoc])*
+        #[derive(Debug, Clone)]
+        pub struct $builder {
+            setup: $crate::kit::PluginSetup<<$provider as $crate::kit::Provider>::Model>,
+            provider: $provider,
+        }
+
+        impl Default for $builder {
+            fn default() -> Self {
+                use $crate::kit::Provider;
+                Self {
+                    setup: $crate::kit::PluginSetup::new(
+                        &$provider::INFO,
+                        $provider::default_models(),
+                        $provider::default_embedders(),
+                    ),
+                    provider: $provider::default(),
+                }
+            }
+        }
+
+        impl $crate::kit::ProviderBuilder<$provider> for $builder {
+            fn setup_mut(
+                &mut self,
+            ) -> &mut $crate::kit::PluginSetup<<$provider as $crate::kit::Provider>::Model> {
+                &mut self.setup
+            }
+            fn into_parts(
+                self,
+            ) -> (
+                $provider,
+                $crate::kit::PluginSetup<<$provider as $crate::kit::Provider>::Model>,
+            ) {
+                (self.provider, self.setup)
+            }
+        }
+
+        impl $builder {
+            $(
+                $(#[$fdoc])*
+                pub fn $field(mut self, value: $fty) -> Self {
+                    self.provider.$field = value;
+                    self
+                }
+            )*
+        }
+
+        $crate::provider_plugin!(@shared $builder, $provider);
+        $($crate::provider_plugin!(@$embedders $builder);)?
+    };
+    (@embedders $builder:ident) => {
+        impl $builder {
+            /// Replaces the list of known embedders.
+            pub fn embedders(
+                mut self,
+                embedders: impl IntoIterator<Item = $crate::plugin::EmbedderSpec>,
+            ) -> Self {
+                self.setup.embedders = $crate::plugin::SpecList::new(embedders);
+                self
+            }
+            /// Adds (or replaces, by name) one known embedder.
+            pub fn embedder(mut self, embedder: $crate::plugin::EmbedderSpec) -> Self {
+                self.setup.embedders.upsert(embedder);
+                self
+            }
+        }
+    };
+    (@shared $builder:ident, $provider:ident) => {
+        impl $builder {
+            /// The plugin name: the namespace of its actions (`<name>/<model>`).
+            pub fn name(mut self, name: impl Into<String>) -> Self {
+                self.setup.name = name.into();
+                self
+            }
+            /// The API's base URL.
+            pub fn base_url(mut self, url: impl Into<String>) -> Self {
+                self.setup.base_url = url.into();
+                self
+            }
+            /// The API key. Without one, the key comes from the variable
+            /// named by [`api_key_env`](Self::api_key_env), else (only with
+            /// the default base URL, so a key is never sent to another
+            /// server by accident) from the provider's usual variable.
+            pub fn api_key(mut self, key: impl Into<$crate::ApiKey>) -> Self {
+                self.setup.api_key = Some(key.into());
+                self
+            }
+            /// Reads the key from the environment variable `var` when no key is given.
+            pub fn api_key_env(mut self, var: impl Into<String>) -> Self {
+                self.setup.api_key_env = Some(var.into());
+                self
+            }
+            /// Whether a call without any key fails with `FAILED_PRECONDITION`
+            /// before a request goes out (default: when the provider needs a
+            /// key and the base URL is its own).
+            pub fn require_api_key(mut self, required: bool) -> Self {
+                self.setup.require_api_key = Some(required);
+                self
+            }
+            /// The timeout: the longest the plugin waits for the server at
+            /// any one point — for the response headers, for a whole
+            /// non-streamed body, and between two frames of a stream (so a
+            /// long stream that keeps flowing is never cut, and one that
+            /// stalls fails). Exceeding it is `DEADLINE_EXCEEDED`. Default:
+            /// ten minutes.
+            pub fn timeout(mut self, timeout: ::std::time::Duration) -> Self {
+                self.setup.timeout = Some(timeout);
+                self
+            }
+            /// Waits as long as the server takes (cancellation still ends a call).
+            pub fn no_timeout(mut self) -> Self {
+                self.setup.timeout = None;
+                self
+            }
+            /// Adds a header to every request. Values are treated as secrets.
+            pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+                self.setup.headers.push((name.into(), value.into()));
+                self
+            }
+            /// Uses this HTTP client (proxies, custom TLS roots...). It should
+            /// not follow redirects, so credentials never go to another host.
+            pub fn http_client(mut self, client: ::reqwest::Client) -> Self {
+                self.setup.http_client = Some(client);
+                self
+            }
+            /// Replaces the list of known models.
+            pub fn models(
+                mut self,
+                models: impl IntoIterator<Item = <$provider as $crate::kit::Provider>::Model>,
+            ) -> Self {
+                self.setup.models = $crate::plugin::SpecList::new(models);
+                self
+            }
+            /// Adds (or replaces, by name) one known model.
+            pub fn model(mut self, model: <$provider as $crate::kit::Provider>::Model) -> Self {
+                self.setup.models.upsert(model);
+                self
+            }
+            /// Builds the plugin. Fails with `INVALID_ARGUMENT` for an empty
+            /// name, a base URL that is not `http(s)`, or an invalid header.
+            pub fn build(self) -> ::genkit_core::Result<$crate::kit::ProviderPlugin<$provider>> {
+                $crate::kit::ProviderPlugin::from_builder(self)
+            }
+        }
+    };
+}
