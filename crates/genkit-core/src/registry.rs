@@ -46,6 +46,11 @@ impl WeakRegistry {
     pub fn upgrade(&self) -> Option<Registry> {
         self.0.upgrade().map(|inner| Registry { inner })
     }
+
+    /// Whether this points to `registry` (no reference count is touched).
+    pub fn points_to(&self, registry: &Registry) -> bool {
+        std::ptr::eq(self.0.as_ptr(), Arc::as_ptr(&registry.inner))
+    }
 }
 
 impl std::fmt::Debug for WeakRegistry {

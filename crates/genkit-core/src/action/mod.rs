@@ -433,10 +433,16 @@ impl<I: Payload, O: Payload, S: Serialize + Send + 'static> Inner<I, O, S> {
             span.set_context(&context);
         }
         let cancel = opts.cancel.or(parent.cancel);
-        let registry = opts
-            .registry
-            .or_else(|| self.home.get().and_then(WeakRegistry::upgrade))
-            .or(parent.registry);
+        let registry = match (opts.registry, self.home.get()) {
+            (Some(explicit), _) => Some(explicit),
+            // Nested in an action of the same registry (the common case):
+            // reuse the caller's handle instead of upgrading the weak one.
+            (None, Some(home)) => match parent.registry {
+                Some(caller) if home.points_to(&caller) => Some(caller),
+                caller => home.upgrade().or(caller),
+            },
+            (None, None) => parent.registry,
+        };
         let extensions = if opts.extensions.is_empty() {
             parent.extensions
         } else {
