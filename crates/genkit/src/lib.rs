@@ -70,7 +70,7 @@ pub mod prelude {
     pub use genkit_ai::tool::{Tool, ToolCtx};
     pub use genkit_ai::types::{
         DocumentData, FinishReason, GenerateRequest, GenerateResponse, GenerateResponseChunk,
-        Message, ModelSupports, Part, Role, ToolRequest, ToolResponse,
+        Message, ModelSupports, Part, Role, ToolChoice, ToolRequest, ToolResponse,
     };
     pub use genkit_core::flow::FlowContext;
     pub use genkit_core::{ActionContext, Error, Result, StatusCode};
