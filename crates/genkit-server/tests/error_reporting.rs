@@ -51,11 +51,9 @@ struct City {
 fn registry() -> Registry {
     let r = Registry::new();
     define_flow(&r, "lookup", |_: Value, _| async move {
-        Err::<Value, _>(
-            Error::internal("weather backend failed").with_source(std::io::Error::other(
-                "connect to 10.0.0.7:5432: connection refused",
-            )),
-        )
+        Err::<Value, _>(Error::internal("weather backend failed").with_source(
+            std::io::Error::other("connect to 10.0.0.7:5432: connection refused"),
+        ))
     })
     .unwrap();
     define_streaming_flow(&r, "lookupStream", |_: Value, ctx| async move {
@@ -124,11 +122,9 @@ async fn internal_errors_are_hidden_from_the_caller_and_logged_with_details() {
     assert!(!body.contains("disk full"), "{body}");
     let logged = log_text();
     assert!(
-        logged
-            .lines()
-            .any(|l| l.contains("ERROR")
-                && l.contains("flow `lookupStream` failed")
-                && l.contains("stream backend failed: disk full")),
+        logged.lines().any(|l| l.contains("ERROR")
+            && l.contains("flow `lookupStream` failed")
+            && l.contains("stream backend failed: disk full")),
         "{logged}"
     );
 }
@@ -155,8 +151,5 @@ async fn a_body_without_the_data_wrapper_says_so() {
     );
     // A flow that takes no input still runs on a body without `data`, as in
     // Genkit JS (the fields are ignored).
-    assert_eq!(
-        post(s.url("/lookup"), r#"{"city": "Paris"}"#).await.0,
-        500
-    );
+    assert_eq!(post(s.url("/lookup"), r#"{"city": "Paris"}"#).await.0, 500);
 }

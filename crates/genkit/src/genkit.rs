@@ -79,7 +79,10 @@ impl GenkitBuilder {
         }
         define_generate_action(&registry)?;
         let (dir, required) = match self.prompt_dir {
-            None => (Some(PathBuf::from(genkit_ai::prompt::DEFAULT_PROMPT_DIR)), false),
+            None => (
+                Some(PathBuf::from(genkit_ai::prompt::DEFAULT_PROMPT_DIR)),
+                false,
+            ),
             Some(Some(d)) => (Some(d), true),
             Some(None) => (None, false),
         };
