@@ -68,7 +68,8 @@ docs_new_project() {
 
 # Starts the local OpenAI-compatible model server (installed by
 # .ci/install-local-model-server.sh) on port `$1` and exports
-# LOCAL_MODEL_BASE_URL / LOCAL_MODEL_NAME; stops it when the script exits.
+# LOCAL_MODEL_BASE_URL / LOCAL_MODEL_NAME. The caller stops it on exit
+# (docs_stop_model_server).
 docs_start_model_server() {
     local port="$1"
     bash "$ROOT/.ci/install-local-model-server.sh" >/dev/null
@@ -76,6 +77,8 @@ docs_start_model_server() {
     env_lines="$(bash "$ROOT/tests-support/local-model/start-server.sh" "$port")"
     eval "$env_lines"
     export LOCAL_MODEL_BASE_URL LOCAL_MODEL_NAME
-    DOCS_MODEL_PORT="$port"
-    trap 'bash "$ROOT/tests-support/local-model/stop-server.sh" "$DOCS_MODEL_PORT" || true' EXIT
+}
+
+docs_stop_model_server() {
+    bash "$ROOT/tests-support/local-model/stop-server.sh" "$1" >/dev/null 2>&1 || true
 }

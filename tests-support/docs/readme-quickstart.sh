@@ -29,6 +29,7 @@ START=$(date +%s)
 (cd "$PROJECT" && CARGO_TARGET_DIR="$TARGET" cargo build --quiet)
 docs_log "built in $(( $(date +%s) - START )) s"
 
+trap 'docs_stop_model_server "$PORT"' EXIT
 docs_start_model_server "$PORT"
 docs_log "running it against $LOCAL_MODEL_BASE_URL"
 OUT="$PROJECT/output.txt"
