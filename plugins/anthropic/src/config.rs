@@ -18,6 +18,7 @@ use genkit_provider::{CommonConfig, RequestConfig};
 /// A per-request `apiKey` is refused: the request (with its config) is
 /// recorded in traces, and keys must never be. Configure the key on the
 /// plugin instead.
+#[genkit_provider::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AnthropicConfig {
@@ -27,25 +28,15 @@ pub struct AnthropicConfig {
     pub common: CommonConfig,
     /// Anthropic's `tool_choice` object (`{"type": "tool", "name": ...}`,
     /// `disable_parallel_tool_use`...); overrides the request's `toolChoice`.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        rename = "tool_choice"
-    )]
+    #[serde(rename = "tool_choice")]
     pub tool_choice: Option<Value>,
     /// Request metadata (`{"user_id": ...}`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Value>,
     /// Extended thinking.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking: Option<ThinkingConfig>,
     /// `output_config` fields (e.g. `effort`); the plugin adds `format` for
     /// structured output.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        rename = "output_config"
-    )]
+    #[serde(rename = "output_config")]
     pub output_config: Option<Map<String, Value>>,
     /// Other request fields, passed through unchanged.
     #[serde(flatten)]
@@ -53,20 +44,17 @@ pub struct AnthropicConfig {
 }
 
 /// Extended thinking options.
+#[genkit_provider::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ThinkingConfig {
     /// Turns thinking on (with `budgetTokens`) or off.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
     /// Tokens the model may spend thinking (at least 1024).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_tokens: Option<u32>,
     /// Lets the model decide how much to think (newer models).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adaptive: Option<bool>,
     /// With `adaptive`: `summarized` or `omitted` thinking text.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub display: Option<String>,
 }
 
