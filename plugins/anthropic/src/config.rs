@@ -8,22 +8,15 @@ use serde_json::{Map, Value, json};
 use crate::error::AnthropicError;
 use genkit_provider::{CommonConfig, RequestConfig};
 
-/// Configuration of a Claude model call (`config` of a generate request).
-///
-/// Genkit's common options map to the Messages API (`maxOutputTokens` →
-/// `max_tokens`, `topK` → `top_k`, `topP` → `top_p`, `stopSequences` →
-/// `stop_sequences`); any other key not listed here (`service_tier`,
-/// `container`, ...) is passed into the request body unchanged.
-///
-/// A per-request `apiKey` is refused: the request (with its config) is
-/// recorded in traces, and keys must never be. Configure the key on the
-/// plugin instead.
+/// The `config` of a Claude model call: Genkit's common options (mapped to
+/// the Messages API's names), Anthropic's own, and any other key passed into
+/// the request body unchanged. A per-request `apiKey` is refused (configs
+/// are traced).
 #[genkit_provider::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AnthropicConfig {
-    /// Genkit's common options (`version`, `temperature`,
-    /// `maxOutputTokens`, `topK`, `topP`, `stopSequences`).
+    /// Genkit's common options.
     #[serde(flatten)]
     pub common: CommonConfig,
     /// Anthropic's `tool_choice` object (`{"type": "tool", "name": ...}`,

@@ -7,22 +7,15 @@ use serde_json::{Map, Value};
 
 use genkit_provider::{CommonConfig, RequestConfig};
 
-/// Configuration of a Gemini model call (`config` of a generate request).
-///
-/// Genkit's common options (`temperature`, `maxOutputTokens`, `topK`, `topP`,
-/// `stopSequences`) map to Gemini's `generationConfig`; any other key not
-/// listed here (`seed`, `presencePenalty`, `responseLogprobs`, `imageConfig`,
-/// `speechConfig`...) is passed into `generationConfig` unchanged.
-///
-/// A per-request `apiKey` is refused: the request (with its config) is
-/// recorded in traces, and keys must never be. Configure the key on the
-/// plugin instead.
+/// The `config` of a Gemini model call: Genkit's common options (mapped to
+/// `generationConfig`), Gemini's own, and any other key (`seed`,
+/// `imageConfig`...) passed into `generationConfig` unchanged. A per-request
+/// `apiKey` is refused (configs are traced).
 #[genkit_provider::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GeminiConfig {
-    /// Genkit's common options (`version`, `temperature`,
-    /// `maxOutputTokens`, `topK`, `topP`, `stopSequences`).
+    /// Genkit's common options.
     #[serde(flatten)]
     pub common: CommonConfig,
     /// Number of candidates to generate.

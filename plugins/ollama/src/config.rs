@@ -15,9 +15,7 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OllamaConfig {
-    /// Genkit's common options: `temperature`, `maxOutputTokens`
-    /// (`num_predict`), `topK`, `topP`, `stopSequences` (`stop`) go to
-    /// `options`, `version` replaces the model name.
+    /// Genkit's common options, in `options` (`num_predict`, `stop`...).
     #[serde(flatten)]
     pub common: CommonConfig,
     /// Seed for reproducible sampling (`options.seed`).
@@ -36,12 +34,6 @@ pub struct OllamaConfig {
 }
 
 impl OllamaConfig {
-    /// Reads a request's `config` (absent or `null` gives the defaults);
-    /// `null` members count as absent.
-    pub fn from_value(config: Option<&Value>) -> Result<Self, serde_json::Error> {
-        genkit_provider::plugin::parse_options(config)
-    }
-
     /// The `options` object: mapped fields, then the other keys (which win).
     pub(crate) fn options(&self) -> Map<String, Value> {
         let mut o = Map::new();

@@ -45,13 +45,15 @@ genkit_provider::provider_plugin! {
 impl Provider for OllamaProvider {
     type Model = ModelSpec;
     type Config = OllamaConfig;
-    const INFO: ProviderInfo = ProviderInfo::new("Ollama", DEFAULT_NAME, DEFAULT_SERVER_ADDRESS)
-        .base_url_env("OLLAMA_HOST")
-        .request_keys()
-        .stream(StreamFormat::Ndjson {
+    const INFO: ProviderInfo = ProviderInfo {
+        base_url_env: Some("OLLAMA_HOST"),
+        request_keys: true,
+        stream: StreamFormat::Ndjson {
             max_line: MAX_LINE_BYTES,
-        })
-        .embedders();
+        },
+        embedders: true,
+        ..ProviderInfo::new("Ollama", DEFAULT_NAME, DEFAULT_SERVER_ADDRESS)
+    };
     type EmbedOptions = EmbedConfig;
     type ErrorBody = OllamaErrorBody;
     type Answer = ChatState;

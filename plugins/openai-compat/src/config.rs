@@ -15,12 +15,9 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OpenAiConfig {
-    /// Genkit's common options: `version` (`model`), `temperature`,
-    /// `maxOutputTokens` (`max_tokens`, or `max_completion_tokens` for models
-    /// that need it), `topP` (`top_p`), `stopSequences` (`stop`, up to 4),
-    /// `apiKey` (this request only, instead of the plugin's). `topK` is not
-    /// part of OpenAI's API and is not sent; servers that take it get it
-    /// from a `"top_k"` key.
+    /// Genkit's common options; `maxOutputTokens` is `max_tokens` (or
+    /// `max_completion_tokens` where models need it), `topK` is not sent
+    /// (servers that take it get a `"top_k"` key).
     #[serde(flatten)]
     pub common: CommonConfig,
     /// Token limit including reasoning tokens (`max_completion_tokens`).
@@ -73,14 +70,6 @@ impl VisualDetailLevel {
 impl RequestConfig for OpenAiConfig {
     fn api_key(&self) -> Option<&genkit_provider::ApiKey> {
         self.common.api_key.as_ref()
-    }
-}
-
-impl OpenAiConfig {
-    /// Reads a request's `config` (absent or `null` gives the defaults).
-    /// `null` members are treated as absent.
-    pub fn from_value(config: Option<&Value>) -> Result<Self, serde_json::Error> {
-        genkit_provider::plugin::parse_options(config)
     }
 }
 

@@ -98,21 +98,6 @@ impl<P: Provider> ProviderPlugin<P> {
         format!("{}/{model}", self.kit.name)
     }
 
-    /// The models it lists.
-    pub fn models(&self) -> &[P::Model] {
-        self.kit.models.as_slice()
-    }
-
-    /// The embedders it lists.
-    pub fn embedders(&self) -> &[EmbedderSpec] {
-        self.kit.embedders.as_slice()
-    }
-
-    /// The provider's own settings.
-    pub fn provider(&self) -> &P {
-        &self.kit.provider
-    }
-
     /// The HTTP client.
     pub fn client(&self) -> &ProviderClient {
         &self.kit.client
@@ -157,15 +142,10 @@ impl<P: Provider> ProviderPlugin<P> {
 
     fn listed(&self) -> &[ActionDesc] {
         self.kit.listed.get_or_init(|| {
-            let models = self
-                .models()
-                .iter()
-                .map(|m| self.model(m.name()).into_dyn().desc().clone());
-            let embedders = self
-                .embedders()
-                .iter()
-                .map(|e| self.embedder(&e.name).into_dyn().desc().clone());
-            models.chain(embedders).collect()
+            let (models, embedders) = (self.kit.models.as_slice(), self.kit.embedders.as_slice());
+            let models = models.iter().map(|m| self.model(m.name()).into_dyn());
+            let embedders = embedders.iter().map(|e| self.embedder(&e.name).into_dyn());
+            models.chain(embedders).map(|a| a.desc().clone()).collect()
         })
     }
 

@@ -10,6 +10,12 @@ pub trait RequestConfig: DeserializeOwned + JsonSchema + Default + Send + 'stati
     fn api_key(&self) -> Option<&ApiKey> {
         None
     }
+
+    /// Reads a request's `config` (absent or `null` gives the defaults;
+    /// `null` members count as absent).
+    fn from_value(config: Option<&Value>) -> std::result::Result<Self, serde_json::Error> {
+        crate::plugin::parse_options(config)
+    }
 }
 
 impl RequestConfig for CommonConfig {
@@ -44,6 +50,18 @@ impl<S> WireCall<S> {
             body,
             state,
         }
+    }
+
+    /// A call to `path` with `body` serialized (`INVALID_ARGUMENT` if it
+    /// cannot be).
+    pub fn json(path: impl Into<String>, body: &impl Serialize, state: S) -> Result<Self> {
+        let body = serde_json::to_value(body).map_err(|e| {
+            genkit_core::Error::new(
+                genkit_core::StatusCode::InvalidArgument,
+                format!("request body: {e}"),
+            )
+        })?;
+        Ok(Self::new(path, body, state))
     }
 }
 

@@ -4,11 +4,11 @@
 
 use super::*;
 
-/// The options every provider plugin takes. Builders set them; see the
-/// builder methods of the same names.
+/// The options every provider plugin takes; the builders' setters of the
+/// same names document them.
 #[derive(Clone)]
 pub struct PluginSetup<M> {
-    /// The plugin name: the namespace of its actions.
+    /// The plugin name.
     pub name: String,
     /// The API's base URL.
     pub base_url: String,
@@ -18,7 +18,7 @@ pub struct PluginSetup<M> {
     pub api_key_env: Option<String>,
     /// Whether a call without a key fails before a request goes out.
     pub require_api_key: Option<bool>,
-    /// The longest wait at any one point (see the builders' `timeout`).
+    /// The longest wait at any one point.
     pub timeout: Option<Duration>,
     /// Headers sent with every request (values treated as secrets).
     pub headers: Vec<(String, String)>,
@@ -30,20 +30,16 @@ pub struct PluginSetup<M> {
     pub embedders: SpecList<EmbedderSpec>,
 }
 
+/// Shows header names only: their values may be credentials.
 impl<M: Spec> fmt::Debug for PluginSetup<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let headers: Vec<_> = self.headers.iter().map(|(k, _)| k).collect();
         f.debug_struct("PluginSetup")
             .field("name", &self.name)
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key)
-            .field("api_key_env", &self.api_key_env)
-            .field(
-                "headers",
-                &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
-            )
+            .field("headers", &headers)
             .field("timeout", &self.timeout)
-            .field("models", &self.models.as_slice().len())
-            .field("embedders", &self.embedders.as_slice().len())
             .finish_non_exhaustive()
     }
 }
@@ -185,10 +181,9 @@ macro_rules! provider_plugin {
                 self.setup.base_url = url.into();
                 self
             }
-            /// The API key. Without one, the key comes from the variable
-            /// named by [`api_key_env`](Self::api_key_env), else (only with
-            /// the default base URL, so a key is never sent to another
-            /// server by accident) from the provider's usual variable.
+            /// The API key. Default: the variable named by
+            /// [`api_key_env`](Self::api_key_env), else (only with the default
+            /// base URL) the provider's usual variable.
             pub fn api_key(mut self, key: impl Into<$crate::ApiKey>) -> Self {
                 self.setup.api_key = Some(key.into());
                 self
@@ -198,19 +193,15 @@ macro_rules! provider_plugin {
                 self.setup.api_key_env = Some(var.into());
                 self
             }
-            /// Whether a call without any key fails with `FAILED_PRECONDITION`
-            /// before a request goes out (default: when the provider needs a
-            /// key and the base URL is its own).
+            /// Whether a call without a key fails (`FAILED_PRECONDITION`)
+            /// before any request (default: on the provider's own base URL).
             pub fn require_api_key(mut self, required: bool) -> Self {
                 self.setup.require_api_key = Some(required);
                 self
             }
-            /// The timeout: the longest the plugin waits for the server at
-            /// any one point — for the response headers, for a whole
-            /// non-streamed body, and between two frames of a stream (so a
-            /// long stream that keeps flowing is never cut, and one that
-            /// stalls fails). Exceeding it is `DEADLINE_EXCEEDED`. Default:
-            /// ten minutes.
+            /// The longest wait for the server at any one point (headers, a
+            /// whole body, the next stream frame), so a flowing stream is never
+            /// cut; exceeding it is `DEADLINE_EXCEEDED`. Default: ten minutes.
             pub fn timeout(mut self, timeout: ::std::time::Duration) -> Self {
                 self.setup.timeout = Some(timeout);
                 self
