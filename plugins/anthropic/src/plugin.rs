@@ -44,11 +44,6 @@ genkit_provider::provider_plugin! {
 }
 
 impl Provider for AnthropicProvider {
-    type Model = ModelSpec;
-    type Config = AnthropicConfig;
-    fn default_models() -> Vec<ModelSpec> {
-        KNOWN_MODELS.iter().map(|m| ModelSpec::new(m.0)).collect()
-    }
     const INFO: ProviderInfo = ProviderInfo {
         key_header: KeyHeader::Named("x-api-key"),
         key_env: &[API_KEY_ENV_VAR],
@@ -57,6 +52,12 @@ impl Provider for AnthropicProvider {
         ignored_config_keys: &["apiVersion"],
         ..ProviderInfo::new("Anthropic", "anthropic", DEFAULT_BASE_URL)
     };
+
+    type Model = ModelSpec;
+    type Config = AnthropicConfig;
+    fn default_models() -> Vec<ModelSpec> {
+        KNOWN_MODELS.iter().map(|m| ModelSpec::new(m.0)).collect()
+    }
     type EmbedOptions = NoOptions;
     type ErrorBody = AnthropicErrorBody;
     type Answer = MessageStream;

@@ -49,14 +49,6 @@ genkit_provider::provider_plugin! {
 }
 
 impl Provider for GoogleAiProvider {
-    type Model = ModelSpec;
-    type Config = GeminiConfig;
-    fn default_models() -> Vec<ModelSpec> {
-        KNOWN_MODELS
-            .iter()
-            .map(|name| ModelSpec::new(*name))
-            .collect()
-    }
     const INFO: ProviderInfo = ProviderInfo {
         key_header: KeyHeader::Named("x-goog-api-key"),
         key_env: &API_KEY_ENV_VARS,
@@ -66,6 +58,15 @@ impl Provider for GoogleAiProvider {
         embedders: true,
         ..ProviderInfo::new("GoogleAi", "googleai", DEFAULT_BASE_URL)
     };
+
+    type Model = ModelSpec;
+    type Config = GeminiConfig;
+    fn default_models() -> Vec<ModelSpec> {
+        KNOWN_MODELS
+            .iter()
+            .map(|name| ModelSpec::new(*name))
+            .collect()
+    }
     type EmbedOptions = EmbedConfig;
     type ErrorBody = GeminiErrorBody;
     type Answer = Events;

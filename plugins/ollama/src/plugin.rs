@@ -43,8 +43,6 @@ genkit_provider::provider_plugin! {
 }
 
 impl Provider for OllamaProvider {
-    type Model = ModelSpec;
-    type Config = OllamaConfig;
     const INFO: ProviderInfo = ProviderInfo {
         base_url_env: Some("OLLAMA_HOST"),
         request_keys: true,
@@ -54,6 +52,9 @@ impl Provider for OllamaProvider {
         embedders: true,
         ..ProviderInfo::new("Ollama", DEFAULT_NAME, DEFAULT_SERVER_ADDRESS)
     };
+
+    type Model = ModelSpec;
+    type Config = OllamaConfig;
     type EmbedOptions = EmbedConfig;
     type ErrorBody = OllamaErrorBody;
     type Answer = ChatState;

@@ -51,11 +51,6 @@ genkit_provider::provider_plugin! {
 }
 
 impl Provider for OpenAiProvider {
-    type Model = ModelSpec;
-    type Config = OpenAiConfig;
-    fn default_models() -> Vec<ModelSpec> {
-        openai_models()
-    }
     const INFO: ProviderInfo = ProviderInfo {
         key_env: &[API_KEY_ENV],
         key_required: true,
@@ -63,6 +58,12 @@ impl Provider for OpenAiProvider {
         embedders: true,
         ..ProviderInfo::new("OpenAiCompatible", DEFAULT_NAME, DEFAULT_BASE_URL)
     };
+
+    type Model = ModelSpec;
+    type Config = OpenAiConfig;
+    fn default_models() -> Vec<ModelSpec> {
+        openai_models()
+    }
     type EmbedOptions = EmbedConfig;
     type ErrorBody = OpenAiErrorBody;
     type Answer = StreamState;
