@@ -10,16 +10,9 @@ use super::*;
 /// embedder (`/embedder/<name>/<model>`) is built on its first lookup —
 /// listed or not, any name resolves — and the listed ones are described
 /// (with their capabilities) without initialising anything.
+#[derive(Clone)]
 pub struct ProviderPlugin<P: Provider> {
     kit: Arc<Kit<P>>,
-}
-
-impl<P: Provider> Clone for ProviderPlugin<P> {
-    fn clone(&self) -> Self {
-        Self {
-            kit: self.kit.clone(),
-        }
-    }
 }
 
 struct Kit<P: Provider> {
