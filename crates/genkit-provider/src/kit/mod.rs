@@ -78,4 +78,4 @@ pub use provider::{
     Buildable, Chat, Embed, ModelDescriptor, NoOptions, Provider, ProviderBuilder, RequestConfig,
     WireCall,
 };
-pub use setup::PluginSetup;
+pub use setup::{BuilderParts, PluginSetup};

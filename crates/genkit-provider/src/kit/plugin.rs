@@ -58,14 +58,14 @@ impl<P: Buildable> ProviderPlugin<P> {
             } else {
                 format!("http://{address}")
             };
-            builder.setup_mut().base_url = url;
+            builder.parts_mut().setup.base_url = url;
         }
         Self::from_builder(builder)
     }
 
     /// The plugin a builder describes (what its `build` calls).
     pub fn from_builder(builder: P::Builder) -> Result<Self> {
-        let (provider, setup) = builder.into_parts();
+        let BuilderParts { provider, setup } = builder.into_parts();
         let client = ProviderClient::new(&P::INFO, &setup)?;
         Ok(Self {
             kit: Arc::new(Kit {

@@ -187,8 +187,8 @@ pub trait Buildable: Provider {
 /// A plugin builder, as [`provider_plugin!`](crate::provider_plugin)
 /// defines it: the shared options and the provider's own settings.
 pub trait ProviderBuilder<P: Provider>: Default + Clone + fmt::Debug {
-    /// The shared options.
-    fn setup_mut(&mut self) -> &mut PluginSetup<P::Model>;
-    /// The provider and the shared options, to build the plugin from.
-    fn into_parts(self) -> (P, PluginSetup<P::Model>);
+    /// What it holds.
+    fn parts_mut(&mut self) -> &mut BuilderParts<P>;
+    /// What it holds, to build the plugin from.
+    fn into_parts(self) -> BuilderParts<P>;
 }
