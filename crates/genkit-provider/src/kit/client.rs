@@ -66,11 +66,6 @@ impl ProviderClient {
         })
     }
 
-    /// `<base>/<path>`.
-    pub fn url(&self, path: &str) -> String {
-        self.http.url(path)
-    }
-
     /// A failed exchange as a [`ProviderError`].
     pub fn error<B: ErrorBody>(&self, e: HttpError) -> ProviderError<B> {
         ProviderError::from_http(e, self.timeout)
