@@ -10,30 +10,24 @@ use serde::{Deserialize, Serialize};
 /// Genkit names (`temperature`, `maxOutputTokens`, `topK`, `topP`,
 /// `stopSequences`, `version`, `apiKey`). Each provider maps them onto its
 /// wire format; the key is redacted in `Debug` output.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CommonConfig {
     /// The model name to send instead of the action's (a version or snapshot).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     /// Sampling temperature.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
     /// The most tokens to generate.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_tokens: Option<u32>,
     /// Top-k sampling.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub top_k: Option<u32>,
     /// Nucleus sampling.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub top_p: Option<f64>,
     /// Sequences that stop generation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_sequences: Option<Vec<String>>,
     /// An API key for this request only. Plugins whose requests are traced
     /// with their config refuse it (see [`ProviderInfo::request_keys`](crate::ProviderInfo)).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key: Option<ApiKey>,
 }
 

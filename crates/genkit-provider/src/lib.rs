@@ -62,4 +62,7 @@ pub use kit::{
 pub use plugin::EmbedderSpec;
 pub use provider_error::{ErrorBody, ProviderError};
 pub use secret::{ApiKey, InvalidKeyHeader};
+/// Leaves `None` fields out when a struct is serialized (put it above the
+/// `derive`), so wire and config structs need no per-field attribute.
+pub use serde_with::skip_serializing_none;
 pub use stream::{Emit, Frame, FrameReader, StreamFold, emit_model_parts, fold_stream};

@@ -22,12 +22,12 @@ pub struct FunctionTool {
 }
 
 /// A function definition: name, description, JSON schema of the arguments.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FunctionDef {
     /// The function's name.
     pub name: String,
     /// What it does (left out when empty).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// The JSON schema of its arguments.
     pub parameters: Value,

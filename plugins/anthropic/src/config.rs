@@ -8,44 +8,28 @@ use serde_json::{Map, Value, json};
 use crate::error::AnthropicError;
 use genkit_provider::{CommonConfig, RequestConfig};
 
-/// Configuration of a Claude model call (`config` of a generate request).
-///
-/// Genkit's common options map to the Messages API (`maxOutputTokens` →
-/// `max_tokens`, `topK` → `top_k`, `topP` → `top_p`, `stopSequences` →
-/// `stop_sequences`); any other key not listed here (`service_tier`,
-/// `container`, ...) is passed into the request body unchanged.
-///
-/// A per-request `apiKey` is refused: the request (with its config) is
-/// recorded in traces, and keys must never be. Configure the key on the
-/// plugin instead.
+/// The `config` of a Claude model call: Genkit's common options (mapped to
+/// the Messages API's names), Anthropic's own, and any other key passed into
+/// the request body unchanged. A per-request `apiKey` is refused (configs
+/// are traced).
+#[genkit_provider::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AnthropicConfig {
-    /// Genkit's common options (`version`, `temperature`,
-    /// `maxOutputTokens`, `topK`, `topP`, `stopSequences`).
+    /// Genkit's common options.
     #[serde(flatten)]
     pub common: CommonConfig,
     /// Anthropic's `tool_choice` object (`{"type": "tool", "name": ...}`,
     /// `disable_parallel_tool_use`...); overrides the request's `toolChoice`.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        rename = "tool_choice"
-    )]
+    #[serde(rename = "tool_choice")]
     pub tool_choice: Option<Value>,
     /// Request metadata (`{"user_id": ...}`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Value>,
     /// Extended thinking.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking: Option<ThinkingConfig>,
     /// `output_config` fields (e.g. `effort`); the plugin adds `format` for
     /// structured output.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        rename = "output_config"
-    )]
+    #[serde(rename = "output_config")]
     pub output_config: Option<Map<String, Value>>,
     /// Other request fields, passed through unchanged.
     #[serde(flatten)]
@@ -53,20 +37,17 @@ pub struct AnthropicConfig {
 }
 
 /// Extended thinking options.
+#[genkit_provider::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ThinkingConfig {
     /// Turns thinking on (with `budgetTokens`) or off.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
     /// Tokens the model may spend thinking (at least 1024).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_tokens: Option<u32>,
     /// Lets the model decide how much to think (newer models).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adaptive: Option<bool>,
     /// With `adaptive`: `summarized` or `omitted` thinking text.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub display: Option<String>,
 }
 

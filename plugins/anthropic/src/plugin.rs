@@ -44,15 +44,20 @@ genkit_provider::provider_plugin! {
 }
 
 impl Provider for AnthropicProvider {
+    const INFO: ProviderInfo = ProviderInfo {
+        key_header: KeyHeader::Named("x-api-key"),
+        key_env: &[API_KEY_ENV_VAR],
+        key_required: true,
+        headers: &[("anthropic-version", API_VERSION)],
+        ignored_config_keys: &["apiVersion"],
+        ..ProviderInfo::new("Anthropic", "anthropic", DEFAULT_BASE_URL)
+    };
+
     type Model = ModelSpec;
     type Config = AnthropicConfig;
     fn default_models() -> Vec<ModelSpec> {
         KNOWN_MODELS.iter().map(|m| ModelSpec::new(m.0)).collect()
     }
-    const INFO: ProviderInfo = ProviderInfo::new("Anthropic", "anthropic", DEFAULT_BASE_URL)
-        .key(KeyHeader::Named("x-api-key"), &[API_KEY_ENV_VAR], true)
-        .headers(&[("anthropic-version", API_VERSION)])
-        .ignore_config_keys(&["apiVersion"]);
     type EmbedOptions = NoOptions;
     type ErrorBody = AnthropicErrorBody;
     type Answer = MessageStream;
@@ -69,10 +74,8 @@ impl Provider for AnthropicProvider {
             max_tokens: self.default_max_tokens,
         };
         let body = to_messages_request(request, &config, &name, defaults, chat.streaming)?;
-        let body = serde_json::to_value(body)
-            .map_err(|e| AnthropicError::InvalidRequest(format!("request body: {e}")))?;
         let answer = MessageStream::new(request.messages.clone());
-        Ok(WireCall::new("v1/messages", body, answer))
+        WireCall::json("v1/messages", &body, answer)
     }
 
     fn chat_response(&self, answer: MessageStream, body: &[u8]) -> Result<GenerateResponse> {

@@ -9,32 +9,22 @@ use serde_json::{Map, Value};
 pub(crate) type Object = Map<String, Value>;
 
 /// The body of `POST /v1/messages`.
+#[genkit_provider::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct MessagesRequest {
     pub model: String,
     pub max_tokens: u32,
     pub messages: Vec<WireMessage>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub system: Option<Vec<AnyBlock>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub stop_sequences: Option<Vec<String>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub top_k: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub top_p: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<WireTool>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub thinking: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub output_config: Option<Object>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,
     /// Other top-level fields from the config, passed through.
     #[serde(flatten)]
@@ -65,24 +55,21 @@ pub(crate) enum AnyBlock {
 }
 
 /// The content blocks this plugin reads and writes.
+#[genkit_provider::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub(crate) enum Block {
     Text {
         text: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         citations: Option<Vec<Value>>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         cache_control: Option<Value>,
     },
     Image {
         source: Source,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         cache_control: Option<Value>,
     },
     Document {
         source: Source,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         cache_control: Option<Value>,
     },
     ToolUse {
@@ -90,15 +77,12 @@ pub(crate) enum Block {
         name: String,
         #[serde(default)]
         input: Value,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         cache_control: Option<Value>,
     },
     ToolResult {
         tool_use_id: String,
         content: Vec<AnyBlock>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         is_error: Option<bool>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         cache_control: Option<Value>,
     },
     Thinking {
@@ -131,12 +115,11 @@ pub(crate) enum Source {
 }
 
 /// The answer of `POST /v1/messages` (and the `message` of `message_start`).
+#[genkit_provider::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct MessagesResponse {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     pub content: Vec<AnyBlock>,
     pub stop_reason: Option<String>,
@@ -147,15 +130,12 @@ pub(crate) struct MessagesResponse {
 }
 
 /// Token counts.
+#[genkit_provider::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Usage {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_creation_input_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_read_input_tokens: Option<u64>,
     #[serde(flatten)]
     pub other: Object,

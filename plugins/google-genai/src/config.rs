@@ -7,68 +7,47 @@ use serde_json::{Map, Value};
 
 use genkit_provider::{CommonConfig, RequestConfig};
 
-/// Configuration of a Gemini model call (`config` of a generate request).
-///
-/// Genkit's common options (`temperature`, `maxOutputTokens`, `topK`, `topP`,
-/// `stopSequences`) map to Gemini's `generationConfig`; any other key not
-/// listed here (`seed`, `presencePenalty`, `responseLogprobs`, `imageConfig`,
-/// `speechConfig`...) is passed into `generationConfig` unchanged.
-///
-/// A per-request `apiKey` is refused: the request (with its config) is
-/// recorded in traces, and keys must never be. Configure the key on the
-/// plugin instead.
+/// The `config` of a Gemini model call: Genkit's common options (mapped to
+/// `generationConfig`), Gemini's own, and any other key (`seed`,
+/// `imageConfig`...) passed into `generationConfig` unchanged. A per-request
+/// `apiKey` is refused (configs are traced).
+#[genkit_provider::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GeminiConfig {
-    /// Genkit's common options (`version`, `temperature`,
-    /// `maxOutputTokens`, `topK`, `topP`, `stopSequences`).
+    /// Genkit's common options.
     #[serde(flatten)]
     pub common: CommonConfig,
     /// Number of candidates to generate.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub candidate_count: Option<u32>,
     /// Safety filter thresholds per harm category.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub safety_settings: Option<Vec<SafetySetting>>,
     /// Thinking (reasoning) options.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking_config: Option<ThinkingConfig>,
     /// How the model uses the declared functions; overrides the request's
     /// `toolChoice`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub function_calling_config: Option<FunctionCallingConfig>,
     /// Output modalities (`TEXT`, `IMAGE`, `AUDIO`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_modalities: Option<Vec<String>>,
     /// Lets the model write and run code (`true` or a `codeExecution` object).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code_execution: Option<Value>,
     /// Grounding with Google Search (`true` or a `googleSearch` object).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub google_search: Option<Value>,
     /// Legacy name of `googleSearch` used by older models.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub google_search_retrieval: Option<Value>,
     /// Lets the model read URLs found in the prompt (`true` or an object).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url_context: Option<Value>,
     /// Retrieval from File Search stores (a `fileSearch` object).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_search: Option<Value>,
     /// Further Gemini `tools` entries, sent as given.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<Value>>,
     /// Fields merged into `toolConfig`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_config: Option<Map<String, Value>>,
     /// `toolConfig.retrievalConfig` (location and language for grounding).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retrieval_config: Option<Value>,
     /// A context cache to use (`cachedContents/...`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_content: Option<String>,
     /// Service tier (`standard`, `flex`, `priority`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_tier: Option<String>,
     /// Other `generationConfig` fields, passed through unchanged.
     #[serde(flatten)]
@@ -100,17 +79,15 @@ impl SafetySetting {
 }
 
 /// Thinking options (`generationConfig.thinkingConfig`).
+#[genkit_provider::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ThinkingConfig {
     /// Return thought summaries (as Genkit `reasoning` parts).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub include_thoughts: Option<bool>,
     /// Gemini 2.5: thinking budget in tokens (0 disables, -1 is automatic).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking_budget: Option<i32>,
     /// Gemini 3: thinking level (`MINIMAL`, `LOW`, `MEDIUM`, `HIGH`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking_level: Option<String>,
     /// Other fields, passed through.
     #[serde(flatten)]
@@ -118,34 +95,30 @@ pub struct ThinkingConfig {
 }
 
 /// How the model may call the declared functions.
+#[genkit_provider::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FunctionCallingConfig {
     /// `AUTO`, `ANY`, `NONE` or `MODE_UNSPECIFIED` (Genkit's `auto`,
     /// `required`, `none` are accepted too).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
     /// With `ANY`: the functions the model may choose from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed_function_names: Option<Vec<String>>,
 }
 
 /// Options of a Gemini embedding call (`options` of an embed request).
+#[genkit_provider::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EmbedConfig {
     /// The intended use, e.g. `RETRIEVAL_DOCUMENT`, `RETRIEVAL_QUERY`,
     /// `SEMANTIC_SIMILARITY`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_type: Option<String>,
     /// A title for `RETRIEVAL_DOCUMENT` inputs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     /// Truncate the vectors to this many dimensions.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_dimensionality: Option<u32>,
     /// The model version to call instead of the embedder's own name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
 }
 

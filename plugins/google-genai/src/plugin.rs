@@ -8,7 +8,6 @@ use genkit_provider::http::USER_AGENT;
 use genkit_provider::{
     Chat, Embed, EmbedderSpec, KeyHeader, ModelSpec, Provider, ProviderInfo, WireCall,
 };
-use serde_json::Value;
 
 use crate::config::{EmbedConfig, GeminiConfig};
 use crate::convert::ToolNames;
@@ -50,6 +49,16 @@ genkit_provider::provider_plugin! {
 }
 
 impl Provider for GoogleAiProvider {
+    const INFO: ProviderInfo = ProviderInfo {
+        key_header: KeyHeader::Named("x-goog-api-key"),
+        key_env: &API_KEY_ENV_VARS,
+        key_required: true,
+        headers: &[("x-goog-api-client", USER_AGENT)],
+        ignored_config_keys: &["baseUrl", "apiVersion"],
+        embedders: true,
+        ..ProviderInfo::new("GoogleAi", "googleai", DEFAULT_BASE_URL)
+    };
+
     type Model = ModelSpec;
     type Config = GeminiConfig;
     fn default_models() -> Vec<ModelSpec> {
@@ -58,11 +67,6 @@ impl Provider for GoogleAiProvider {
             .map(|name| ModelSpec::new(*name))
             .collect()
     }
-    const INFO: ProviderInfo = ProviderInfo::new("GoogleAi", "googleai", DEFAULT_BASE_URL)
-        .key(KeyHeader::Named("x-goog-api-key"), &API_KEY_ENV_VARS, true)
-        .headers(&[("x-goog-api-client", USER_AGENT)])
-        .ignore_config_keys(&["baseUrl", "apiVersion"])
-        .embedders();
     type EmbedOptions = EmbedConfig;
     type ErrorBody = GeminiErrorBody;
     type Answer = Events;
@@ -88,14 +92,14 @@ impl Provider for GoogleAiProvider {
             default_modalities: kind.default_modalities(),
             strip_thoughts: kind == ModelKind::Gemma,
         };
-        let body = to_json(&to_gemini_request(request, &config, shape)?)?;
+        let body = to_gemini_request(request, &config, shape)?;
         let path = if chat.streaming {
             format!("{}:streamGenerateContent?alt=sse", model_path(&version))
         } else {
             format!("{}:generateContent", model_path(&version))
         };
         let answer = Events::new(ToolNames::new(request.tools()), request.messages.clone());
-        Ok(WireCall::new(path, body, answer))
+        WireCall::json(path, &body, answer)
     }
 
     fn chat_response(&self, answer: Events, body: &[u8]) -> Result<GenerateResponse> {
@@ -112,7 +116,7 @@ impl Provider for GoogleAiProvider {
     }
 
     /// One document goes to `embedContent`, several to one
-    /// `batchEmbedContents` call.
+    /// `batchEmbedContents` call (where each names the model).
     fn embed_request(&self, embed: Embed<'_, Self>) -> Result<WireCall<()>> {
         let Embed {
             spec,
@@ -121,42 +125,31 @@ impl Provider for GoogleAiProvider {
         } = embed;
         let version = options.version.clone().unwrap_or_else(|| spec.name.clone());
         let path = model_path(&version);
+        let model = format!("models/{}", version.trim_start_matches("models/"));
         let mut requests = Vec::with_capacity(request.input.len());
         for doc in &request.input {
-            let parts = doc
-                .content
-                .iter()
-                .map(to_gemini_part)
-                .collect::<std::result::Result<Vec<_>, _>>()?;
+            let parts = doc.content.iter().map(to_gemini_part);
             requests.push(EmbedContentRequest {
-                model: None,
-                content: Content { role: None, parts },
+                model: Some(model.clone()),
+                content: Content {
+                    role: None,
+                    parts: parts.collect::<std::result::Result<_, _>>()?,
+                },
                 task_type: options.task_type.clone(),
                 title: options.title.clone(),
                 output_dimensionality: options.output_dimensionality,
             });
         }
-        if let [only] = requests.as_slice() {
-            return Ok(WireCall::new(
-                format!("{path}:embedContent"),
-                to_json(only)?,
-                (),
-            ));
+        match requests.as_mut_slice() {
+            [only] => {
+                only.model = None;
+                WireCall::json(format!("{path}:embedContent"), only, ())
+            }
+            _ => {
+                let batch = BatchEmbedContentsRequest { requests };
+                WireCall::json(format!("{path}:batchEmbedContents"), &batch, ())
+            }
         }
-        let batch = BatchEmbedContentsRequest {
-            requests: requests
-                .into_iter()
-                .map(|r| EmbedContentRequest {
-                    model: Some(format!("models/{}", version.trim_start_matches("models/"))),
-                    ..r
-                })
-                .collect(),
-        };
-        Ok(WireCall::new(
-            format!("{path}:batchEmbedContents"),
-            to_json(&batch)?,
-            (),
-        ))
     }
 
     fn embed_response(&self, body: &[u8]) -> Result<Vec<Vec<f32>>> {
@@ -173,11 +166,6 @@ impl Provider for GoogleAiProvider {
 enum EmbedAnswer {
     One(EmbedContentResponse),
     Batch(BatchEmbedContentsResponse),
-}
-
-fn to_json(body: &impl serde::Serialize) -> Result<Value> {
-    serde_json::to_value(body)
-        .map_err(|e| GeminiError::InvalidRequest(format!("request body: {e}")).into())
 }
 
 /// `models/<name>`, unless the name is already a resource path

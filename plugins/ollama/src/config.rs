@@ -11,27 +11,22 @@ use serde_json::{Map, Value};
 /// `options`, plus Ollama's top-level `keepAlive` and `think`. Every other
 /// key is put in `options` as it is (e.g. `num_ctx`, `repeat_penalty`,
 /// `min_p`, `mirostat`).
+#[genkit_provider::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OllamaConfig {
-    /// Genkit's common options: `temperature`, `maxOutputTokens`
-    /// (`num_predict`), `topK`, `topP`, `stopSequences` (`stop`) go to
-    /// `options`, `version` replaces the model name.
+    /// Genkit's common options, in `options` (`num_predict`, `stop`...).
     #[serde(flatten)]
     pub common: CommonConfig,
     /// Seed for reproducible sampling (`options.seed`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<i64>,
     /// Context window in tokens (`options.num_ctx`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub num_ctx: Option<u32>,
     /// How long the model stays loaded after the request, e.g. `"5m"` or
     /// seconds (`keep_alive`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep_alive: Option<Value>,
     /// Thinking for reasoning models: `true`/`false` or a level such as
     /// `"high"` (`think`). Thinking comes back as reasoning parts.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub think: Option<Value>,
     /// Any other key, put in `options` as it is.
     #[serde(flatten)]
@@ -39,12 +34,6 @@ pub struct OllamaConfig {
 }
 
 impl OllamaConfig {
-    /// Reads a request's `config` (absent or `null` gives the defaults);
-    /// `null` members count as absent.
-    pub fn from_value(config: Option<&Value>) -> Result<Self, serde_json::Error> {
-        genkit_provider::plugin::parse_options(config)
-    }
-
     /// The `options` object: mapped fields, then the other keys (which win).
     pub(crate) fn options(&self) -> Map<String, Value> {
         let mut o = Map::new();
@@ -66,21 +55,18 @@ impl RequestConfig for OllamaConfig {}
 
 /// Options of an embedding request (`EmbedRequest.options`). Unknown keys
 /// go to Ollama's `options` (e.g. `num_ctx`).
+#[genkit_provider::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EmbedConfig {
     /// Truncate inputs longer than the context instead of failing (`truncate`,
     /// Ollama's default is true).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub truncate: Option<bool>,
     /// Vector length for models that can shorten their output (`dimensions`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dimensions: Option<u32>,
     /// How long the model stays loaded (`keep_alive`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep_alive: Option<Value>,
     /// Model to send instead of the embedder's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     /// Any other key, put in `options`.
     #[serde(flatten)]

@@ -43,15 +43,18 @@ genkit_provider::provider_plugin! {
 }
 
 impl Provider for OllamaProvider {
+    const INFO: ProviderInfo = ProviderInfo {
+        base_url_env: Some("OLLAMA_HOST"),
+        request_keys: true,
+        stream: StreamFormat::Ndjson {
+            max_line: MAX_LINE_BYTES,
+        },
+        embedders: true,
+        ..ProviderInfo::new("Ollama", DEFAULT_NAME, DEFAULT_SERVER_ADDRESS)
+    };
+
     type Model = ModelSpec;
     type Config = OllamaConfig;
-    const INFO: ProviderInfo = ProviderInfo::new("Ollama", DEFAULT_NAME, DEFAULT_SERVER_ADDRESS)
-        .base_url_env("OLLAMA_HOST")
-        .request_keys()
-        .stream(StreamFormat::Ndjson {
-            max_line: MAX_LINE_BYTES,
-        })
-        .embedders();
     type EmbedOptions = EmbedConfig;
     type ErrorBody = OllamaErrorBody;
     type Answer = ChatState;
@@ -93,23 +96,18 @@ impl Provider for OllamaProvider {
     /// Every model the server has (`GET /api/tags`); names with `embed` are
     /// embedders. When the server cannot be reached, none (and a warning).
     async fn discover(&self, client: &ProviderClient) -> Vec<(ActionKind, String)> {
-        match local_models_of(client).await {
-            Ok(names) => names
-                .into_iter()
-                .map(|name| {
-                    let kind = if looks_like_embedder(&name) {
-                        ActionKind::Embedder
-                    } else {
-                        ActionKind::Model
-                    };
-                    (kind, name)
-                })
-                .collect(),
-            Err(e) => {
-                tracing::warn!("listing the Ollama server's models failed: {e}");
-                Vec::new()
+        let names = local_models_of(client).await.unwrap_or_else(|e| {
+            tracing::warn!("listing the Ollama server's models failed: {e}");
+            Vec::new()
+        });
+        let kind = |name: &str| {
+            if looks_like_embedder(name) {
+                ActionKind::Embedder
+            } else {
+                ActionKind::Model
             }
-        }
+        };
+        names.into_iter().map(|name| (kind(&name), name)).collect()
     }
 }
 

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// One message of a chat request.
+#[genkit_provider::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct ChatMessage {
     /// `system`, `user`, `assistant` or `tool`.
@@ -12,23 +13,19 @@ pub(crate) struct ChatMessage {
     /// The text (always present, `""` when there is none).
     pub content: String,
     /// Base64 images (no `data:` prefix).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub images: Option<Vec<String>>,
     /// Tool calls of an assistant message.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<Vec<ToolCall>>,
     /// The tool a tool message answers for.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_name: Option<String>,
     /// The call a tool message answers (newer servers pair calls by id).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
 }
 
 /// A tool call: arguments are a JSON object, not a string.
+#[genkit_provider::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ToolCall {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     pub function: FunctionCall,
 }

@@ -11,44 +11,33 @@ use serde_json::{Map, Value};
 /// OpenAI's own. Every other key is sent as it is (e.g. `"logit_bias"`,
 /// `"parallel_tool_calls"`, `"top_k"` for llama.cpp servers, or a named
 /// `"tool_choice"`), and wins over a mapped field with the same wire name.
+#[genkit_provider::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OpenAiConfig {
-    /// Genkit's common options: `version` (`model`), `temperature`,
-    /// `maxOutputTokens` (`max_tokens`, or `max_completion_tokens` for models
-    /// that need it), `topP` (`top_p`), `stopSequences` (`stop`, up to 4),
-    /// `apiKey` (this request only, instead of the plugin's). `topK` is not
-    /// part of OpenAI's API and is not sent; servers that take it get it
-    /// from a `"top_k"` key.
+    /// Genkit's common options; `maxOutputTokens` is `max_tokens` (or
+    /// `max_completion_tokens` where models need it), `topK` is not sent
+    /// (servers that take it get a `"top_k"` key).
     #[serde(flatten)]
     pub common: CommonConfig,
     /// Token limit including reasoning tokens (`max_completion_tokens`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_completion_tokens: Option<u32>,
     /// Seed for deterministic sampling (`seed`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<i64>,
     /// Penalises tokens by how often they appeared, -2–2 (`frequency_penalty`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frequency_penalty: Option<f64>,
     /// Penalises tokens that appeared at all, -2–2 (`presence_penalty`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub presence_penalty: Option<f64>,
     /// Reasoning effort of reasoning models, e.g. `low`, `medium`, `high`
     /// (`reasoning_effort`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_effort: Option<String>,
     /// An end-user id for abuse monitoring (`user`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
     /// Return log probabilities of output tokens (`logprobs`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_probs: Option<bool>,
     /// How many most likely tokens to return per position, 0–20 (`top_logprobs`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub top_log_probs: Option<u32>,
     /// Detail level of image inputs (`image_url.detail`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub visual_detail_level: Option<VisualDetailLevel>,
     /// Any other key, sent as it is.
     #[serde(flatten)]
@@ -84,12 +73,41 @@ impl RequestConfig for OpenAiConfig {
     }
 }
 
-impl OpenAiConfig {
-    /// Reads a request's `config` (absent or `null` gives the defaults).
-    /// `null` members are treated as absent.
-    pub fn from_value(config: Option<&Value>) -> Result<Self, serde_json::Error> {
-        genkit_provider::plugin::parse_options(config)
+/// Options of an embedding request (`EmbedRequest.options`). Unknown keys are
+/// sent as they are.
+#[genkit_provider::skip_serializing_none]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EmbedConfig {
+    /// Vector length for models that can shorten their output (`dimensions`).
+    pub dimensions: Option<u32>,
+    /// An end-user id for abuse monitoring (`user`).
+    pub user: Option<String>,
+    /// Model name to send instead of the embedder's.
+    pub version: Option<String>,
+    /// An API key for this request only.
+    pub api_key: Option<genkit_provider::ApiKey>,
+    /// Any other key, sent as it is.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl RequestConfig for EmbedConfig {
+    fn api_key(&self) -> Option<&genkit_provider::ApiKey> {
+        self.api_key.as_ref()
     }
+}
+
+/// How a JSON schema for structured output is put in `response_format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StructuredOutputStyle {
+    /// OpenAI's form: `{"type": "json_schema", "json_schema": {"name":
+    /// "output", "schema": …}}` (OpenAI, vLLM, llama.cpp's `llama-server`).
+    #[default]
+    JsonSchema,
+    /// `{"type": "json_object", "schema": …}`: the form llama-cpp-python's
+    /// server (and Anyscale-style servers) accept; they reject `json_schema`.
+    JsonObjectWithSchema,
 }
 
 #[cfg(test)]
@@ -121,44 +139,4 @@ mod tests {
             OpenAiConfig::default()
         );
     }
-}
-
-/// Options of an embedding request (`EmbedRequest.options`). Unknown keys are
-/// sent as they are.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct EmbedConfig {
-    /// Vector length for models that can shorten their output (`dimensions`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dimensions: Option<u32>,
-    /// An end-user id for abuse monitoring (`user`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub user: Option<String>,
-    /// Model name to send instead of the embedder's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-    /// An API key for this request only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api_key: Option<genkit_provider::ApiKey>,
-    /// Any other key, sent as it is.
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
-}
-
-impl RequestConfig for EmbedConfig {
-    fn api_key(&self) -> Option<&genkit_provider::ApiKey> {
-        self.api_key.as_ref()
-    }
-}
-
-/// How a JSON schema for structured output is put in `response_format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum StructuredOutputStyle {
-    /// OpenAI's form: `{"type": "json_schema", "json_schema": {"name":
-    /// "output", "schema": …}}` (OpenAI, vLLM, llama.cpp's `llama-server`).
-    #[default]
-    JsonSchema,
-    /// `{"type": "json_object", "schema": …}`: the form llama-cpp-python's
-    /// server (and Anyscale-style servers) accept; they reject `json_schema`.
-    JsonObjectWithSchema,
 }

@@ -14,7 +14,7 @@ use genkit_ai::types::GenerateResponse;
 use genkit_core::Result;
 use genkit_provider::plugin::text_embedder_info;
 use genkit_provider::wire::{put_some, text_embed_body};
-use genkit_provider::{Chat, Embed, EmbedderSpec, KeyHeader, Provider, ProviderInfo, WireCall};
+use genkit_provider::{Chat, Embed, EmbedderSpec, Provider, ProviderInfo, WireCall};
 use serde_json::Value;
 
 /// OpenAI's API.
@@ -51,16 +51,19 @@ genkit_provider::provider_plugin! {
 }
 
 impl Provider for OpenAiProvider {
+    const INFO: ProviderInfo = ProviderInfo {
+        key_env: &[API_KEY_ENV],
+        key_required: true,
+        request_keys: true,
+        embedders: true,
+        ..ProviderInfo::new("OpenAiCompatible", DEFAULT_NAME, DEFAULT_BASE_URL)
+    };
+
     type Model = ModelSpec;
     type Config = OpenAiConfig;
     fn default_models() -> Vec<ModelSpec> {
         openai_models()
     }
-    const INFO: ProviderInfo =
-        ProviderInfo::new("OpenAiCompatible", DEFAULT_NAME, DEFAULT_BASE_URL)
-            .key(KeyHeader::Bearer, &[API_KEY_ENV], true)
-            .request_keys()
-            .embedders();
     type EmbedOptions = EmbedConfig;
     type ErrorBody = OpenAiErrorBody;
     type Answer = StreamState;

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 // ---------------------------------------------------------------- request
 
 /// One message of a Chat Completions request.
+#[genkit_provider::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct ChatMessage {
     /// `system`, `user`, `assistant` or `tool`.
@@ -14,10 +15,8 @@ pub(crate) struct ChatMessage {
     /// A string, or an array of content parts (user messages with media).
     pub content: MessageContent,
     /// Tool calls of an assistant message.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<Vec<ToolCall>>,
     /// The call a tool message answers.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
 }
 
@@ -46,10 +45,10 @@ pub(crate) enum ContentPart {
 }
 
 /// An image by URL (`https:` or `data:`).
+#[genkit_provider::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct ImageUrl {
     pub url: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<&'static str>,
 }
 

@@ -4,23 +4,13 @@ use super::*;
 
 /// A provider's HTTP client: base URL, credentials, headers and timeout,
 /// with failures read as [`ProviderError`]s.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct ProviderClient {
     http: HttpClient,
     api_key: Option<ApiKey>,
     key_header: KeyHeader,
     missing_key: Option<String>,
     timeout: Option<Duration>,
-}
-
-impl fmt::Debug for ProviderClient {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ProviderClient")
-            .field("http", &self.http)
-            .field("api_key", &self.api_key)
-            .field("timeout", &self.timeout)
-            .finish()
-    }
 }
 
 impl ProviderClient {
@@ -74,11 +64,6 @@ impl ProviderClient {
             missing_key,
             timeout: setup.timeout,
         })
-    }
-
-    /// `<base>/<path>`.
-    pub fn url(&self, path: &str) -> String {
-        self.http.url(path)
     }
 
     /// A failed exchange as a [`ProviderError`].
@@ -166,11 +151,12 @@ mod tests {
         }
     }
 
-    const INFO: ProviderInfo = ProviderInfo::new("Test", "test", "https://api.test/v1").key(
-        KeyHeader::Named("x-key"),
-        &["GENKIT_PROVIDER_TEST_SURELY_UNSET_KEY"],
-        true,
-    );
+    const INFO: ProviderInfo = ProviderInfo {
+        key_header: KeyHeader::Named("x-key"),
+        key_env: &["GENKIT_PROVIDER_TEST_SURELY_UNSET_KEY"],
+        key_required: true,
+        ..ProviderInfo::new("Test", "test", "https://api.test/v1")
+    };
 
     fn setup(base_url: &str) -> PluginSetup<crate::ModelSpec> {
         let mut setup = PluginSetup::new(&INFO, [], []);

@@ -27,7 +27,8 @@ pub enum StreamFormat {
 }
 
 /// What a provider is, as data: names, defaults, credentials, framing.
-/// Built in a `const` with [`ProviderInfo::new`] and the setters below.
+/// A `const` built from [`ProviderInfo::new`] with the fields that differ
+/// (`ProviderInfo { key_required: true, ..ProviderInfo::new(..) }`).
 #[derive(Debug, Clone, Copy)]
 pub struct ProviderInfo {
     /// The plugin's type name in messages and labels (e.g. `Anthropic`).
@@ -82,55 +83,5 @@ impl ProviderInfo {
             stream: StreamFormat::Sse,
             embedders: false,
         }
-    }
-
-    /// The key travels as `header`; `env` names its variables, and a call
-    /// without one fails when `required`.
-    pub const fn key(
-        mut self,
-        header: KeyHeader,
-        env: &'static [&'static str],
-        required: bool,
-    ) -> Self {
-        self.key_header = header;
-        self.key_env = env;
-        self.key_required = required;
-        self
-    }
-
-    /// A request's `config.apiKey` may replace the key.
-    pub const fn request_keys(mut self) -> Self {
-        self.request_keys = true;
-        self
-    }
-
-    /// Sends `headers` with every request.
-    pub const fn headers(mut self, headers: &'static [(&'static str, &'static str)]) -> Self {
-        self.headers = headers;
-        self
-    }
-
-    /// Drops these config keys before parsing.
-    pub const fn ignore_config_keys(mut self, keys: &'static [&'static str]) -> Self {
-        self.ignored_config_keys = keys;
-        self
-    }
-
-    /// Streams are framed as `stream`.
-    pub const fn stream(mut self, stream: StreamFormat) -> Self {
-        self.stream = stream;
-        self
-    }
-
-    /// The provider has embedders.
-    pub const fn embedders(mut self) -> Self {
-        self.embedders = true;
-        self
-    }
-
-    /// `from_env` reads the base URL from `var`.
-    pub const fn base_url_env(mut self, var: &'static str) -> Self {
-        self.base_url_env = Some(var);
-        self
     }
 }

@@ -18,9 +18,12 @@
 //! }
 //!
 //! impl Provider for AcmeProvider {
-//!     const INFO: ProviderInfo = ProviderInfo::new("Acme", "acme", "https://api.acme.test/v1")
-//!         .key(KeyHeader::Bearer, &["ACME_API_KEY"], true)
-//!         .embedders();
+//!     const INFO: ProviderInfo = ProviderInfo {
+//!         key_env: &["ACME_API_KEY"],
+//!         key_required: true,
+//!         embedders: true,
+//!         ..ProviderInfo::new("Acme", "acme", "https://api.acme.test/v1")
+//!     };
 //!     type Model = ModelSpec;
 //!     type Config = CommonConfig;
 //!     type EmbedOptions = NoOptions;
@@ -75,4 +78,4 @@ pub use provider::{
     Buildable, Chat, Embed, ModelDescriptor, NoOptions, Provider, ProviderBuilder, RequestConfig,
     WireCall,
 };
-pub use setup::PluginSetup;
+pub use setup::{BuilderParts, PluginSetup};

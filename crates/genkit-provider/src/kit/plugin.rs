@@ -10,16 +10,9 @@ use super::*;
 /// embedder (`/embedder/<name>/<model>`) is built on its first lookup —
 /// listed or not, any name resolves — and the listed ones are described
 /// (with their capabilities) without initialising anything.
+#[derive(Clone)]
 pub struct ProviderPlugin<P: Provider> {
     kit: Arc<Kit<P>>,
-}
-
-impl<P: Provider> Clone for ProviderPlugin<P> {
-    fn clone(&self) -> Self {
-        Self {
-            kit: self.kit.clone(),
-        }
-    }
 }
 
 struct Kit<P: Provider> {
@@ -65,14 +58,14 @@ impl<P: Buildable> ProviderPlugin<P> {
             } else {
                 format!("http://{address}")
             };
-            builder.setup_mut().base_url = url;
+            builder.parts_mut().setup.base_url = url;
         }
         Self::from_builder(builder)
     }
 
     /// The plugin a builder describes (what its `build` calls).
     pub fn from_builder(builder: P::Builder) -> Result<Self> {
-        let (provider, setup) = builder.into_parts();
+        let BuilderParts { provider, setup } = builder.into_parts();
         let client = ProviderClient::new(&P::INFO, &setup)?;
         Ok(Self {
             kit: Arc::new(Kit {
@@ -96,21 +89,6 @@ impl<P: Provider> ProviderPlugin<P> {
     /// The full name of one of its models or embedders: `<plugin>/<model>`.
     pub fn model_name(&self, model: &str) -> String {
         format!("{}/{model}", self.kit.name)
-    }
-
-    /// The models it lists.
-    pub fn models(&self) -> &[P::Model] {
-        self.kit.models.as_slice()
-    }
-
-    /// The embedders it lists.
-    pub fn embedders(&self) -> &[EmbedderSpec] {
-        self.kit.embedders.as_slice()
-    }
-
-    /// The provider's own settings.
-    pub fn provider(&self) -> &P {
-        &self.kit.provider
     }
 
     /// The HTTP client.
@@ -157,15 +135,10 @@ impl<P: Provider> ProviderPlugin<P> {
 
     fn listed(&self) -> &[ActionDesc] {
         self.kit.listed.get_or_init(|| {
-            let models = self
-                .models()
-                .iter()
-                .map(|m| self.model(m.name()).into_dyn().desc().clone());
-            let embedders = self
-                .embedders()
-                .iter()
-                .map(|e| self.embedder(&e.name).into_dyn().desc().clone());
-            models.chain(embedders).collect()
+            let (models, embedders) = (self.kit.models.as_slice(), self.kit.embedders.as_slice());
+            let models = models.iter().map(|m| self.model(m.name()).into_dyn());
+            let embedders = embedders.iter().map(|e| self.embedder(&e.name).into_dyn());
+            models.chain(embedders).map(|a| a.desc().clone()).collect()
         })
     }
 

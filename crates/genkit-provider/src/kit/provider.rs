@@ -10,6 +10,12 @@ pub trait RequestConfig: DeserializeOwned + JsonSchema + Default + Send + 'stati
     fn api_key(&self) -> Option<&ApiKey> {
         None
     }
+
+    /// Reads a request's `config` (absent or `null` gives the defaults;
+    /// `null` members count as absent).
+    fn from_value(config: Option<&Value>) -> std::result::Result<Self, serde_json::Error> {
+        crate::plugin::parse_options(config)
+    }
 }
 
 impl RequestConfig for CommonConfig {
@@ -44,6 +50,18 @@ impl<S> WireCall<S> {
             body,
             state,
         }
+    }
+
+    /// A call to `path` with `body` serialized (`INVALID_ARGUMENT` if it
+    /// cannot be).
+    pub fn json(path: impl Into<String>, body: &impl Serialize, state: S) -> Result<Self> {
+        let body = serde_json::to_value(body).map_err(|e| {
+            genkit_core::Error::new(
+                genkit_core::StatusCode::InvalidArgument,
+                format!("request body: {e}"),
+            )
+        })?;
+        Ok(Self::new(path, body, state))
     }
 }
 
@@ -169,8 +187,8 @@ pub trait Buildable: Provider {
 /// A plugin builder, as [`provider_plugin!`](crate::provider_plugin)
 /// defines it: the shared options and the provider's own settings.
 pub trait ProviderBuilder<P: Provider>: Default + Clone + fmt::Debug {
-    /// The shared options.
-    fn setup_mut(&mut self) -> &mut PluginSetup<P::Model>;
-    /// The provider and the shared options, to build the plugin from.
-    fn into_parts(self) -> (P, PluginSetup<P::Model>);
+    /// What it holds.
+    fn parts_mut(&mut self) -> &mut BuilderParts<P>;
+    /// What it holds, to build the plugin from.
+    fn into_parts(self) -> BuilderParts<P>;
 }

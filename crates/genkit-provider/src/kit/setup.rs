@@ -4,11 +4,11 @@
 
 use super::*;
 
-/// The options every provider plugin takes. Builders set them; see the
-/// builder methods of the same names.
+/// The options every provider plugin takes; the builders' setters of the
+/// same names document them.
 #[derive(Clone)]
 pub struct PluginSetup<M> {
-    /// The plugin name: the namespace of its actions.
+    /// The plugin name.
     pub name: String,
     /// The API's base URL.
     pub base_url: String,
@@ -18,7 +18,7 @@ pub struct PluginSetup<M> {
     pub api_key_env: Option<String>,
     /// Whether a call without a key fails before a request goes out.
     pub require_api_key: Option<bool>,
-    /// The longest wait at any one point (see the builders' `timeout`).
+    /// The longest wait at any one point.
     pub timeout: Option<Duration>,
     /// Headers sent with every request (values treated as secrets).
     pub headers: Vec<(String, String)>,
@@ -30,20 +30,16 @@ pub struct PluginSetup<M> {
     pub embedders: SpecList<EmbedderSpec>,
 }
 
+/// Shows header names only: their values may be credentials.
 impl<M: Spec> fmt::Debug for PluginSetup<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let headers: Vec<_> = self.headers.iter().map(|(k, _)| k).collect();
         f.debug_struct("PluginSetup")
             .field("name", &self.name)
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key)
-            .field("api_key_env", &self.api_key_env)
-            .field(
-                "headers",
-                &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
-            )
+            .field("headers", &headers)
             .field("timeout", &self.timeout)
-            .field("models", &self.models.as_slice().len())
-            .field("embedders", &self.embedders.as_slice().len())
             .finish_non_exhaustive()
     }
 }
@@ -66,6 +62,26 @@ impl<M: Spec> PluginSetup<M> {
             http_client: None,
             models: SpecList::new(models),
             embedders: SpecList::new(embedders),
+        }
+    }
+}
+
+/// What a plugin builder holds: the shared options and the provider's own
+/// settings, both with the provider's defaults to begin with.
+#[derive(Debug, Clone)]
+pub struct BuilderParts<P: Provider> {
+    /// The shared options.
+    pub setup: PluginSetup<P::Model>,
+    /// The provider's own settings.
+    pub provider: P,
+}
+
+impl<P: Provider> Default for BuilderParts<P> {
+    fn default() -> Self {
+        let setup = PluginSetup::new(&P::INFO, P::default_models(), P::default_embedders());
+        Self {
+            setup,
+            provider: P::default(),
         }
     }
 }
@@ -107,39 +123,15 @@ macro_rules! provider_plugin {
         }
 
         $(#[$bdoc])*
-        #[derive(Debug, Clone)]
-        pub struct $builder {
-            setup: $crate::kit::PluginSetup<<$provider as $crate::kit::Provider>::Model>,
-            provider: $provider,
-        }
-
-        impl Default for $builder {
-            fn default() -> Self {
-                use $crate::kit::Provider;
-                Self {
-                    setup: $crate::kit::PluginSetup::new(
-                        &$provider::INFO,
-                        $provider::default_models(),
-                        $provider::default_embedders(),
-                    ),
-                    provider: $provider::default(),
-                }
-            }
-        }
+        #[derive(Debug, Clone, Default)]
+        pub struct $builder($crate::kit::BuilderParts<$provider>);
 
         impl $crate::kit::ProviderBuilder<$provider> for $builder {
-            fn setup_mut(
-                &mut self,
-            ) -> &mut $crate::kit::PluginSetup<<$provider as $crate::kit::Provider>::Model> {
-                &mut self.setup
+            fn parts_mut(&mut self) -> &mut $crate::kit::BuilderParts<$provider> {
+                &mut self.0
             }
-            fn into_parts(
-                self,
-            ) -> (
-                $provider,
-                $crate::kit::PluginSetup<<$provider as $crate::kit::Provider>::Model>,
-            ) {
-                (self.provider, self.setup)
+            fn into_parts(self) -> $crate::kit::BuilderParts<$provider> {
+                self.0
             }
         }
 
@@ -147,7 +139,7 @@ macro_rules! provider_plugin {
             $(
                 $(#[$fdoc])*
                 pub fn $field(mut self, value: $fty) -> Self {
-                    self.provider.$field = value;
+                    self.0.provider.$field = value;
                     self
                 }
             )*
@@ -163,12 +155,12 @@ macro_rules! provider_plugin {
                 mut self,
                 embedders: impl IntoIterator<Item = $crate::plugin::EmbedderSpec>,
             ) -> Self {
-                self.setup.embedders = $crate::plugin::SpecList::new(embedders);
+                self.0.setup.embedders = $crate::plugin::SpecList::new(embedders);
                 self
             }
             /// Adds (or replaces, by name) one known embedder.
             pub fn embedder(mut self, embedder: $crate::plugin::EmbedderSpec) -> Self {
-                self.setup.embedders.upsert(embedder);
+                self.0.setup.embedders.upsert(embedder);
                 self
             }
         }
@@ -177,58 +169,53 @@ macro_rules! provider_plugin {
         impl $builder {
             /// The plugin name: the namespace of its actions (`<name>/<model>`).
             pub fn name(mut self, name: impl Into<String>) -> Self {
-                self.setup.name = name.into();
+                self.0.setup.name = name.into();
                 self
             }
             /// The API's base URL.
             pub fn base_url(mut self, url: impl Into<String>) -> Self {
-                self.setup.base_url = url.into();
+                self.0.setup.base_url = url.into();
                 self
             }
-            /// The API key. Without one, the key comes from the variable
-            /// named by [`api_key_env`](Self::api_key_env), else (only with
-            /// the default base URL, so a key is never sent to another
-            /// server by accident) from the provider's usual variable.
+            /// The API key. Default: the variable named by
+            /// [`api_key_env`](Self::api_key_env), else (only with the default
+            /// base URL) the provider's usual variable.
             pub fn api_key(mut self, key: impl Into<$crate::ApiKey>) -> Self {
-                self.setup.api_key = Some(key.into());
+                self.0.setup.api_key = Some(key.into());
                 self
             }
             /// Reads the key from the environment variable `var` when no key is given.
             pub fn api_key_env(mut self, var: impl Into<String>) -> Self {
-                self.setup.api_key_env = Some(var.into());
+                self.0.setup.api_key_env = Some(var.into());
                 self
             }
-            /// Whether a call without any key fails with `FAILED_PRECONDITION`
-            /// before a request goes out (default: when the provider needs a
-            /// key and the base URL is its own).
+            /// Whether a call without a key fails (`FAILED_PRECONDITION`)
+            /// before any request (default: on the provider's own base URL).
             pub fn require_api_key(mut self, required: bool) -> Self {
-                self.setup.require_api_key = Some(required);
+                self.0.setup.require_api_key = Some(required);
                 self
             }
-            /// The timeout: the longest the plugin waits for the server at
-            /// any one point — for the response headers, for a whole
-            /// non-streamed body, and between two frames of a stream (so a
-            /// long stream that keeps flowing is never cut, and one that
-            /// stalls fails). Exceeding it is `DEADLINE_EXCEEDED`. Default:
-            /// ten minutes.
+            /// The longest wait for the server at any one point (headers, a
+            /// whole body, the next stream frame), so a flowing stream is never
+            /// cut; exceeding it is `DEADLINE_EXCEEDED`. Default: ten minutes.
             pub fn timeout(mut self, timeout: ::std::time::Duration) -> Self {
-                self.setup.timeout = Some(timeout);
+                self.0.setup.timeout = Some(timeout);
                 self
             }
             /// Waits as long as the server takes (cancellation still ends a call).
             pub fn no_timeout(mut self) -> Self {
-                self.setup.timeout = None;
+                self.0.setup.timeout = None;
                 self
             }
             /// Adds a header to every request. Values are treated as secrets.
             pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-                self.setup.headers.push((name.into(), value.into()));
+                self.0.setup.headers.push((name.into(), value.into()));
                 self
             }
             /// Uses this HTTP client (proxies, custom TLS roots...). It should
             /// not follow redirects, so credentials never go to another host.
             pub fn http_client(mut self, client: ::reqwest::Client) -> Self {
-                self.setup.http_client = Some(client);
+                self.0.setup.http_client = Some(client);
                 self
             }
             /// Replaces the list of known models.
@@ -236,12 +223,12 @@ macro_rules! provider_plugin {
                 mut self,
                 models: impl IntoIterator<Item = <$provider as $crate::kit::Provider>::Model>,
             ) -> Self {
-                self.setup.models = $crate::plugin::SpecList::new(models);
+                self.0.setup.models = $crate::plugin::SpecList::new(models);
                 self
             }
             /// Adds (or replaces, by name) one known model.
             pub fn model(mut self, model: <$provider as $crate::kit::Provider>::Model) -> Self {
-                self.setup.models.upsert(model);
+                self.0.setup.models.upsert(model);
                 self
             }
             /// Builds the plugin. Fails with `INVALID_ARGUMENT` for an empty

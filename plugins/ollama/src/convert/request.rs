@@ -153,6 +153,7 @@ fn tool_message(r: &ToolResponse) -> ChatMessage {
 mod tests {
     use super::*;
     use genkit_ai::types::ToolChoice;
+    use genkit_provider::RequestConfig;
 
     #[test]
     fn conversation_with_images_and_tools() {

@@ -313,6 +313,7 @@ fn tool_message(r: &ToolResponse) -> ChatMessage {
 mod tests {
     use super::*;
     use genkit_provider::ApiKey;
+    use genkit_provider::RequestConfig;
 
     /// A request body, and the key to send it with.
     #[derive(Debug)]
