@@ -364,8 +364,7 @@ async fn serving_all_flows_includes_agents() {
         .agent("nobody")
         .into_router()
         .await
-        .err()
-        .expect("an unknown agent is refused");
+        .expect_err("an unknown agent is refused");
     assert!(err.to_string().contains("nobody"), "{err}");
 }
 
@@ -545,4 +544,234 @@ async fn reflection_exchanges_replay_genkit_js() {
         n += 1;
     }
     assert_eq!(n, 2);
+}
+
+// ---------------------------------------------------------------- JS client
+
+/// A small server-managed agent for Genkit JS's `remoteAgent` to drive (the
+/// agent runtime has its own tests): it answers `echo: <text>`, streamed as
+/// two model chunks; interrupts with `interruptTool` when the text contains
+/// "interrupt"; answers a resume with `answered: <output JSON>`; keeps each
+/// turn as a snapshot chained to its parent. A detached turn never finishes
+/// on its own (a blocking agent): its snapshot stays `pending` until aborted.
+#[derive(Default, Clone)]
+struct EchoAgent {
+    snapshots: Arc<Mutex<std::collections::HashMap<String, Value>>>,
+    ids: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl EchoAgent {
+    fn id(&self, what: &str) -> String {
+        let n = self.ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        format!("{what}-{n}")
+    }
+
+    fn store(
+        &self,
+        session_id: &str,
+        parent: Option<&str>,
+        messages: &[Value],
+        status: &str,
+        finish: Option<&str>,
+    ) -> String {
+        let id = self.id("snapshot");
+        let mut snapshot = json!({
+            "snapshotId": id,
+            "sessionId": session_id,
+            "createdAt": "2026-01-01T00:00:00.000Z",
+            "updatedAt": "2026-01-01T00:00:00.000Z",
+            "state": {"artifacts": [], "messages": messages, "sessionId": session_id},
+            "status": status,
+        });
+        if let Some(p) = parent {
+            snapshot["parentId"] = json!(p);
+        }
+        if let Some(f) = finish {
+            snapshot["finishReason"] = json!(f);
+        }
+        self.snapshots.lock().unwrap().insert(id.clone(), snapshot);
+        id
+    }
+
+    /// One turn: the reply to the input and its finish reason.
+    fn reply(
+        input: &Value,
+        ctx: &ActionCtx<Value>,
+    ) -> Result<(Vec<Value>, Value, &'static str), Error> {
+        if let Some(text) = input
+            .pointer("/message/content/0/text")
+            .and_then(Value::as_str)
+        {
+            let user = input["message"].clone();
+            if text.contains("interrupt") {
+                let model = json!({"role": "model", "content": [{
+                    "toolRequest": {"name": "interruptTool", "ref": "r1", "input": {"query": text}},
+                    "metadata": {"interrupt": true},
+                }]});
+                return Ok((vec![user], model, "interrupted"));
+            }
+            for piece in ["echo: ", text] {
+                ctx.send_chunk(json!({"modelChunk": {
+                    "role": "model", "index": 0, "content": [{"text": piece}],
+                }}));
+            }
+            let model = json!({"role": "model", "content": [{"text": format!("echo: {text}")}]});
+            return Ok((vec![user], model, "stop"));
+        }
+        if let Some(respond) = input.pointer("/resume/respond").and_then(Value::as_array) {
+            let output = respond
+                .first()
+                .and_then(|r| r.pointer("/toolResponse/output"))
+                .ok_or_else(|| Error::invalid_argument("resume.respond[0] has no toolResponse"))?;
+            let tool = json!({"role": "tool", "content": respond});
+            let model =
+                json!({"role": "model", "content": [{"text": format!("answered: {output}")}]});
+            return Ok((vec![tool], model, "stop"));
+        }
+        Err(Error::invalid_argument("at least one message is required"))
+    }
+
+    async fn turns(
+        &self,
+        init: Value,
+        mut inputs: BidiInputs<Value>,
+        ctx: ActionCtx<Value>,
+    ) -> Result<Value, Error> {
+        let (mut session_id, mut parent, mut messages) = (self.id("session"), None, Vec::new());
+        if let Some(id) = init.get("snapshotId").and_then(Value::as_str) {
+            let Some(snapshot) = self.snapshots.lock().unwrap().get(id).cloned() else {
+                return Ok(json!({"finishReason": "failed", "error": {
+                    "status": "NOT_FOUND", "message": format!("NOT_FOUND: Snapshot {id} not found"),
+                }}));
+            };
+            session_id = snapshot["sessionId"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            messages = snapshot["state"]["messages"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            parent = Some(id.to_owned());
+        }
+        let mut output = Value::Null;
+        while let Some(input) = inputs.next().await {
+            let input = input?;
+            if input["detach"] == true {
+                if let Some(m) = input.get("message") {
+                    messages.push(m.clone());
+                }
+                let id = self.store(&session_id, parent.as_deref(), &[], "pending", None);
+                return Ok(
+                    json!({"sessionId": session_id, "snapshotId": id, "finishReason": "detached"}),
+                );
+            }
+            let (asked, model, finish) = Self::reply(&input, &ctx)?;
+            messages.extend(asked);
+            messages.push(model.clone());
+            let id = self.store(
+                &session_id,
+                parent.as_deref(),
+                &messages,
+                "completed",
+                Some(finish),
+            );
+            ctx.send_chunk(json!({"turnEnd": {"snapshotId": id, "finishReason": finish}}));
+            output = json!({"sessionId": session_id, "message": model, "finishReason": finish, "snapshotId": id});
+            parent = Some(id);
+        }
+        Ok(output)
+    }
+
+    fn register(&self, registry: &Registry, name: &str) {
+        let me = self.clone();
+        let desc = ActionDesc::new(ActionKind::Agent, name).with_metadata(
+            "agent",
+            json!({"stateManagement": "server", "abortable": true}),
+        );
+        let agent = BidiAction::from_desc(desc, move |init: Value, inputs, ctx| {
+            let me = me.clone();
+            async move { me.turns(init, inputs, ctx).await }
+        })
+        .unwrap();
+        registry.register(&agent).unwrap();
+        let me = self.clone();
+        let snapshot = Action::from_desc(
+            ActionDesc::new(ActionKind::AgentSnapshot, name),
+            move |lookup: Value, _ctx: ActionCtx<Value>| {
+                let id = lookup["snapshotId"].as_str().unwrap_or_default().to_owned();
+                let found = me.snapshots.lock().unwrap().get(&id).cloned();
+                async move {
+                    found.ok_or_else(|| Error::not_found(format!("Snapshot '{id}' not found")))
+                }
+            },
+        )
+        .unwrap();
+        registry.register(&snapshot).unwrap();
+        let me = self.clone();
+        let abort = Action::from_desc(
+            ActionDesc::new(ActionKind::AgentAbort, name),
+            move |input: Value, _ctx: ActionCtx<Value>| {
+                let id = input["snapshotId"].as_str().unwrap_or_default().to_owned();
+                let mut snapshots = me.snapshots.lock().unwrap();
+                let out = match snapshots.get_mut(&id) {
+                    None => json!({"snapshotId": id}),
+                    Some(s) => {
+                        let before = s["status"].clone();
+                        if before == "pending" {
+                            s["status"] = json!("aborted");
+                        }
+                        json!({"snapshotId": id, "status": before})
+                    }
+                };
+                async move { Ok(out) }
+            },
+        )
+        .unwrap();
+        registry.register(&abort).unwrap();
+    }
+}
+
+/// Genkit JS's own agent client (`remoteAgent` from `genkit/beta/client`,
+/// pinned in `tests/js/package.json`) drives an agent served here: a
+/// multi-turn conversation, an interrupt and its resume, a detached turn and
+/// its abort. Skips (saying so) only when `node` or `npm` is not installed.
+#[tokio::test]
+async fn remote_agent_js_client_drives_a_rust_agent() {
+    let js = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/js");
+    let has = |cmd: &str| {
+        std::process::Command::new(cmd)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !has("node") || !has("npm") {
+        eprintln!(
+            "SKIPPED: node and npm are required for the remoteAgent test (not found on PATH)"
+        );
+        return;
+    }
+    if !js.join("node_modules/genkit/package.json").exists() {
+        let st = std::process::Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(&js)
+            .status()
+            .expect("running npm ci");
+        assert!(st.success(), "npm ci failed in {}", js.display());
+    }
+    let registry = Registry::new();
+    EchoAgent::default().register(&registry, "echoAgent");
+    let mut server = common::start(FlowServer::new(&registry).agent("echoAgent")).await;
+    let out = tokio::process::Command::new("node")
+        .arg(js.join("agent_client_test.mjs"))
+        .arg(server.url("/echoAgent"))
+        .current_dir(&js)
+        .output()
+        .await
+        .expect("running node");
+    server.stop();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("4 passed, 0 failed"), "{stdout}");
 }
