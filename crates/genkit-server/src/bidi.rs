@@ -78,3 +78,23 @@ pub(crate) async fn agent_routes(
     }
     Ok(routes)
 }
+
+/// Drives a started agent turn to its end whether or not the client stays,
+/// as Genkit JS does (a closed request does not stop an attached turn: it
+/// completes and records its snapshot). The returned stream yields the
+/// run's events while the client reads them; once it is dropped, the run
+/// goes on in its own task and its remaining events are discarded. To stop
+/// a turn, use the agent's abort action.
+pub(crate) fn outliving_the_client(
+    mut events: crate::run::Events,
+) -> impl futures::Stream<Item = crate::run::Event> + Send + 'static {
+    use futures::StreamExt;
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Some(event) = events.next().await {
+            // A closed channel means the client left; the run goes on.
+            let _ = tx.send(event);
+        }
+    });
+    futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) })
+}

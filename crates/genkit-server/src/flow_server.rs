@@ -353,7 +353,7 @@ async fn dispatch(State(routes): State<Routes>, request: Request) -> Response {
     } else {
         let started = run::start(route.action.clone(), init, input, opts, false).await;
         let trace = started.trace;
-        let outcome = started.events.filter_map(|ev| async move {
+        let outcome = events_of(&route.action, started.events).filter_map(|ev| async move {
             match ev {
                 Event::Done(r) => Some(r),
                 Event::Chunk(_) => None,
@@ -451,8 +451,8 @@ async fn stream_response(
     opts: RunOptions<Value>,
 ) -> Response {
     let name = action.name().to_owned();
-    let started = run::start(action, init, input, opts, true).await;
-    let frames = started.events.map(move |ev| match ev {
+    let started = run::start(action.clone(), init, input, opts, true).await;
+    let frames = events_of(&action, started.events).map(move |ev| match ev {
         Event::Chunk(c) => sse::message_frame(&c),
         Event::Done(Ok(out)) => sse::result_frame(&out),
         Event::Done(Err(e)) => {
@@ -472,6 +472,19 @@ async fn stream_response(
         insert_trace_headers(h, t);
     }
     r
+}
+
+/// The events of a run for its response. Bidirectional actions (agents)
+/// outlive a client that leaves, as in Genkit JS; other runs stop with it.
+fn events_of(
+    action: &DynAction,
+    events: run::Events,
+) -> futures::stream::BoxStream<'static, Event> {
+    if genkit_core::action::as_bidi(action).is_some() {
+        crate::bidi::outliving_the_client(events).boxed()
+    } else {
+        events.boxed()
+    }
 }
 
 /// Joins frames into one buffer (no copy for a single frame).

@@ -5,6 +5,8 @@
 //! Nothing is spawned: the run makes progress while the body is polled, so a
 //! client that disconnects drops (and so cancels) the run, and graceful
 //! shutdown waits for it like for any other response body.
+//! (The flow server makes an exception for bidirectional actions, which
+//! outlive their client as in Genkit JS; see `crate::bidi`.)
 
 use futures::future::{BoxFuture, poll_fn};
 use futures::{Stream, StreamExt};

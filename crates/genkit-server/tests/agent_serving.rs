@@ -775,3 +775,52 @@ async fn remote_agent_js_client_drives_a_rust_agent() {
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("4 passed, 0 failed"), "{stdout}");
 }
+
+/// As in Genkit JS, an agent turn whose client leaves mid-stream runs to its
+/// end (it records its snapshot); only the agent's abort action stops it.
+#[tokio::test]
+async fn an_agent_turn_outlives_a_client_that_leaves() {
+    let registry = Registry::new();
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel::<Value>();
+    let done_tx = Arc::new(Mutex::new(Some(done_tx)));
+    let (g, d) = (gate.clone(), done_tx.clone());
+    let agent = BidiAction::from_desc(
+        ActionDesc::new(ActionKind::Agent, "slow"),
+        move |_init: Value, mut inputs: BidiInputs<Value>, ctx: ActionCtx<Value>| {
+            let (gate, done) = (g.clone(), d.clone());
+            async move {
+                let input = inputs.next().await.transpose()?.unwrap_or_default();
+                ctx.send_chunk(json!({"modelChunk": {"content": [{"text": "working"}]}}));
+                gate.notified().await;
+                if let Some(tx) = done.lock().unwrap().take() {
+                    let _ = tx.send(input.clone());
+                }
+                Ok(json!({"finishReason": "stop"}))
+            }
+        },
+    )
+    .unwrap();
+    registry.register(&agent).unwrap();
+    let mut server = common::start(FlowServer::new(&registry).agent("slow")).await;
+    let response = common::client()
+        .post(server.url("/slow"))
+        .header("accept", "text/event-stream")
+        .json(&json!({"data": {"message": {"role": "user", "content": [{"text": "go"}]}}, "init": {}}))
+        .send()
+        .await
+        .unwrap();
+    let mut body = response.bytes_stream();
+    let first = body.next().await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&first).contains("working"));
+    drop(body);
+    // Let the server see the closed connection before the turn may go on.
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    gate.notify_one();
+    let input = tokio::time::timeout(std::time::Duration::from_secs(5), done_rx)
+        .await
+        .expect("the turn ran to its end")
+        .unwrap();
+    assert_eq!(input["message"]["content"][0]["text"], "go");
+    server.stop();
+}
