@@ -7,6 +7,10 @@
 //!   `x-genkit-span-id`;
 //! - with `Accept: text/event-stream` or `?stream=true` it answers a stream of
 //!   frames (see [`crate::sse`]);
+//! - an agent (a bidirectional action, see [`FlowServer::agent`]) takes
+//!   `{"data": <input>, "init": <init>}` at `POST /<agent>`, and serves its
+//!   snapshot and abort actions at `/<agent>/getSnapshot` and `/<agent>/abort`,
+//!   where Genkit's `remoteAgent` client finds them;
 //! - errors answer their HTTP status with `{"status": ..., "message": ...}`;
 //!   an error that is not [user-facing](genkit_core::Error::user_facing) is
 //!   500 `{"status":"INTERNAL","message":"Internal Error"}`, its details only

@@ -824,3 +824,54 @@ async fn an_agent_turn_outlives_a_client_that_leaves() {
     assert_eq!(input["message"]["content"][0]["text"], "go");
     server.stop();
 }
+
+/// An agent's context provider guards all three of its routes.
+#[tokio::test]
+async fn an_agent_context_provider_guards_every_route() {
+    let registry = Registry::new();
+    EchoAgent::default().register(&registry, "echoAgent");
+    let server = FlowServer::new(&registry).agent_with_context(
+        "echoAgent",
+        genkit_server::context_providers::api_key("secret"),
+    );
+    let mut server = common::start(server).await;
+    let client = common::client();
+    let turn =
+        json!({"data": {"message": {"role": "user", "content": [{"text": "hi"}]}}, "init": {}});
+    let lookup = json!({"data": {"snapshotId": "snapshot-0"}});
+    for (path, body) in [
+        ("/echoAgent", &turn),
+        ("/echoAgent/getSnapshot", &lookup),
+        ("/echoAgent/abort", &lookup),
+    ] {
+        let r = client
+            .post(server.url(path))
+            .json(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 401, "{path}");
+    }
+    let r = client
+        .post(server.url("/echoAgent"))
+        .header("authorization", "secret")
+        .json(&turn)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["result"]["message"]["content"][0]["text"], "echo: hi");
+    let snapshot_id = v["result"]["snapshotId"].clone();
+    let r = client
+        .post(server.url("/echoAgent/getSnapshot"))
+        .header("authorization", "secret")
+        .json(&json!({"data": {"snapshotId": snapshot_id}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["result"]["status"], "completed");
+    server.stop();
+}
