@@ -1,7 +1,7 @@
 //! `POST /api/runAction[?stream=true]` with body `{key, input, init?, context?, telemetryLabels?}`.
 //!
 //! A bidirectional action (an agent) runs with `init` as its init payload
-//! and `input` as its only input, as in Genkit JS (see [`crate::bidi`]).
+//! and `input` as its only input, then its input side closes, as in Genkit JS.
 //!
 //! As soon as the action's root span opens, the response starts: 200 with
 //! `X-Genkit-Trace-Id`, `X-Genkit-Span-Id`, `X-Genkit-Version`, chunked. With
