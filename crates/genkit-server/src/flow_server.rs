@@ -195,13 +195,17 @@ impl FlowServer {
                     let kind = action.desc().kind;
                     if kind == ActionKind::Flow {
                         let path = format!("{}/{}", self.path_prefix, action.name());
-                        routes.insert(path, Route::new(action.clone(), default.clone()));
+                        add_route(
+                            &mut routes,
+                            path,
+                            Route::new(action.clone(), default.clone()),
+                        )?;
                     } else if kind == ActionKind::Agent {
                         for (path, action) in
                             crate::bidi::agent_routes(&self.registry, action.name()).await?
                         {
                             let path = format!("{}{path}", self.path_prefix);
-                            routes.insert(path, Route::new(action, default.clone()));
+                            add_route(&mut routes, path, Route::new(action, default.clone()))?;
                         }
                     }
                 }
@@ -214,7 +218,7 @@ impl FlowServer {
                             crate::bidi::agent_routes(&self.registry, &name).await?
                         {
                             let path = format!("{}{path}", self.path_prefix);
-                            routes.insert(path, Route::new(action, provider.clone()));
+                            add_route(&mut routes, path, Route::new(action, provider.clone()))?;
                         }
                         continue;
                     }
@@ -226,7 +230,7 @@ impl FlowServer {
                             Error::not_found(format!("flow `{name}` is not registered"))
                         })?;
                     let path = format!("{}/{name}", self.path_prefix);
-                    routes.insert(path, Route::new(action, provider));
+                    add_route(&mut routes, path, Route::new(action, provider))?;
                 }
             }
         }
@@ -287,6 +291,21 @@ impl Route {
 }
 
 type Routes = Arc<HashMap<String, Route>>;
+
+/// Adds a route; two different actions at one path (a flow named like an
+/// agent's route) are refused rather than one silently hiding the other.
+fn add_route(routes: &mut HashMap<String, Route>, path: String, route: Route) -> Result<(), Error> {
+    if let Some(taken) = routes.get(&path) {
+        let (old, new) = (taken.action.desc().key(), route.action.desc().key());
+        if old != new {
+            return Err(Error::invalid_argument(format!(
+                "`{path}` would serve both `{old}` and `{new}`"
+            )));
+        }
+    }
+    routes.insert(path, route);
+    Ok(())
+}
 
 async fn dispatch(State(routes): State<Routes>, request: Request) -> Response {
     // Take the parts apart rather than through extractors, which would

@@ -875,3 +875,25 @@ async fn an_agent_context_provider_guards_every_route() {
     assert_eq!(v["result"]["status"], "completed");
     server.stop();
 }
+
+/// A flow named like one of an agent's routes is refused when the router is
+/// built, rather than one hiding the other.
+#[tokio::test]
+async fn a_flow_at_an_agent_route_is_refused() {
+    let registry = Registry::new();
+    EchoAgent::default().register(&registry, "echoAgent");
+    genkit_core::flow::define_flow(&registry, "echoAgent", |x: Value, _| async move { Ok(x) })
+        .unwrap();
+    let err = FlowServer::new(&registry)
+        .into_router()
+        .await
+        .expect_err("two actions at /echoAgent");
+    assert!(err.to_string().contains("/echoAgent"), "{err}");
+    // Named twice, the same agent is fine.
+    let _router = FlowServer::new(&registry)
+        .agent("echoAgent")
+        .agent("echoAgent")
+        .into_router()
+        .await
+        .unwrap();
+}
