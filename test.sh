@@ -23,6 +23,12 @@ cargo clippy --workspace --all-targets --features genkit-server/otlp,genkit-ai/d
 step "cargo test (unit, integration, conformance, official genkit CLI and JS client, doc tests)"
 cargo test --workspace --features genkit-server/otlp,genkit-ai/download-media
 
+step "cargo package: every library crate packs and builds alone, as crates.io would get it"
+# Verification builds each packed crate against the others (not yet
+# published) in target/package; no debug info there, it is only compiled.
+CARGO_PROFILE_DEV_DEBUG=0 cargo package --workspace --quiet \
+  --exclude ops-agent --exclude genkit-bench --exclude genkit-conformance
+
 step "end-to-end: OpenAI-compatible plugin against a real local model server (llama-cpp-python + SmolLM2)"
 # The install builds llama.cpp once (about 6 minutes on 2 cores) into ~/.cache/genkit-rs.
 export GENKIT_E2E_LOCAL_MODEL=1
@@ -30,5 +36,11 @@ bash tests-support/openai-compat/e2e-local-model.sh
 
 step "end-to-end: genkit dev:test-model (official CLI) on the OpenAI-compatible plugin and the local server"
 bash tests-support/openai-compat/dev-test-model.sh
+
+step "docs: the README quick start, extracted from README.md, built and run against the local model server"
+bash tests-support/docs/readme-quickstart.sh
+
+step "docs: docs/getting-started.md followed command by command (cargo new ... genkit start, flow:run, trace)"
+bash tests-support/docs/getting-started.sh
 
 printf '\nAll tests passed.\n'

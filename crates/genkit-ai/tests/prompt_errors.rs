@@ -255,3 +255,53 @@ async fn duplicate_and_missing_prompts() {
     assert_eq!(err.status(), StatusCode::NotFound);
     assert_eq!(err.message(), "Prompt once (variant other) not found");
 }
+
+#[tokio::test]
+async fn a_missing_prompt_names_the_folder_searched_and_the_file_looked_for() {
+    let registry = Registry::new();
+    let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/prompts/valid");
+    load_prompt_folder(&registry, &folder, None).unwrap();
+
+    let err = prompt::<Value, Value>(&registry, "nope", None).unwrap_err();
+    assert_eq!(err.status(), StatusCode::NotFound);
+    assert_eq!(
+        err.message(),
+        format!(
+            "Prompt nope not found: no file {}/nope.prompt in the prompt folder `{}`",
+            folder.display(),
+            folder.display()
+        )
+    );
+    let err = prompt::<Value, Value>(&registry, "nope", Some("formal")).unwrap_err();
+    assert_eq!(
+        err.message(),
+        format!(
+            "Prompt nope (variant formal) not found: no file {}/nope.formal.prompt in the \
+             prompt folder `{}`",
+            folder.display(),
+            folder.display()
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_missing_prompt_says_when_the_folder_did_not_exist() {
+    let registry = Registry::new();
+    // Relative, as the default `./prompts` is: resolved against the working
+    // directory (the crate's folder under `cargo test`).
+    let loaded = load_prompt_folder(&registry, "./no-such-prompts", None).unwrap();
+    assert_eq!(loaded, 0);
+    let cwd = std::env::current_dir().unwrap();
+    let err = prompt::<Value, Value>(&registry, "greet", None).unwrap_err();
+    assert_eq!(err.status(), StatusCode::NotFound);
+    assert_eq!(
+        err.message(),
+        format!(
+            "Prompt greet not found: the prompt folder `./no-such-prompts` ({abs}, relative to \
+             the working directory {cwd}) does not exist, so no prompt files were loaded: \
+             create {abs}/greet.prompt, or point `prompt_dir` at your folder",
+            abs = cwd.join("no-such-prompts").display(),
+            cwd = cwd.display(),
+        )
+    );
+}

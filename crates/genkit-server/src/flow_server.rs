@@ -29,6 +29,7 @@ use axum::http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode as HttpStatus, Uri};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
+use genkit_core::schema::SchemaValidator;
 use genkit_core::tracing::TraceInfo;
 use genkit_core::{ActionContext, ActionKind, DynAction, Error, Registry, RunOptions, StatusCode};
 use serde::Serialize;
@@ -352,6 +353,11 @@ async fn dispatch(State(routes): State<Routes>, request: Request) -> Response {
         Ok(v) => v,
         Err(e) => return error_response(&e),
     };
+    if input.is_null()
+        && let Some(e) = missing_data_wrapper(&route.action, &body)
+    {
+        return error_response(&e);
+    }
     let streaming = wants_stream(&uri, &headers);
     let (context, input) = match &route.provider {
         None => (ActionContext::new(), input),
@@ -413,6 +419,34 @@ fn parse_input(body: &[u8]) -> Result<(Value, Option<Value>), Error> {
     }
 }
 
+/// A body that is an object with fields but no `data` (the input sent
+/// bare, `{"city": "Paris"}`) to a flow whose input schema rejects `null`:
+/// say so, rather than report that `null` does not fit the schema.
+fn missing_data_wrapper(action: &DynAction, body: &[u8]) -> Option<Error> {
+    let Ok(Value::Object(fields)) = serde_json::from_slice::<Value>(body) else {
+        return None;
+    };
+    if fields.is_empty() || fields.contains_key("data") {
+        return None;
+    }
+    let schema = action.desc().input_schema.as_ref()?;
+    let rejects_null = SchemaValidator::compile(schema)
+        .and_then(|v| v.validate(&Value::Null))
+        .is_err();
+    if !rejects_null {
+        return None;
+    }
+    let keys: Vec<&str> = fields.keys().map(String::as_str).take(5).collect();
+    Some(Error::user_facing(
+        StatusCode::InvalidArgument,
+        format!(
+            "the request body has no `data` field (it has `{}`): send the flow's input \
+             wrapped as {{\"data\": <input>}}",
+            keys.join("`, `")
+        ),
+    ))
+}
+
 fn wants_stream(uri: &Uri, headers: &HeaderMap) -> bool {
     let by_query = uri
         .query()
@@ -424,11 +458,18 @@ fn wants_stream(uri: &Uri, headers: &HeaderMap) -> bool {
         })
 }
 
+/// Logs a failed run. The caller gets only `Internal Error` for an error
+/// that is not user-facing, so the log is where its details (message and
+/// causes) are found.
 fn log_failure(flow: &str, e: &Error) {
     if e.is_user_facing() {
-        ::tracing::info!(flow, "flow failed: {e}");
+        ::tracing::info!(flow, "flow `{flow}` failed: {e}");
     } else {
-        ::tracing::error!(flow, "flow failed: {}", e.stack());
+        ::tracing::error!(
+            flow,
+            "flow `{flow}` failed (the caller got `500 Internal Error`): {}",
+            e.stack()
+        );
     }
 }
 

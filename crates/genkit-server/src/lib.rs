@@ -13,14 +13,44 @@
 //!   [runtime file](runtime_file) and [trace export](telemetry).
 //!
 //! ```no_run
-//! use genkit_core::{Registry, flow::define_flow};
+//! use genkit::prelude::*;
+//! use genkit_openai::{ModelSpec, OpenAiCompatible};
 //!
 //! #[tokio::main]
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//!     let registry = Registry::new();
-//!     define_flow(&registry, "shout", |s: String, _| async move { Ok(s.to_uppercase()) })?;
-//!     let _dev = genkit_server::start_dev_tooling(&registry).await?; // no-op unless GENKIT_ENV=dev
-//!     genkit_server::serve(&registry, "127.0.0.1:3400").await?;
+//!     // Internal errors are answered as `500 Internal Error`; their details
+//!     // go to the log, which this prints (add `tracing-subscriber` to your
+//!     // dependencies).
+//!     tracing_subscriber::fmt::init();
+//!
+//!     let ai = Genkit::builder()
+//!         .plugin(
+//!             OpenAiCompatible::builder()
+//!                 .name("local")
+//!                 .base_url("http://127.0.0.1:8080/v1")
+//!                 .models([ModelSpec::new("smollm2")])
+//!                 .build()?,
+//!         )
+//!         .default_model("local/smollm2")
+//!         .build()?;
+//!     ai.define_flow("joke", {
+//!         let ai = ai.clone();
+//!         move |topic: String, _ctx| {
+//!             let ai = ai.clone();
+//!             async move {
+//!                 let reply = ai
+//!                     .generate(GenerateOptions::prompt(format!("A short joke about {topic}.")))
+//!                     .await?;
+//!                 Ok(reply.text())
+//!             }
+//!         }
+//!     });
+//!
+//!     // Under `genkit start -- cargo run` (GENKIT_ENV=dev): the Reflection
+//!     // API for the Dev UI, and traces sent to it. Otherwise does nothing.
+//!     let _dev = genkit_server::start_dev_tooling(ai.registry()).await?;
+//!     // POST http://127.0.0.1:3400/joke with {"data": "cats"}, until Ctrl-C.
+//!     genkit_server::serve(ai.registry(), "127.0.0.1:3400").await?;
 //!     Ok(())
 //! }
 //! ```

@@ -83,19 +83,23 @@ impl GenkitBuilder {
         }
         define_generate_action(&registry)?;
         let (dir, required) = match self.prompt_dir {
-            None => (Some(PathBuf::from("prompts")), false),
+            None => (
+                Some(PathBuf::from(genkit_ai::prompt::DEFAULT_PROMPT_DIR)),
+                false,
+            ),
             Some(Some(d)) => (Some(d), true),
             Some(None) => (None, false),
         };
         if let Some(dir) = dir {
-            if dir.is_dir() {
-                genkit_ai::prompt::load_prompt_folder(&registry, &dir, None)?;
-            } else if required {
+            if required && !dir.is_dir() {
                 return Err(genkit_core::Error::invalid_argument(format!(
                     "prompt directory {} does not exist",
                     dir.display()
                 )));
             }
+            // An absent default folder loads nothing, but is remembered so
+            // that a missing prompt's error can say where it was looked for.
+            genkit_ai::prompt::load_prompt_folder(&registry, &dir, None)?;
         }
         Ok(Genkit { registry })
     }

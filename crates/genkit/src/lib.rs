@@ -75,7 +75,7 @@ pub mod prelude {
     pub use genkit_ai::tool::{Tool, ToolCtx, ToolImpl, ToolInterrupt};
     pub use genkit_ai::types::{
         DocumentData, FinishReason, GenerateRequest, GenerateResponse, GenerateResponseChunk,
-        Message, ModelSupports, Part, Role, ToolRequest, ToolResponse,
+        Message, ModelSupports, Part, Role, ToolChoice, ToolRequest, ToolResponse,
     };
     pub use genkit_core::flow::FlowContext;
     pub use genkit_core::{ActionContext, ActionCtx, Error, Result, StatusCode};

@@ -67,6 +67,7 @@ fn build() -> genkit::Result<App> {
 
 #[tokio::main]
 async fn main() -> Result<()> {
+    tracing_subscriber::fmt::init(); // the log, with the details of internal errors
     let App {
         ai,
         diagnose,

@@ -5,8 +5,10 @@
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use genkit_core::{Error, Registry, Result, StatusCode};
+use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
@@ -35,6 +37,8 @@ const MAX_DEPTH: usize = 32;
 ///   `{{> name}}`; partials are registered before prompts.
 ///
 /// A missing `dir` loads nothing (so a default `./prompts` may be absent).
+/// Either way the folder is remembered, so that looking up a prompt that
+/// does not exist names the folder searched and says whether it existed.
 /// A malformed file fails the load with `INVALID_ARGUMENT` naming the file
 /// and line (`prompts/x.prompt:4:9: malformed frontmatter: ...`); unknown
 /// helpers, partials and schema names are reported when the prompt is
@@ -46,7 +50,10 @@ pub fn load_prompt_folder(
 ) -> Result<usize> {
     let dir = dir.as_ref();
     match fs::metadata(dir) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            record_search(registry, dir, namespace, false);
+            return Ok(0);
+        }
         Err(e) => return Err(io_error(dir, e)),
         Ok(meta) if !meta.is_dir() => {
             return Err(Error::invalid_argument(format!(
@@ -56,6 +63,7 @@ pub fn load_prompt_folder(
         }
         Ok(_) => {}
     }
+    record_search(registry, dir, namespace, true);
     let mut files = Vec::new();
     walk(dir, "", 0, &mut files)?;
 
@@ -120,6 +128,84 @@ pub fn load_prompt_source(
         source,
         None,
     )
+}
+
+/// Registry object kind under which the searched prompt folders are kept.
+const SEARCHED_KIND: &str = "genkit-rs/promptFolders";
+
+/// The prompt folders [`load_prompt_folder`] was pointed at, in order.
+#[derive(Default)]
+struct SearchedFolders(Mutex<Vec<SearchedFolder>>);
+
+struct SearchedFolder {
+    /// The folder as given (often the relative `./prompts`).
+    given: PathBuf,
+    /// The same, resolved against the working directory of the time.
+    absolute: PathBuf,
+    /// The working directory a relative folder was resolved against.
+    working_dir: Option<PathBuf>,
+    namespace: Option<String>,
+    existed: bool,
+}
+
+fn record_search(registry: &Registry, dir: &Path, namespace: Option<&str>, existed: bool) {
+    let folders = registry
+        .lookup_object::<SearchedFolders>(SEARCHED_KIND, "")
+        .unwrap_or_else(|| {
+            let fresh = Arc::new(SearchedFolders::default());
+            registry.register_object(SEARCHED_KIND, "", fresh.clone());
+            fresh
+        });
+    folders.0.lock().push(SearchedFolder {
+        given: dir.to_path_buf(),
+        absolute: std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()),
+        working_dir: dir
+            .is_relative()
+            .then(std::env::current_dir)
+            .and_then(io::Result::ok),
+        namespace: namespace.map(str::to_owned),
+        existed,
+    });
+}
+
+/// What to tell a user whose prompt `key` (`name` or `name.variant`) is not
+/// defined: which folders were searched for which file, and which of them
+/// did not exist. `None` when no folder was ever loaded.
+pub(super) fn missing_prompt_hint(registry: &Registry, key: &str) -> Option<String> {
+    let folders = registry.lookup_object::<SearchedFolders>(SEARCHED_KIND, "")?;
+    let folders = folders.0.lock();
+    let hints: Vec<String> = folders
+        .iter()
+        .map(|folder| {
+            let relative = match folder.namespace.as_deref() {
+                Some(ns) => key
+                    .strip_prefix(ns)
+                    .and_then(|rest| rest.strip_prefix('/'))
+                    .unwrap_or(key),
+                None => key,
+            };
+            let file = folder.absolute.join(format!("{relative}{EXTENSION}"));
+            let shown = match &folder.working_dir {
+                Some(cwd) => format!(
+                    "`{}` ({}, relative to the working directory {})",
+                    folder.given.display(),
+                    folder.absolute.display(),
+                    cwd.display()
+                ),
+                None => format!("`{}`", folder.given.display()),
+            };
+            if folder.existed {
+                format!("no file {} in the prompt folder {shown}", file.display())
+            } else {
+                format!(
+                    "the prompt folder {shown} does not exist, so no prompt files were loaded: \
+                     create {}, or point `prompt_dir` at your folder",
+                    file.display()
+                )
+            }
+        })
+        .collect();
+    (!hints.is_empty()).then(|| hints.join("; "))
 }
 
 /// A `.prompt` file found under the loaded directory.

@@ -82,7 +82,9 @@ pub fn define_prompt<I, O>(
 
 /// Finds a prompt defined in code or loaded from a file, by name and
 /// optional variant, as an [`ExecutablePrompt`] taking `I` and returning
-/// `O`. A missing prompt is `NOT_FOUND`.
+/// `O`. A missing prompt is `NOT_FOUND`; when prompt folders were loaded,
+/// the message names the file looked for in each and says which folder did
+/// not exist.
 pub fn prompt<I, O>(
     registry: &Registry,
     name: &str,
@@ -97,6 +99,9 @@ pub fn prompt<I, O>(
                 Some(v) => format!("{name} (variant {v})"),
                 None => name.to_owned(),
             };
-            Error::not_found(format!("Prompt {which} not found"))
+            match folder::missing_prompt_hint(registry, &key) {
+                Some(hint) => Error::not_found(format!("Prompt {which} not found: {hint}")),
+                None => Error::not_found(format!("Prompt {which} not found")),
+            }
         })
 }
