@@ -7,6 +7,10 @@
 //!   `x-genkit-span-id`;
 //! - with `Accept: text/event-stream` or `?stream=true` it answers a stream of
 //!   frames (see [`crate::sse`]);
+//! - an agent (a bidirectional action, see [`FlowServer::agent`]) takes
+//!   `{"data": <input>, "init": <init>}` at `POST /<agent>`, and serves its
+//!   snapshot and abort actions at `/<agent>/getSnapshot` and `/<agent>/abort`,
+//!   where Genkit's `remoteAgent` client finds them;
 //! - errors answer their HTTP status with `{"status": ..., "message": ...}`;
 //!   an error that is not [user-facing](genkit_core::Error::user_facing) is
 //!   500 `{"status":"INTERNAL","message":"Internal Error"}`, its details only
@@ -42,10 +46,17 @@ pub const DEFAULT_BODY_LIMIT: usize = 10 * 1024 * 1024;
 const TRACE_ID: HeaderName = HeaderName::from_static("x-genkit-trace-id");
 const SPAN_ID: HeaderName = HeaderName::from_static("x-genkit-span-id");
 
-/// Which flows to serve.
+/// Which flows (and agents) to serve.
 enum Selection {
     All,
-    Named(Vec<(String, Option<SharedContextProvider>)>),
+    Named(Vec<(Served, String, Option<SharedContextProvider>)>),
+}
+
+/// What a named entry of the selection is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Served {
+    Flow,
+    Agent,
 }
 
 /// Builds an HTTP server (an axum [`Router`]) exposing flows as `POST /<flow>`.
@@ -92,14 +103,36 @@ impl FlowServer {
         S: Into<String>,
     {
         for name in names {
-            self.push(name.into(), None);
+            self.push(Served::Flow, name.into(), None);
         }
         self
     }
 
     /// Serves one more flow, with the default context provider.
     pub fn flow(mut self, name: impl Into<String>) -> Self {
-        self.push(name.into(), None);
+        self.push(Served::Flow, name.into(), None);
+        self
+    }
+
+    /// Serves agent `name` (the bidirectional action `/agent/<name>`) where
+    /// Genkit's `remoteAgent({url: '<server>/<name>'})` drives it: `POST
+    /// /<name>` with `{"data": <input>, "init": <init>}` runs a turn,
+    /// `/<name>/getSnapshot` and `/<name>/abort` run its
+    /// `/agent-snapshot/<name>` and `/agent-abort/<name>` actions (when
+    /// registered). Uses the default context provider.
+    pub fn agent(mut self, name: impl Into<String>) -> Self {
+        self.push(Served::Agent, name.into(), None);
+        self
+    }
+
+    /// Serves one more agent (as [`agent`](Self::agent)) with its own
+    /// context provider, for all three of its routes.
+    pub fn agent_with_context(
+        mut self,
+        name: impl Into<String>,
+        provider: impl ContextProvider,
+    ) -> Self {
+        self.push(Served::Agent, name.into(), Some(Arc::new(provider)));
         self
     }
 
@@ -110,14 +143,14 @@ impl FlowServer {
         name: impl Into<String>,
         provider: impl ContextProvider,
     ) -> Self {
-        self.push(name.into(), Some(Arc::new(provider)));
+        self.push(Served::Flow, name.into(), Some(Arc::new(provider)));
         self
     }
 
-    fn push(&mut self, name: String, provider: Option<SharedContextProvider>) {
+    fn push(&mut self, what: Served, name: String, provider: Option<SharedContextProvider>) {
         match &mut self.selection {
-            Selection::Named(list) => list.push((name, provider)),
-            Selection::All => self.selection = Selection::Named(vec![(name, provider)]),
+            Selection::Named(list) => list.push((what, name, provider)),
+            Selection::All => self.selection = Selection::Named(vec![(what, name, provider)]),
         }
     }
 
@@ -151,21 +184,45 @@ impl FlowServer {
     }
 
     /// The router, for serving it yourself or merging it into a larger app.
-    /// Fails if a named flow is not registered.
+    /// Serves every flow and agent of the registry unless some were named.
+    /// Fails if a named flow or agent is not registered.
     pub async fn into_router(self) -> Result<Router, ServerError> {
         let mut routes = HashMap::new();
         let default = self.provider.clone();
         match self.selection {
             Selection::All => {
-                for action in self.registry.list_actions().await?.into_values() {
-                    if action.desc().kind == ActionKind::Flow {
+                let actions = self.registry.list_actions().await?;
+                for action in actions.values() {
+                    let kind = action.desc().kind;
+                    if kind == ActionKind::Flow {
                         let path = format!("{}/{}", self.path_prefix, action.name());
-                        routes.insert(path, Route::new(action, default.clone()));
+                        add_route(
+                            &mut routes,
+                            path,
+                            Route::new(action.clone(), default.clone()),
+                        )?;
+                    } else if kind == ActionKind::Agent {
+                        for (path, action) in
+                            crate::bidi::agent_routes(&self.registry, action.name()).await?
+                        {
+                            let path = format!("{}{path}", self.path_prefix);
+                            add_route(&mut routes, path, Route::new(action, default.clone()))?;
+                        }
                     }
                 }
             }
             Selection::Named(list) => {
-                for (name, provider) in list {
+                for (what, name, provider) in list {
+                    let provider = provider.or_else(|| default.clone());
+                    if what == Served::Agent {
+                        for (path, action) in
+                            crate::bidi::agent_routes(&self.registry, &name).await?
+                        {
+                            let path = format!("{}{path}", self.path_prefix);
+                            add_route(&mut routes, path, Route::new(action, provider.clone()))?;
+                        }
+                        continue;
+                    }
                     let action = self
                         .registry
                         .lookup(ActionKind::Flow, &name)
@@ -174,10 +231,7 @@ impl FlowServer {
                             Error::not_found(format!("flow `{name}` is not registered"))
                         })?;
                     let path = format!("{}/{name}", self.path_prefix);
-                    routes.insert(
-                        path,
-                        Route::new(action, provider.or_else(|| default.clone())),
-                    );
+                    add_route(&mut routes, path, Route::new(action, provider))?;
                 }
             }
         }
@@ -239,6 +293,21 @@ impl Route {
 
 type Routes = Arc<HashMap<String, Route>>;
 
+/// Adds a route; two different actions at one path (a flow named like an
+/// agent's route) are refused rather than one silently hiding the other.
+fn add_route(routes: &mut HashMap<String, Route>, path: String, route: Route) -> Result<(), Error> {
+    if let Some(taken) = routes.get(&path) {
+        let (old, new) = (taken.action.desc().key(), route.action.desc().key());
+        if old != new {
+            return Err(Error::invalid_argument(format!(
+                "`{path}` would serve both `{old}` and `{new}`"
+            )));
+        }
+    }
+    routes.insert(path, route);
+    Ok(())
+}
+
 async fn dispatch(State(routes): State<Routes>, request: Request) -> Response {
     // Take the parts apart rather than through extractors, which would
     // clone the headers.
@@ -280,7 +349,7 @@ async fn dispatch(State(routes): State<Routes>, request: Request) -> Response {
             ));
         }
     };
-    let input = match parse_input(&body) {
+    let (input, init) = match parse_input(&body) {
         Ok(v) => v,
         Err(e) => return error_response(&e),
     };
@@ -309,10 +378,19 @@ async fn dispatch(State(routes): State<Routes>, request: Request) -> Response {
     };
     let opts = RunOptions::new().context(context);
     if streaming {
-        stream_response(route.action.clone(), input, opts).await
+        stream_response(route.action.clone(), init, input, opts).await
     } else {
-        match route.action.run_json(input, opts).await {
-            Ok(r) => json_response(&r.output, Some(r.trace)),
+        let started = run::start(route.action.clone(), init, input, opts, false).await;
+        let trace = started.trace;
+        let outcome = events_of(&route.action, started.events).filter_map(|ev| async move {
+            match ev {
+                Event::Done(r) => Some(r),
+                Event::Chunk(_) => None,
+            }
+        });
+        let outcome = std::pin::pin!(outcome).next().await;
+        match outcome.unwrap_or_else(|| Err(Error::internal("the run ended without an outcome"))) {
+            Ok(output) => json_response(&output, trace),
             Err(e) => {
                 log_failure(route.action.name(), &e);
                 error_response(&e)
@@ -321,14 +399,16 @@ async fn dispatch(State(routes): State<Routes>, request: Request) -> Response {
     }
 }
 
-/// `{"data": <input>}`; an empty body means no input.
-fn parse_input(body: &[u8]) -> Result<Value, Error> {
+/// `{"data": <input>, "init": <init>}` (the init only for bidirectional
+/// actions); an empty body means no input.
+fn parse_input(body: &[u8]) -> Result<(Value, Option<Value>), Error> {
     if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Value::Null);
+        return Ok((Value::Null, None));
     }
-    match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(mut m)) => Ok(m.remove("data").unwrap_or(Value::Null)),
-        Ok(_) => Err(Error::user_facing(
+    let parsed = serde_json::from_slice::<Value>(body).map(crate::bidi::split_request);
+    match parsed {
+        Ok(Some(request)) => Ok(request),
+        Ok(None) => Err(Error::user_facing(
             StatusCode::InvalidArgument,
             "the request body must be a JSON object `{\"data\": ...}`",
         )),
@@ -428,10 +508,15 @@ pub(crate) fn error_response(e: &Error) -> Response {
     (status, axum::Json(e.to_public_json())).into_response()
 }
 
-async fn stream_response(action: DynAction, input: Value, opts: RunOptions<Value>) -> Response {
+async fn stream_response(
+    action: DynAction,
+    init: Option<Value>,
+    input: Value,
+    opts: RunOptions<Value>,
+) -> Response {
     let name = action.name().to_owned();
-    let started = run::start(action, input, opts, true).await;
-    let frames = started.events.map(move |ev| match ev {
+    let started = run::start(action.clone(), init, input, opts, true).await;
+    let frames = events_of(&action, started.events).map(move |ev| match ev {
         Event::Chunk(c) => sse::message_frame(&c),
         Event::Done(Ok(out)) => sse::result_frame(&out),
         Event::Done(Err(e)) => {
@@ -453,6 +538,19 @@ async fn stream_response(action: DynAction, input: Value, opts: RunOptions<Value
     r
 }
 
+/// The events of a run for its response. Bidirectional actions (agents)
+/// outlive a client that leaves, as in Genkit JS; other runs stop with it.
+fn events_of(
+    action: &DynAction,
+    events: run::Events,
+) -> futures::stream::BoxStream<'static, Event> {
+    if genkit_core::action::as_bidi(action).is_some() {
+        crate::bidi::outliving_the_client(events).boxed()
+    } else {
+        events.boxed()
+    }
+}
+
 /// Joins frames into one buffer (no copy for a single frame).
 pub(crate) fn concat(mut frames: Vec<Bytes>) -> Bytes {
     if frames.len() == 1 {
@@ -471,9 +569,16 @@ mod tests {
 
     #[test]
     fn input_parsing() {
-        assert_eq!(parse_input(b"").unwrap(), Value::Null);
-        assert_eq!(parse_input(br#"{"data": 5}"#).unwrap(), Value::from(5));
-        assert_eq!(parse_input(br#"{}"#).unwrap(), Value::Null);
+        assert_eq!(parse_input(b"").unwrap(), (Value::Null, None));
+        assert_eq!(
+            parse_input(br#"{"data": 5}"#).unwrap(),
+            (Value::from(5), None)
+        );
+        assert_eq!(parse_input(br#"{}"#).unwrap(), (Value::Null, None));
+        assert_eq!(
+            parse_input(br#"{"data": 5, "init": {}}"#).unwrap(),
+            (Value::from(5), Some(serde_json::json!({})))
+        );
         assert_eq!(parse_input(b"[1]").unwrap_err().public_http_status(), 400);
         assert_eq!(parse_input(b"{").unwrap_err().public_http_status(), 400);
     }

@@ -57,6 +57,7 @@
 
 #![warn(missing_docs)]
 
+mod bidi;
 pub mod context_providers;
 mod dev;
 mod error;

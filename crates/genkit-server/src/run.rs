@@ -5,10 +5,12 @@
 //! Nothing is spawned: the run makes progress while the body is polled, so a
 //! client that disconnects drops (and so cancels) the run, and graceful
 //! shutdown waits for it like for any other response body.
+//! (The flow server makes an exception for bidirectional actions, which
+//! outlive their client as in Genkit JS; see `crate::bidi`.)
 
 use futures::future::{BoxFuture, poll_fn};
 use futures::{Stream, StreamExt};
-use genkit_core::action::stream_json;
+use genkit_core::action::{BidiStream, as_bidi, stream_json};
 use genkit_core::tracing::TraceInfo;
 use genkit_core::{ActionStream, DynAction, Error, RunOptions};
 use parking_lot::Mutex;
@@ -34,8 +36,9 @@ pub struct Started {
     pub events: Events,
 }
 
-enum Source {
+pub(crate) enum Source {
     Stream(ActionStream<Value, Value>),
+    Bidi(BidiStream<Value, Value, Value>),
     Once(BoxFuture<'static, Result<Value, Error>>),
 }
 
@@ -46,9 +49,12 @@ pub struct Events {
 }
 
 /// Starts `action`: polls it once, which opens its span, then returns. With
-/// `streaming`, chunks are collected (the body sees `is_streaming()`).
+/// `streaming`, chunks are collected (the body sees `is_streaming()`). A
+/// bidirectional action gets `init` and `input` as its only input (see
+/// [`crate::bidi`]); other actions ignore `init`.
 pub async fn start(
     action: DynAction,
+    init: Option<Value>,
     input: Value,
     mut opts: RunOptions<Value>,
     streaming: bool,
@@ -63,7 +69,9 @@ pub async fn start(
         }
     }));
     let mut events = Events {
-        source: Some(if streaming {
+        source: Some(if let Some(bidi) = as_bidi(&action) {
+            crate::bidi::source(bidi.as_ref(), init, input, opts, streaming)
+        } else if streaming {
             Source::Stream(stream_json(action, input, opts))
         } else {
             Source::Once(Box::pin(async move {
@@ -90,6 +98,21 @@ impl Events {
             return Poll::Ready(None);
         };
         match source {
+            Source::Bidi(s) => match s.poll_next_unpin(cx) {
+                Poll::Pending => Poll::Pending,
+                Poll::Ready(Some(Ok(chunk))) => Poll::Ready(Some(Event::Chunk(chunk))),
+                Poll::Ready(Some(Err(e))) => {
+                    self.source = None;
+                    Poll::Ready(Some(Event::Done(Err(e))))
+                }
+                Poll::Ready(None) => {
+                    let Some(Source::Bidi(s)) = self.source.take() else {
+                        return Poll::Ready(None);
+                    };
+                    self.source = Some(Source::Once(Box::pin(s.output())));
+                    self.poll_event(cx)
+                }
+            },
             Source::Stream(s) => match s.poll_next_unpin(cx) {
                 Poll::Pending => Poll::Pending,
                 Poll::Ready(Some(Ok(chunk))) => Poll::Ready(Some(Event::Chunk(chunk))),

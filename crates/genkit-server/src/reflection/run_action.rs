@@ -1,4 +1,7 @@
-//! `POST /api/runAction[?stream=true]` with body `{key, input, context?, telemetryLabels?}`.
+//! `POST /api/runAction[?stream=true]` with body `{key, input, init?, context?, telemetryLabels?}`.
+//!
+//! A bidirectional action (an agent) runs with `init` as its init payload
+//! and `input` as its only input, then its input side closes, as in Genkit JS.
 //!
 //! As soon as the action's root span opens, the response starts: 200 with
 //! `X-Genkit-Trace-Id`, `X-Genkit-Span-Id`, `X-Genkit-Version`, chunked. With
@@ -76,6 +79,7 @@ pub(super) async fn run_action(
         Err(e) => return final_response(streaming, None, error_body(&e, None)),
     };
     let input = req.remove("input").unwrap_or(Value::Null);
+    let init = req.remove("init");
     let context = ActionContext::from_value(req.remove("context").unwrap_or(Value::Null));
     let labels: BTreeMap<String, String> = match req.remove("telemetryLabels") {
         Some(Value::Object(m)) => m
@@ -107,7 +111,7 @@ pub(super) async fn run_action(
     if !labels.is_empty() {
         opts = opts.telemetry_labels(labels);
     }
-    let started = run::start(action, input, opts, streaming).await;
+    let started = run::start(action, init, input, opts, streaming).await;
     let trace = started.trace;
     let telemetry = st.telemetry.clone();
     let body = started.events.then(move |ev| {
