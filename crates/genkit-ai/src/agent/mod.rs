@@ -12,6 +12,13 @@
 
 pub mod clock;
 pub mod json_patch;
+pub mod prompt_agent;
+pub mod runtime;
+pub mod session;
 pub mod store;
 pub mod testing;
 pub mod types;
+
+pub use prompt_agent::{define_prompt_agent, define_prompt_agent_with};
+pub use runtime::{Agent, AgentAction, AgentOptions, TurnFuture, define_agent};
+pub use session::AgentSession;
