@@ -26,7 +26,11 @@ pub fn define_prompt_agent(
 ) -> Result<Agent> {
     define_prompt_agent_with(registry, name, options, move || {
         let prompt = prompt.clone();
-        async move { prompt.render(serde_json::Value::Object(Default::default())).await }
+        async move {
+            prompt
+                .render(serde_json::Value::Object(Default::default()))
+                .await
+        }
     })
 }
 
@@ -46,7 +50,10 @@ where
     let fallback = registry.clone();
     define_agent(registry, name, options, move |session, input| {
         let render = render.clone();
-        let registry = session.registry().cloned().unwrap_or_else(|| fallback.clone());
+        let registry = session
+            .registry()
+            .cloned()
+            .unwrap_or_else(|| fallback.clone());
         async move {
             let options = render().await?;
             prompt_turn(&registry, &session, input, options).await
@@ -113,13 +120,23 @@ fn check_resume(history: &[Message], resume: &AgentResume) -> Result<()> {
         if let PartKind::ToolResponse(resp) = &part.kind
             && find(&resp.name, resp.reference.as_deref()).is_none()
         {
-            return Err(not_in_history("respond", &resp.name, resp.reference.as_deref()));
+            return Err(not_in_history(
+                "respond",
+                &resp.name,
+                resp.reference.as_deref(),
+            ));
         }
     }
     for part in resume.restart.iter().flatten() {
         if let PartKind::ToolRequest(req) = &part.kind {
             match find(&req.name, req.reference.as_deref()) {
-                None => return Err(not_in_history("restart", &req.name, req.reference.as_deref())),
+                None => {
+                    return Err(not_in_history(
+                        "restart",
+                        &req.name,
+                        req.reference.as_deref(),
+                    ));
+                }
                 Some(original) if original.input != req.input => {
                     return Err(Error::user_facing(
                         StatusCode::InvalidArgument,
@@ -146,4 +163,3 @@ fn not_in_history(what: &str, name: &str, r#ref: Option<&str>) -> Error {
         ),
     )
 }
-

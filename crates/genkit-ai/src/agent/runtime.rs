@@ -113,6 +113,24 @@ struct Shared {
     running: Mutex<HashMap<String, CancellationToken>>,
 }
 
+/// The wire schemas every agent's descriptor carries, derived once.
+struct AgentSchemas {
+    init: Value,
+    input: Value,
+    output: Value,
+    stream: Value,
+}
+
+fn agent_schemas() -> &'static AgentSchemas {
+    static SCHEMAS: std::sync::OnceLock<AgentSchemas> = std::sync::OnceLock::new();
+    SCHEMAS.get_or_init(|| AgentSchemas {
+        init: schema_for::<AgentInit>(),
+        input: schema_for::<AgentInput>(),
+        output: schema_for::<AgentOutput>(),
+        stream: schema_for::<AgentStreamChunk>(),
+    })
+}
+
 /// Defines an agent whose turns run `turn` on the session, and registers its
 /// three actions. Fails if a key is taken.
 pub fn define_agent<F, Fut>(
@@ -160,10 +178,11 @@ impl Agent {
         if let Some(d) = &options.description {
             desc = desc.with_description(d.clone());
         }
-        desc.init_schema = Some(schema_for::<AgentInit>());
-        desc.input_schema = Some(schema_for::<AgentInput>());
-        desc.output_schema = Some(schema_for::<AgentOutput>());
-        desc.stream_schema = Some(schema_for::<AgentStreamChunk>());
+        let schemas = agent_schemas();
+        desc.init_schema = Some(schemas.init.clone());
+        desc.input_schema = Some(schemas.input.clone());
+        desc.output_schema = Some(schemas.output.clone());
+        desc.stream_schema = Some(schemas.stream.clone());
         let run_shared = shared.clone();
         let action = AgentAction::from_desc(desc, move |init, inputs, ctx| {
             run(run_shared.clone(), init, inputs, ctx)
@@ -270,11 +289,8 @@ impl Shared {
                 format!("Snapshot {id} not found in session {session}"),
             ));
         }
-        snapshot.status = effective_status(
-            &snapshot,
-            std::time::SystemTime::now(),
-            HEARTBEAT_TIMEOUT,
-        );
+        snapshot.status =
+            effective_status(&snapshot, std::time::SystemTime::now(), HEARTBEAT_TIMEOUT);
         Ok(snapshot)
     }
 
