@@ -16,14 +16,16 @@ use crate::generate::{GenerateOptions, generate_stream};
 use crate::prompt::ExecutablePrompt;
 use crate::types::{Message, PartKind, Role};
 
-/// Defines an agent whose turns generate with `prompt` rendered on its
-/// default input, and registers its actions.
-pub fn define_prompt_agent(
+/// Defines an agent whose turns generate with `prompt` (defined in code or
+/// loaded from a `.prompt` file) rendered on an empty input object, and
+/// registers its actions.
+pub fn define_prompt_agent<I, O>(
     registry: &Registry,
     name: impl Into<String>,
-    prompt: ExecutablePrompt,
+    prompt: &ExecutablePrompt<I, O>,
     options: AgentOptions,
 ) -> Result<Agent> {
+    let prompt = prompt.typed::<serde_json::Value, serde_json::Value>();
     define_prompt_agent_with(registry, name, options, move || {
         let prompt = prompt.clone();
         async move {
