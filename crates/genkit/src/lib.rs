@@ -67,9 +67,9 @@ pub use genkit_core as core;
 /// Everything a typical app uses.
 pub mod prelude {
     pub use crate::{ActionCtxExt, Genkit, GenkitBuilder, TypedGenerateStream};
+    pub use futures::StreamExt;
     pub use genkit_ai::agent::types::{AgentInput, AgentOutput, AgentResult, AgentResume};
     pub use genkit_ai::agent::{Agent, AgentChat, AgentOptions, AgentSession};
-    pub use futures::StreamExt;
     pub use genkit_ai::generate::{
         GenerateChunk, GenerateOptions, GenerateStream, ToolErrorPolicy,
     };

@@ -46,7 +46,9 @@ impl Agent {
 impl AgentChat {
     /// Sends a message and returns the turn's output.
     pub async fn send(&self, message: Message) -> Result<AgentOutput> {
-        self.send_stream(AgentInput::message(message)).output().await
+        self.send_stream(AgentInput::message(message))
+            .output()
+            .await
     }
 
     /// Answers or restarts the interrupted tool requests of the last turn.
@@ -118,7 +120,8 @@ impl AgentTurnStream {
             // Resume by snapshot: exactly this turn, even if others branch.
             *cursor = AgentInit {
                 snapshot_id: Some(id.clone()),
-                ..AgentInit::default()
+                session_id: output.session_id.clone(),
+                state: None,
             };
         } else if let Some(state) = &output.state {
             *cursor = AgentInit {

@@ -74,8 +74,8 @@ async fn prompt_turn(
         check_resume(&history, resume)?;
     }
     let preamble = std::mem::take(&mut options.messages);
-    let preamble_len = preamble.len();
-    options.messages = preamble.into_iter().chain(history).collect();
+    let has_system = options.system.is_some();
+    options.messages = preamble.iter().cloned().chain(history).collect();
     if let Some(resume) = input.resume {
         if let Some(respond) = resume.respond.filter(|r| !r.is_empty()) {
             options = options.resume_respond(respond);
@@ -90,18 +90,34 @@ async fn prompt_turn(
     }
     let response = stream.response().await?;
     if let Some(messages) = response.messages() {
-        let kept = messages
-            .into_iter()
-            .skip_while(|m| m.role == Role::System)
-            .skip(preamble_len)
-            .collect();
-        session.set_messages(kept);
+        session.set_messages(without_preamble(messages, has_system, &preamble));
     }
     Ok(AgentResult {
         message: response.message().cloned(),
         artifacts: None,
         finish_reason: response.finish_reason().map(Into::into),
     })
+}
+
+/// The conversation a turn keeps: the generated history minus what the
+/// prompt contributed (its system text and templated messages).
+fn without_preamble(
+    mut messages: Vec<Message>,
+    has_system: bool,
+    preamble: &[Message],
+) -> Vec<Message> {
+    if has_system && messages.first().is_some_and(|m| m.role == Role::System) {
+        messages.remove(0);
+    }
+    if messages.len() >= preamble.len()
+        && messages
+            .iter()
+            .zip(preamble)
+            .all(|(m, p)| m.role == p.role && m.content == p.content)
+    {
+        messages.drain(..preamble.len());
+    }
+    messages
 }
 
 /// Refuses resume input that answers no tool request of the last model
