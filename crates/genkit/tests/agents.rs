@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use genkit::agent::store::{InMemorySessionStore, SessionStore};
-use genkit::agent::types::{AgentInit, Artifact, SnapshotStatus};
+use genkit::agent::types::{AgentFinishReason, AgentInit, Artifact, SnapshotStatus};
 use genkit::prelude::*;
 use genkit::prompt::PromptConfig;
 
@@ -208,8 +208,12 @@ async fn unknown_snapshots_and_sessions_are_not_found_and_store_nothing() -> Res
         snapshot_id: Some("no-such-snapshot".into()),
         ..AgentInit::default()
     });
-    let err = chat.send(Message::user("hi")).await.unwrap_err();
-    assert_eq!(err.status(), StatusCode::NotFound);
+    // As in Genkit JS, the invocation resolves as a failed turn.
+    let output = chat.send(Message::user("hi")).await?;
+    assert_eq!(output.finish_reason, Some(AgentFinishReason::Failed));
+    let error = output.error.expect("the error is in the output");
+    assert_eq!(error.status.as_deref(), Some("NOT_FOUND"));
+    assert_eq!(output.snapshot_id, None);
     let err = agent
         .get_snapshot(genkit::agent::types::GetSnapshotRequest {
             session_id: Some("no-such-session".into()),
@@ -240,10 +244,7 @@ async fn a_resume_that_answers_no_interrupt_fails_the_turn_and_keeps_the_state()
         "respond": [{"toolResponse": {"name": "ghost", "ref": "1", "output": {}}}]
     }))?;
     let output = chat.resume(resume).await?;
-    assert_eq!(
-        output.finish_reason,
-        Some(genkit::agent::types::AgentFinishReason::Failed)
-    );
+    assert_eq!(output.finish_reason, Some(AgentFinishReason::Failed));
     let error = output.error.expect("the error is in the output");
     assert_eq!(error.status.as_deref(), Some("INVALID_ARGUMENT"));
     assert!(
@@ -282,8 +283,20 @@ async fn a_turn_on_a_session_that_is_still_running_is_refused() -> Result<()> {
         snapshot_id: Some(pending.clone()),
         ..AgentInit::default()
     });
-    let err = by_snapshot.send(Message::user("more")).await.unwrap_err();
-    assert_eq!(err.status(), StatusCode::FailedPrecondition);
+    // By snapshot id, as in Genkit JS: a failed turn (the snapshot is not
+    // resumable), nothing stored.
+    let output = by_snapshot.send(Message::user("more")).await?;
+    assert_eq!(output.finish_reason, Some(AgentFinishReason::Failed));
+    let error = output.error.expect("the error is in the output");
+    assert_eq!(error.status.as_deref(), Some("INVALID_ARGUMENT"));
+    assert!(
+        error.message.contains("not resumable (status: pending)"),
+        "{}",
+        error.message
+    );
+    assert_eq!(output.snapshot_id, None);
+    // By session id the running turn is refused (Genkit JS would start a
+    // concurrent branch racing on the same history).
     let by_session = agent.chat_from(AgentInit {
         session_id: detached.session_id.clone(),
         ..AgentInit::default()

@@ -93,9 +93,15 @@ impl AgentChat {
     pub async fn snapshot(&self) -> Result<SessionSnapshot> {
         let request = {
             let cursor = self.cursor.lock();
-            GetSnapshotRequest {
-                snapshot_id: cursor.snapshot_id.clone(),
-                session_id: cursor.session_id.clone(),
+            match &cursor.snapshot_id {
+                Some(id) => GetSnapshotRequest {
+                    snapshot_id: Some(id.clone()),
+                    session_id: None,
+                },
+                None => GetSnapshotRequest {
+                    snapshot_id: None,
+                    session_id: cursor.session_id.clone(),
+                },
             }
         };
         self.agent.get_snapshot(request).await

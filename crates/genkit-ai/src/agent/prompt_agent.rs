@@ -14,7 +14,11 @@ use super::session::AgentSession;
 use super::types::{AgentInput, AgentResult, AgentResume, AgentStreamChunk};
 use crate::generate::{GenerateOptions, generate_stream};
 use crate::prompt::ExecutablePrompt;
-use crate::types::{Message, PartKind, Role};
+use crate::types::{GenerateResponseChunk, Message, Part, PartKind, Role};
+use serde_json::Value;
+
+/// The metadata key marking the messages a prompt contributes to a turn.
+const PREAMBLE: &str = "agentPreamble";
 
 /// Defines an agent whose turns generate with `prompt` (defined in code or
 /// loaded from a `.prompt` file) rendered on an empty input object, and
@@ -73,9 +77,14 @@ async fn prompt_turn(
     if let Some(resume) = &input.resume {
         check_resume(&history, resume)?;
     }
-    let preamble = std::mem::take(&mut options.messages);
-    let has_system = options.system.is_some();
-    options.messages = preamble.iter().cloned().chain(history).collect();
+    // The prompt's system text and messages open every request, marked so
+    // they stay out of the session (as Genkit JS marks them).
+    let system = options.system.take().map(Message::system);
+    let preamble = system
+        .into_iter()
+        .chain(std::mem::take(&mut options.messages))
+        .map(|m| m.with_metadata(PREAMBLE, Value::Bool(true)));
+    options.messages = preamble.chain(history).collect();
     if let Some(resume) = input.resume {
         if let Some(respond) = resume.respond.filter(|r| !r.is_empty()) {
             options = options.resume_respond(respond);
@@ -90,34 +99,29 @@ async fn prompt_turn(
     }
     let response = stream.response().await?;
     if let Some(messages) = response.messages() {
-        session.set_messages(without_preamble(messages, has_system, &preamble));
+        session.set_messages(
+            messages
+                .into_iter()
+                .filter(|m| m.metadata_value(PREAMBLE) != Some(&Value::Bool(true)))
+                .collect(),
+        );
+    }
+    let interrupts: Vec<Part> = response.interrupts().into_iter().cloned().collect();
+    if !interrupts.is_empty() {
+        // The interrupted requests reach the client as a tool chunk, as in
+        // Genkit JS.
+        let chunk = GenerateResponseChunk {
+            role: Some(Role::Tool),
+            content: interrupts,
+            ..GenerateResponseChunk::default()
+        };
+        session.send_chunk(AgentStreamChunk::model_chunk(chunk));
     }
     Ok(AgentResult {
         message: response.message().cloned(),
         artifacts: None,
         finish_reason: response.finish_reason().map(Into::into),
     })
-}
-
-/// The conversation a turn keeps: the generated history minus what the
-/// prompt contributed (its system text and templated messages).
-fn without_preamble(
-    mut messages: Vec<Message>,
-    has_system: bool,
-    preamble: &[Message],
-) -> Vec<Message> {
-    if has_system && messages.first().is_some_and(|m| m.role == Role::System) {
-        messages.remove(0);
-    }
-    if messages.len() >= preamble.len()
-        && messages
-            .iter()
-            .zip(preamble)
-            .all(|(m, p)| m.role == p.role && m.content == p.content)
-    {
-        messages.drain(..preamble.len());
-    }
-    messages
 }
 
 /// Refuses resume input that answers no tool request of the last model

@@ -270,25 +270,33 @@ impl Shared {
 
     async fn read_snapshot(&self, req: GetSnapshotRequest) -> Result<SessionSnapshot> {
         let store = self.store("Reading snapshots")?;
-        let stored = match (&req.snapshot_id, &req.session_id) {
-            (Some(id), _) => store.get(id).await?,
-            (None, Some(session)) => store.latest(session).await?,
-            (None, None) => {
+        let (lookup, id) = match (&req.snapshot_id, &req.session_id) {
+            (Some(id), None) => (store.get(id).await, id),
+            (None, Some(session)) => (store.latest(session).await, session),
+            (snapshot, _) => {
+                let got = if snapshot.is_some() {
+                    "snapshotId and sessionId"
+                } else {
+                    "neither"
+                };
                 return Err(Error::user_facing(
                     StatusCode::InvalidArgument,
-                    "Either snapshotId or sessionId must be provided.",
+                    format!(
+                        "getSnapshot requires exactly one of 'snapshotId' or 'sessionId' (got {got})."
+                    ),
                 ));
             }
         };
-        let mut snapshot = stored.snapshot;
-        if let (Some(id), Some(session)) = (&req.snapshot_id, &req.session_id)
-            && snapshot.owner_session_id() != Some(session.as_str())
-        {
-            return Err(Error::user_facing(
-                StatusCode::NotFound,
-                format!("Snapshot {id} not found in session {session}"),
-            ));
-        }
+        let mut snapshot = match lookup {
+            Ok(stored) => stored.snapshot,
+            Err(e) if e.status() == StatusCode::NotFound => {
+                return Err(Error::user_facing(
+                    StatusCode::NotFound,
+                    format!("Snapshot '{id}' not found for agent '{}'.", self.name),
+                ));
+            }
+            Err(e) => return Err(e),
+        };
         snapshot.status =
             effective_status(&snapshot, std::time::SystemTime::now(), HEARTBEAT_TIMEOUT);
         Ok(snapshot)
@@ -311,7 +319,13 @@ impl Shared {
     }
 
     /// The session a run starts from, and the snapshot it continues.
-    async fn resolve(&self, init: AgentInit) -> Result<(SessionState, Option<String>)> {
+    /// `Err` is misuse of the init (the invocation fails); `Ok(Err)` a
+    /// snapshot that cannot be resumed (the run ends as a failed turn, as
+    /// in Genkit JS).
+    async fn resolve(
+        &self,
+        init: AgentInit,
+    ) -> Result<std::result::Result<(SessionState, Option<String>), Error>> {
         let Some(store) = &self.store else {
             if init.snapshot_id.is_some() {
                 return Err(precondition(format!(
@@ -325,7 +339,11 @@ impl Shared {
                     self.name
                 )));
             }
-            return Ok((fresh(init.state.unwrap_or_default(), None), None));
+            let state = match init.state {
+                Some(state) => with_session_id(state, None),
+                None => fresh(None),
+            };
+            return Ok(Ok((state, None)));
         };
         if init.state.is_some() {
             return Err(precondition(format!(
@@ -342,15 +360,22 @@ impl Shared {
             ));
         }
         let stored = match (&init.snapshot_id, &init.session_id) {
-            (Some(id), _) => store.get(id).await?,
-            (None, Some(session)) => match store.latest(session).await {
+            (Some(id), _) => match store.get(id).await {
                 Ok(stored) => stored,
+                Err(e) if e.status() == StatusCode::NotFound => return Ok(Err(e)),
+                Err(e) => return Err(e),
+            },
+            (None, Some(session)) => match store.latest(session).await {
+                Ok(stored) => match self.resumable_ancestor(store, stored).await? {
+                    Some(stored) => stored,
+                    None => return Ok(Ok((fresh(Some(session.clone())), None))),
+                },
                 Err(e) if e.status() == StatusCode::NotFound => {
-                    return Ok((fresh(SessionState::default(), Some(session.clone())), None));
+                    return Ok(Ok((fresh(Some(session.clone())), None)));
                 }
                 Err(e) => return Err(e),
             },
-            (None, None) => return Ok((fresh(SessionState::default(), None), None)),
+            (None, None) => return Ok(Ok((fresh(None), None))),
         };
         let snapshot = stored.snapshot;
         if let Some(session) = &init.session_id
@@ -359,23 +384,56 @@ impl Shared {
             return Err(Error::user_facing(
                 StatusCode::InvalidArgument,
                 format!(
-                    "Snapshot {} does not belong to session {session}.",
-                    snapshot.snapshot_id
+                    "Snapshot {} does not belong to session {session} (it belongs to {}).",
+                    snapshot.snapshot_id,
+                    snapshot.owner_session_id().unwrap_or("no session")
                 ),
             ));
         }
         match snapshot.status {
             Some(SnapshotStatus::Completed) | None => {}
             Some(status) => {
-                return Err(precondition(format!(
-                    "Snapshot {} is {status}; only a completed snapshot can be resumed.",
-                    snapshot.snapshot_id
+                return Ok(Err(Error::user_facing(
+                    StatusCode::InvalidArgument,
+                    format!(
+                        "Snapshot {} is not resumable (status: {status}). Only 'completed' snapshots can be resumed.",
+                        snapshot.snapshot_id
+                    ),
                 )));
             }
         }
         let owner = snapshot.owner_session_id().map(str::to_owned);
-        let state = fresh(snapshot.state.unwrap_or_default(), owner);
-        Ok((state, Some(snapshot.snapshot_id)))
+        let state = with_session_id(snapshot.state.unwrap_or_default(), owner);
+        Ok(Ok((state, Some(snapshot.snapshot_id))))
+    }
+
+    /// The snapshot a session resumed by id continues: its latest, or past
+    /// failed and aborted turns the newest completed ancestor (`None`: start
+    /// the session afresh), as Genkit JS does. A session whose latest turn is
+    /// still running is refused: two turns would race on one history.
+    async fn resumable_ancestor(
+        &self,
+        store: &Arc<dyn SessionStore>,
+        mut stored: super::store::StoredSnapshot,
+    ) -> Result<Option<super::store::StoredSnapshot>> {
+        if stored.snapshot.status == Some(SnapshotStatus::Pending) {
+            return Err(precondition(format!(
+                "Session '{}' has a turn running (snapshot {} is pending); wait until it completes or abort it.",
+                stored.snapshot.owner_session_id().unwrap_or_default(),
+                stored.snapshot.snapshot_id
+            )));
+        }
+        loop {
+            match stored.snapshot.status {
+                Some(SnapshotStatus::Completed) | None => return Ok(Some(stored)),
+                _ => match stored.snapshot.parent_id.clone() {
+                    Some(parent) if parent != stored.snapshot.snapshot_id => {
+                        stored = store.get(&parent).await?;
+                    }
+                    _ => return Ok(None),
+                },
+            }
+        }
     }
 
     /// Appends a snapshot after `parent` in the session; returns its id.
@@ -411,16 +469,24 @@ fn precondition(message: String) -> Error {
     Error::user_facing(StatusCode::FailedPrecondition, message)
 }
 
-/// A state with a session id and the lists Genkit JS always writes.
-fn fresh(mut state: SessionState, session_id: Option<String>) -> SessionState {
+/// A new session's state, with the lists Genkit JS writes for one.
+fn fresh(session_id: Option<String>) -> SessionState {
+    let state = SessionState {
+        messages: Some(Vec::new()),
+        artifacts: Some(Vec::new()),
+        ..SessionState::default()
+    };
+    with_session_id(state, session_id)
+}
+
+/// The state with `session_id` (or its own, or a new one).
+fn with_session_id(mut state: SessionState, session_id: Option<String>) -> SessionState {
     if let Some(id) = session_id {
         state.session_id = Some(id);
     }
     if state.session_id.as_deref().is_none_or(str::is_empty) {
         state.session_id = Some(new_snapshot_id());
     }
-    state.messages.get_or_insert_with(Vec::new);
-    state.artifacts.get_or_insert_with(Vec::new);
     state
 }
 
@@ -465,7 +531,16 @@ async fn run(
     mut inputs: BidiInputs<AgentInput>,
     ctx: ActionCtx<AgentStreamChunk>,
 ) -> Result<AgentOutput> {
-    let (state, parent) = shared.resolve(init).await?;
+    let (state, parent) = match shared.resolve(init).await? {
+        Ok(start) => start,
+        Err(error) => {
+            return Ok(AgentOutput {
+                finish_reason: Some(AgentFinishReason::Failed),
+                error: Some(RuntimeError::from(&error)),
+                ..AgentOutput::default()
+            });
+        }
+    };
     let session = AgentSession::new(state, Some(ctx.clone()), ctx.registry().cloned());
     let mut progress = Progress {
         parent,
@@ -542,7 +617,10 @@ async fn run(
                 progress.finish_reason = finish;
             }
             Err(error) => {
-                session.restore(before.clone());
+                // The failed snapshot records the state as the turn left it
+                // (as Genkit JS does); the run goes on from the state before.
+                let left = session.state();
+                session.restore(before);
                 let runtime_error = RuntimeError::from(&error);
                 let failed_id = match &shared.store {
                     Some(store) => {
@@ -550,7 +628,7 @@ async fn run(
                             &session,
                             progress.parent.clone(),
                             SnapshotStatus::Failed,
-                            before,
+                            left,
                         );
                         snap.finish_reason = Some(AgentFinishReason::Failed);
                         snap.error = Some(runtime_error.clone());
@@ -563,6 +641,8 @@ async fn run(
                     finish_reason: Some(AgentFinishReason::Failed),
                 }));
                 let mut output = output_of(&shared, &session, &progress);
+                output.message = session.messages().last().cloned();
+                output.artifacts = None;
                 output.finish_reason = Some(AgentFinishReason::Failed);
                 output.error = Some(runtime_error);
                 return Ok(output);
@@ -604,7 +684,11 @@ async fn detach(
     } else {
         SnapshotStatus::Completed
     };
-    let mut snap = snapshot_of(session, progress.parent.clone(), status, session.state());
+    let state = match &turn {
+        Some((_, before)) => before.clone(),
+        None => session.state(),
+    };
+    let mut snap = snapshot_of(session, progress.parent.clone(), status, state);
     if turn.is_some() {
         snap.heartbeat_at = snap.updated_at.clone();
     }
