@@ -100,12 +100,15 @@ fn records() -> (Value, Vec<Value>) {
     (header, lines.filter(|l| l["kind"] == "local").collect())
 }
 
+/// One scripted model call: the chunks streamed, then the response.
+type Scripted = (Vec<GenerateResponseChunk>, Value);
+
 /// `lib.mjs`'s scripted model: each call takes the next scripted response
 /// (and stream chunks) of the step; `{error}` fails the call,
 /// `{waitForGate: true}` streams, then waits for the scenario's gate.
 #[derive(Clone, Default)]
 struct ScriptedModel {
-    script: Arc<Mutex<VecDeque<(Vec<GenerateResponseChunk>, Value)>>>,
+    script: Arc<Mutex<VecDeque<Scripted>>>,
     requests: Arc<Mutex<Vec<GenerateRequest>>>,
 }
 
