@@ -335,3 +335,36 @@ async fn client_managed_agents_refuse_session_ids_and_detach() -> Result<()> {
     assert_eq!(err.status(), StatusCode::FailedPrecondition);
     Ok(())
 }
+
+#[tokio::test]
+async fn a_prompt_agent_on_a_prompt_file() -> Result<()> {
+    let dir = std::env::temp_dir().join(format!("genkit-agent-prompts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(
+        dir.join("helper.prompt"),
+        "---\nmodel: scripted\n---\n{{role \"system\"}}\nYou help with files.\n",
+    )?;
+    let ai = Genkit::builder().prompt_dir(&dir).build()?;
+    let model = ProgrammableModel::define(ai.registry(), "scripted").respond_text("sure");
+    let prompt = ai.prompt::<Value, Value>("helper")?;
+    let agent = ai.define_prompt_agent("fileHelper", &prompt, AgentOptions::new());
+    let output = agent.chat().send(Message::user("help")).await?;
+    std::fs::remove_dir_all(&dir)?;
+    assert_eq!(output.message.map(|m| m.text()).as_deref(), Some("sure"));
+    let sent: Vec<String> = model.requests()[0]
+        .messages
+        .iter()
+        .map(|m| m.text().trim().to_owned())
+        .collect();
+    assert_eq!(sent, ["You help with files.", "help"]);
+    // The prompt's system message stays out of the session.
+    let kept: Vec<String> = output
+        .state
+        .unwrap_or_default()
+        .messages()
+        .iter()
+        .map(Message::text)
+        .collect();
+    assert_eq!(kept, ["help", "sure"]);
+    Ok(())
+}
