@@ -105,7 +105,7 @@ impl GenkitBuilder {
     }
 }
 
-fn registered<T>(what: &str, name: &str, r: Result<T>) -> T {
+pub(crate) fn registered<T>(what: &str, name: &str, r: Result<T>) -> T {
     r.unwrap_or_else(|e| panic!("defining {what} `{name}`: {e}"))
 }
 

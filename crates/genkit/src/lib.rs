@@ -40,6 +40,7 @@
 //! # Ok(()) }
 //! ```
 
+mod agents;
 mod ctx_ext;
 mod genkit;
 mod typed_stream;
@@ -49,7 +50,7 @@ pub use crate::genkit::{Genkit, GenkitBuilder};
 pub use crate::typed_stream::TypedGenerateStream;
 
 pub use genkit_ai::{
-    embedder, extract, formats, generate, middleware, model, prompt, testing, tool, types,
+    agent, embedder, extract, formats, generate, middleware, model, prompt, testing, tool, types,
 };
 pub use genkit_core::{
     Action, ActionContext, ActionCtx, ActionDesc, ActionKind, ActionResult, ActionStream,
@@ -67,6 +68,8 @@ pub use genkit_core as core;
 pub mod prelude {
     pub use crate::{ActionCtxExt, Genkit, GenkitBuilder, TypedGenerateStream};
     pub use futures::StreamExt;
+    pub use genkit_ai::agent::types::{AgentInput, AgentOutput, AgentResult, AgentResume};
+    pub use genkit_ai::agent::{Agent, AgentChat, AgentOptions, AgentSession};
     pub use genkit_ai::generate::{
         GenerateChunk, GenerateOptions, GenerateStream, ToolErrorPolicy,
     };

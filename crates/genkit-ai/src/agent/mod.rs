@@ -1,6 +1,13 @@
-//! Genkit's Agent API: wire types, session snapshots and the stores that keep
-//! them.
+//! Genkit's Agent API: agents as bidirectional actions, their sessions, wire
+//! types, snapshots and the stores that keep them.
 //!
+//! - [`runtime`]: [`define_agent`] registers `/agent/<name>` with its
+//!   `/agent-snapshot/<name>` and `/agent-abort/<name>` companions; turns,
+//!   snapshots, detach and abort.
+//! - [`prompt_agent`]: agents whose turns generate with a prompt.
+//! - [`session`]: the [`AgentSession`] a turn works on (also reachable from
+//!   the context of tools and flows it calls).
+//! - [`chat`]: an in-process chat client ([`Agent::chat`]).
 //! - [`types`]: the agent's init, inputs, stream chunks and output, session
 //!   state and snapshots, with exactly Genkit JS's JSON shape.
 //! - [`json_patch`]: JSON Patch (RFC 6902) as agents stream their custom
@@ -10,8 +17,17 @@
 //! - [`clock`]: snapshot timestamps and heartbeat expiry.
 //! - [`testing`]: the test suite every store implementation runs.
 
+pub mod chat;
 pub mod clock;
 pub mod json_patch;
+pub mod prompt_agent;
+pub mod runtime;
+pub mod session;
 pub mod store;
 pub mod testing;
 pub mod types;
+
+pub use chat::{AgentChat, AgentTurnStream};
+pub use prompt_agent::{define_prompt_agent, define_prompt_agent_with};
+pub use runtime::{Agent, AgentAction, AgentOptions, TurnFuture, define_agent};
+pub use session::AgentSession;

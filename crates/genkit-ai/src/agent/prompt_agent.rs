@@ -1,0 +1,187 @@
+//! Prompt-backed agents (Genkit's `definePromptAgent`): each turn renders
+//! the prompt, continues the session's conversation with `generate_stream`
+//! (streaming model chunks), and keeps the resulting history. Interrupts end
+//! the turn (`finishReason: interrupted`); the next turn resumes them with
+//! `resume.respond` / `resume.restart`, checked against the history first.
+
+use std::future::Future;
+
+use futures::StreamExt;
+use genkit_core::{Error, Registry, Result, StatusCode};
+
+use super::runtime::{Agent, AgentOptions, define_agent};
+use super::session::AgentSession;
+use super::types::{AgentInput, AgentResult, AgentResume, AgentStreamChunk};
+use crate::generate::{GenerateOptions, generate_stream};
+use crate::prompt::ExecutablePrompt;
+use crate::types::{GenerateResponseChunk, Message, Part, PartKind, Role};
+use serde_json::Value;
+
+/// The metadata key marking the messages a prompt contributes to a turn.
+const PREAMBLE: &str = "agentPreamble";
+
+/// Defines an agent whose turns generate with `prompt` (defined in code or
+/// loaded from a `.prompt` file) rendered on an empty input object, and
+/// registers its actions.
+pub fn define_prompt_agent<I, O>(
+    registry: &Registry,
+    name: impl Into<String>,
+    prompt: &ExecutablePrompt<I, O>,
+    options: AgentOptions,
+) -> Result<Agent> {
+    let prompt = prompt.typed::<serde_json::Value, serde_json::Value>();
+    define_prompt_agent_with(registry, name, options, move || {
+        let prompt = prompt.clone();
+        async move {
+            prompt
+                .render(serde_json::Value::Object(Default::default()))
+                .await
+        }
+    })
+}
+
+/// Defines a prompt-backed agent whose per-turn generate options come from
+/// `render` (the prompt's model, system text, tools, config and messages).
+pub fn define_prompt_agent_with<R, Fut>(
+    registry: &Registry,
+    name: impl Into<String>,
+    options: AgentOptions,
+    render: R,
+) -> Result<Agent>
+where
+    R: Fn() -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<GenerateOptions>> + Send + 'static,
+{
+    let render = std::sync::Arc::new(render);
+    let fallback = registry.clone();
+    define_agent(registry, name, options, move |session, input| {
+        let render = render.clone();
+        let registry = session
+            .registry()
+            .cloned()
+            .unwrap_or_else(|| fallback.clone());
+        async move {
+            let options = render().await?;
+            prompt_turn(&registry, &session, input, options).await
+        }
+    })
+}
+
+async fn prompt_turn(
+    registry: &Registry,
+    session: &AgentSession,
+    input: AgentInput,
+    mut options: GenerateOptions,
+) -> Result<AgentResult> {
+    let history = session.messages();
+    if let Some(resume) = &input.resume {
+        check_resume(&history, resume)?;
+    }
+    // The prompt's system text and messages open every request, marked so
+    // they stay out of the session (as Genkit JS marks them).
+    let system = options.system.take().map(Message::system);
+    let preamble = system
+        .into_iter()
+        .chain(std::mem::take(&mut options.messages))
+        .map(|m| m.with_metadata(PREAMBLE, Value::Bool(true)));
+    options.messages = preamble.chain(history).collect();
+    if let Some(resume) = input.resume {
+        if let Some(respond) = resume.respond.filter(|r| !r.is_empty()) {
+            options = options.resume_respond(respond);
+        }
+        if let Some(restart) = resume.restart.filter(|r| !r.is_empty()) {
+            options = options.resume_restart(restart);
+        }
+    }
+    let mut stream = generate_stream(registry, options);
+    while let Some(chunk) = stream.next().await {
+        session.send_chunk(AgentStreamChunk::model_chunk(chunk?.into_chunk()));
+    }
+    let response = stream.response().await?;
+    if let Some(messages) = response.messages() {
+        session.set_messages(
+            messages
+                .into_iter()
+                .filter(|m| m.metadata_value(PREAMBLE) != Some(&Value::Bool(true)))
+                .collect(),
+        );
+    }
+    let interrupts: Vec<Part> = response.interrupts().into_iter().cloned().collect();
+    if !interrupts.is_empty() {
+        // The interrupted requests reach the client as a tool chunk, as in
+        // Genkit JS.
+        let chunk = GenerateResponseChunk {
+            role: Some(Role::Tool),
+            content: interrupts,
+            ..GenerateResponseChunk::default()
+        };
+        session.send_chunk(AgentStreamChunk::model_chunk(chunk));
+    }
+    Ok(AgentResult {
+        message: response.message().cloned(),
+        artifacts: None,
+        finish_reason: response.finish_reason().map(Into::into),
+    })
+}
+
+/// Refuses resume input that answers no tool request of the last model
+/// message, or restarts one with changed input.
+fn check_resume(history: &[Message], resume: &AgentResume) -> Result<()> {
+    let requests: Vec<_> = history
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Model)
+        .map(|m| m.tool_requests().collect())
+        .unwrap_or_default();
+    let find = |name: &str, r#ref: Option<&str>| {
+        requests
+            .iter()
+            .find(|t| t.name == name && t.reference.as_deref() == r#ref)
+    };
+    for part in resume.respond.iter().flatten() {
+        if let PartKind::ToolResponse(resp) = &part.kind
+            && find(&resp.name, resp.reference.as_deref()).is_none()
+        {
+            return Err(not_in_history(
+                "respond",
+                &resp.name,
+                resp.reference.as_deref(),
+            ));
+        }
+    }
+    for part in resume.restart.iter().flatten() {
+        if let PartKind::ToolRequest(req) = &part.kind {
+            match find(&req.name, req.reference.as_deref()) {
+                None => {
+                    return Err(not_in_history(
+                        "restart",
+                        &req.name,
+                        req.reference.as_deref(),
+                    ));
+                }
+                Some(original) if original.input != req.input => {
+                    return Err(Error::user_facing(
+                        StatusCode::InvalidArgument,
+                        format!(
+                            "resume.restart for tool '{}' (ref: {}) has modified inputs that do not match the original tool request in session history. Restart inputs must exactly match the interrupted tool request.",
+                            req.name,
+                            req.reference.as_deref().unwrap_or("")
+                        ),
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+fn not_in_history(what: &str, name: &str, r#ref: Option<&str>) -> Error {
+    Error::user_facing(
+        StatusCode::InvalidArgument,
+        format!(
+            "resume.{what} references tool '{name}' (ref: {}) which was not found in session history.",
+            r#ref.unwrap_or("")
+        ),
+    )
+}

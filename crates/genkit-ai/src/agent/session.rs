@@ -1,0 +1,223 @@
+//! The session handle a turn works on: its messages, typed custom state and
+//! artifacts, with changes streamed to the caller as Genkit JS streams them
+//! (custom state as JSON Patch, artifacts as `artifact` chunks).
+
+use std::sync::Arc;
+
+use genkit_core::action::ActionCtx;
+use genkit_core::{CancellationToken, Registry, Result};
+use parking_lot::Mutex;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::json_patch::{JsonPatchOperation, diff};
+use super::types::{AgentStreamChunk, Artifact, SessionState};
+use crate::types::Message;
+
+/// The session of a running agent turn (Genkit's `SessionRunner` view):
+/// read and change its messages, custom state and artifacts, and stream
+/// chunks to the caller. Cheap to clone; clones share the session.
+///
+/// Tools and flows called during a turn reach it from their context:
+/// `ctx.extension::<AgentSession>()`.
+#[derive(Clone)]
+pub struct AgentSession {
+    inner: Arc<Shared>,
+}
+
+struct Shared {
+    live: Mutex<Live>,
+    registry: Option<Registry>,
+    aborted: CancellationToken,
+}
+
+struct Live {
+    state: SessionState,
+    /// Where chunks go; `None` once the turn is detached (nobody listens).
+    sink: Option<ActionCtx<AgentStreamChunk>>,
+    /// The custom state as last streamed in this turn; `None` until the
+    /// turn's first patch (which replaces the whole document).
+    streamed_custom: Option<Value>,
+}
+
+impl std::fmt::Debug for AgentSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentSession")
+            .field("session_id", &self.session_id())
+            .finish()
+    }
+}
+
+impl AgentSession {
+    pub(crate) fn new(
+        state: SessionState,
+        sink: Option<ActionCtx<AgentStreamChunk>>,
+        registry: Option<Registry>,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Shared {
+                live: Mutex::new(Live {
+                    state,
+                    sink,
+                    streamed_custom: None,
+                }),
+                registry,
+                aborted: CancellationToken::new(),
+            }),
+        }
+    }
+
+    /// The session id.
+    pub fn session_id(&self) -> String {
+        self.inner
+            .live
+            .lock()
+            .state
+            .session_id
+            .clone()
+            .unwrap_or_default()
+    }
+
+    /// The registry the agent runs in (for `generate` and friends).
+    pub fn registry(&self) -> Option<&Registry> {
+        self.inner.registry.as_ref()
+    }
+
+    /// A copy of the whole state.
+    pub fn state(&self) -> SessionState {
+        self.inner.live.lock().state.clone()
+    }
+
+    /// The conversation so far.
+    pub fn messages(&self) -> Vec<Message> {
+        self.inner.live.lock().state.messages().to_vec()
+    }
+
+    /// Appends messages to the conversation.
+    pub fn add_messages(&self, messages: impl IntoIterator<Item = Message>) {
+        let mut live = self.inner.live.lock();
+        live.state
+            .messages
+            .get_or_insert_with(Vec::new)
+            .extend(messages);
+    }
+
+    /// Replaces the conversation.
+    pub fn set_messages(&self, messages: Vec<Message>) {
+        self.inner.live.lock().state.messages = Some(messages);
+    }
+
+    /// The custom state as JSON, if set.
+    pub fn custom(&self) -> Option<Value> {
+        self.inner.live.lock().state.custom.clone()
+    }
+
+    /// The custom state read as `T` (`INVALID_ARGUMENT` if it does not fit).
+    pub fn custom_as<T: DeserializeOwned>(&self) -> Result<Option<T>> {
+        self.inner.live.lock().state.custom_as()
+    }
+
+    /// Replaces the custom state and streams the change as a `customPatch`
+    /// chunk: the turn's first patch replaces the root, later ones are
+    /// diffs from what was last streamed (none when nothing changed).
+    pub fn set_custom<T: Serialize>(&self, custom: &T) -> Result<()> {
+        let value = serde_json::to_value(custom)?;
+        let (sink, patch) = {
+            let mut live = self.inner.live.lock();
+            live.state.custom = Some(value.clone());
+            let patch = match &live.streamed_custom {
+                None => vec![JsonPatchOperation::Replace {
+                    path: String::new(),
+                    value: value.clone(),
+                }],
+                Some(previous) => diff(previous, &value),
+            };
+            if live.sink.is_none() {
+                return Ok(());
+            }
+            live.streamed_custom = Some(value);
+            (live.sink.clone(), patch)
+        };
+        if let Some(sink) = sink
+            && !patch.is_empty()
+        {
+            sink.send_chunk(AgentStreamChunk::custom_patch(patch));
+        }
+        Ok(())
+    }
+
+    /// Updates the custom state from its current value (`None` when unset).
+    pub fn update_custom<T, F>(&self, update: F) -> Result<()>
+    where
+        T: Serialize + DeserializeOwned,
+        F: FnOnce(Option<T>) -> T,
+    {
+        let current = self.custom_as::<T>()?;
+        self.set_custom(&update(current))
+    }
+
+    /// The artifacts so far.
+    pub fn artifacts(&self) -> Vec<Artifact> {
+        self.inner.live.lock().state.artifacts().to_vec()
+    }
+
+    /// Adds an artifact, replacing the one of the same name, and streams it
+    /// as an `artifact` chunk.
+    pub fn add_artifact(&self, artifact: Artifact) {
+        let sink = {
+            let mut live = self.inner.live.lock();
+            let artifacts = live.state.artifacts.get_or_insert_with(Vec::new);
+            let same = artifact
+                .name
+                .as_ref()
+                .and_then(|n| artifacts.iter().position(|a| a.name.as_ref() == Some(n)));
+            match same {
+                Some(i) => {
+                    if let Some(slot) = artifacts.get_mut(i) {
+                        *slot = artifact.clone();
+                    }
+                }
+                None => artifacts.push(artifact.clone()),
+            }
+            live.sink.clone()
+        };
+        if let Some(sink) = sink {
+            sink.send_chunk(AgentStreamChunk::artifact(artifact));
+        }
+    }
+
+    /// Streams a chunk to the caller (dropped once the turn is detached).
+    pub fn send_chunk(&self, chunk: AgentStreamChunk) {
+        let sink = self.inner.live.lock().sink.clone();
+        if let Some(sink) = sink {
+            sink.send_chunk(chunk);
+        }
+    }
+
+    /// Whether the turn was aborted (through the agent's abort action).
+    pub fn is_aborted(&self) -> bool {
+        self.inner.aborted.is_cancelled()
+    }
+
+    /// Resolves once the turn is aborted.
+    pub async fn aborted(&self) {
+        self.inner.aborted.cancelled().await
+    }
+
+    pub(crate) fn abort_token(&self) -> CancellationToken {
+        self.inner.aborted.clone()
+    }
+
+    pub(crate) fn begin_turn(&self) {
+        self.inner.live.lock().streamed_custom = None;
+    }
+
+    pub(crate) fn detach_stream(&self) {
+        self.inner.live.lock().sink = None;
+    }
+
+    pub(crate) fn restore(&self, state: SessionState) {
+        self.inner.live.lock().state = state;
+    }
+}

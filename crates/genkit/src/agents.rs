@@ -1,0 +1,77 @@
+//! The facade's agent definitions (Genkit's `definePromptAgent` and
+//! `defineCustomAgent`).
+
+use std::future::Future;
+
+use genkit_ai::agent::types::{AgentInput, AgentResult};
+use genkit_ai::agent::{Agent, AgentOptions, AgentSession};
+use genkit_ai::prompt::ExecutablePrompt;
+use genkit_core::Result;
+
+use crate::genkit::{Genkit, registered};
+
+impl Genkit {
+    /// Defines an agent backed by `prompt` (defined in code or loaded from a
+    /// `.prompt` file): each turn continues the session's conversation with
+    /// the prompt's model, tools and config. Registers `/agent/<name>`,
+    /// `/agent-snapshot/<name>` and `/agent-abort/<name>`.
+    ///
+    /// # Panics
+    /// If one of the three keys is taken or the name is invalid.
+    pub fn define_prompt_agent<I, O>(
+        &self,
+        name: &str,
+        prompt: &ExecutablePrompt<I, O>,
+        options: AgentOptions,
+    ) -> Agent {
+        registered(
+            "agent",
+            name,
+            self.try_define_prompt_agent(name, prompt, options),
+        )
+    }
+
+    /// Like [`define_prompt_agent`](Self::define_prompt_agent), returning
+    /// the error instead of panicking.
+    pub fn try_define_prompt_agent<I, O>(
+        &self,
+        name: &str,
+        prompt: &ExecutablePrompt<I, O>,
+        options: AgentOptions,
+    ) -> Result<Agent> {
+        genkit_ai::agent::define_prompt_agent(self.as_ref(), name, prompt, options)
+    }
+
+    /// Defines an agent whose turns run `turn` on the session (its
+    /// messages, custom state and artifacts; the input's message is already
+    /// in the history when `turn` starts).
+    ///
+    /// # Panics
+    /// If one of the three keys is taken or the name is invalid.
+    pub fn define_custom_agent<F, Fut>(&self, name: &str, options: AgentOptions, turn: F) -> Agent
+    where
+        F: Fn(AgentSession, AgentInput) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<AgentResult>> + Send + 'static,
+    {
+        registered(
+            "agent",
+            name,
+            self.try_define_custom_agent(name, options, turn),
+        )
+    }
+
+    /// Like [`define_custom_agent`](Self::define_custom_agent), returning
+    /// the error instead of panicking.
+    pub fn try_define_custom_agent<F, Fut>(
+        &self,
+        name: &str,
+        options: AgentOptions,
+        turn: F,
+    ) -> Result<Agent>
+    where
+        F: Fn(AgentSession, AgentInput) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<AgentResult>> + Send + 'static,
+    {
+        genkit_ai::agent::define_agent(self.as_ref(), name, options, turn)
+    }
+}

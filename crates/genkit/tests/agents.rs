@@ -1,0 +1,370 @@
+//! Agents through the facade: prompt-backed and custom agents, the chat
+//! client, the session in tool contexts, descriptors, and bad input.
+
+use std::sync::Arc;
+
+use genkit::agent::store::{InMemorySessionStore, SessionStore};
+use genkit::agent::types::{AgentFinishReason, AgentInit, Artifact, SnapshotStatus};
+use genkit::prelude::*;
+use genkit::prompt::PromptConfig;
+
+fn instance() -> Genkit {
+    Genkit::builder()
+        .default_model("scripted")
+        .no_prompt_dir()
+        .build()
+        .unwrap()
+}
+
+fn server() -> (AgentOptions, Arc<InMemorySessionStore>) {
+    let store = Arc::new(InMemorySessionStore::new());
+    (AgentOptions::new().store(store.clone()), store)
+}
+
+#[tokio::test]
+async fn a_prompt_agent_keeps_history_across_chat_turns() -> Result<()> {
+    let ai = instance();
+    let model = ProgrammableModel::define(ai.registry(), "scripted")
+        .respond_text("hello")
+        .respond_text("again");
+    let prompt = ai.define_prompt::<Value, Value>(
+        PromptConfig::new("assistant")
+            .model("scripted")
+            .system("You are terse."),
+    );
+    let (options, _) = server();
+    let agent = ai.define_prompt_agent("assistant", &prompt, options);
+    let chat = agent.chat();
+    let first = chat.send(Message::user("hi")).await?;
+    assert_eq!(
+        first.message.as_ref().map(Message::text).as_deref(),
+        Some("hello")
+    );
+    let first_snapshot = chat
+        .snapshot_id()
+        .expect("a server-managed turn stores a snapshot");
+    let second = chat.send(Message::user("and?")).await?;
+    assert_eq!(second.message.map(|m| m.text()).as_deref(), Some("again"));
+
+    // The second model call saw the system prompt and the whole history.
+    let requests = model.requests();
+    let texts: Vec<String> = requests[1].messages.iter().map(Message::text).collect();
+    assert_eq!(texts, ["You are terse.", "hi", "hello", "and?"]);
+
+    let snapshot = chat.snapshot().await?;
+    assert_eq!(snapshot.parent_id.as_deref(), Some(first_snapshot.as_str()));
+    assert_eq!(snapshot.status, Some(SnapshotStatus::Completed));
+    let stored: Vec<String> = snapshot
+        .state
+        .unwrap_or_default()
+        .messages()
+        .iter()
+        .map(Message::text)
+        .collect();
+    // The prompt's system message is not part of the session.
+    assert_eq!(stored, ["hi", "hello", "and?", "again"]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn tools_reach_the_session_of_the_running_turn() -> Result<()> {
+    let ai = instance();
+    ProgrammableModel::define(ai.registry(), "scripted")
+        .respond_tool_call("note", json!({"text": "remember this"}))
+        .respond_text("noted");
+    #[derive(Deserialize, Serialize, JsonSchema)]
+    struct Note {
+        text: String,
+    }
+    ai.define_tool(
+        "note",
+        "Saves a note as an artifact of the session.",
+        |input: Note, ctx: ToolCtx| async move {
+            let session = ctx
+                .extension::<AgentSession>()
+                .ok_or_else(|| Error::failed_precondition("no agent session"))?;
+            session.add_artifact(Artifact::new("note", vec![Part::text(input.text)]));
+            Ok("saved".to_owned())
+        },
+    );
+    let prompt = ai.define_prompt::<Value, Value>(
+        PromptConfig::new("noter").model("scripted").tools(["note"]),
+    );
+    let agent = ai.define_prompt_agent("noter", &prompt, AgentOptions::new());
+    let chat = agent.chat();
+    let mut turn = chat.send_stream(AgentInput::message(Message::user("note it")));
+    let mut artifacts = Vec::new();
+    while let Some(chunk) = turn.next().await {
+        if let Some(a) = chunk?.artifact {
+            artifacts.push(a);
+        }
+    }
+    let output = turn.output().await?;
+    assert_eq!(
+        artifacts,
+        [Artifact::new("note", vec![Part::text("remember this")])]
+    );
+    let state = chat.state().expect("client-managed state comes back");
+    assert_eq!(state.artifacts(), artifacts.as_slice());
+    assert_eq!(output.message.map(|m| m.text()).as_deref(), Some("noted"));
+    Ok(())
+}
+
+#[tokio::test]
+async fn custom_agents_stream_typed_state_as_json_patch() -> Result<()> {
+    let ai = instance();
+    #[derive(Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+    struct Progress {
+        step: u32,
+        label: String,
+    }
+    let agent = ai.define_custom_agent(
+        "stepper",
+        AgentOptions::new().state_type::<Progress>(),
+        |session, _input| async move {
+            session.update_custom(|p: Option<Progress>| Progress {
+                step: p.map_or(1, |p| p.step + 1),
+                label: "started".into(),
+            })?;
+            session.update_custom(|p: Option<Progress>| Progress {
+                label: "done".into(),
+                ..p.unwrap_or_default()
+            })?;
+            Ok(AgentResult::default())
+        },
+    );
+    let meta = agent.action().desc().metadata["agent"].clone();
+    assert_eq!(meta["stateManagement"], "client");
+    assert_eq!(meta["abortable"], false);
+    assert!(meta["stateSchema"]["properties"]["step"].is_object());
+
+    let chat = agent.chat();
+    let mut turn = chat.send_stream(AgentInput::message(Message::user("go")));
+    let mut patches = Vec::new();
+    while let Some(chunk) = turn.next().await {
+        if let Some(p) = chunk?.custom_patch {
+            patches.push(serde_json::to_value(p)?);
+        }
+    }
+    turn.output().await?;
+    assert_eq!(
+        patches,
+        [
+            json!([{"op": "replace", "path": "", "value": {"step": 1, "label": "started"}}]),
+            json!([{"op": "replace", "path": "/label", "value": "done"}]),
+        ]
+    );
+    let state = chat.state().unwrap_or_default();
+    assert_eq!(
+        state.custom_as::<Progress>()?,
+        Some(Progress {
+            step: 1,
+            label: "done".into()
+        })
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn agents_register_three_actions_described_as_genkit_js() -> Result<()> {
+    let ai = instance();
+    let (options, _) = server();
+    ai.define_custom_agent("helper", options, |_, _| async {
+        Ok(AgentResult::default())
+    });
+    let agent = ai.registry().require_action("/agent/helper").await?;
+    let desc = agent.desc();
+    assert_eq!(
+        desc.metadata["agent"],
+        json!({"stateManagement": "server", "abortable": true})
+    );
+    assert_eq!(desc.metadata["bidi"], true);
+    let snapshot = ai
+        .registry()
+        .require_action("/agent-snapshot/helper")
+        .await?;
+    assert_eq!(
+        snapshot.desc().description.as_deref(),
+        Some("Gets snapshot data for helper by snapshotId or sessionId")
+    );
+    let abort = ai.registry().require_action("/agent-abort/helper").await?;
+    assert!(abort.desc().description.is_some());
+    // A second definition is refused, the try_ variant says why.
+    let again = ai.try_define_custom_agent("helper", AgentOptions::new(), |_, _| async {
+        Ok(AgentResult::default())
+    });
+    assert_eq!(again.unwrap_err().status(), StatusCode::AlreadyExists);
+    Ok(())
+}
+
+#[tokio::test]
+async fn unknown_snapshots_and_sessions_are_not_found_and_store_nothing() -> Result<()> {
+    let ai = instance();
+    let (options, store) = server();
+    let agent = ai.define_custom_agent("keeper", options, |_, _| async {
+        Ok(AgentResult::default())
+    });
+    let chat = agent.chat_from(AgentInit {
+        snapshot_id: Some("no-such-snapshot".into()),
+        ..AgentInit::default()
+    });
+    // As in Genkit JS, the invocation resolves as a failed turn.
+    let output = chat.send(Message::user("hi")).await?;
+    assert_eq!(output.finish_reason, Some(AgentFinishReason::Failed));
+    let error = output.error.expect("the error is in the output");
+    assert_eq!(error.status.as_deref(), Some("NOT_FOUND"));
+    assert_eq!(output.snapshot_id, None);
+    let err = agent
+        .get_snapshot(genkit::agent::types::GetSnapshotRequest {
+            session_id: Some("no-such-session".into()),
+            snapshot_id: None,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.status(), StatusCode::NotFound);
+    assert_eq!(
+        store.latest("no-such-session").await.unwrap_err().status(),
+        StatusCode::NotFound
+    );
+    assert_eq!(agent.abort("no-such-snapshot").await?, None);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_resume_that_answers_no_interrupt_fails_the_turn_and_keeps_the_state() -> Result<()> {
+    let ai = instance();
+    ProgrammableModel::define(ai.registry(), "scripted").respond_text("hello");
+    let prompt = ai.define_prompt::<Value, Value>(PromptConfig::new("p").model("scripted"));
+    let (options, store) = server();
+    let agent = ai.define_prompt_agent("asker", &prompt, options);
+    let chat = agent.chat();
+    chat.send(Message::user("hi")).await?;
+    let good = chat.snapshot_id().expect("snapshot");
+    let resume: genkit::agent::types::AgentResume = serde_json::from_value(json!({
+        "respond": [{"toolResponse": {"name": "ghost", "ref": "1", "output": {}}}]
+    }))?;
+    let output = chat.resume(resume).await?;
+    assert_eq!(output.finish_reason, Some(AgentFinishReason::Failed));
+    let error = output.error.expect("the error is in the output");
+    assert_eq!(error.status.as_deref(), Some("INVALID_ARGUMENT"));
+    assert!(
+        error.message.contains("not found in session history"),
+        "{}",
+        error.message
+    );
+    // The failed turn is recorded, with the state it started from.
+    let session = store.latest(&chat.session_id().unwrap()).await?.snapshot;
+    assert_eq!(session.status, Some(SnapshotStatus::Failed));
+    assert_eq!(session.parent_id.as_deref(), Some(good.as_str()));
+    let good_state = store.get(&good).await?.snapshot.state;
+    assert_eq!(session.state, good_state);
+    // The conversation still continues from the last good snapshot.
+    assert_eq!(chat.snapshot_id().as_deref(), Some(good.as_str()));
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_turn_on_a_session_that_is_still_running_is_refused() -> Result<()> {
+    let ai = instance();
+    let (options, _) = server();
+    let agent = ai.define_custom_agent("slow", options, |session, _| async move {
+        session.aborted().await;
+        Ok(AgentResult::default())
+    });
+    let detached = agent
+        .action()
+        .run(
+            AgentInit::default(),
+            [AgentInput::message(Message::user("work")).with_detach()],
+        )
+        .await?;
+    let pending = detached.snapshot_id.clone().expect("a pending snapshot");
+    let by_snapshot = agent.chat_from(AgentInit {
+        snapshot_id: Some(pending.clone()),
+        ..AgentInit::default()
+    });
+    // By snapshot id, as in Genkit JS: a failed turn (the snapshot is not
+    // resumable), nothing stored.
+    let output = by_snapshot.send(Message::user("more")).await?;
+    assert_eq!(output.finish_reason, Some(AgentFinishReason::Failed));
+    let error = output.error.expect("the error is in the output");
+    assert_eq!(error.status.as_deref(), Some("INVALID_ARGUMENT"));
+    assert!(
+        error.message.contains("not resumable (status: pending)"),
+        "{}",
+        error.message
+    );
+    assert_eq!(output.snapshot_id, None);
+    // By session id the running turn is refused (Genkit JS would start a
+    // concurrent branch racing on the same history).
+    let by_session = agent.chat_from(AgentInit {
+        session_id: detached.session_id.clone(),
+        ..AgentInit::default()
+    });
+    let err = by_session.send(Message::user("more")).await.unwrap_err();
+    assert_eq!(err.status(), StatusCode::FailedPrecondition);
+    assert_eq!(agent.abort(&pending).await?, Some(SnapshotStatus::Pending));
+    Ok(())
+}
+
+#[tokio::test]
+async fn client_managed_agents_refuse_session_ids_and_detach() -> Result<()> {
+    let ai = instance();
+    let agent = ai.define_custom_agent("local", AgentOptions::new(), |_, _| async {
+        Ok(AgentResult::default())
+    });
+    let chat = agent.chat_from(AgentInit {
+        session_id: Some("s1".into()),
+        ..AgentInit::default()
+    });
+    let err = chat.send(Message::user("hi")).await.unwrap_err();
+    assert_eq!(err.status(), StatusCode::FailedPrecondition);
+    assert!(
+        err.message().contains("Cannot use 'sessionId'"),
+        "{}",
+        err.message()
+    );
+    let err = agent
+        .action()
+        .run(
+            AgentInit::default(),
+            [AgentInput::message(Message::user("hi")).with_detach()],
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.status(), StatusCode::FailedPrecondition);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_prompt_agent_on_a_prompt_file() -> Result<()> {
+    let dir = std::env::temp_dir().join(format!("genkit-agent-prompts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(
+        dir.join("helper.prompt"),
+        "---\nmodel: scripted\n---\n{{role \"system\"}}\nYou help with files.\n",
+    )?;
+    let ai = Genkit::builder().prompt_dir(&dir).build()?;
+    let model = ProgrammableModel::define(ai.registry(), "scripted").respond_text("sure");
+    let prompt = ai.prompt::<Value, Value>("helper")?;
+    let agent = ai.define_prompt_agent("fileHelper", &prompt, AgentOptions::new());
+    let output = agent.chat().send(Message::user("help")).await?;
+    std::fs::remove_dir_all(&dir)?;
+    assert_eq!(output.message.map(|m| m.text()).as_deref(), Some("sure"));
+    let sent: Vec<String> = model.requests()[0]
+        .messages
+        .iter()
+        .map(|m| m.text().trim().to_owned())
+        .collect();
+    assert_eq!(sent, ["You help with files.", "help"]);
+    // The prompt's system message stays out of the session.
+    let kept: Vec<String> = output
+        .state
+        .unwrap_or_default()
+        .messages()
+        .iter()
+        .map(Message::text)
+        .collect();
+    assert_eq!(kept, ["help", "sure"]);
+    Ok(())
+}
