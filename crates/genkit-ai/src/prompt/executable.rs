@@ -156,6 +156,8 @@ impl<I: Serialize, O> ExecutablePrompt<I, O> {
         };
         let format = output.as_ref().and_then(|o| o.format.clone());
         let schema = output.and_then(|o| o.json_schema);
+        let parser =
+            crate::generate::stream_parser(&core.registry, format.as_deref(), schema.as_ref());
         let inner = ActionStream::new(move |send| {
             Box::pin(async move {
                 let options = render(&core, input?, overrides).await?;
@@ -166,7 +168,7 @@ impl<I: Serialize, O> ExecutablePrompt<I, O> {
                 stream.response().await
             })
         });
-        GenerateStream::new(inner, format.as_deref(), schema.as_ref())
+        GenerateStream::new(inner, parser)
     }
 }
 
