@@ -174,9 +174,10 @@ impl<I: Serialize, O> ExecutablePrompt<I, O> {
 
 impl<I: Serialize, O: DeserializeOwned> ExecutablePrompt<I, O> {
     /// Renders the prompt, generates, and returns the structured output as
-    /// `O` (parsed with the prompt's output format, e.g. JSON).
+    /// `O` (parsed with the prompt's output format, e.g. JSON, or a format
+    /// defined in the registry).
     pub async fn run(&self, input: I) -> Result<O> {
-        self.call(input).await?.output::<O>()
+        self.call(input).await?.output_in::<O>(&self.core.registry)
     }
 }
 
