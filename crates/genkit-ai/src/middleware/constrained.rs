@@ -46,3 +46,48 @@ as_generate_middleware!(
     SimulateConstrainedGeneration,
     "simulateConstrainedGeneration"
 );
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::middleware::test_support::{ScriptedTail, request, run_layer};
+    use crate::types::{ConstrainedSupport, Message, OutputConfig};
+    use serde_json::json;
+
+    fn constrained_request() -> GenerateRequest {
+        let mut req = request(vec![Message::user("who?")]);
+        req.output = Some(OutputConfig {
+            constrained: Some(true),
+            schema: Some(json!({"type": "object"})),
+            ..OutputConfig::default()
+        });
+        req
+    }
+
+    #[tokio::test]
+    async fn without_native_support_the_schema_goes_into_the_prompt() {
+        let tail = ScriptedTail::default();
+        let layer = simulate_constrained_generation(None);
+        assert!(layer.applies(&constrained_request()));
+        run_layer(layer, &tail, constrained_request())
+            .await
+            .unwrap();
+        let seen = tail.last();
+        assert!(
+            seen.messages[0]
+                .text()
+                .contains("Output should be in JSON format")
+        );
+        assert_eq!(seen.output.unwrap().constrained, Some(false));
+    }
+
+    #[tokio::test]
+    async fn a_model_with_native_support_is_left_alone() {
+        let supports = ModelSupports {
+            constrained: Some(ConstrainedSupport::All),
+            ..ModelSupports::default()
+        };
+        let layer = simulate_constrained_generation(Some(supports));
+        assert!(!layer.applies(&constrained_request()));
+    }
+}

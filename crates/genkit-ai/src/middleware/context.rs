@@ -150,3 +150,25 @@ impl AugmentWithContext {
     }
 }
 as_generate_middleware!(AugmentWithContext, "augmentWithContext");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::middleware::test_support::{ScriptedTail, request, run_layer};
+
+    #[tokio::test]
+    async fn documents_go_into_the_last_user_message_once() {
+        let tail = ScriptedTail::default();
+        let mut req = request(vec![Message::user("q")]);
+        req.docs = Some(vec![DocumentData::from_text("the sky is blue")]);
+        run_layer(augment_with_context(), &tail, req).await.unwrap();
+        let mut messages = tail.last().messages.as_ref().clone();
+        let text = messages[0].text();
+        assert!(text.starts_with("q"), "{text}");
+        assert!(text.contains(CONTEXT_PREFACE), "{text}");
+        assert!(text.contains("the sky is blue"), "{text}");
+        // A second pass leaves the context that is already there.
+        augment_with_context().augment(&mut messages, &[DocumentData::from_text("other")]);
+        assert_eq!(messages[0].text(), text);
+    }
+}

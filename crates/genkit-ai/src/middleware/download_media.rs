@@ -144,3 +144,45 @@ impl ModelMiddleware for DownloadMedia {
     }
 }
 as_generate_middleware!(DownloadMedia, "downloadRequestMedia");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::middleware::test_support::{ScriptedTail, request, run_layer};
+    use crate::types::{Message, Role};
+
+    fn fetcher() -> MediaFetcher {
+        Arc::new(|_url, _max| {
+            Box::pin(async { Ok((b"abc".to_vec(), Some("image/png".to_owned()))) })
+        })
+    }
+
+    fn with_image() -> GenerateRequest {
+        request(vec![Message::new(
+            Role::User,
+            vec![Part::media("https://example.com/a.png", None)],
+        )])
+    }
+
+    #[tokio::test]
+    async fn http_media_becomes_a_data_url() {
+        let tail = ScriptedTail::default();
+        run_layer(download_request_media(fetcher()), &tail, with_image())
+            .await
+            .unwrap();
+        let seen = tail.last();
+        let PartKind::Media(media) = &seen.messages[0].content[0].kind else {
+            panic!("not media");
+        };
+        assert_eq!(media.url, "data:image/png;base64,YWJj");
+    }
+
+    #[tokio::test]
+    async fn media_over_the_size_limit_is_refused() {
+        let tail = ScriptedTail::default();
+        let layer = download_request_media(fetcher()).max_bytes(2);
+        let err = run_layer(layer, &tail, with_image()).await.unwrap_err();
+        assert_eq!(err.status(), genkit_core::StatusCode::InvalidArgument);
+        assert_eq!(tail.calls(), 0);
+    }
+}

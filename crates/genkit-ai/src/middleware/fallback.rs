@@ -93,3 +93,39 @@ impl ModelMiddleware for Fallback {
     }
 }
 as_generate_middleware!(Fallback, "fallback");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::middleware::test_support::{ScriptedTail, request, run_layer};
+    use crate::testing::ProgrammableModel;
+    use crate::types::Message;
+
+    #[tokio::test]
+    async fn a_fallback_status_sends_the_request_to_the_next_model() {
+        let reg = Registry::new();
+        let backup = ProgrammableModel::define(&reg, "backup").respond_text("from backup");
+        let tail = ScriptedTail::default().then_fail(Error::new(StatusCode::Unavailable, "down"));
+        let out = run_layer(
+            fallback(&reg, ["backup"]),
+            &tail,
+            request(vec![Message::user("x")]),
+        );
+        assert_eq!(out.await.unwrap().text(), "from backup");
+        assert_eq!(backup.requests()[0].messages[0].text(), "x");
+    }
+
+    #[tokio::test]
+    async fn other_statuses_fail_without_a_fallback() {
+        let reg = Registry::new();
+        let backup = ProgrammableModel::define(&reg, "backup").respond_text("unused");
+        let tail = ScriptedTail::default().then_fail(Error::invalid_argument("bad"));
+        let out = run_layer(
+            fallback(&reg, ["backup"]),
+            &tail,
+            request(vec![Message::user("x")]),
+        );
+        assert_eq!(out.await.unwrap_err().status(), StatusCode::InvalidArgument);
+        assert_eq!(backup.call_count(), 0);
+    }
+}

@@ -50,6 +50,9 @@ mod system_prompt;
 mod validate_support;
 
 pub use chain::{GenerateTurn, Hook, ModelCall, Next, Tail, ToolCall};
+
+#[cfg(test)]
+mod test_support;
 pub use constrained::{SimulateConstrainedGeneration, simulate_constrained_generation};
 pub use context::{AugmentWithContext, CONTEXT_PREFACE, augment_with_context};
 #[cfg(feature = "download-media")]

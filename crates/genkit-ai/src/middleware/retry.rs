@@ -147,3 +147,46 @@ impl ModelMiddleware for Retry {
     }
 }
 as_generate_middleware!(Retry, "retry");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::middleware::test_support::{ScriptedTail, request, run_layer};
+    use crate::types::Message;
+
+    fn quick() -> Retry {
+        retry()
+            .initial_delay(Duration::from_millis(1))
+            .jitter(false)
+    }
+
+    #[tokio::test]
+    async fn retries_retryable_errors_until_the_model_answers() {
+        let tail = ScriptedTail::default()
+            .then_fail(Error::new(StatusCode::Unavailable, "busy"))
+            .then_fail(Error::new(StatusCode::Unavailable, "busy"));
+        let out = run_layer(quick(), &tail, request(vec![Message::user("x")])).await;
+        assert_eq!(out.unwrap().text(), "ok");
+        assert_eq!(tail.calls(), 3);
+    }
+
+    #[tokio::test]
+    async fn other_errors_and_exhausted_retries_fail() {
+        let tail = ScriptedTail::default().then_fail(Error::invalid_argument("bad"));
+        let err = run_layer(quick(), &tail, request(vec![Message::user("x")])).await;
+        assert_eq!(err.unwrap_err().status(), StatusCode::InvalidArgument);
+        assert_eq!(tail.calls(), 1);
+
+        let tail = ScriptedTail::default()
+            .then_fail(Error::new(StatusCode::Unavailable, "1"))
+            .then_fail(Error::new(StatusCode::Unavailable, "2"));
+        let err = run_layer(
+            quick().max_retries(1),
+            &tail,
+            request(vec![Message::user("x")]),
+        )
+        .await;
+        assert_eq!(err.unwrap_err().message(), "2");
+        assert_eq!(tail.calls(), 2);
+    }
+}

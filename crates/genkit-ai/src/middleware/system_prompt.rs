@@ -59,3 +59,35 @@ impl ModelMiddleware for SimulateSystemPrompt {
     }
 }
 as_generate_middleware!(SimulateSystemPrompt, "simulateSystemPrompt");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::middleware::test_support::{ScriptedTail, request, run_layer};
+
+    #[tokio::test]
+    async fn the_system_message_becomes_a_user_turn_and_an_acknowledgement() {
+        let tail = ScriptedTail::default();
+        let req = request(vec![
+            Message::new(Role::System, "be brief"),
+            Message::user("hi"),
+        ]);
+        run_layer(simulate_system_prompt(), &tail, req)
+            .await
+            .unwrap();
+        let seen: Vec<(Role, String)> = tail
+            .last()
+            .messages
+            .iter()
+            .map(|m| (m.role, m.text()))
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                (Role::User, "SYSTEM INSTRUCTIONS:\nbe brief".to_owned()),
+                (Role::Model, "Understood.".to_owned()),
+                (Role::User, "hi".to_owned()),
+            ]
+        );
+    }
+}

@@ -57,3 +57,32 @@ impl ModelMiddleware for ValidateSupport {
     }
 }
 as_generate_middleware!(ValidateSupport, "validateSupport");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::middleware::test_support::{ScriptedTail, request, run_layer};
+    use crate::types::Message;
+
+    #[tokio::test]
+    async fn unsupported_features_are_refused_before_the_model() {
+        let tail = ScriptedTail::default();
+        let supports = ModelSupports {
+            multiturn: Some(false),
+            ..ModelSupports::default()
+        };
+        let req = request(vec![Message::user("a"), Message::user("b")]);
+        let err = run_layer(validate_support("m", supports.clone()), &tail, req).await;
+        assert_eq!(
+            err.unwrap_err().message(),
+            "Model 'm' does not support multiple messages, but 2 were provided."
+        );
+        assert_eq!(tail.calls(), 0);
+        let ok = run_layer(
+            validate_support("m", supports),
+            &tail,
+            request(vec![Message::user("a")]),
+        );
+        assert_eq!(ok.await.unwrap().text(), "ok");
+    }
+}
