@@ -61,7 +61,9 @@ impl LoopState {
     }
 }
 
-/// How one turn ended.
+/// How one turn ended. (Not boxed: it is moved once per turn, and boxing
+/// the response would cost an allocation per call.)
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum TurnOutcome {
     /// The loop is over: the call's response.
     Done(GenerateResponse),

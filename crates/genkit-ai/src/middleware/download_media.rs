@@ -5,6 +5,8 @@ use super::{GenerateMiddleware, ModelCallCtx, ModelMiddleware, ModelNext};
 use crate::types::{GenerateRequest, GenerateResponse, Part, PartKind};
 use async_trait::async_trait;
 use futures::future::BoxFuture;
+#[cfg(feature = "download-media")]
+use genkit_core::StatusCode;
 use genkit_core::{Error, Result};
 use std::sync::Arc;
 
