@@ -245,7 +245,7 @@ impl Engine {
         ctx: &GenerateCallCtx,
     ) -> Result<TurnOutcome> {
         if self.middleware.is_empty() {
-            return self.clone().turn(raw, state, ctx.clone()).await;
+            return self.turn(raw, state, ctx).await;
         }
         let engine = self.clone();
         let tail = Arc::new(move |env: GenerateEnvelope, ctx: GenerateCallCtx| {
@@ -255,11 +255,7 @@ impl Engine {
                 message_index: env.message_index,
             };
             Box::pin(async move {
-                match engine
-                    .clone()
-                    .turn(Box::new(env.request), state, ctx.clone())
-                    .await?
-                {
+                match engine.turn(Box::new(env.request), state, &ctx).await? {
                     TurnOutcome::Done(response) => Ok(response),
                     TurnOutcome::Next { request, state } => engine.run(request, state, ctx).await,
                 }
@@ -284,18 +280,8 @@ impl Engine {
     }
 
     /// One turn of the loop: ends the loop (exits A, B, C) or says which
-    /// request the next turn runs. (Boxed: the turn's future is `Send` for
-    /// any lifetime, which the middleware tail needs.)
-    fn turn(
-        self: Arc<Self>,
-        raw: Box<GenerateActionOptions>,
-        state: LoopState,
-        ctx: GenerateCallCtx,
-    ) -> BoxFuture<'static, Result<TurnOutcome>> {
-        Box::pin(async move { self.turn_inner(raw, state, &ctx).await })
-    }
-
-    async fn turn_inner(
+    /// request the next turn runs.
+    async fn turn(
         self: &Arc<Self>,
         mut raw: Box<GenerateActionOptions>,
         state: LoopState,
