@@ -160,7 +160,8 @@ pub struct GenerateOptions {
     pub resume: Option<GenerateActionResume>,
     /// Return tool requests instead of running tools.
     pub return_tool_requests: Option<bool>,
-    /// Limit of tool-loop turns (default 5).
+    /// Limit of tool-loop turns (default 5; never more than the cap in
+    /// `limits`, 100 unless raised).
     pub max_turns: Option<u32>,
     /// Name of the span of each turn (default `generate`).
     pub step_name: Option<String>,
@@ -350,7 +351,8 @@ impl GenerateOptions {
         self
     }
 
-    /// Limits the tool loop (default 5 turns).
+    /// Limits the tool loop (default 5 turns). A limit above the cap of
+    /// [`limits`](Self::limits) (100 unless raised) is lowered to the cap.
     pub fn max_turns(mut self, turns: u32) -> Self {
         self.max_turns = Some(turns);
         self
