@@ -217,7 +217,9 @@ impl Engine {
                 None => Span::start(&opts),
             };
             span.set_input(&raw);
-            let step = span.scope(self.step(raw, state, &ctx)).await;
+            // Boxed: a turn's future is large, and the loop's own state stays
+            // small instead of holding (and moving) it.
+            let step = span.scope(Box::pin(self.step(raw, state, &ctx))).await;
             spans.push(span);
             match step {
                 Ok(TurnOutcome::Next {
