@@ -180,6 +180,23 @@ impl Registry {
         Ok(())
     }
 
+    /// Names of the plugins registered here and in the ancestors, in
+    /// registration order (ancestors first).
+    pub fn plugin_names(&self) -> Vec<String> {
+        let mut names = match &self.inner.parent {
+            Some(p) => p.plugin_names(),
+            None => Vec::new(),
+        };
+        names.extend(
+            self.inner
+                .plugins
+                .read()
+                .iter()
+                .map(|p| p.plugin.name().to_owned()),
+        );
+        names
+    }
+
     fn plugin_slot(&self, name: &str) -> Option<Arc<PluginSlot>> {
         self.inner
             .plugins

@@ -434,6 +434,15 @@ impl Genkit {
         define_middleware(&self.registry, name, description, factory)
     }
 
+    /// Registers an output format (Genkit's `defineFormat`), so `generate`,
+    /// streaming, `/util/generate` and prompts can ask for it by name.
+    pub fn define_format(
+        &self,
+        format: impl genkit_ai::formats::Format + 'static,
+    ) -> Arc<dyn genkit_ai::formats::Format> {
+        genkit_ai::formats::define_format(&self.registry, format)
+    }
+
     /// Registers a named JSON schema usable from prompt frontmatter.
     pub fn define_schema(&self, name: &str, schema: Value) -> Result<()> {
         genkit_ai::prompt::define_schema(&self.registry, name, schema)

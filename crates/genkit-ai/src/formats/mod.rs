@@ -1,5 +1,9 @@
 //! Output formats: how a generate call asks for structured output and reads it back.
 //!
+//! A request names its format with an [`OutputFormat`]; formats are found in the
+//! registry ([`define_format`] adds one, as Genkit JS's `defineFormat` does; the
+//! built-ins are always there) or in a [`Formats`] set, both [`FormatSource`]s.
+//!
 //! A [`Format`] (`json`, `array`, `enum`, `jsonl`, `text`, or your own) has a name, a
 //! [`FormatConfig`] merged into the request's output options, and makes a
 //! [`FormatHandler`] for a given JSON Schema. The handler supplies instructions text
@@ -16,6 +20,8 @@ mod array;
 mod enumeration;
 mod json;
 mod jsonl;
+mod output_format;
+mod registry;
 mod text;
 
 use std::sync::Arc;
@@ -26,6 +32,8 @@ pub use array::ArrayFormat;
 pub use enumeration::EnumFormat;
 pub use json::JsonFormat;
 pub use jsonl::JsonlFormat;
+pub use output_format::OutputFormat;
+pub use registry::{FormatSource, builtin_formats, define_format, lookup_format};
 pub use text::TextFormat;
 
 use crate::extract::ExtractError;
@@ -352,7 +360,7 @@ pub fn inject_instructions(messages: &mut [Message], instructions: &str) -> bool
 /// Returns the resolved format (none when the request has no output options).
 pub fn apply_format(
     options: &mut GenerateActionOptions,
-    formats: &Formats,
+    formats: &(impl FormatSource + ?Sized),
 ) -> Result<Option<Arc<dyn Format>>, FormatError> {
     let Some(output) = options.output.as_mut() else {
         return Ok(None);
@@ -360,7 +368,9 @@ pub fn apply_format(
     if output.json_schema.is_some() && output.format.is_none() {
         output.format = Some("json".to_owned());
     }
-    let Some(format) = formats.resolve_output(Some(output))? else {
+    let Some(format) =
+        formats.resolve_format(output.format.as_deref(), output.json_schema.is_some())?
+    else {
         return Ok(None);
     };
     let instructions = resolve_instructions(

@@ -1,16 +1,17 @@
-//! The tool loop (Genkit's `generateHelper` / `generateActionTurn`): one
-//! `generate` span per turn; each turn resolves model, tools and format,
-//! calls the model through the middleware chain, and leaves by one of three
-//! exits — (A) no tool requests or `returnToolRequests`, (B) too many turns
-//! (`ABORTED`, checked before any tool runs), (C) a tool interrupted — or
-//! runs the tools and recurses into the next turn.
+//! The tool loop (Genkit's `generateHelper` / `generateActionTurn`): a loop
+//! over [`LoopState`], one `generate` span per turn (each nested in the one
+//! before). Each turn resolves model, tools and format, calls the model
+//! through the middleware chain, and leaves by one of three exits — (A) no
+//! tool requests or `returnToolRequests`, (B) too many turns (`ABORTED`,
+//! checked before any tool runs), (C) a tool interrupted — or runs the tools
+//! and hands the next turn's request back to the loop.
 
-use super::options::ToolErrorPolicy;
+use super::options::{LoopLimits, ToolErrorPolicy};
 use super::tool_defs::tool_definitions;
 use super::tools::{
     ResumeOutcome, ToolRun, resolve_resume, resolve_tool_requests, resolve_tools, tool_map,
 };
-use crate::formats::{FormatHandler, Formats, apply_format};
+use crate::formats::{FormatHandler, FormatSource, apply_format};
 use crate::middleware::{
     GenerateCallCtx, GenerateEnvelope, GenerateMiddleware, GenerateModelHook, GenerateNext,
     ModelCallCtx, ModelFn, ModelMiddleware, ModelNext, augment_with_context,
@@ -18,24 +19,77 @@ use crate::middleware::{
 use crate::model::{call_model, lookup_model, model_info};
 use crate::types::{
     FinishReason, GenerateActionOptions, GenerateRequest, GenerateResponse, GenerateResponseChunk,
-    Message, Metadata, OutputConfig, Role,
+    Message, Metadata, OutputConfig, Role, ToolChoice,
 };
 use futures::future::BoxFuture;
 use genkit_core::schema::SchemaValidator;
-use genkit_core::tracing::{SpanOptions, SpanType, in_span, is_recording};
+use genkit_core::tracing::{Span, SpanOptions, SpanType};
 use genkit_core::{ActionKind, DynAction, Error, Registry, Result, RunOptions, StatusCode};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
 
 /// Default limit of tool-loop turns.
 pub const DEFAULT_MAX_TURNS: u32 = 5;
 
-pub(crate) fn default_formats() -> &'static Formats {
-    static FORMATS: OnceLock<Formats> = OnceLock::new();
-    FORMATS.get_or_init(Formats::default)
+/// Where the tool loop stands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct LoopState {
+    /// The turn about to run; 0 for the first model call.
+    pub(crate) turn: u32,
+    /// Index of the message the turn will produce.
+    pub(crate) message_index: u32,
+}
+
+impl LoopState {
+    /// After a turn whose tools ran: the next model call.
+    fn next_turn(self) -> Self {
+        Self {
+            turn: self.turn + 1,
+            message_index: self.message_index + 1,
+        }
+    }
+
+    /// After a resume appended its tool message: the same turn, one message on.
+    fn after_resume(self) -> Self {
+        Self {
+            message_index: self.message_index + 1,
+            ..self
+        }
+    }
+}
+
+/// How one turn ended. (Not boxed: it is moved once per turn, and boxing
+/// the response would cost an allocation per call.)
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum TurnOutcome {
+    /// The loop is over: the call's response.
+    Done(GenerateResponse),
+    /// Tools ran (or a resume was applied): the next turn's request.
+    Next {
+        request: Box<GenerateActionOptions>,
+        state: LoopState,
+    },
+}
+
+/// Closes the turns' spans, innermost first, with the call's result (every
+/// turn's span records the final response, as nested calls would).
+fn close_turn_spans(
+    spans: Vec<Span>,
+    mut result: Result<GenerateResponse>,
+) -> Result<GenerateResponse> {
+    for mut span in spans.into_iter().rev() {
+        match &mut result {
+            Ok(response) => {
+                span.set_output(response);
+                span.end_ok();
+            }
+            Err(e) => span.end_err(e),
+        }
+    }
+    result
 }
 
 /// Stamps streamed chunks with their message index and role: the index moves
@@ -94,6 +148,8 @@ pub(crate) struct Engine {
     pub(crate) middleware: Arc<[Arc<dyn GenerateMiddleware>]>,
     model_hooks: Arc<[Arc<dyn ModelMiddleware>]>,
     pub(crate) tool_errors: ToolErrorPolicy,
+    pub(crate) limits: LoopLimits,
+    tool_choice_once: bool,
     indexer: ChunkIndexer,
     resolved: Mutex<Option<Arc<Resolved>>>,
 }
@@ -112,6 +168,8 @@ impl Engine {
         registry: Registry,
         middleware: Vec<Arc<dyn GenerateMiddleware>>,
         tool_errors: ToolErrorPolicy,
+        limits: LoopLimits,
+        tool_choice_once: bool,
     ) -> Arc<Self> {
         let model_hooks: Vec<Arc<dyn ModelMiddleware>> = middleware
             .iter()
@@ -122,62 +180,98 @@ impl Engine {
             middleware: middleware.into(),
             model_hooks: model_hooks.into(),
             tool_errors,
+            limits,
+            tool_choice_once,
             indexer: ChunkIndexer::default(),
             resolved: Mutex::new(None),
         })
     }
 
-    /// One turn in its own `generate` span (recursion gives one nested span per turn).
-    pub(crate) fn helper(
+    /// Runs the tool loop from `state` to its end: one `generate` span per
+    /// turn, each opened inside the previous turn's span (so the spans nest
+    /// as Genkit JS's recursion nests them), all closed with the final
+    /// response once the loop ends.
+    pub(crate) fn run(
         self: Arc<Self>,
         raw: Box<GenerateActionOptions>,
-        turn: u32,
-        message_index: u32,
+        state: LoopState,
         ctx: GenerateCallCtx,
     ) -> BoxFuture<'static, Result<GenerateResponse>> {
-        Box::pin(async move {
-            let name = raw
-                .step_name
-                .clone()
-                .unwrap_or_else(|| "generate".to_owned());
-            let input = if is_recording() {
-                serde_json::to_string(&raw).ok()
-            } else {
-                None
-            };
-            let fut = self.run_middleware(raw, turn, message_index, ctx);
-            in_span(SpanOptions::new(name, SpanType::Util), input, fut).await
-        })
+        Box::pin(self.run_loop(raw, state, ctx))
     }
 
-    /// The generate-level middleware chain around one turn.
-    async fn run_middleware(
+    async fn run_loop(
         self: Arc<Self>,
-        raw: Box<GenerateActionOptions>,
-        turn: u32,
-        message_index: u32,
+        mut raw: Box<GenerateActionOptions>,
+        mut state: LoopState,
         ctx: GenerateCallCtx,
     ) -> Result<GenerateResponse> {
+        let mut spans: Vec<Span> = Vec::new();
+        let result = loop {
+            let opts = SpanOptions::new(
+                raw.step_name.as_deref().unwrap_or("generate").to_owned(),
+                SpanType::Util,
+            );
+            let mut span = match spans.last() {
+                Some(parent) => parent.start_child(&opts),
+                None => Span::start(&opts),
+            };
+            span.set_input(&raw);
+            // Boxed: a turn's future is large, and the loop's own state stays
+            // small instead of holding (and moving) it.
+            let step = span.scope(Box::pin(self.step(raw, state, &ctx))).await;
+            spans.push(span);
+            match step {
+                Ok(TurnOutcome::Next {
+                    request,
+                    state: next,
+                }) => {
+                    raw = request;
+                    state = next;
+                }
+                Ok(TurnOutcome::Done(response)) => break Ok(response),
+                Err(e) => break Err(e),
+            }
+        };
+        close_turn_spans(spans, result)
+    }
+
+    /// One turn, through the generate-level middleware if there is any.
+    /// A generate hook wraps its turn and every turn after it (its `next`
+    /// returns the call's final response, as in Genkit JS), so with
+    /// middleware the turns after this one run inside its chain.
+    async fn step(
+        self: &Arc<Self>,
+        raw: Box<GenerateActionOptions>,
+        state: LoopState,
+        ctx: &GenerateCallCtx,
+    ) -> Result<TurnOutcome> {
         if self.middleware.is_empty() {
-            return self.turn(raw, turn, message_index, ctx).await;
+            return self.turn(raw, state, ctx).await;
         }
         let engine = self.clone();
         let tail = Arc::new(move |env: GenerateEnvelope, ctx: GenerateCallCtx| {
-            engine.clone().turn(
-                Box::new(env.request),
-                env.current_turn,
-                env.message_index,
-                ctx,
-            )
+            let engine = engine.clone();
+            let state = LoopState {
+                turn: env.current_turn,
+                message_index: env.message_index,
+            };
+            Box::pin(async move {
+                match engine.turn(Box::new(env.request), state, &ctx).await? {
+                    TurnOutcome::Done(response) => Ok(response),
+                    TurnOutcome::Next { request, state } => engine.run(request, state, ctx).await,
+                }
+            }) as BoxFuture<'static, Result<GenerateResponse>>
         });
         let env = GenerateEnvelope {
             request: *raw,
-            current_turn: turn,
-            message_index,
+            current_turn: state.turn,
+            message_index: state.message_index,
         };
         GenerateNext::new(self.middleware.clone(), tail)
-            .run(env, ctx)
+            .run(env, ctx.clone())
             .await
+            .map(TurnOutcome::Done)
     }
 
     fn emit(&self, ctx: &GenerateCallCtx, role: Role, mut chunk: GenerateResponseChunk) {
@@ -187,33 +281,23 @@ impl Engine {
         }
     }
 
-    /// One turn of the loop.
-    fn turn(
-        self: Arc<Self>,
-        raw: Box<GenerateActionOptions>,
-        turn: u32,
-        message_index: u32,
-        ctx: GenerateCallCtx,
-    ) -> BoxFuture<'static, Result<GenerateResponse>> {
-        Box::pin(async move { self.turn_inner(raw, turn, message_index, ctx).await })
-    }
-
-    async fn turn_inner(
-        self: Arc<Self>,
+    /// One turn of the loop: ends the loop (exits A, B, C) or says which
+    /// request the next turn runs.
+    async fn turn(
+        self: &Arc<Self>,
         mut raw: Box<GenerateActionOptions>,
-        turn: u32,
-        message_index: u32,
-        ctx: GenerateCallCtx,
-    ) -> Result<GenerateResponse> {
+        state: LoopState,
+        ctx: &GenerateCallCtx,
+    ) -> Result<TurnOutcome> {
         // Resolve the model, the tools (plus middleware tools) and the format.
         let resolved = self.resolve_model_and_tools(&raw).await?;
         let (model, tools, tools_by_name) =
             (&resolved.model, &resolved.tools, &resolved.tools_by_name);
-        apply_format(&mut raw, default_formats())
+        apply_format(&mut raw, &self.registry)
             .map_err(|e| Error::invalid_argument(e.to_string()))?;
 
         if raw.resume.is_some() {
-            match resolve_resume(&self, &raw, tools_by_name, &ctx).await? {
+            match resolve_resume(self, &raw, tools_by_name, ctx).await? {
                 ResumeOutcome::Interrupted(message) => {
                     return Err(Error::failed_precondition(
                         "One or more tools triggered an interrupt during a restarted execution.",
@@ -225,16 +309,19 @@ impl Engine {
                     tool_message,
                 } => {
                     self.emit(
-                        &ctx,
+                        ctx,
                         Role::Tool,
                         GenerateResponseChunk::new(tool_message.content.clone()),
                     );
-                    return self.helper(request, turn, message_index + 1, ctx).await;
+                    return Ok(TurnOutcome::Next {
+                        request,
+                        state: state.after_resume(),
+                    });
                 }
             }
         }
 
-        if turn == 0 {
+        if state.turn == 0 {
             // Once per call, not once per turn of the same request.
             warn_about_capabilities(&raw, tools, model);
         }
@@ -255,11 +342,11 @@ impl Engine {
         let output = request.output.clone();
         let is_background = model.desc().kind == ActionKind::BackgroundModel;
 
-        let response = self.dispatch_model(model, request, &ctx).await;
+        let response = self.dispatch_model(model, request, ctx).await;
         raw.messages = Arc::try_unwrap(history).unwrap_or_else(|shared| (*shared).clone());
         let mut response = response?;
         if is_background {
-            return Ok(response);
+            return Ok(TurnOutcome::Done(response));
         }
         assert_valid(&response)?;
         let mut message = response
@@ -286,40 +373,37 @@ impl Engine {
             if !has_tool_requests {
                 let output = output.as_ref();
                 validate_output(
+                    &self.registry,
                     &message,
                     output.and_then(|o| o.format.as_deref()),
                     output.and_then(|o| o.schema.as_ref()),
+                    response.finish_reason(),
                 )?;
             }
-            return Ok(finish(raw, response, message));
+            return Ok(TurnOutcome::Done(finish(raw, response, message)));
         }
         // Exit B: the loop guard, before any tool runs.
-        let max_turns = raw.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
-        if turn + 1 > max_turns {
+        if let Some(error) = self.limits.turn_limit_error(raw.max_turns, state.turn) {
             let response = finish(raw, response, message);
             let request_json = serde_json::to_value(&response.request).unwrap_or(Value::Null);
-            return Err(Error::new(
-                StatusCode::Aborted,
-                format!("Exceeded maximum tool call iterations ({max_turns})"),
-            )
-            .with_details(json!({
+            return Err(error.with_details(json!({
                 "response": serde_json::to_value(&response).unwrap_or(Value::Null),
                 "request": request_json,
             })));
         }
-        match resolve_tool_requests(&self, &raw, &message, tools_by_name, &ctx).await? {
+        match resolve_tool_requests(self, &raw, &message, tools_by_name, ctx).await? {
             // Exit C: a tool interrupted.
             ToolRun::Interrupted(revised) => {
                 let mut response = finish(raw, response, revised);
                 response.finish_reason = Some(FinishReason::Interrupted);
                 response.finish_message =
                     Some("One or more tool calls resulted in interrupts.".into());
-                Ok(response)
+                Ok(TurnOutcome::Done(response))
             }
             ToolRun::Completed(tool_message) => {
                 if let (Some(tm), true) = (&tool_message, ctx.on_chunk.is_some()) {
                     self.emit(
-                        &ctx,
+                        ctx,
                         Role::Tool,
                         GenerateResponseChunk::new(tm.content.clone()),
                     );
@@ -329,7 +413,14 @@ impl Engine {
                 if let Some(tm) = tool_message {
                     next.messages.push(tm);
                 }
-                self.helper(next, turn + 1, message_index + 1, ctx).await
+                // A tool forced once: the model may answer from here on.
+                if self.tool_choice_once && next.tool_choice == Some(ToolChoice::Required) {
+                    next.tool_choice = Some(ToolChoice::Auto);
+                }
+                Ok(TurnOutcome::Next {
+                    request: next,
+                    state: state.next_turn(),
+                })
             }
         }
     }
@@ -373,7 +464,12 @@ impl Engine {
                     Error::invalid_argument("Must supply a `model` to `generate()` calls.")
                 })?,
         };
-        lookup_model(&self.registry, &name).await
+        match lookup_model(&self.registry, &name).await {
+            Err(e) if e.status() == StatusCode::NotFound => {
+                Err(missing_model_error(&self.registry, &name, self.limits.wire_messages()).await)
+            }
+            found => found,
+        }
     }
 
     /// [`to_model_request`](Self::to_model_request), taking the options'
@@ -581,13 +677,15 @@ fn annotate_output_format(message: &mut Message, output: Option<&OutputConfig>) 
         .insert("generate".into(), json!({ "output": out }));
 }
 
-/// The handler that parses output of `format` for `schema`.
+/// The handler that parses output of `format` for `schema`, with the
+/// format found in `formats` (the registry, or the built-ins).
 pub(crate) fn format_handler(
+    formats: &(impl FormatSource + ?Sized),
     format: Option<&str>,
     schema: Option<&Value>,
 ) -> Result<Option<Box<dyn FormatHandler>>> {
-    let Some(f) = default_formats()
-        .resolve(format, schema.is_some())
+    let Some(f) = formats
+        .resolve_format(format, schema.is_some())
         .map_err(|e| Error::invalid_argument(e.to_string()))?
     else {
         return Ok(None);
@@ -597,14 +695,104 @@ pub(crate) fn format_handler(
         .map_err(|e| Error::invalid_argument(e.to_string()))
 }
 
+/// How much of the model's text an output error shows.
+const RAW_TEXT_SHOWN: usize = 500;
+
 /// With an output schema, the final message's parsed output must conform.
-fn validate_output(message: &Message, format: Option<&str>, schema: Option<&Value>) -> Result<()> {
+/// The error shows what the model wrote and why it stopped, since output cut
+/// off at the token limit is the usual reason.
+fn validate_output(
+    formats: &Registry,
+    message: &Message,
+    format: Option<&str>,
+    schema: Option<&Value>,
+    finish_reason: Option<FinishReason>,
+) -> Result<()> {
     let Some(schema) = schema else { return Ok(()) };
-    let output = match format_handler(format, Some(schema))? {
+    let checked = match format_handler(formats, format, Some(schema))? {
         Some(h) => h
             .parse_message(message)
-            .map_err(|e| Error::invalid_argument(e.to_string()))?,
-        None => message.output().unwrap_or(Value::Null),
+            .map_err(|e| Error::invalid_argument(e.to_string())),
+        None => Ok(message.output().unwrap_or(Value::Null)),
+    }
+    .and_then(|output| SchemaValidator::compile(schema)?.validate(&output));
+    checked.map_err(|e| output_error(e, &message.text(), finish_reason))
+}
+
+/// An output error with the raw text (truncated) and the finish reason:
+/// both always in the details (`finishReason`, `rawText`), and in the
+/// message when the model did not stop normally (output cut off at the
+/// token limit is the usual cause of output that fails its schema). After a
+/// normal stop the message stays Genkit JS's, which shows the parsed data.
+fn output_error(error: Error, text: &str, finish_reason: Option<FinishReason>) -> Error {
+    let total = text.chars().count();
+    let shown: String = text.chars().take(RAW_TEXT_SHOWN).collect();
+    let mut details = match error.details() {
+        Some(Value::Object(map)) => map.clone(),
+        _ => serde_json::Map::new(),
     };
-    SchemaValidator::compile(schema)?.validate(&output)
+    details.insert(
+        "finishReason".into(),
+        finish_reason.map_or(Value::Null, |r| Value::from(r.as_str())),
+    );
+    details.insert("rawText".into(), Value::from(shown.clone()));
+    let message = if finish_reason == Some(FinishReason::Stop) {
+        error.message().to_owned()
+    } else {
+        let reason = match finish_reason {
+            Some(FinishReason::Length) => "'length' (the model hit its output token limit; \
+                 raise `maxOutputTokens` in the config)"
+                .to_owned(),
+            Some(r) => format!("'{}'", r.as_str()),
+            None => "none given".to_owned(),
+        };
+        let more = if total > RAW_TEXT_SHOWN {
+            format!(" … ({} more characters)", total - RAW_TEXT_SHOWN)
+        } else {
+            String::new()
+        };
+        format!(
+            "{}\nFinish reason: {reason}.\nModel output ({total} characters): {shown:?}{more}",
+            error.message()
+        )
+    };
+    Error::new(error.status(), message).with_details(Value::Object(details))
+}
+
+/// `Model 'x' not found`, with the models and plugins that are registered
+/// (in the details `registeredModels` / `registeredPlugins`, and in the
+/// message unless the caller wants Genkit JS's exact messages, as
+/// `/util/generate` does) and how to add a provider.
+async fn missing_model_error(registry: &Registry, name: &str, wire_messages: bool) -> Error {
+    let models: Vec<String> = registry
+        .list_resolvable_actions()
+        .await
+        .into_values()
+        .filter(|d| matches!(d.kind, ActionKind::Model | ActionKind::BackgroundModel))
+        .map(|d| d.name)
+        .collect();
+    let plugins = registry.plugin_names();
+    let details = json!({"registeredModels": models, "registeredPlugins": plugins});
+    if wire_messages {
+        return Error::not_found(format!("Model '{name}' not found")).with_details(details);
+    }
+    let list = |items: &[String]| {
+        if items.is_empty() {
+            "none".to_owned()
+        } else {
+            items
+                .iter()
+                .map(|i| format!("'{i}'"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    };
+    Error::not_found(format!(
+        "Model '{name}' not found. Registered models: {}. Registered plugins: {}. \
+         A provider's models become available once its plugin is registered \
+         (`Genkit::builder().plugin(...)`); name them `<plugin>/<model>`.",
+        list(&models),
+        list(&plugins),
+    ))
+    .with_details(details)
 }

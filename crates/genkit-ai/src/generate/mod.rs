@@ -9,13 +9,15 @@ mod tool_defs;
 mod tools;
 
 pub use engine::DEFAULT_MAX_TURNS;
-pub use options::{GenerateOptions, ToolErrorPolicy};
+pub use options::{
+    DEFAULT_MAX_TURNS_CAP, DEFAULT_TOOL_CONCURRENCY, GenerateOptions, LoopLimits, ToolErrorPolicy,
+};
 pub use stream::{GenerateChunk, GenerateStream};
 
 use crate::middleware::{GenerateCallCtx, GenerateMiddleware, resolve_middleware};
 use crate::tool::ToolArg;
 use crate::types::{GenerateActionOptions, GenerateResponse, GenerateResponseChunk};
-use engine::Engine;
+use engine::{Engine, LoopState};
 use genkit_core::action::{ActionCtx, ChunkCallback};
 use genkit_core::tracing::{current_cancellation, current_context};
 use genkit_core::{
@@ -39,9 +41,23 @@ pub fn generate(
 pub fn generate_stream(registry: &Registry, options: GenerateOptions) -> GenerateStream {
     let format = options.output.as_ref().and_then(|o| o.format.clone());
     let schema = options.output.as_ref().and_then(|o| o.json_schema.clone());
+    let parser = stream_parser(registry, format.as_deref(), schema.as_ref());
     let registry = registry.clone();
     let inner = ActionStream::new(move |cb| Box::pin(run(&registry, options, Some(cb))));
-    GenerateStream::new(inner, format.as_deref(), schema.as_ref())
+    GenerateStream::new(inner, parser)
+}
+
+/// The parser of a stream's partial output, with the format found in
+/// `registry`. A bad format is reported by the run itself; here it only
+/// means no parsing.
+pub(crate) fn stream_parser(
+    registry: &Registry,
+    format: Option<&str>,
+    schema: Option<&serde_json::Value>,
+) -> Option<Box<dyn crate::formats::FormatHandler>> {
+    engine::format_handler(registry, format, schema)
+        .ok()
+        .flatten()
 }
 
 /// One `generate` call. The options are turned into the engine's inputs
@@ -73,6 +89,8 @@ fn run(
     };
     let middleware = std::mem::take(&mut options.middleware);
     let tool_errors = options.tool_errors;
+    let limits = options.limits;
+    let tool_choice_once = options.tool_choice_once;
     let raw = options.into_action_options(tool_names).map(Box::new);
     async move {
         let raw = raw?;
@@ -81,8 +99,8 @@ fn run(
                 register_dynamic_tool(&child, a).await?;
             }
         }
-        let engine = Engine::new(child, middleware, tool_errors);
-        engine.helper(raw, 0, 0, ctx).await
+        let engine = Engine::new(child, middleware, tool_errors, limits, tool_choice_once);
+        engine.run(raw, LoopState::default(), ctx).await
     }
 }
 
@@ -122,8 +140,16 @@ pub async fn generate_action_options(
         context: ctx.context,
         cancel: ctx.cancel,
     };
-    let engine = Engine::new(child, middleware, ToolErrorPolicy::Fail);
-    engine.helper(Box::new(options), 0, 0, call).await
+    let engine = Engine::new(
+        child,
+        middleware,
+        ToolErrorPolicy::Fail,
+        LoopLimits::default().with_wire_messages(),
+        false,
+    );
+    engine
+        .run(Box::new(options), LoopState::default(), call)
+        .await
 }
 
 /// The typed `/util/generate` action.
@@ -148,25 +174,41 @@ pub fn define_generate_action(registry: &Registry) -> Result<GenerateAction> {
 impl GenerateResponse {
     /// The structured output, parsed with the request's output format
     /// (`json`, `array`, `enum`, `jsonl`, `text`) and converted to `T`.
+    /// For a format defined in a registry, use [`output_in`](Self::output_in).
     pub fn output<T: DeserializeOwned>(&self) -> Result<T> {
-        let value = self.output_value()?;
-        serde_json::from_value(value).map_err(|e| {
-            Error::invalid_argument(format!(
-                "the model output does not fit the requested type: {e}"
-            ))
-        })
+        from_output(self.output_value()?)
     }
 
     /// The structured output as JSON, parsed with the request's output format
-    /// (without one: a data part, or JSON found in the text).
+    /// (without one: a data part, or JSON found in the text). Only built-in
+    /// formats are known here; for a format defined in a registry, use
+    /// [`output_value_in`](Self::output_value_in).
     pub fn output_value(&self) -> Result<serde_json::Value> {
+        self.parse_output(crate::formats::builtin_formats())
+    }
+
+    /// [`output`](Self::output), with formats defined in `registry` too.
+    pub fn output_in<T: DeserializeOwned>(&self, registry: &Registry) -> Result<T> {
+        from_output(self.output_value_in(registry)?)
+    }
+
+    /// [`output_value`](Self::output_value), with formats defined in
+    /// `registry` too.
+    pub fn output_value_in(&self, registry: &Registry) -> Result<serde_json::Value> {
+        self.parse_output(registry)
+    }
+
+    fn parse_output(
+        &self,
+        formats: &(impl crate::formats::FormatSource + ?Sized),
+    ) -> Result<serde_json::Value> {
         let message = self
             .message()
             .ok_or_else(|| Error::failed_precondition("the response has no message"))?;
         let output = self.request.as_ref().and_then(|r| r.output.as_ref());
         let format = output.and_then(|o| o.format.as_deref());
         let schema = output.and_then(|o| o.schema.as_ref());
-        match engine::format_handler(format, schema)? {
+        match engine::format_handler(formats, format, schema)? {
             Some(h) => h
                 .parse_message(message)
                 .map_err(|e| Error::invalid_argument(e.to_string())),
@@ -175,4 +217,13 @@ impl GenerateResponse {
                 .ok_or_else(|| Error::invalid_argument("the model output holds no JSON")),
         }
     }
+}
+
+/// Converts parsed output to the caller's type.
+fn from_output<T: DeserializeOwned>(value: serde_json::Value) -> Result<T> {
+    serde_json::from_value(value).map_err(|e| {
+        Error::invalid_argument(format!(
+            "the model output does not fit the requested type: {e}"
+        ))
+    })
 }

@@ -2,6 +2,7 @@
 //! serializable [`GenerateActionOptions`] plus in-process extras (tools and
 //! middleware by value, context, cancellation).
 
+use crate::formats::OutputFormat;
 use crate::middleware::{GenerateMiddleware, ModelHook, ModelMiddleware};
 use crate::model::ModelRef;
 use crate::tool::ToolArg;
@@ -26,6 +27,107 @@ pub enum ToolErrorPolicy {
     ReturnToModel,
 }
 
+/// Default hard cap on the `maxTurns` a request may ask for.
+pub const DEFAULT_MAX_TURNS_CAP: u32 = 100;
+
+/// Default number of one turn's tool requests that run at once.
+pub const DEFAULT_TOOL_CONCURRENCY: usize = 32;
+
+/// Limits of the tool loop that a request cannot raise: a hard cap on its
+/// `maxTurns` (a request asking for more gets the cap, and ends `ABORTED` at
+/// the cap as at its own limit), and how many of one turn's tool requests run
+/// at once (their results keep request order).
+///
+/// ```
+/// use genkit_ai::generate::LoopLimits;
+/// let limits = LoopLimits::default().max_turns_cap(1_000).tool_concurrency(4);
+/// assert_eq!(limits.max_turns(Some(5_000)), 1_000);
+/// assert_eq!(limits.max_turns(None), 5);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoopLimits {
+    max_turns_cap: u32,
+    tool_concurrency: usize,
+    wire_messages: bool,
+}
+
+impl Default for LoopLimits {
+    fn default() -> Self {
+        Self {
+            max_turns_cap: DEFAULT_MAX_TURNS_CAP,
+            tool_concurrency: DEFAULT_TOOL_CONCURRENCY,
+            wire_messages: false,
+        }
+    }
+}
+
+impl LoopLimits {
+    /// Sets the hard cap on `maxTurns` (at least 1).
+    pub fn max_turns_cap(mut self, cap: u32) -> Self {
+        self.max_turns_cap = cap.max(1);
+        self
+    }
+
+    /// Sets how many tool requests of one turn run at once (at least 1).
+    pub fn tool_concurrency(mut self, limit: usize) -> Self {
+        self.tool_concurrency = limit.max(1);
+        self
+    }
+
+    /// Error messages exactly as Genkit JS words them (for `/util/generate`,
+    /// whose callers compare them), without the hints added for Rust callers.
+    pub(crate) fn with_wire_messages(mut self) -> Self {
+        self.wire_messages = true;
+        self
+    }
+
+    pub(crate) fn wire_messages(&self) -> bool {
+        self.wire_messages
+    }
+
+    /// The cap on `maxTurns`.
+    pub fn cap(&self) -> u32 {
+        self.max_turns_cap
+    }
+
+    /// How many tool requests of one turn run at once.
+    pub fn concurrency(&self) -> usize {
+        self.tool_concurrency
+    }
+
+    /// The turn limit for a request asking for `requested` turns
+    /// ([`DEFAULT_MAX_TURNS`](super::DEFAULT_MAX_TURNS) when it asks for none).
+    pub fn max_turns(&self, requested: Option<u32>) -> u32 {
+        requested
+            .unwrap_or(super::DEFAULT_MAX_TURNS)
+            .min(self.max_turns_cap)
+    }
+
+    /// The `ABORTED` error when the turn after `turn` would pass the limit.
+    pub(crate) fn turn_limit_error(
+        &self,
+        requested: Option<u32>,
+        turn: u32,
+    ) -> Option<genkit_core::Error> {
+        let limit = self.max_turns(requested);
+        if turn < limit {
+            return None;
+        }
+        let asked = requested.unwrap_or(super::DEFAULT_MAX_TURNS);
+        let message = if asked > limit {
+            format!(
+                "Exceeded maximum tool call iterations ({limit}; the request asked for {asked}, above the engine's cap of {limit})"
+            )
+        } else {
+            format!("Exceeded maximum tool call iterations ({limit})")
+        };
+        Some(genkit_core::Error::new(
+            genkit_core::StatusCode::Aborted,
+            message,
+        ))
+    }
+}
+
 /// Options for one `generate` call. Start from [`GenerateOptions::prompt`],
 /// [`GenerateOptions::messages`] or [`GenerateOptions::new`] and chain setters.
 #[derive(Clone, Default)]
@@ -42,8 +144,14 @@ pub struct GenerateOptions {
     pub docs: Vec<DocumentData>,
     /// Tools the model may call.
     pub tools: Vec<ToolArg>,
-    /// Whether the model must, may or must not call tools.
+    /// Whether the model must, may or must not call tools. A forced choice
+    /// (`required`) applies to every turn of the tool loop unless
+    /// `tool_choice_once` is set, so a loop forced on every turn cannot end
+    /// with a text answer (it ends at `max_turns`).
     pub tool_choice: Option<ToolChoice>,
+    /// Applies `tool_choice` to the first turn only; later turns use `auto`
+    /// (see [`tool_choice_once`](Self::tool_choice_once)).
+    pub tool_choice_once: bool,
     /// Model configuration.
     pub config: Option<Value>,
     /// Structured output.
@@ -52,7 +160,8 @@ pub struct GenerateOptions {
     pub resume: Option<GenerateActionResume>,
     /// Return tool requests instead of running tools.
     pub return_tool_requests: Option<bool>,
-    /// Limit of tool-loop turns (default 5).
+    /// Limit of tool-loop turns (default 5; never more than the cap in
+    /// `limits`, 100 unless raised).
     pub max_turns: Option<u32>,
     /// Name of the span of each turn (default `generate`).
     pub step_name: Option<String>,
@@ -64,6 +173,8 @@ pub struct GenerateOptions {
     pub cancel: Option<CancellationToken>,
     /// What a failing tool does.
     pub tool_errors: ToolErrorPolicy,
+    /// Limits of the tool loop (turn cap, tool concurrency).
+    pub limits: LoopLimits,
 }
 
 impl std::fmt::Debug for GenerateOptions {
@@ -140,9 +251,26 @@ impl GenerateOptions {
         self
     }
 
-    /// Sets the tool choice.
+    /// Sets the tool choice for every turn of the tool loop.
+    ///
+    /// `Required` forces a tool call on *every* turn, as in Genkit JS: the
+    /// model can never answer with text, and the loop ends `ABORTED` at
+    /// `max_turns` unless tools interrupt or `return_tool_requests` is set.
+    /// To force a tool only at the start, use
+    /// [`tool_choice_once`](Self::tool_choice_once).
     pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
         self.tool_choice = Some(choice);
+        self.tool_choice_once = false;
+        self
+    }
+
+    /// Sets the tool choice for the first turn only: after the tools of that
+    /// turn ran, a forced choice (`Required`) becomes `Auto`, so the model
+    /// can answer. Genkit JS has no such option yet; it is the `required-once`
+    /// its maintainers proposed (genkit-ai/genkit#1886).
+    pub fn tool_choice_once(mut self, choice: ToolChoice) -> Self {
+        self.tool_choice = Some(choice);
+        self.tool_choice_once = true;
         self
     }
 
@@ -176,9 +304,12 @@ impl GenerateOptions {
         self
     }
 
-    /// Sets the output format (`json`, `array`, `enum`, `jsonl`, `text`).
-    pub fn output_format(mut self, format: impl Into<String>) -> Self {
-        self.output_mut().format = Some(format.into());
+    /// Sets the output format: a built-in ([`OutputFormat::Json`], `Array`,
+    /// `Enum`, `Jsonl`, `Text`) or one registered with
+    /// [`define_format`](crate::formats::define_format), by value or by name
+    /// (`"json"`, `"myFormat"`).
+    pub fn output_format(mut self, format: impl Into<OutputFormat>) -> Self {
+        self.output_mut().format = Some(format.into().into());
         self
     }
 
@@ -220,7 +351,8 @@ impl GenerateOptions {
         self
     }
 
-    /// Limits the tool loop (default 5 turns).
+    /// Limits the tool loop (default 5 turns). A limit above the cap of
+    /// [`limits`](Self::limits) (100 unless raised) is lowered to the cap.
     pub fn max_turns(mut self, turns: u32) -> Self {
         self.max_turns = Some(turns);
         self
@@ -253,6 +385,12 @@ impl GenerateOptions {
     /// Sets the cancellation token.
     pub fn cancel(mut self, token: CancellationToken) -> Self {
         self.cancel = Some(token);
+        self
+    }
+
+    /// Sets the tool loop's limits (turn cap, tool concurrency).
+    pub fn limits(mut self, limits: LoopLimits) -> Self {
+        self.limits = limits;
         self
     }
 

@@ -2,7 +2,6 @@
 //! so far in its message and the partially parsed structured output, then
 //! the final response.
 
-use super::engine::format_handler;
 use crate::formats::{ChunkParseContext, FormatHandler};
 use crate::types::{GenerateResponse, GenerateResponseChunk};
 use futures::Stream;
@@ -93,11 +92,9 @@ pub struct GenerateStream {
 impl GenerateStream {
     pub(crate) fn new(
         inner: ActionStream<GenerateResponseChunk, GenerateResponse>,
-        format: Option<&str>,
-        schema: Option<&Value>,
-    ) -> Self {
         // A bad format is reported by the run itself; here it only means no parsing.
-        let parser = format_handler(format, schema).ok().flatten();
+        parser: Option<Box<dyn FormatHandler>>,
+    ) -> Self {
         Self {
             inner,
             parser,

@@ -12,6 +12,7 @@ use crate::types::{
     ToolRequest, ToolResponse,
 };
 use futures::future::try_join_all;
+use futures::{StreamExt, TryStreamExt, stream};
 use genkit_core::{ActionKind, DynAction, Error, Registry, Result, RunOptions};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -179,7 +180,8 @@ pub(crate) enum ToolRun {
     Completed(Option<Message>),
 }
 
-/// Runs every tool request of `message` concurrently; a failure fails the
+/// Runs the tool requests of `message` concurrently (at most the engine's
+/// tool concurrency at once, results in request order); a failure fails the
 /// whole call (unless errors go back to the model) and cancels the rest.
 pub(crate) async fn resolve_tool_requests(
     engine: &Engine,
@@ -188,13 +190,20 @@ pub(crate) async fn resolve_tool_requests(
     tools: &HashMap<String, DynAction>,
     ctx: &GenerateCallCtx,
 ) -> Result<ToolRun> {
-    let outcomes = try_join_all(
-        message
-            .content
-            .iter()
-            .map(|part| run_tool_request(engine, part, tools, ctx)),
-    )
-    .await?;
+    let runs = message
+        .content
+        .iter()
+        .map(|part| run_tool_request(engine, part, tools, ctx));
+    let limit = engine.limits.concurrency();
+    let outcomes: Vec<Option<Outcome>> = if message.content.len() <= limit {
+        try_join_all(runs).await?
+    } else {
+        // At most `limit` at once; `buffered` keeps request order. (The
+        // futures are collected first: a stream over a borrowing closure
+        // would not be `Send` for every lifetime.)
+        let runs: Vec<_> = runs.collect();
+        stream::iter(runs).buffered(limit).try_collect().await?
+    };
     let interrupted = outcomes
         .iter()
         .any(|o| matches!(o, Some(Outcome::Interrupt(_))));

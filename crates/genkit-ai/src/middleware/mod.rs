@@ -7,27 +7,66 @@
 //! - [`GenerateMiddleware`] has three hooks (`generate`, `model`, `tool`) and
 //!   may contribute tools.
 //!
-//! Each hook receives a `next` handle: call `next.run(...)` to go one layer
-//! inward, change the request on the way in or the response on the way out,
-//! or not call it at all. `next` is cloneable, so a layer may call it again
-//! (retry) or not at all (cache, fallback).
+//! Each hook receives a `next` handle — one generic chain, [`Next<H>`], for
+//! all three ([`ModelNext`], [`GenerateNext`] and [`ToolNext`] are its
+//! aliases): call `next.run(...)` to go one layer inward, change the request
+//! on the way in or the response on the way out, or not call it at all.
+//! `next` is cloneable, so a layer may call it again (retry) or not at all
+//! (cache, fallback).
+//!
+//! The built-ins live one per module: [`retry`], [`fallback`],
+//! [`simulate_system_prompt`], [`augment_with_context`],
+//! [`simulate_constrained_generation`], [`download_request_media`] and
+//! [`validate_support`].
 
-mod builtins;
+/// Implements [`GenerateMiddleware`] for a [`ModelMiddleware`] by using it as the model hook.
+macro_rules! as_generate_middleware {
+    ($ty:ty, $name:literal) => {
+        #[async_trait]
+        impl GenerateMiddleware for $ty {
+            fn name(&self) -> &str {
+                $name
+            }
 
+            async fn model(
+                &self,
+                req: GenerateRequest,
+                ctx: ModelCallCtx,
+                next: ModelNext,
+            ) -> Result<GenerateResponse> {
+                ModelMiddleware::call(self, req, ctx, next).await
+            }
+        }
+    };
+}
+
+mod chain;
+mod constrained;
+mod context;
+mod download_media;
+mod fallback;
+mod retry;
+mod system_prompt;
+mod validate_support;
+
+pub use chain::{GenerateTurn, Hook, ModelCall, Next, Tail, ToolCall};
+
+#[cfg(test)]
+mod test_support;
+pub use constrained::{SimulateConstrainedGeneration, simulate_constrained_generation};
+pub use context::{AugmentWithContext, CONTEXT_PREFACE, augment_with_context};
 #[cfg(feature = "download-media")]
-pub use builtins::download_request_media_http;
-pub use builtins::{
-    AugmentWithContext, DownloadMedia, ErrorCallback, Fallback, MediaFetcher, PartFilter, Retry,
-    RetryCallback, SimulateConstrainedGeneration, SimulateSystemPrompt, ValidateSupport,
-    augment_with_context, download_request_media, fallback, retry, simulate_constrained_generation,
-    simulate_system_prompt, validate_support,
-};
+pub use download_media::download_request_media_http;
+pub use download_media::{DownloadMedia, MediaFetcher, PartFilter, download_request_media};
+pub use fallback::{DEFAULT_FALLBACK_STATUSES, ErrorCallback, Fallback, fallback};
+pub use retry::{DEFAULT_RETRY_STATUSES, Retry, RetryCallback, retry};
+pub use system_prompt::{SimulateSystemPrompt, simulate_system_prompt};
+pub use validate_support::{ValidateSupport, validate_support};
 
 use crate::types::{
     GenerateActionOptions, GenerateRequest, GenerateResponse, GenerateResponseChunk, Part,
 };
 use async_trait::async_trait;
-use futures::future::BoxFuture;
 use genkit_core::action::ChunkCallback;
 use genkit_core::{ActionContext, CancellationToken, DynAction, Result};
 use serde_json::Value;
@@ -45,11 +84,10 @@ pub struct ModelCallCtx {
 }
 
 /// The rest of a model chain, ending in the model itself.
-pub type ModelFn = Arc<
-    dyn Fn(GenerateRequest, ModelCallCtx) -> BoxFuture<'static, Result<GenerateResponse>>
-        + Send
-        + Sync,
->;
+pub type ModelFn = Tail<ModelCall>;
+
+/// The inner layers of a model chain.
+pub type ModelNext = Next<ModelCall>;
 
 /// Wraps one model call.
 #[async_trait]
@@ -67,44 +105,6 @@ pub trait ModelMiddleware: Send + Sync + 'static {
     /// nothing on requests they leave alone).
     fn applies(&self, _req: &GenerateRequest) -> bool {
         true
-    }
-}
-
-/// The inner layers of a model chain.
-#[derive(Clone)]
-pub struct ModelNext {
-    chain: Arc<[Arc<dyn ModelMiddleware>]>,
-    index: usize,
-    tail: ModelFn,
-}
-
-impl ModelNext {
-    /// A chain of `middleware` (outermost first) ending in `tail`.
-    pub fn new(middleware: Arc<[Arc<dyn ModelMiddleware>]>, tail: ModelFn) -> Self {
-        Self {
-            chain: middleware,
-            index: 0,
-            tail,
-        }
-    }
-
-    /// Runs the remaining layers.
-    pub fn run(
-        self,
-        req: GenerateRequest,
-        ctx: ModelCallCtx,
-    ) -> BoxFuture<'static, Result<GenerateResponse>> {
-        match self.chain.get(self.index).cloned() {
-            None => (self.tail)(req, ctx),
-            Some(layer) => {
-                let next = ModelNext {
-                    chain: self.chain,
-                    index: self.index + 1,
-                    tail: self.tail,
-                };
-                Box::pin(async move { layer.call(req, ctx, next).await })
-            }
-        }
     }
 }
 
@@ -148,48 +148,10 @@ pub struct GenerateCallCtx {
 }
 
 /// The rest of a generate chain, ending in the turn itself.
-pub type GenerateFn = Arc<
-    dyn Fn(GenerateEnvelope, GenerateCallCtx) -> BoxFuture<'static, Result<GenerateResponse>>
-        + Send
-        + Sync,
->;
+pub type GenerateFn = Tail<GenerateTurn>;
 
 /// The inner layers of a generate chain.
-#[derive(Clone)]
-pub struct GenerateNext {
-    chain: Arc<[Arc<dyn GenerateMiddleware>]>,
-    index: usize,
-    tail: GenerateFn,
-}
-
-impl GenerateNext {
-    pub(crate) fn new(chain: Arc<[Arc<dyn GenerateMiddleware>]>, tail: GenerateFn) -> Self {
-        Self {
-            chain,
-            index: 0,
-            tail,
-        }
-    }
-
-    /// Runs the remaining layers.
-    pub fn run(
-        self,
-        env: GenerateEnvelope,
-        ctx: GenerateCallCtx,
-    ) -> BoxFuture<'static, Result<GenerateResponse>> {
-        match self.chain.get(self.index).cloned() {
-            None => (self.tail)(env, ctx),
-            Some(layer) => {
-                let next = GenerateNext {
-                    chain: self.chain,
-                    index: self.index + 1,
-                    tail: self.tail,
-                };
-                Box::pin(async move { layer.generate(env, ctx, next).await })
-            }
-        }
-    }
-}
+pub type GenerateNext = Next<GenerateTurn>;
 
 /// What a tool execution carries besides the tool request part.
 #[derive(Clone, Default)]
@@ -204,41 +166,10 @@ pub struct ToolCallCtx {
 
 /// The rest of a tool chain, ending in the tool itself. Returns the tool
 /// response part, or `None` if a layer decided there is none.
-pub type ToolFn =
-    Arc<dyn Fn(Part, ToolCallCtx) -> BoxFuture<'static, Result<Option<Part>>> + Send + Sync>;
+pub type ToolFn = Tail<ToolCall>;
 
 /// The inner layers of a tool chain.
-#[derive(Clone)]
-pub struct ToolNext {
-    chain: Arc<[Arc<dyn GenerateMiddleware>]>,
-    index: usize,
-    tail: ToolFn,
-}
-
-impl ToolNext {
-    pub(crate) fn new(chain: Arc<[Arc<dyn GenerateMiddleware>]>, tail: ToolFn) -> Self {
-        Self {
-            chain,
-            index: 0,
-            tail,
-        }
-    }
-
-    /// Runs the remaining layers.
-    pub fn run(self, part: Part, ctx: ToolCallCtx) -> BoxFuture<'static, Result<Option<Part>>> {
-        match self.chain.get(self.index).cloned() {
-            None => (self.tail)(part, ctx),
-            Some(layer) => {
-                let next = ToolNext {
-                    chain: self.chain,
-                    index: self.index + 1,
-                    tail: self.tail,
-                };
-                Box::pin(async move { layer.tool(part, ctx, next).await })
-            }
-        }
-    }
-}
+pub type ToolNext = Next<ToolCall>;
 
 /// Middleware for a whole generate call. Every hook defaults to passing
 /// through; implement the ones you need.

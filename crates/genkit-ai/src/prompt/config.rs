@@ -287,9 +287,11 @@ impl<I, O> PromptConfig<I, O> {
         self
     }
 
-    /// The output format (`json`, `text`, `array`, `enum`, `jsonl`, ...).
-    pub fn output_format(mut self, format: impl Into<String>) -> Self {
-        self.def.output.format = Some(format.into());
+    /// The output format: a built-in ([`OutputFormat::Json`](crate::formats::OutputFormat),
+    /// `Text`, `Array`, `Enum`, `Jsonl`) or one registered with
+    /// [`define_format`](crate::formats::define_format), by value or by name.
+    pub fn output_format(mut self, format: impl Into<crate::formats::OutputFormat>) -> Self {
+        self.def.output.format = Some(format.into().into());
         self
     }
 

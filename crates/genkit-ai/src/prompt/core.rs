@@ -15,7 +15,7 @@ use super::config::{PromptContent, PromptDef, PromptMessages, SchemaSpec};
 use super::convert::{message_from_dotprompt, messages_to_dotprompt, parts_from_dotprompt};
 use super::env::{PromptEnv, env};
 use super::errors::{SourceRef, from_dotprompt};
-use crate::formats::{Formats, apply_format};
+use crate::formats::apply_format;
 use crate::generate::GenerateOptions;
 use crate::middleware::resolve_middleware;
 use crate::tool::{ToolArg, to_tool_definition};
@@ -366,7 +366,7 @@ impl PromptCore {
             definitions.push(to_tool_definition(action.desc()));
         }
         let mut options = self.action_options(rendered)?;
-        apply_format(&mut options, formats())
+        apply_format(&mut options, &self.registry)
             .map_err(|e| Error::invalid_argument(e.to_string()))?;
         // `{}` without output options, as in Genkit JS (and model requests).
         let output = Some(
@@ -521,12 +521,6 @@ fn merge_config(prompt: Option<&Value>, caller: Option<Value>) -> Result<Option<
         merged.extend(caller);
     }
     Ok((explicit || !merged.is_empty()).then_some(Value::Object(merged)))
-}
-
-/// The formats used to build model requests.
-fn formats() -> &'static Formats {
-    static FORMATS: OnceLock<Formats> = OnceLock::new();
-    FORMATS.get_or_init(Formats::default)
 }
 
 /// Finds a tool by key or by name under `/tool/` or `/tool.v2/`.

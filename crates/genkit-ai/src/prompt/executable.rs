@@ -156,6 +156,8 @@ impl<I: Serialize, O> ExecutablePrompt<I, O> {
         };
         let format = output.as_ref().and_then(|o| o.format.clone());
         let schema = output.and_then(|o| o.json_schema);
+        let parser =
+            crate::generate::stream_parser(&core.registry, format.as_deref(), schema.as_ref());
         let inner = ActionStream::new(move |send| {
             Box::pin(async move {
                 let options = render(&core, input?, overrides).await?;
@@ -166,15 +168,16 @@ impl<I: Serialize, O> ExecutablePrompt<I, O> {
                 stream.response().await
             })
         });
-        GenerateStream::new(inner, format.as_deref(), schema.as_ref())
+        GenerateStream::new(inner, parser)
     }
 }
 
 impl<I: Serialize, O: DeserializeOwned> ExecutablePrompt<I, O> {
     /// Renders the prompt, generates, and returns the structured output as
-    /// `O` (parsed with the prompt's output format, e.g. JSON).
+    /// `O` (parsed with the prompt's output format, e.g. JSON, or a format
+    /// defined in the registry).
     pub async fn run(&self, input: I) -> Result<O> {
-        self.call(input).await?.output::<O>()
+        self.call(input).await?.output_in::<O>(&self.core.registry)
     }
 }
 

@@ -181,6 +181,29 @@ impl Span {
         labels: Option<&BTreeMap<String, String>>,
     ) -> Span {
         let parent = FRAME.try_with(|f| f.span.clone()).ok().flatten();
+        Self::start_under(parent, opts, labels)
+    }
+
+    /// Opens a span under `self` rather than under the caller's current
+    /// span: a loop can nest one span per step (each step's span inside the
+    /// previous one) without recursing.
+    pub fn start_child(&self, opts: &SpanOptions) -> Span {
+        Self::start_under(Some(self.ctx()), opts, None)
+    }
+
+    /// Runs `fut` with this span as the current one (spans opened inside are
+    /// its children); the caller's action context and cancellation carry over.
+    pub fn scope<F: Future>(&self, fut: F) -> impl Future<Output = F::Output> + use<F> {
+        let mut frame = Frame::current();
+        frame.span = Some(self.ctx());
+        frame.scope(fut)
+    }
+
+    fn start_under(
+        parent: Option<Arc<SpanCtx>>,
+        opts: &SpanOptions,
+        labels: Option<&BTreeMap<String, String>>,
+    ) -> Span {
         let trace_id = parent
             .as_ref()
             .map(|p| p.info.trace_id)

@@ -1,0 +1,61 @@
+//! Helpers for the built-ins' unit tests: a model tail that records what
+//! reached it, and a one-layer chain runner.
+
+use super::{ModelCall, ModelCallCtx, ModelMiddleware, Next, Tail};
+use crate::types::{FinishReason, GenerateRequest, GenerateResponse, Message};
+use genkit_core::{Error, Result};
+use parking_lot::Mutex;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// A model tail answering from a script (`Ok(text)` or an error) and
+/// recording the requests it got; answers "ok" once the script is empty.
+#[derive(Clone, Default)]
+pub(crate) struct ScriptedTail {
+    script: Arc<Mutex<VecDeque<std::result::Result<String, Error>>>>,
+    pub(crate) seen: Arc<Mutex<Vec<GenerateRequest>>>,
+}
+
+impl ScriptedTail {
+    pub(crate) fn then_fail(self, error: Error) -> Self {
+        self.script.lock().push_back(Err(error));
+        self
+    }
+
+    pub(crate) fn tail(&self) -> Tail<ModelCall> {
+        let this = self.clone();
+        Arc::new(move |req: GenerateRequest, _ctx| {
+            this.seen.lock().push(req);
+            let next = this.script.lock().pop_front().unwrap_or(Ok("ok".into()));
+            Box::pin(async move {
+                next.map(|text| GenerateResponse::new(Message::model(text), FinishReason::Stop))
+            })
+        })
+    }
+
+    pub(crate) fn calls(&self) -> usize {
+        self.seen.lock().len()
+    }
+
+    pub(crate) fn last(&self) -> GenerateRequest {
+        self.seen.lock().last().cloned().unwrap_or_default()
+    }
+}
+
+/// Runs `request` through `layer` and then `tail`.
+pub(crate) async fn run_layer(
+    layer: impl ModelMiddleware,
+    tail: &ScriptedTail,
+    request: GenerateRequest,
+) -> Result<GenerateResponse> {
+    let layers: Arc<[Arc<dyn ModelMiddleware>]> =
+        Arc::from(vec![Arc::new(layer) as Arc<dyn ModelMiddleware>]);
+    Next::<ModelCall>::new(layers, tail.tail())
+        .run(request, ModelCallCtx::default())
+        .await
+}
+
+/// A request with these messages.
+pub(crate) fn request(messages: Vec<Message>) -> GenerateRequest {
+    GenerateRequest::new(messages)
+}
