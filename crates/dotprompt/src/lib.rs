@@ -90,8 +90,6 @@
 //! asynchronous [`Resolver`]s (files, a registry); the template itself is
 //! rendered synchronously, and no runtime is required.
 
-#![warn(missing_docs)]
-
 mod dotprompt;
 mod error;
 mod helpers;

@@ -35,8 +35,6 @@
 //! - `test_server` (feature `test-server`): a scripted HTTP server on
 //!   127.0.0.1 for wire tests.
 
-#![warn(missing_docs)]
-
 mod call;
 pub mod config;
 pub mod error;

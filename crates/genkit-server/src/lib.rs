@@ -55,8 +55,6 @@
 //! }
 //! ```
 
-#![warn(missing_docs)]
-
 mod bidi;
 pub mod context_providers;
 mod dev;

@@ -62,8 +62,6 @@
 //! Settings go on the builder:
 //! `Anthropic::builder().api_key(key).default_max_tokens(2048).build()?`.
 
-#![deny(missing_docs)]
-
 pub mod config;
 mod convert;
 mod error;

@@ -53,8 +53,6 @@
 //! # Ok(()) }
 //! ```
 
-#![deny(missing_docs)]
-
 pub mod config;
 mod convert;
 mod error;

@@ -41,8 +41,6 @@
 //! Declaring a model's capabilities (any name resolves anyway):
 //! `Ollama::builder().model(ModelSpec::new("gemma3:1b").tools(false)).build()?`.
 
-#![warn(missing_docs)]
-
 mod config;
 mod convert;
 mod error;

@@ -55,8 +55,6 @@
 //! "weather"}}}`. Genkit's `toolChoice: required` with a single tool is sent
 //! in that named form.
 
-#![warn(missing_docs)]
-
 mod config;
 mod convert;
 mod error;
