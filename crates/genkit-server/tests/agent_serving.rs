@@ -548,194 +548,70 @@ async fn reflection_exchanges_replay_genkit_js() {
 
 // ---------------------------------------------------------------- JS client
 
-/// A small server-managed agent for Genkit JS's `remoteAgent` to drive (the
-/// agent runtime has its own tests): it answers `echo: <text>`, streamed as
-/// two model chunks; interrupts with `interruptTool` when the text contains
-/// "interrupt"; answers a resume with `answered: <output JSON>`; keeps each
-/// turn as a snapshot chained to its parent. A detached turn never finishes
-/// on its own (a blocking agent): its snapshot stays `pending` until aborted.
-#[derive(Default, Clone)]
-struct EchoAgent {
-    snapshots: Arc<Mutex<std::collections::HashMap<String, Value>>>,
-    ids: Arc<std::sync::atomic::AtomicU64>,
-}
-
-impl EchoAgent {
-    fn id(&self, what: &str) -> String {
-        let n = self.ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        format!("{what}-{n}")
-    }
-
-    fn store(
-        &self,
-        session_id: &str,
-        parent: Option<&str>,
-        messages: &[Value],
-        status: &str,
-        finish: Option<&str>,
-    ) -> String {
-        let id = self.id("snapshot");
-        let mut snapshot = json!({
-            "snapshotId": id,
-            "sessionId": session_id,
-            "createdAt": "2026-01-01T00:00:00.000Z",
-            "updatedAt": "2026-01-01T00:00:00.000Z",
-            "state": {"artifacts": [], "messages": messages, "sessionId": session_id},
-            "status": status,
-        });
-        if let Some(p) = parent {
-            snapshot["parentId"] = json!(p);
-        }
-        if let Some(f) = finish {
-            snapshot["finishReason"] = json!(f);
-        }
-        self.snapshots.lock().unwrap().insert(id.clone(), snapshot);
-        id
-    }
-
-    /// One turn: the reply to the input and its finish reason.
-    fn reply(
-        input: &Value,
-        ctx: &ActionCtx<Value>,
-    ) -> Result<(Vec<Value>, Value, &'static str), Error> {
-        if let Some(text) = input
-            .pointer("/message/content/0/text")
-            .and_then(Value::as_str)
-        {
-            let user = input["message"].clone();
-            if text.contains("interrupt") {
-                let model = json!({"role": "model", "content": [{
-                    "toolRequest": {"name": "interruptTool", "ref": "r1", "input": {"query": text}},
-                    "metadata": {"interrupt": true},
-                }]});
-                return Ok((vec![user], model, "interrupted"));
-            }
-            for piece in ["echo: ", text] {
-                ctx.send_chunk(json!({"modelChunk": {
-                    "role": "model", "index": 0, "content": [{"text": piece}],
-                }}));
-            }
-            let model = json!({"role": "model", "content": [{"text": format!("echo: {text}")}]});
-            return Ok((vec![user], model, "stop"));
-        }
-        if let Some(respond) = input.pointer("/resume/respond").and_then(Value::as_array) {
-            let output = respond
-                .first()
-                .and_then(|r| r.pointer("/toolResponse/output"))
-                .ok_or_else(|| Error::invalid_argument("resume.respond[0] has no toolResponse"))?;
-            let tool = json!({"role": "tool", "content": respond});
-            let model =
-                json!({"role": "model", "content": [{"text": format!("answered: {output}")}]});
-            return Ok((vec![tool], model, "stop"));
-        }
-        Err(Error::invalid_argument("at least one message is required"))
-    }
-
-    async fn turns(
-        &self,
-        init: Value,
-        mut inputs: BidiInputs<Value>,
-        ctx: ActionCtx<Value>,
-    ) -> Result<Value, Error> {
-        let (mut session_id, mut parent, mut messages) = (self.id("session"), None, Vec::new());
-        if let Some(id) = init.get("snapshotId").and_then(Value::as_str) {
-            let Some(snapshot) = self.snapshots.lock().unwrap().get(id).cloned() else {
-                return Ok(json!({"finishReason": "failed", "error": {
-                    "status": "NOT_FOUND", "message": format!("NOT_FOUND: Snapshot {id} not found"),
-                }}));
-            };
-            session_id = snapshot["sessionId"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-            messages = snapshot["state"]["messages"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            parent = Some(id.to_owned());
-        }
-        let mut output = Value::Null;
-        while let Some(input) = inputs.next().await {
-            let input = input?;
-            if input["detach"] == true {
-                if let Some(m) = input.get("message") {
-                    messages.push(m.clone());
-                }
-                let id = self.store(&session_id, parent.as_deref(), &[], "pending", None);
-                return Ok(
-                    json!({"sessionId": session_id, "snapshotId": id, "finishReason": "detached"}),
-                );
-            }
-            let (asked, model, finish) = Self::reply(&input, &ctx)?;
-            messages.extend(asked);
-            messages.push(model.clone());
-            let id = self.store(
-                &session_id,
-                parent.as_deref(),
-                &messages,
-                "completed",
-                Some(finish),
-            );
-            ctx.send_chunk(json!({"turnEnd": {"snapshotId": id, "finishReason": finish}}));
-            output = json!({"sessionId": session_id, "message": model, "finishReason": finish, "snapshotId": id});
-            parent = Some(id);
-        }
-        Ok(output)
-    }
-
-    fn register(&self, registry: &Registry, name: &str) {
-        let me = self.clone();
-        let desc = ActionDesc::new(ActionKind::Agent, name).with_metadata(
-            "agent",
-            json!({"stateManagement": "server", "abortable": true}),
-        );
-        let agent = BidiAction::from_desc(desc, move |init: Value, inputs, ctx| {
-            let me = me.clone();
-            async move { me.turns(init, inputs, ctx).await }
-        })
-        .unwrap();
-        registry.register(&agent).unwrap();
-        let me = self.clone();
-        let snapshot = Action::from_desc(
-            ActionDesc::new(ActionKind::AgentSnapshot, name),
-            move |lookup: Value, _ctx: ActionCtx<Value>| {
-                let id = lookup["snapshotId"].as_str().unwrap_or_default().to_owned();
-                let found = me.snapshots.lock().unwrap().get(&id).cloned();
-                async move {
-                    found.ok_or_else(|| Error::not_found(format!("Snapshot '{id}' not found")))
-                }
-            },
+/// Real agents for the JS client: `chatAgent`, a prompt agent on a
+/// programmable model scripted for the client's conversation (with an
+/// interrupting tool), and `blockingAgent`, a custom agent whose turns run
+/// until aborted. Both keep their sessions in an in-memory store. Returns
+/// the scripted model.
+fn real_agents(registry: &Registry) -> genkit_ai::testing::ProgrammableModel {
+    use genkit_ai::agent::store::InMemorySessionStore;
+    use genkit_ai::agent::types::AgentResult;
+    use genkit_ai::agent::{AgentOptions, define_agent, define_prompt_agent_with};
+    use genkit_ai::generate::GenerateOptions;
+    use genkit_ai::testing::ProgrammableModel;
+    use genkit_ai::tool::Tool;
+    use genkit_ai::types::{
+        FinishReason, GenerateResponse, GenerateResponseChunk, Message, Part, Role,
+    };
+    let chunk =
+        |t: &str| GenerateResponseChunk::new(vec![Part::text(t)]).with_position(0, Role::Model);
+    let model = ProgrammableModel::define(registry, "scriptedModel")
+        .respond_text("echo: hi")
+        .respond_with_chunks(
+            vec![chunk("echo: "), chunk("again")],
+            GenerateResponse::new(Message::new(Role::Model, "echo: again"), FinishReason::Stop),
         )
-        .unwrap();
-        registry.register(&snapshot).unwrap();
-        let me = self.clone();
-        let abort = Action::from_desc(
-            ActionDesc::new(ActionKind::AgentAbort, name),
-            move |input: Value, _ctx: ActionCtx<Value>| {
-                let id = input["snapshotId"].as_str().unwrap_or_default().to_owned();
-                let mut snapshots = me.snapshots.lock().unwrap();
-                let out = match snapshots.get_mut(&id) {
-                    None => json!({"snapshotId": id}),
-                    Some(s) => {
-                        let before = s["status"].clone();
-                        if before == "pending" {
-                            s["status"] = json!("aborted");
-                        }
-                        json!({"snapshotId": id, "status": before})
-                    }
-                };
-                async move { Ok(out) }
-            },
-        )
-        .unwrap();
-        registry.register(&abort).unwrap();
-    }
+        .respond_text("echo: more")
+        .respond_tool_call("interruptTool", json!({"query": "please interrupt"}))
+        .respond_text("answered: {\"answer\":\"yes\"}");
+    let object = |prop: &str| json!({"type": "object", "properties": {prop: {"type": "string"}}});
+    let tool = Tool::from_json_schema(
+        "interruptTool",
+        "Asks the user",
+        Some(object("query")),
+        Some(object("answer")),
+        |_input, ctx| async move { Err(ctx.interrupt(None)) },
+    )
+    .unwrap();
+    registry.register(tool.to_dyn()).unwrap();
+    let store = || AgentOptions::new().store(Arc::new(InMemorySessionStore::new()));
+    define_prompt_agent_with(registry, "chatAgent", store(), || async {
+        Ok(GenerateOptions::new()
+            .model("scriptedModel")
+            .tools(vec!["interruptTool".to_owned()]))
+    })
+    .unwrap();
+    define_agent(
+        registry,
+        "blockingAgent",
+        store(),
+        |session, _| async move {
+            session.aborted().await;
+            Ok(AgentResult {
+                message: Some(Message::model("unblocked")),
+                ..AgentResult::default()
+            })
+        },
+    )
+    .unwrap();
+    model
 }
 
 /// Genkit JS's own agent client (`remoteAgent` from `genkit/beta/client`,
-/// pinned in `tests/js/package.json`) drives an agent served here: a
-/// multi-turn conversation, an interrupt and its resume, a detached turn and
-/// its abort. Skips (saying so) only when `node` or `npm` is not installed.
+/// pinned in `tests/js/package.json`) drives real Rust agents served here: a
+/// multi-turn conversation and an interrupt with its resume against the
+/// prompt agent, a detached turn and its abort against the blocking agent.
+/// Skips (saying so) only when `node` or `npm` is not installed.
 #[tokio::test]
 async fn remote_agent_js_client_drives_a_rust_agent() {
     let js = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/js");
@@ -760,11 +636,15 @@ async fn remote_agent_js_client_drives_a_rust_agent() {
         assert!(st.success(), "npm ci failed in {}", js.display());
     }
     let registry = Registry::new();
-    EchoAgent::default().register(&registry, "echoAgent");
-    let mut server = common::start(FlowServer::new(&registry).agent("echoAgent")).await;
+    let model = real_agents(&registry);
+    let served = FlowServer::new(&registry)
+        .agent("chatAgent")
+        .agent("blockingAgent");
+    let mut server = common::start(served).await;
     let out = tokio::process::Command::new("node")
         .arg(js.join("agent_client_test.mjs"))
-        .arg(server.url("/echoAgent"))
+        .arg(server.url("/chatAgent"))
+        .arg(server.url("/blockingAgent"))
         .current_dir(&js)
         .output()
         .await
@@ -774,6 +654,7 @@ async fn remote_agent_js_client_drives_a_rust_agent() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("4 passed, 0 failed"), "{stdout}");
+    assert_eq!(model.remaining(), 0, "the client played the whole script");
 }
 
 /// As in Genkit JS, an agent turn whose client leaves mid-stream runs to its
@@ -829,9 +710,9 @@ async fn an_agent_turn_outlives_a_client_that_leaves() {
 #[tokio::test]
 async fn an_agent_context_provider_guards_every_route() {
     let registry = Registry::new();
-    EchoAgent::default().register(&registry, "echoAgent");
+    real_agents(&registry);
     let server = FlowServer::new(&registry).agent_with_context(
-        "echoAgent",
+        "chatAgent",
         genkit_server::context_providers::api_key("secret"),
     );
     let mut server = common::start(server).await;
@@ -840,9 +721,9 @@ async fn an_agent_context_provider_guards_every_route() {
         json!({"data": {"message": {"role": "user", "content": [{"text": "hi"}]}}, "init": {}});
     let lookup = json!({"data": {"snapshotId": "snapshot-0"}});
     for (path, body) in [
-        ("/echoAgent", &turn),
-        ("/echoAgent/getSnapshot", &lookup),
-        ("/echoAgent/abort", &lookup),
+        ("/chatAgent", &turn),
+        ("/chatAgent/getSnapshot", &lookup),
+        ("/chatAgent/abort", &lookup),
     ] {
         let r = client
             .post(server.url(path))
@@ -853,7 +734,7 @@ async fn an_agent_context_provider_guards_every_route() {
         assert_eq!(r.status(), 401, "{path}");
     }
     let r = client
-        .post(server.url("/echoAgent"))
+        .post(server.url("/chatAgent"))
         .header("authorization", "secret")
         .json(&turn)
         .send()
@@ -864,7 +745,7 @@ async fn an_agent_context_provider_guards_every_route() {
     assert_eq!(v["result"]["message"]["content"][0]["text"], "echo: hi");
     let snapshot_id = v["result"]["snapshotId"].clone();
     let r = client
-        .post(server.url("/echoAgent/getSnapshot"))
+        .post(server.url("/chatAgent/getSnapshot"))
         .header("authorization", "secret")
         .json(&json!({"data": {"snapshotId": snapshot_id}}))
         .send()
@@ -881,18 +762,18 @@ async fn an_agent_context_provider_guards_every_route() {
 #[tokio::test]
 async fn a_flow_at_an_agent_route_is_refused() {
     let registry = Registry::new();
-    EchoAgent::default().register(&registry, "echoAgent");
-    genkit_core::flow::define_flow(&registry, "echoAgent", |x: Value, _| async move { Ok(x) })
+    real_agents(&registry);
+    genkit_core::flow::define_flow(&registry, "chatAgent", |x: Value, _| async move { Ok(x) })
         .unwrap();
     let err = FlowServer::new(&registry)
         .into_router()
         .await
-        .expect_err("two actions at /echoAgent");
-    assert!(err.to_string().contains("/echoAgent"), "{err}");
+        .expect_err("two actions at /chatAgent");
+    assert!(err.to_string().contains("/chatAgent"), "{err}");
     // Named twice, the same agent is fine.
     let _router = FlowServer::new(&registry)
-        .agent("echoAgent")
-        .agent("echoAgent")
+        .agent("chatAgent")
+        .agent("chatAgent")
         .into_router()
         .await
         .unwrap();

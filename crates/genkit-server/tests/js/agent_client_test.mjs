@@ -3,20 +3,22 @@
 // conversation (sent and streamed), an interrupt and its resume, a detached
 // turn and its abort, and an unknown snapshot.
 //
-// usage: node agent_client_test.mjs <agentUrl>
-// The agent is the test's (see tests/agent_serving.rs): it answers
-// `echo: <text>` (streamed in two model chunks), interrupts with
-// `interruptTool` when the text contains "interrupt", answers a resume with
-// `answered: <output JSON>`, and keeps server-managed sessions.
+// usage: node agent_client_test.mjs <agentUrl> <blockingAgentUrl>
+// The agents are the test's (see tests/agent_serving.rs): a prompt agent on a
+// model scripted for the checks below, in order (`echo: <text>`, the second
+// streamed in two chunks; an `interruptTool` call; `answered: <output JSON>`),
+// and a custom agent whose turns run until aborted; both keep server-managed
+// sessions.
 // Exits non-zero if any check fails.
 import { remoteAgent } from 'genkit/beta/client';
 
-const [url] = process.argv.slice(2);
-if (!url) {
-  console.error('usage: node agent_client_test.mjs <agentUrl>');
+const [url, blockingUrl] = process.argv.slice(2);
+if (!url || !blockingUrl) {
+  console.error('usage: node agent_client_test.mjs <agentUrl> <blockingAgentUrl>');
   process.exit(2);
 }
 const agent = remoteAgent({ url });
+const blocking = remoteAgent({ url: blockingUrl });
 
 let passed = 0;
 let failed = 0;
@@ -94,15 +96,15 @@ await check('an interrupt, then its resume in a second call', async () => {
 });
 
 await check('a detached turn, then its abort', async () => {
-  const chat = agent.chat();
+  const chat = blocking.chat();
   const task = await chat.detach('do work');
   ok(task.snapshotId, 'detached snapshotId');
-  const pending = await agent.getSnapshot({ snapshotId: task.snapshotId });
+  const pending = await blocking.getSnapshot({ snapshotId: task.snapshotId });
   eq(pending.status, 'pending', 'status while running');
-  eq(await agent.abort(task.snapshotId), 'pending', 'status before the abort');
-  const aborted = await agent.getSnapshot({ snapshotId: task.snapshotId });
+  eq(await blocking.abort(task.snapshotId), 'pending', 'status before the abort');
+  const aborted = await blocking.getSnapshot({ snapshotId: task.snapshotId });
   eq(aborted.status, 'aborted', 'status after the abort');
-  eq(await agent.abort(task.snapshotId), 'aborted', 'a second abort');
+  eq(await blocking.abort(task.snapshotId), 'aborted', 'a second abort');
 });
 
 await check('errors: an unknown snapshot', async () => {
@@ -123,7 +125,9 @@ await check('errors: an unknown snapshot', async () => {
   } catch (e) {
     threw = String(e?.message ?? e);
   }
-  ok(threw && /500/.test(threw), `getSnapshot of an unknown id throws a 500: ${threw}`);
+  // Genkit JS answers 500 INTERNAL here; the Rust agent runtime makes an
+  // unknown snapshot a user-facing NOT_FOUND (404).
+  ok(threw && /404/.test(threw) && /NOT_FOUND/.test(threw), `getSnapshot of an unknown id throws a 404: ${threw}`);
   eq(await agent.abort('no-such-snapshot'), undefined, 'abort of an unknown id');
 });
 
