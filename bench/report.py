@@ -6,7 +6,13 @@ import subprocess
 import sys
 from datetime import datetime, timezone
 
-out_dir, results = sys.argv[1], sys.argv[2]
+# `report.py OUT_DIR RESULTS.md` writes the whole file; `report.py --agents OUT_DIR`
+# prints only the "Agents" section (to add it to RESULTS.md without re-running the rest).
+agents_only = sys.argv[1] == "--agents"
+if agents_only:
+    out_dir, results = sys.argv[2], None
+else:
+    out_dir, results = sys.argv[1], sys.argv[2]
 
 
 def load(name):
@@ -15,6 +21,53 @@ def load(name):
         return []
     return [json.loads(line) for line in open(path) if line.strip().startswith("{")]
 
+
+def agents_section():
+    rows = load("agents.jsonl")
+    by = {(r.get("side"), r.get("bench")): r for r in rows if "bench" in r}
+    load_avg = next((r["load_average"] for r in rows if "load_average" in r), "?")
+    if not any(side == "rust" for side, _ in by):
+        return []
+    out = [
+        "",
+        "## Agents (time per turn)",
+        "",
+        f"Load average during the run: {load_avg} (the machine was also running CI).",
+        "",
+        "| work | Rust per turn | JS per turn | Rust vs JS | peak RSS Rust / JS |",
+        "|---|---|---|---|---|",
+    ]
+    labels = {
+        "agent_turn": "one turn of a prompt agent on a fresh session",
+        "agent_session_50": "a 50-turn session, history growing",
+    }
+    for bench, label in labels.items():
+        r, j = by.get(("rust", bench)), by.get(("js", bench))
+        if not (r and j):
+            continue
+        turns = j.get("turns_per_op", 1)
+        rt = r.get("ns_per_turn", r["ns_per_op"])
+        jt = j["ns_per_op"] / turns
+        out.append(
+            f"| {label} | {rt / 1000:,.1f} µs | {jt / 1000:,.1f} µs | **{jt / rt:.1f}x** | "
+            f"{r['rss_mb_peak']:.0f} MB / {j['rss_mb_peak']:.0f} MB |"
+        )
+    out += [
+        "",
+        "Both sides: a prompt agent on a scripted model answering \"hello\", sessions kept by the agent",
+        "(server managed) in an in-memory store, each turn a bidi run with one input whose every chunk is consumed",
+        "before the output. `agent_turn` starts a fresh session per operation; `agent_session_50` runs 50 turns per",
+        "operation, each continuing the previous turn's snapshot, and reports the time per turn (the average over the",
+        "50 turns, so the later, longer histories count). The store keeps every snapshot of the run, so peak RSS grows",
+        "with the number of turns timed: Rust times many more turns in the same seconds, so its RSS is not the",
+        "memory of one session.",
+    ]
+    return out
+
+
+if agents_only:
+    print("\n".join(agents_section()))
+    sys.exit(0)
 
 rust = load("rust.jsonl")
 js = load("js.jsonl")
@@ -142,5 +195,7 @@ if srv:
         )
     lines.append("")
     lines.append("`echo`: a flow returning its input; `stream`: a flow streaming 10 chunks over SSE.")
+
+lines += agents_section()
 
 open(results, "w").write("\n".join(lines) + "\n")

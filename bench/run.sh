@@ -10,7 +10,8 @@
 # sequential awaited operations after a warm-up and report peak RSS.
 # Then the dotprompt render comparison (bench/dotprompt/run.sh) and the HTTP
 # load comparison (bench/server/run.sh); SKIP_DOTPROMPT=1 / SKIP_SERVER=1
-# leave them out.
+# leave them out. Then the agent benches (one turn; a 50-turn session);
+# SKIP_AGENTS=1 leaves them out.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
@@ -45,6 +46,16 @@ if [ "${SKIP_SERVER:-0}" != 1 ]; then
   : > "$out/server.jsonl"
   CARGO_TARGET_DIR="$target" OUT="$out/server.jsonl" DURATION="${SERVER_DURATION:-8}" \
     ROUNDS="${SERVER_ROUNDS:-3}" "$here/server/run.sh" >&2
+fi
+
+if [ "${SKIP_AGENTS:-0}" != 1 ]; then
+  echo "bench: agents (one turn on a fresh session; a 50-turn session)" >&2
+  : > "$out/agents.jsonl"
+  for b in agent_turn agent_session_50; do
+    "$peer" "$b" --seconds "$secs" | sed 's/^{/{"side":"rust",/' >> "$out/agents.jsonl"
+    "$here/js/run_all.sh" "$b" --seconds "$secs" | grep '^{' | sed 's/^{/{"side":"js",/' >> "$out/agents.jsonl"
+  done
+  uptime | sed 's/.*load average: \(.*\)/{"load_average":"\1"}/' >> "$out/agents.jsonl"
 fi
 
 python3 "$here/report.py" "$out" "$here/RESULTS.md"

@@ -4,7 +4,8 @@
 # Usage:
 #   bench/js/run_all.sh                      # run every bench
 #   bench/js/run_all.sh <name> [flags...]    # one bench (flow_echo, flow_echo_direct,
-#                                            #   generate_plain, generate_tools, generate_stream)
+#                                            #   generate_plain, generate_tools, generate_stream,
+#                                            #   agent_turn, agent_session_50)
 #   bench/js/run_all.sh all [flags...]       # every bench, with flags
 # Flags are passed to each script: --iterations N | --seconds S |
 #   --warmup-iterations N | --warmup-seconds S | --no-otel
@@ -29,7 +30,7 @@ if [ ! -d node_modules/genkit ] || [ ! -f node_modules/.package-lock.json ] \
   npm ci --no-audit --no-fund >&2
 fi
 
-all=(flow_echo generate_plain generate_tools generate_stream)
+all=(flow_echo generate_plain generate_tools generate_stream agent_turn agent_session_50)
 which="all"
 if [ $# -gt 0 ] && [[ "$1" != --* ]]; then
   which="$1"
@@ -52,7 +53,7 @@ case "$which" in
     # flow_echo.mjs measures both; --only picks one (own process, clean memory numbers).
     run flow_echo --only "$which" "$@"
     ;;
-  generate_plain|generate_tools|generate_stream)
+  generate_plain|generate_tools|generate_stream|agent_turn|agent_session_50)
     run "$which" "$@"
     ;;
   *)

@@ -164,3 +164,54 @@ pub async fn call_generate_stream(ai: &Genkit) -> usize {
     stream.response().await.expect("response");
     n
 }
+
+/// Turns per operation of the `agent_session_50` workload.
+pub const AGENT_SESSION_TURNS: usize = 50;
+
+/// A registry with model `scripted` (always answers "hello") and prompt agent
+/// `assistant` on it, keeping its sessions in an in-memory store (server
+/// managed), as bench/js/agent_turn.mjs defines it.
+pub fn agent_assistant() -> (Genkit, Agent) {
+    let ai = Genkit::builder()
+        .no_prompt_dir()
+        .build()
+        .expect("genkit builds");
+    ai.define_model(ModelOptions::new("scripted"), |_req, _ctx| async {
+        Ok(text("hello"))
+    });
+    let prompt = ai.define_prompt::<Value, Value>(
+        genkit::prompt::PromptConfig::new("assistant").model("scripted"),
+    );
+    let store = Arc::new(genkit::agent::store::InMemorySessionStore::new());
+    let agent = ai.define_prompt_agent("assistant", &prompt, AgentOptions::new().store(store));
+    (ai, agent)
+}
+
+/// One streamed chat turn: sends "hi", consumes every chunk, returns the
+/// reply's text.
+pub async fn agent_chat_turn(chat: &AgentChat) -> String {
+    let mut turn = chat.send_stream(AgentInput::message(Message::user("hi")));
+    while let Some(chunk) = turn.next().await {
+        std::hint::black_box(chunk.expect("chunk"));
+    }
+    let output = turn.output().await.expect("agent turn");
+    output.message.map(|m| m.text()).unwrap_or_default()
+}
+
+/// One turn on a fresh session.
+pub async fn call_agent_turn(agent: &Agent) -> String {
+    agent_chat_turn(&agent.chat()).await
+}
+
+/// One session of [`AGENT_SESSION_TURNS`] turns, the history growing; returns
+/// how many turns were answered "hello".
+pub async fn call_agent_session(agent: &Agent) -> usize {
+    let chat = agent.chat();
+    let mut answered = 0;
+    for _ in 0..AGENT_SESSION_TURNS {
+        if agent_chat_turn(&chat).await == "hello" {
+            answered += 1;
+        }
+    }
+    answered
+}

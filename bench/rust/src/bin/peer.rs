@@ -3,7 +3,8 @@
 //! and prints one JSON line with time per op and peak memory.
 //!
 //! `peer <bench> [--seconds S] [--exporter]` where bench is one of
-//! flow_echo, generate_plain, generate_tools, generate_stream.
+//! flow_echo, generate_plain, generate_tools, generate_stream, agent_turn,
+//! agent_session_50.
 
 use genkit_bench::*;
 use std::time::{Duration, Instant};
@@ -49,7 +50,7 @@ async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(name) = args.first().cloned() else {
         eprintln!(
-            "usage: peer <flow_echo|generate_plain|generate_tools|generate_stream> [--seconds S] [--exporter]"
+            "usage: peer <flow_echo|generate_plain|generate_tools|generate_stream|agent_turn|agent_session_50> [--seconds S] [--exporter]"
         );
         std::process::exit(2);
     };
@@ -84,10 +85,26 @@ async fn main() {
             assert_eq!(call_generate_stream(&ai).await, STREAM_CHUNKS);
             time(seconds, || call_generate_stream(&ai)).await
         }
+        "agent_turn" => {
+            let (_ai, agent) = agent_assistant();
+            assert_eq!(call_agent_turn(&agent).await, "hello");
+            time(seconds, || call_agent_turn(&agent)).await
+        }
+        "agent_session_50" => {
+            let (_ai, agent) = agent_assistant();
+            assert_eq!(call_agent_session(&agent).await, AGENT_SESSION_TURNS);
+            time(seconds, || call_agent_session(&agent)).await
+        }
         other => {
             eprintln!("unknown bench {other}");
             std::process::exit(2);
         }
+    };
+    // The session bench times whole sessions; report per turn, like the JS peer.
+    let turns = if name == "agent_session_50" {
+        AGENT_SESSION_TURNS as f64
+    } else {
+        1.0
     };
     println!(
         "{}",
@@ -95,6 +112,7 @@ async fn main() {
             "bench": name,
             "iterations": n,
             "ns_per_op": ns,
+            "ns_per_turn": ns / turns,
             "rss_mb_peak": peak_rss_mb(),
             "exporter": exporter,
         })
