@@ -3,6 +3,10 @@
 //! runtime. Cases run generically by step type; the model, tools and agents
 //! are the ones the spec's harness requirements list.
 
+#[path = "support/agent_tools.rs"]
+mod agent_tools;
+use agent_tools::define_agent_tools;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +17,6 @@ use genkit_ai::agent::types::{AgentResult, Artifact};
 use genkit_ai::agent::{AgentOptions, define_agent, define_prompt_agent_with};
 use genkit_ai::generate::GenerateOptions;
 use genkit_ai::testing::ProgrammableModel;
-use genkit_ai::tool::Tool;
 use genkit_ai::types::{GenerateResponse, GenerateResponseChunk, Message, Part};
 use genkit_core::action::as_bidi;
 use genkit_core::{Error, Registry, RunOptions, StatusCode};
@@ -26,52 +29,6 @@ fn load_cases() -> Vec<Value> {
     let doc: Value =
         serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()));
     doc["tests"].as_array().cloned().unwrap_or_default()
-}
-
-fn object_schema(prop: &str) -> Value {
-    json!({
-        "type": "object",
-        "properties": {prop: {"type": "string"}},
-        "required": [prop],
-        "additionalProperties": true,
-        "$schema": "http://json-schema.org/draft-07/schema#"
-    })
-}
-
-fn define_tools(registry: &Registry) {
-    let any = json!({"$schema": "http://json-schema.org/draft-07/schema#"});
-    let tools = [
-        Tool::from_json_schema(
-            "testTool",
-            "A simple test tool",
-            Some(any.clone()),
-            Some(any),
-            |_input, _ctx| async { Ok(json!("tool called")) },
-        ),
-        Tool::from_json_schema(
-            "interruptTool",
-            "An interrupt tool",
-            Some(object_schema("query")),
-            Some(object_schema("answer")),
-            |_input, ctx| async move { Err(ctx.interrupt(None)) },
-        ),
-        Tool::from_json_schema(
-            "restartTool",
-            "A tool that requires confirmation before executing",
-            Some(object_schema("action")),
-            Some(object_schema("result")),
-            |input, ctx| async move {
-                if ctx.resumed().is_some() {
-                    Ok(json!({"result": format!("done: {}", input["action"])}))
-                } else {
-                    Err(ctx.interrupt(Some(json!({"requiresConfirmation": true}))))
-                }
-            },
-        ),
-    ];
-    for tool in tools {
-        registry.register(tool.unwrap().to_dyn()).unwrap();
-    }
 }
 
 fn store() -> AgentOptions {
@@ -515,7 +472,7 @@ async fn agent_yaml_conformance() {
     for case in &cases {
         let registry = Registry::new();
         let model = ProgrammableModel::define(&registry, "programmableModel");
-        define_tools(&registry);
+        define_agent_tools(&registry, |input| format!("done: {}", input["action"]));
         define_agents(&registry);
         let mut harness = Harness {
             registry,

@@ -6,6 +6,10 @@
 //! Scenarios where Genkit for Rust deliberately differs are listed in
 //! [`DIFFERENCES`] with the reason; every other scenario must match exactly.
 
+#[path = "support/agent_tools.rs"]
+mod agent_tools;
+use agent_tools::define_agent_tools;
+
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +20,6 @@ use genkit_ai::agent::types::{AgentResult, Artifact};
 use genkit_ai::agent::{AgentOptions, AgentSession, define_agent, define_prompt_agent_with};
 use genkit_ai::generate::GenerateOptions;
 use genkit_ai::model::{ModelCtx, ModelOptions, define_model};
-use genkit_ai::tool::Tool;
 use genkit_ai::types::{
     GenerateRequest, GenerateResponse, GenerateResponseChunk, Message, ModelSupports, Part,
 };
@@ -153,49 +156,6 @@ impl ScriptedModel {
         )
         .unwrap();
         model
-    }
-}
-
-fn schema(prop: &str) -> Value {
-    json!({"type": "object", "properties": {prop: {"type": "string"}}, "required": [prop],
-           "additionalProperties": true, "$schema": "http://json-schema.org/draft-07/schema#"})
-}
-
-fn define_tools(registry: &Registry) {
-    let any = json!({"$schema": "http://json-schema.org/draft-07/schema#"});
-    let tools = [
-        Tool::from_json_schema(
-            "testTool",
-            "A simple test tool",
-            Some(any.clone()),
-            Some(any),
-            |_, _| async { Ok(json!("tool called")) },
-        ),
-        Tool::from_json_schema(
-            "interruptTool",
-            "An interrupt tool",
-            Some(schema("query")),
-            Some(schema("answer")),
-            |_, ctx| async move { Err(ctx.interrupt(None)) },
-        ),
-        Tool::from_json_schema(
-            "restartTool",
-            "A tool that requires confirmation before executing",
-            Some(schema("action")),
-            Some(schema("result")),
-            |input, ctx| async move {
-                match ctx.resumed() {
-                    Some(_) => {
-                        let action = input["action"].as_str().unwrap_or_default();
-                        Ok(json!({"result": format!("confirmed: {action}")}))
-                    }
-                    None => Err(ctx.interrupt(Some(json!({"requiresConfirmation": true})))),
-                }
-            },
-        ),
-    ];
-    for tool in tools {
-        registry.register(tool.unwrap().to_dyn()).unwrap();
     }
 }
 
@@ -491,7 +451,12 @@ async fn replay(header: &Value, scenario: &Value) -> Result<(), String> {
     let registry = Registry::new();
     let (gate_tx, gate_rx) = watch::channel(false);
     let model = ScriptedModel::define(&registry, gate_rx.clone());
-    define_tools(&registry);
+    define_agent_tools(&registry, |input| {
+        format!(
+            "confirmed: {}",
+            input["action"].as_str().unwrap_or_default()
+        )
+    });
     define_agents(&registry, header, gate_rx);
     let agent = scenario["agent"].as_str().unwrap_or_default();
     let mut expected = scenario["expect"].clone();
