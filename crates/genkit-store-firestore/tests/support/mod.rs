@@ -1,0 +1,88 @@
+//! What the emulator tests share: the store on the emulator, fresh
+//! collection names, and the Node scripts of tests/js.
+
+#![allow(dead_code)] // each test binary uses part of it
+
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use genkit_ai::agent::store::new_snapshot_id;
+use genkit_store_firestore::{FirestoreSessionStore, FirestoreSessionStoreBuilder};
+use serde_json::Value;
+use tokio::io::AsyncWriteExt;
+
+/// The emulator's project (the Node scripts read it from GCLOUD_PROJECT).
+pub const PROJECT: &str = "demo-genkit";
+
+/// `FIRESTORE_EMULATOR_HOST`, or `None` after printing why the test skips.
+/// test.sh always starts the emulator and sets it.
+pub fn emulator(test: &str) -> Option<String> {
+    match std::env::var("FIRESTORE_EMULATOR_HOST") {
+        Ok(host) if !host.trim().is_empty() => Some(host),
+        _ => {
+            eprintln!(
+                "SKIPPED {test}: FIRESTORE_EMULATOR_HOST is not set (test.sh starts the emulator: \
+                 node crates/genkit-store-firestore/tests/js/emulator.mjs)"
+            );
+            None
+        }
+    }
+}
+
+/// A collection name no other test run uses.
+pub fn fresh_collection(what: &str) -> String {
+    format!("{what}-{}", new_snapshot_id())
+}
+
+/// A builder for the store on the emulator at `host`.
+pub fn builder(host: &str, collection: &str) -> FirestoreSessionStoreBuilder {
+    FirestoreSessionStore::builder()
+        .emulator_host(host)
+        .project_id(PROJECT)
+        .collection(collection)
+}
+
+fn js_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/js")
+}
+
+/// Runs `node tests/js/<script> <args>` against the emulator with `stdin`;
+/// returns (success, stdout), stderr passed through.
+pub async fn node(host: &str, script: &str, args: &[&str], stdin: &str) -> (bool, String) {
+    let dir = js_dir();
+    assert!(
+        dir.join("node_modules").is_dir(),
+        "run `npm ci` in {} first (test.sh does)",
+        dir.display()
+    );
+    let mut child = tokio::process::Command::new("node")
+        .arg(script)
+        .args(args)
+        .current_dir(&dir)
+        .env("FIRESTORE_EMULATOR_HOST", host)
+        .env("GCLOUD_PROJECT", PROJECT)
+        // No metadata-server probing from the Google auth library.
+        .env("METADATA_SERVER_DETECTION", "none")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("node starts");
+    let mut input = child.stdin.take().expect("stdin is piped");
+    input
+        .write_all(stdin.as_bytes())
+        .await
+        .expect("writes stdin");
+    drop(input);
+    let out = child.wait_with_output().await.expect("node runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+/// The last line of a script's stdout as JSON.
+pub fn last_json(stdout: &str) -> Value {
+    let line = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
