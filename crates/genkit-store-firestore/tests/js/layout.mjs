@@ -6,7 +6,8 @@
 //
 // ops.json: [{"append": snapshot} | {"update": snapshot}, ...]. Prints the
 // differences (JSON) and exits 1 when there are any. Pointers' `updatedAt`
-// (the wall clock at write time) is the only field left out.
+// (the wall clock at write time) and the Rust store's `rs*` bookkeeping
+// fields are left out.
 import { readFileSync } from 'node:fs';
 import { db, store } from './common.mjs';
 
@@ -43,6 +44,9 @@ async function dump(collection) {
     for (const doc of snap.docs) {
       const data = plain(doc.data());
       if (sub === 'pointers') delete data.updatedAt;
+      // The Rust store's own bookkeeping (revision counts, unset fields),
+      // which Genkit JS neither writes nor reads.
+      for (const k of Object.keys(data)) if (k.startsWith('rs')) delete data[k];
       out[`${sub}/${doc.id}`] = data;
     }
   }
