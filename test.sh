@@ -14,6 +14,27 @@ if [ ! -d "$js/node_modules" ] || [ "$js/package-lock.json" -nt "$js/node_module
   (cd "$js" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
+fsjs=crates/genkit-store-firestore/tests/js
+if [ ! -d "$fsjs/node_modules" ] || [ "$fsjs/package-lock.json" -nt "$fsjs/node_modules/.package-lock.json" ]; then
+  step "installing npm packages for the Firestore store tests (Firestore emulator, Genkit JS FirestoreSessionStore)"
+  (cd "$fsjs" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+step "starting the Firestore emulator (@firestore-emulator/server) on a free 127.0.0.1 port"
+emulator_out=$(mktemp)
+node "$fsjs/emulator.mjs" >"$emulator_out" &
+emulator_pid=$!
+trap 'kill "$emulator_pid" 2>/dev/null || true; rm -f "$emulator_out"' EXIT
+for _ in $(seq 1 100); do
+  [ -s "$emulator_out" ] && break
+  kill -0 "$emulator_pid" 2>/dev/null || { echo "the Firestore emulator did not start" >&2; exit 1; }
+  sleep 0.1
+done
+FIRESTORE_EMULATOR_HOST=$(head -n1 "$emulator_out")
+[ -n "$FIRESTORE_EMULATOR_HOST" ] || { echo "the Firestore emulator printed no address" >&2; exit 1; }
+export FIRESTORE_EMULATOR_HOST
+echo "Firestore emulator at $FIRESTORE_EMULATOR_HOST"
+
 step "cargo fmt --check"
 cargo fmt --all --check
 

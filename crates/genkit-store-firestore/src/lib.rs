@@ -1,4 +1,114 @@
-//! A Firestore session store for Genkit agents.
+//! A Firestore [`SessionStore`](genkit_ai::agent::store::SessionStore) for
+//! Genkit agents, wire-compatible with Genkit JS's `FirestoreSessionStore`
+//! (`@genkit-ai/firebase/beta`, 1.42): a session written by a Genkit JS app
+//! is resumed by a Rust app and the other way round.
+//!
+//! ```no_run
+//! # async fn demo() -> genkit_core::Result<()> {
+//! use std::sync::Arc;
+//! use genkit_store_firestore::{FirestoreSessionStore, StaticToken};
+//!
+//! // FIRESTORE_EMULATOR_HOST set: the emulator, no token needed.
+//! // Otherwise real Firestore with an OAuth access token.
+//! let store = FirestoreSessionStore::builder()
+//!     .project_id("my-project")
+//!     .token_source(StaticToken(std::env::var("ACCESS_TOKEN").unwrap_or_default()))
+//!     .build()?;
+//! let store = Arc::new(store); // AgentOptions::new().store(store)
+//! # Ok(()) }
+//! ```
+//!
+//! # Layout (Genkit JS's)
+//!
+//! With collection `C` (default `genkit-sessions`) and tenant prefix `P`
+//! (default `global`, or [`prefix_fn`](FirestoreSessionStoreBuilder::prefix_fn)
+//! of the running action's context, as JS's `snapshotPathPrefix`):
+//!
+//! - `C/P/snapshots/<snapshotId>`: one document per snapshot: `snapshotId`,
+//!   `sessionId`, `parentId?`, `createdAt`, `updatedAt` (`createdAt` when
+//!   unset), `status?`, `heartbeatAt?`, `finishReason?`, `error?`, and its
+//!   place in the chain: `kind` (`checkpoint` | `diff`), `checkpointId` (the
+//!   nearest checkpoint, itself for a checkpoint), `checkpointShardCount`,
+//!   `segmentPath` (the diff ids from that checkpoint down to this one) and,
+//!   for a diff, `statePatch` (the JSON Patch from the parent's state,
+//!   computed with the same `diff` as Genkit JS).
+//! - `C-shards/P/shards/<checkpointId>_<i>`: `{chunk: bytes}`, the UTF-8
+//!   JSON of a checkpoint's state cut into `shard_size` pieces (512 KiB),
+//!   so no document nears Firestore's 1 MiB limit.
+//! - `C-pointers/P/pointers/<sessionId>`: the session's current leaf
+//!   (`currentSnapshotId`) and its chain metadata, for Genkit JS's lookups
+//!   by session id.
+//!
+//! A new snapshot is a checkpoint when it is a session's root, when its
+//! parent's segment would reach `checkpoint_interval` (25) diffs, or when
+//! its patch is larger than `shard_size`; otherwise a diff. Reading one
+//! reads its document, then its checkpoint's shards and segment in one
+//! batch. The tests check that the documents equal, field for field and
+//! shard byte for shard byte, what Genkit JS writes for the same turns.
+//!
+//! # Versions, and what this store adds
+//!
+//! Genkit JS's store has no versions; the Rust
+//! [`SessionStore`](genkit_ai::agent::store::SessionStore) contract does.
+//! They are kept where Genkit JS neither looks nor is disturbed:
+//!
+//! - the **session version** is the number of the session's snapshot
+//!   documents (a `sessionId ==` query, which also yields the leaves for
+//!   `latest`: a branched session has no latest, `FAILED_PRECONDITION`,
+//!   where Genkit JS returns the pointer's leaf). So turns appended by Genkit
+//!   JS count too. The query makes `append`, `get` and `latest` read one small
+//!   projection per snapshot of the session.
+//! - each append also creates a marker `C-markers/P/markers/s:<session>:<n>`
+//!   (create-only); an update creates `r:<snapshot>:<revision>`. Two writers
+//!   based on the same version both try to create the same marker: one is
+//!   refused (`ABORTED`), before anything else of its commit is applied.
+//! - a snapshot's **revision** is `rsRevision` in its document (written only
+//!   above 1), and `rsUnset` lists `sessionId` / `updatedAt` / `state` when
+//!   the snapshot had none (Genkit JS's shape always fills them), so every
+//!   snapshot reads back exactly as written. Genkit JS ignores both fields;
+//!   when Genkit JS rewrites a document (its detached-turn upserts) they are
+//!   dropped, so its rewrites do not count as revisions.
+//! - side-effect records (`record_effect`) live in
+//!   `C-effects/P/effects/e:<session>:<key>`, each its own create-only
+//!   commit outside any turn: the first record wins.
+//!
+//! A snapshot's state is not rewritten once another snapshot continues it
+//! (their diffs or its shards depend on it): `FAILED_PRECONDITION`.
+//!
+//! # Guarantees
+//!
+//! Every write (`append`, `update`) is one Firestore transaction: its reads
+//! (the session query, the pointer, the parent) and its commit (snapshot,
+//! shards, pointer, marker) are atomic, so a failed or refused turn leaves
+//! the session exactly as it was, and a stale write is refused with
+//! `ABORTED`, never merged. On real Firestore this rests on its serializable
+//! read-write transactions (a transaction whose reads another commit changed
+//! is aborted, which the store reports as `ABORTED`), the create-only
+//! markers and snapshot documents, and an update-time precondition on
+//! rewrites; it holds against Genkit JS writers too, whose transactions read
+//! and write the same pointer document. Reads run in read-only transactions,
+//! so a checkpoint is never stitched from shards of two writes.
+//!
+//! The tests run on `@firestore-emulator/server`, which neither isolates
+//! transactions nor checks update-time preconditions (it does check
+//! create-only ones, so the markers still refuse racing writes there), and
+//! applies a commit's writes one by one (so the marker goes first). It also
+//! merges a replacing write into the old document, so on an emulator a
+//! rewrite deletes the document first, in the same commit. The emulator
+//! tests prove the layout and wire compatibility; the concurrency
+//! guarantees of the trait are proven on SQLite and PostgreSQL.
+//!
+//! # Transport
+//!
+//! gRPC (`tonic`, with the few `google.firestore.v1` messages declared by
+//! hand in [`proto`], no `protoc`): the emulator speaks only gRPC, and it is
+//! the protocol Genkit JS's client uses. With `FIRESTORE_EMULATOR_HOST` (or
+//! [`emulator_host`](FirestoreSessionStoreBuilder::emulator_host)) it
+//! connects in plaintext with `Authorization: Bearer owner`; otherwise over
+//! TLS to `firestore.googleapis.com` with tokens from a [`TokenSource`] (no
+//! Google auth library is bundled: pass the metadata server's or
+//! `gcloud`'s tokens, or wrap an auth crate).
+
 mod client;
 mod layout;
 pub mod proto;
