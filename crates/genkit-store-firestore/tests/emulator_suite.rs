@@ -32,3 +32,78 @@ async fn session_store_suite_on_the_emulator() {
     )
     .await;
 }
+
+/// Stores with different tenant prefixes on one collection see nothing of
+/// each other's sessions, snapshots or side effects.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tenant_prefixes_isolate_sessions() {
+    use genkit_ai::agent::clock::now_rfc3339;
+    use genkit_ai::agent::store::{SessionStore, new_snapshot_id};
+    use genkit_ai::agent::types::SessionSnapshot;
+    use genkit_core::StatusCode;
+    use serde_json::json;
+
+    let Some(host) = support::emulator("tenant_prefixes_isolate_sessions") else {
+        return;
+    };
+    let collection = support::fresh_collection("tenants");
+    let a = support::builder(&host, &collection)
+        .prefix("tenant-a")
+        .build()
+        .expect("store builds");
+    let b = support::builder(&host, &collection)
+        .prefix_fn(|_ctx| "tenant-b".to_owned())
+        .build()
+        .expect("store builds");
+    let session = format!("s-{}", new_snapshot_id());
+    let mut snap = SessionSnapshot::new(new_snapshot_id(), now_rfc3339());
+    snap.session_id = Some(session.clone());
+    a.append(snap.clone(), 0).await.expect("tenant a appends");
+    a.record_effect(&session, "k", json!(1))
+        .await
+        .expect("effect");
+
+    let status = |r: genkit_core::Result<_>| {
+        r.map(|_: genkit_ai::agent::store::StoredSnapshot| ())
+            .map_err(|e| e.status())
+    };
+    assert_eq!(
+        status(b.get(&snap.snapshot_id).await),
+        Err(StatusCode::NotFound)
+    );
+    assert_eq!(status(b.latest(&session).await), Err(StatusCode::NotFound));
+    assert_eq!(b.effect(&session, "k").await.expect("reads"), None);
+    // Tenant b may use the same session id independently.
+    let mut other = SessionSnapshot::new(new_snapshot_id(), now_rfc3339());
+    other.session_id = Some(session.clone());
+    let stored = b.append(other, 0).await.expect("tenant b appends");
+    assert_eq!(stored.session_version, 1);
+    assert_eq!(a.latest(&session).await.expect("a's latest").snapshot, snap);
+}
+
+/// Bad options are `INVALID_ARGUMENT` at build time.
+#[tokio::test]
+async fn bad_options_are_refused() {
+    use genkit_core::StatusCode;
+    use genkit_store_firestore::FirestoreSessionStore;
+
+    let base = || {
+        FirestoreSessionStore::builder()
+            .emulator_host("127.0.0.1:9")
+            .project_id("p")
+    };
+    for (what, builder) in [
+        ("a zero checkpoint interval", base().checkpoint_interval(0)),
+        ("a zero shard size", base().shard_size(0)),
+        ("a collection path", base().collection("a/b")),
+    ] {
+        let r = builder.build().map(|_| ()).map_err(|e| e.status());
+        assert_eq!(r, Err(StatusCode::InvalidArgument), "{what}");
+    }
+    let bad_prefix = base().prefix("a/b").build().expect("builds");
+    let r = genkit_ai::agent::store::SessionStore::latest(&bad_prefix, "s").await;
+    assert_eq!(
+        r.map(|_| ()).map_err(|e| e.status()),
+        Err(StatusCode::InvalidArgument)
+    );
+}

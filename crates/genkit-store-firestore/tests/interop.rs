@@ -168,3 +168,60 @@ async fn genkit_js_and_rust_continue_each_others_sessions() {
         js["snapshotId"].as_str().unwrap_or_default()
     );
 }
+
+/// The other way round: a Rust agent starts the session, Genkit JS continues
+/// it, and Rust reads Genkit JS's turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn genkit_js_continues_a_session_rust_started() {
+    let Some(host) = support::emulator("genkit_js_continues_a_session_rust_started") else {
+        return;
+    };
+    let collection = support::fresh_collection("interop-rs");
+    let store = Arc::new(
+        support::builder(&host, &collection)
+            .build()
+            .expect("store builds"),
+    );
+    let (_ai, agent) = rust_agent(store.clone());
+    let chat = agent.chat();
+    chat.send(Message::user("one"))
+        .await
+        .expect("first Rust turn");
+    chat.send(Message::user("two"))
+        .await
+        .expect("second Rust turn");
+    let session_id = chat.session_id().expect("the chat has a session");
+
+    let (ok, out) = support::node(
+        &host,
+        "interop.mjs",
+        &[&collection, &session_id, "three"],
+        "",
+    )
+    .await;
+    assert!(ok, "Genkit JS's turn on a Rust session failed: {out}");
+    let js = support::last_json(&out);
+    let expected = [
+        "user: one",
+        "model: reply to: one",
+        "user: two",
+        "model: reply to: two",
+        "user: three",
+        "model: reply to: three",
+    ];
+    assert_eq!(js_history(&js), expected);
+    let last = store
+        .latest(&session_id)
+        .await
+        .expect("latest after JS's turn");
+    assert_eq!(
+        history(
+            last.snapshot
+                .state
+                .as_ref()
+                .map_or(&[][..], |s| s.messages())
+        ),
+        expected
+    );
+    assert_eq!(last.session_version, 3);
+}
