@@ -3,6 +3,7 @@
 //! `RunQuery`), over `tonic` with hand-declared messages.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use genkit_core::{Error, Result, StatusCode};
@@ -74,7 +75,12 @@ fn transport_error(what: &str, e: impl std::fmt::Display) -> Error {
 impl Client {
     /// A lazily connecting client: plaintext to `emulator_host`
     /// (`host:port`), else TLS to Firestore.
-    pub(crate) fn new(emulator_host: Option<&str>, auth: Auth, database: String) -> Result<Self> {
+    pub(crate) fn new(
+        emulator_host: Option<&str>,
+        auth: Auth,
+        database: String,
+        timeout: Duration,
+    ) -> Result<Self> {
         let endpoint = match emulator_host {
             Some(host) => Endpoint::from_shared(format!("http://{host}")).map_err(|e| {
                 Error::invalid_argument(format!("FIRESTORE_EMULATOR_HOST {host:?}: {e}"))
@@ -83,7 +89,10 @@ impl Client {
                 .tls_config(ClientTlsConfig::new().with_webpki_roots())
                 .map_err(|e| transport_error("TLS setup", e))?,
         };
-        let channel = endpoint.connect_lazy();
+        let channel = endpoint
+            .connect_timeout(timeout)
+            .timeout(timeout)
+            .connect_lazy();
         let encoded: String = database
             .bytes()
             .map(|b| match b {

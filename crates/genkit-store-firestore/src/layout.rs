@@ -8,7 +8,7 @@ use genkit_core::{Error, Result, StatusCode};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
-use crate::proto::Document;
+use crate::proto::{Document, Timestamp};
 use crate::value;
 
 /// Firestore's limit on a document id, in bytes.
@@ -102,9 +102,19 @@ impl Paths {
         self.marker(&format!("s:{}:{version}", escape(session_id)))
     }
 
-    /// The create-only marker of a snapshot's `revision`-th write.
-    pub(crate) fn revision_marker(&self, snapshot_id: &str, revision: u64) -> String {
-        self.marker(&format!("r:{}:{revision}", escape(snapshot_id)))
+    /// The create-only marker of a rewrite of a snapshot based on its
+    /// `base` revision as last written at `written` (its update time): two
+    /// writers based on the same read create the same marker. The update
+    /// time tells apart reads of equal revisions when Genkit JS (which
+    /// keeps no revisions) rewrote the document in between.
+    pub(crate) fn revision_marker(
+        &self,
+        snapshot_id: &str,
+        base: u64,
+        written: Option<&Timestamp>,
+    ) -> String {
+        let at = written.map_or_else(String::new, |t| format!(":{}.{:09}", t.seconds, t.nanos));
+        self.marker(&format!("r:{}:{base}{at}", escape(snapshot_id)))
     }
 
     fn marker(&self, id: &str) -> String {

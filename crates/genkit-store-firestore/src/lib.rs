@@ -59,9 +59,10 @@
 //!   JS count too. The query makes `append`, `get` and `latest` read one small
 //!   projection per snapshot of the session.
 //! - each append also creates a marker `C-markers/P/markers/s:<session>:<n>`
-//!   (create-only); an update creates `r:<snapshot>:<revision>`. Two writers
-//!   based on the same version both try to create the same marker: one is
-//!   refused (`ABORTED`), before anything else of its commit is applied.
+//!   (create-only); an update creates `r:<snapshot>:<revision>:<update
+//!   time>` for the version it read. Two writers based on the same version
+//!   both try to create the same marker: one is refused (`ABORTED`), before
+//!   anything else of its commit is applied.
 //! - a snapshot's **revision** is `rsRevision` in its document (written only
 //!   above 1), and `rsUnset` lists `sessionId` / `updatedAt` / `state` when
 //!   the snapshot had none (Genkit JS's shape always fills them), so every
@@ -74,6 +75,11 @@
 //!
 //! A snapshot's state is not rewritten once another snapshot continues it
 //! (their diffs or its shards depend on it): `FAILED_PRECONDITION`.
+//!
+//! As with Genkit JS, JSON Patch values are stored as Firestore values, so
+//! Firestore's own rules apply to them: no array directly inside an array,
+//! and integers beyond 2^53 become doubles (checkpoints, stored as JSON
+//! text, keep them exactly).
 //!
 //! # Guarantees
 //!

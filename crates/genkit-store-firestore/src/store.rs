@@ -2,6 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use genkit_ai::agent::clock::now_rfc3339;
@@ -26,6 +27,8 @@ use crate::value;
 pub const DEFAULT_CHECKPOINT_INTERVAL: u64 = 25;
 /// Genkit JS's default shard / diff size limit: 512 KiB.
 pub const DEFAULT_SHARD_SIZE: usize = 512 * 1024;
+/// How long one request may take by default.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Genkit JS's default collection.
 pub const DEFAULT_COLLECTION: &str = "genkit-sessions";
 /// Genkit JS's prefix when none is configured.
@@ -44,6 +47,7 @@ pub struct FirestoreSessionStoreBuilder {
     prefix: Option<PrefixFn>,
     emulator_host: Option<String>,
     token_source: Option<Arc<dyn TokenSource>>,
+    timeout: Duration,
 }
 
 impl FirestoreSessionStoreBuilder {
@@ -102,6 +106,13 @@ impl FirestoreSessionStoreBuilder {
         self
     }
 
+    /// How long one Firestore request (or connecting) may take before it
+    /// fails (default 30 s).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
     /// Access tokens for real Firestore.
     pub fn token_source(mut self, source: impl TokenSource) -> Self {
         self.token_source = Some(Arc::new(source));
@@ -146,7 +157,7 @@ impl FirestoreSessionStoreBuilder {
             }
         };
         let database = format!("projects/{project}/databases/{}", self.database_id);
-        let client = Client::new(emulator.as_deref(), auth, database)?;
+        let client = Client::new(emulator.as_deref(), auth, database, self.timeout)?;
         Ok(FirestoreSessionStore {
             client,
             collection: self.collection,
@@ -190,6 +201,7 @@ impl FirestoreSessionStore {
             prefix: None,
             emulator_host: None,
             token_source: None,
+            timeout: DEFAULT_TIMEOUT,
         }
     }
 
@@ -930,7 +942,7 @@ impl SessionStore for FirestoreSessionStore {
                 condition: Some(precondition::Condition::UpdateTime(t)),
             });
             let mut writes = vec![marker(
-                paths.revision_marker(&id, base + 1),
+                paths.revision_marker(&id, base, loaded.update_time.as_ref()),
                 json!({"snapshotId": id, "revision": base + 1}),
             )?];
             if self.client.is_emulator() {
