@@ -225,3 +225,64 @@ async fn genkit_js_continues_a_session_rust_started() {
     );
     assert_eq!(last.session_version, 3);
 }
+
+/// A detached turn's pending snapshot written by Rust, rewritten in place by
+/// Genkit JS (a heartbeat), is still read, updated and aborted by Rust.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rust_updates_a_snapshot_genkit_js_rewrote() {
+    use genkit::agent::types::{SessionSnapshot, SnapshotStatus};
+    use genkit_ai::agent::clock::now_rfc3339;
+    use genkit_ai::agent::store::new_snapshot_id;
+
+    let Some(host) = support::emulator("rust_updates_a_snapshot_genkit_js_rewrote") else {
+        return;
+    };
+    let collection = support::fresh_collection("interop-rewrite");
+    let store = support::builder(&host, &collection)
+        .build()
+        .expect("store builds");
+    let session = format!("s-{}", new_snapshot_id());
+    let mut root = SessionSnapshot::new(new_snapshot_id(), now_rfc3339());
+    root.session_id = Some(session.clone());
+    root.updated_at = Some(root.created_at.clone());
+    root.status = Some(SnapshotStatus::Completed);
+    store.append(root.clone(), 0).await.expect("root");
+    let mut pending = SessionSnapshot::new(new_snapshot_id(), now_rfc3339());
+    pending.session_id = Some(session.clone());
+    pending.parent_id = Some(root.snapshot_id.clone());
+    pending.updated_at = Some(pending.created_at.clone());
+    pending.status = Some(SnapshotStatus::Pending);
+    let p = store.append(pending.clone(), 1).await.expect("pending");
+    let mut beat = pending.clone();
+    beat.heartbeat_at = Some(now_rfc3339());
+    store
+        .update(beat, p.revision)
+        .await
+        .expect("a Rust heartbeat");
+
+    let js_beat = "2030-01-01T00:00:00.000Z";
+    let (ok, out) = support::node(
+        &host,
+        "upsert.mjs",
+        &[&collection, &pending.snapshot_id, js_beat],
+        "",
+    )
+    .await;
+    assert!(ok, "Genkit JS's rewrite failed: {out}");
+    let js = support::last_json(&out);
+    assert_eq!(js["status"], "pending", "{js}");
+
+    let read = store
+        .get(&pending.snapshot_id)
+        .await
+        .expect("Rust reads JS's rewrite");
+    assert_eq!(read.snapshot.heartbeat_at.as_deref(), Some(js_beat));
+    assert_eq!(read.snapshot.status, Some(SnapshotStatus::Pending));
+    assert_eq!(
+        store.abort(&pending.snapshot_id).await.expect("abort"),
+        Some(SnapshotStatus::Pending)
+    );
+    let aborted = store.get(&pending.snapshot_id).await.expect("re-read");
+    assert_eq!(aborted.snapshot.status, Some(SnapshotStatus::Aborted));
+    assert_eq!(aborted.snapshot.heartbeat_at.as_deref(), Some(js_beat));
+}
