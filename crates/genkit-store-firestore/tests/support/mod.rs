@@ -66,6 +66,7 @@ pub async fn node(host: &str, script: &str, args: &[&str], stdin: &str) -> (bool
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
+        .kill_on_drop(true)
         .spawn()
         .expect("node starts");
     let mut input = child.stdin.take().expect("stdin is piped");
@@ -74,7 +75,15 @@ pub async fn node(host: &str, script: &str, args: &[&str], stdin: &str) -> (bool
         .await
         .expect("writes stdin");
     drop(input);
-    let out = child.wait_with_output().await.expect("node runs");
+    // Generous: Node starts Genkit and the Firestore client on a loaded CI
+    // machine. A hang (e.g. the emulator gone) fails instead of blocking.
+    let out = tokio::time::timeout(
+        std::time::Duration::from_secs(300),
+        child.wait_with_output(),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("node {script} did not finish within 300 s"))
+    .expect("node runs");
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
