@@ -110,3 +110,57 @@ async fn bad_options_are_refused() {
         Err(StatusCode::InvalidArgument)
     );
 }
+
+/// A session whose checkpoint shard or diff document went missing reads as
+/// `DATA_LOSS`, never as a wrong state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_documents_are_data_loss() {
+    use genkit_ai::agent::clock::now_rfc3339;
+    use genkit_ai::agent::store::{SessionStore, new_snapshot_id};
+    use genkit_ai::agent::types::{SessionSnapshot, SessionState};
+    use genkit_ai::types::Message;
+    use genkit_core::StatusCode;
+
+    let Some(host) = support::emulator("missing_documents_are_data_loss") else {
+        return;
+    };
+    let collection = support::fresh_collection("corrupt");
+    let store = support::builder(&host, &collection)
+        .build()
+        .expect("store builds");
+    let session = format!("s-{}", new_snapshot_id());
+    let mut ids = Vec::new();
+    for i in 0..3u64 {
+        let mut s = SessionSnapshot::new(new_snapshot_id(), now_rfc3339());
+        s.session_id = Some(session.clone());
+        s.parent_id = ids.last().cloned();
+        s.state = Some(SessionState {
+            messages: Some(vec![Message::user(format!("turn {i}"))]),
+            ..SessionState::default()
+        });
+        store.append(s.clone(), i).await.expect("append");
+        ids.push(s.snapshot_id);
+    }
+    let status = |r: genkit_core::Result<genkit_ai::agent::store::StoredSnapshot>| {
+        r.map(|_| ()).map_err(|e| e.status())
+    };
+    // The root is the checkpoint; the others are diffs from it.
+    let (ok, _) = support::node(
+        &host,
+        "delete_doc.mjs",
+        &[&format!("{collection}/global/snapshots/{}", ids[1])],
+        "",
+    )
+    .await;
+    assert!(ok, "deleting a diff");
+    assert_eq!(status(store.get(&ids[2]).await), Err(StatusCode::DataLoss));
+    let (ok, _) = support::node(
+        &host,
+        "delete_doc.mjs",
+        &[&format!("{collection}-shards/global/shards/{}_0", ids[0])],
+        "",
+    )
+    .await;
+    assert!(ok, "deleting a shard");
+    assert_eq!(status(store.get(&ids[0]).await), Err(StatusCode::DataLoss));
+}
