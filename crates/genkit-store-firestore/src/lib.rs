@@ -115,14 +115,17 @@
 //! Google auth library is bundled: pass the metadata server's or
 //! `gcloud`'s tokens, or wrap an auth crate).
 
+mod builder;
 mod client;
 mod layout;
 pub mod proto;
 mod store;
+mod tx;
 mod value;
 
-pub use client::{StaticToken, TokenSource};
-pub use store::{
+pub use builder::{
     DEFAULT_CHECKPOINT_INTERVAL, DEFAULT_COLLECTION, DEFAULT_PREFIX, DEFAULT_SHARD_SIZE,
-    FirestoreSessionStore, FirestoreSessionStoreBuilder,
+    FirestoreSessionStoreBuilder,
 };
+pub use client::{StaticToken, TokenSource};
+pub use store::FirestoreSessionStore;

@@ -1,172 +1,24 @@
 //! [`FirestoreSessionStore`]: the [`SessionStore`] on Firestore.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
-use std::time::Duration;
+use std::collections::HashMap;
 
 use async_trait::async_trait;
 use genkit_ai::agent::clock::now_rfc3339;
 use genkit_ai::agent::json_patch;
 use genkit_ai::agent::store::{SessionStore, StoredSnapshot};
-use genkit_ai::agent::types::{SessionSnapshot, SessionState};
-use genkit_core::context::ActionContext;
+use genkit_ai::agent::types::SessionSnapshot;
 use genkit_core::tracing::current_context;
 use genkit_core::{Error, Result, StatusCode};
 use serde_json::{Value as Json, json};
 
-use crate::client::{Auth, Client, TokenSource};
+use crate::builder::{DEFAULT_PREFIX, PrefixFn};
+use crate::client::Client;
 use crate::layout::{self, ChainMeta, Kind, Paths, PointerDoc, SnapshotDoc};
 use crate::proto::{
-    CollectionSelector, Document, FieldFilter, FieldReference, Filter, Precondition, Projection,
-    StructuredQuery, Timestamp, Value, Write, filter, precondition, value::Kind as ValueKind,
-    write,
+    Document, Precondition, Value, Write, precondition, value::Kind as ValueKind, write,
 };
+use crate::tx::Tx;
 use crate::value;
-
-/// Genkit JS's default: a full checkpoint every 25 turns.
-pub const DEFAULT_CHECKPOINT_INTERVAL: u64 = 25;
-/// Genkit JS's default shard / diff size limit: 512 KiB.
-pub const DEFAULT_SHARD_SIZE: usize = 512 * 1024;
-/// How long one request may take by default.
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-/// Genkit JS's default collection.
-pub const DEFAULT_COLLECTION: &str = "genkit-sessions";
-/// Genkit JS's prefix when none is configured.
-pub const DEFAULT_PREFIX: &str = "global";
-
-type PrefixFn = Arc<dyn Fn(&ActionContext) -> String + Send + Sync>;
-
-/// Builds a [`FirestoreSessionStore`].
-#[must_use]
-pub struct FirestoreSessionStoreBuilder {
-    project_id: Option<String>,
-    database_id: String,
-    collection: String,
-    checkpoint_interval: u64,
-    shard_size: usize,
-    prefix: Option<PrefixFn>,
-    emulator_host: Option<String>,
-    token_source: Option<Arc<dyn TokenSource>>,
-    timeout: Duration,
-}
-
-impl FirestoreSessionStoreBuilder {
-    /// The Google Cloud project (default: `GOOGLE_CLOUD_PROJECT`, then
-    /// `GCLOUD_PROJECT`).
-    pub fn project_id(mut self, id: impl Into<String>) -> Self {
-        self.project_id = Some(id.into());
-        self
-    }
-
-    /// The database (default `(default)`).
-    pub fn database_id(mut self, id: impl Into<String>) -> Self {
-        self.database_id = id.into();
-        self
-    }
-
-    /// The snapshots collection (default `genkit-sessions`); `-pointers`,
-    /// `-shards`, `-effects` and `-markers` collections are derived from it.
-    pub fn collection(mut self, name: impl Into<String>) -> Self {
-        self.collection = name.into();
-        self
-    }
-
-    /// Turns between full-state checkpoints (default 25, as Genkit JS).
-    pub fn checkpoint_interval(mut self, turns: u64) -> Self {
-        self.checkpoint_interval = turns;
-        self
-    }
-
-    /// The largest shard or diff document, in bytes (default 512 KiB).
-    pub fn shard_size(mut self, bytes: usize) -> Self {
-        self.shard_size = bytes;
-        self
-    }
-
-    /// A fixed tenant prefix (default `global`).
-    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
-        let prefix = prefix.into();
-        self.prefix = Some(Arc::new(move |_| prefix.clone()));
-        self
-    }
-
-    /// A per-tenant prefix derived from the running action's context (e.g.
-    /// the authenticated user), as Genkit JS's `snapshotPathPrefix`.
-    pub fn prefix_fn(
-        mut self,
-        prefix: impl Fn(&ActionContext) -> String + Send + Sync + 'static,
-    ) -> Self {
-        self.prefix = Some(Arc::new(prefix));
-        self
-    }
-
-    /// Talk to an emulator at `host:port` (default: `FIRESTORE_EMULATOR_HOST`).
-    pub fn emulator_host(mut self, host: impl Into<String>) -> Self {
-        self.emulator_host = Some(host.into());
-        self
-    }
-
-    /// How long one Firestore request (or connecting) may take before it
-    /// fails (default 30 s).
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// Access tokens for real Firestore.
-    pub fn token_source(mut self, source: impl TokenSource) -> Self {
-        self.token_source = Some(Arc::new(source));
-        self
-    }
-
-    /// The store. Connects lazily; call it inside a Tokio runtime.
-    /// `INVALID_ARGUMENT` without a project id, with a bad option, or with
-    /// neither an emulator nor a token source.
-    pub fn build(self) -> Result<FirestoreSessionStore> {
-        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-        let project = self
-            .project_id
-            .or_else(|| env("GOOGLE_CLOUD_PROJECT"))
-            .or_else(|| env("GCLOUD_PROJECT"))
-            .ok_or_else(|| {
-                Error::invalid_argument(
-                    "FirestoreSessionStore needs a project id (project_id, GOOGLE_CLOUD_PROJECT or GCLOUD_PROJECT)",
-                )
-            })?;
-        if self.checkpoint_interval == 0 || self.shard_size == 0 {
-            return Err(Error::invalid_argument(
-                "checkpoint_interval and shard_size must be positive",
-            ));
-        }
-        if !layout::is_valid_doc_id(&self.collection) {
-            return Err(Error::invalid_argument(format!(
-                "{:?} is not a Firestore collection id",
-                self.collection
-            )));
-        }
-        let emulator = self
-            .emulator_host
-            .or_else(|| env("FIRESTORE_EMULATOR_HOST"));
-        let auth = match (&emulator, self.token_source) {
-            (Some(_), _) => Auth::Emulator,
-            (None, Some(source)) => Auth::Token(source),
-            (None, None) => {
-                return Err(Error::invalid_argument(
-                    "FirestoreSessionStore needs a token source for real Firestore (or FIRESTORE_EMULATOR_HOST)",
-                ));
-            }
-        };
-        let database = format!("projects/{project}/databases/{}", self.database_id);
-        let client = Client::new(emulator.as_deref(), auth, database, self.timeout)?;
-        Ok(FirestoreSessionStore {
-            client,
-            collection: self.collection,
-            checkpoint_interval: self.checkpoint_interval,
-            shard_size: self.shard_size,
-            prefix: self.prefix,
-        })
-    }
-}
 
 /// A [`SessionStore`] on Firestore, wire-compatible with Genkit JS's
 /// `FirestoreSessionStore`: see the [crate docs](crate).
@@ -176,6 +28,24 @@ pub struct FirestoreSessionStore {
     checkpoint_interval: u64,
     shard_size: usize,
     prefix: Option<PrefixFn>,
+}
+
+impl FirestoreSessionStore {
+    pub(crate) fn new(
+        client: Client,
+        collection: String,
+        checkpoint_interval: u64,
+        shard_size: usize,
+        prefix: Option<PrefixFn>,
+    ) -> Self {
+        Self {
+            client,
+            collection,
+            checkpoint_interval,
+            shard_size,
+            prefix,
+        }
+    }
 }
 
 impl std::fmt::Debug for FirestoreSessionStore {
@@ -190,21 +60,6 @@ impl std::fmt::Debug for FirestoreSessionStore {
 }
 
 impl FirestoreSessionStore {
-    /// A builder with Genkit JS's defaults.
-    pub fn builder() -> FirestoreSessionStoreBuilder {
-        FirestoreSessionStoreBuilder {
-            project_id: None,
-            database_id: "(default)".to_owned(),
-            collection: DEFAULT_COLLECTION.to_owned(),
-            checkpoint_interval: DEFAULT_CHECKPOINT_INTERVAL,
-            shard_size: DEFAULT_SHARD_SIZE,
-            prefix: None,
-            emulator_host: None,
-            token_source: None,
-            timeout: DEFAULT_TIMEOUT,
-        }
-    }
-
     fn paths(&self) -> Result<Paths> {
         let prefix = match &self.prefix {
             Some(f) => f(&current_context()),
@@ -269,219 +124,6 @@ fn commit_conflict(e: Error) -> Error {
             )
         }
         _ => e,
-    }
-}
-
-/// Reads within one transaction.
-struct Tx<'a> {
-    client: &'a Client,
-    id: &'a [u8],
-}
-
-impl Tx<'_> {
-    /// The existing documents among `names`, by name.
-    async fn get_all(&self, names: Vec<String>) -> Result<HashMap<String, Document>> {
-        let docs = self.client.batch_get(names, Some(self.id)).await?;
-        Ok(docs.into_iter().map(|d| (d.name.clone(), d)).collect())
-    }
-
-    async fn get(&self, name: String) -> Result<Option<Document>> {
-        Ok(self.get_all(vec![name.clone()]).await?.remove(&name))
-    }
-
-    /// Every snapshot of `session_id`: `(id, parent)` pairs.
-    async fn session_index(&self, paths: &Paths, session_id: &str) -> Result<SessionIndex> {
-        let field = |p: &str| FieldReference {
-            field_path: p.to_owned(),
-        };
-        let query = StructuredQuery {
-            select: Some(Projection {
-                fields: vec![field("snapshotId"), field("parentId")],
-            }),
-            from: vec![CollectionSelector {
-                collection_id: "snapshots".to_owned(),
-                all_descendants: false,
-            }],
-            r#where: Some(Filter {
-                filter_type: Some(filter::FilterType::FieldFilter(FieldFilter {
-                    field: Some(field("sessionId")),
-                    op: crate::proto::OPERATOR_EQUAL,
-                    value: Some(value::to_firestore(&json!(session_id))),
-                })),
-            }),
-        };
-        let docs = self
-            .client
-            .run_query(paths.snapshots_parent(), query, Some(self.id))
-            .await?;
-        let mut index = SessionIndex::default();
-        for doc in docs {
-            let id = doc.name.rsplit('/').next().unwrap_or_default().to_owned();
-            if let Some(Value {
-                kind: Some(ValueKind::StringValue(parent)),
-            }) = doc.fields.get("parentId")
-            {
-                index.parents.insert(parent.clone());
-            }
-            index.ids.insert(id);
-        }
-        Ok(index)
-    }
-
-    /// A snapshot document and its reconstructed state.
-    async fn reconstruct(&self, paths: &Paths, id: &str) -> Result<Option<Loaded>> {
-        let Some(doc) = self.get(paths.snapshot(id)).await? else {
-            return Ok(None);
-        };
-        let parsed: SnapshotDoc = layout::decode(&doc)?;
-        let meta = ChainMeta::from(&parsed);
-        let state = self.state_at(paths, &meta, id).await?;
-        Ok(Some(Loaded {
-            doc: parsed,
-            state,
-            update_time: doc.update_time,
-        }))
-    }
-
-    /// The state of `target` from its checkpoint's shards and the diffs of
-    /// its segment, read in one batch (as Genkit JS's `reconstructFrom`).
-    async fn state_at(&self, paths: &Paths, meta: &ChainMeta, target: &str) -> Result<Json> {
-        let shard_names: Vec<String> = (0..meta.checkpoint_shard_count)
-            .map(|i| paths.shard(&meta.checkpoint_id, i))
-            .collect();
-        let segment_names: Vec<String> = meta
-            .segment_path
-            .iter()
-            .map(|id| paths.snapshot(id))
-            .collect();
-        let mut names = shard_names.clone();
-        names.extend(segment_names.iter().cloned());
-        let mut docs = self.get_all(names).await?;
-
-        let mut bytes = Vec::new();
-        for name in &shard_names {
-            let shard = docs.get(name).ok_or_else(|| {
-                Error::new(
-                    StatusCode::DataLoss,
-                    format!("FirestoreSessionStore: missing checkpoint shard '{name}'"),
-                )
-            })?;
-            match shard.fields.get("chunk").and_then(|v| v.kind.as_ref()) {
-                Some(ValueKind::BytesValue(b)) => bytes.extend_from_slice(b),
-                _ => {
-                    return Err(Error::new(
-                        StatusCode::DataLoss,
-                        format!("checkpoint shard '{name}' has no bytes 'chunk'"),
-                    ));
-                }
-            }
-        }
-        let mut state = if shard_names.is_empty() {
-            Json::Null
-        } else {
-            serde_json::from_slice(&bytes).map_err(|e| {
-                Error::new(
-                    StatusCode::DataLoss,
-                    format!("checkpoint {} does not parse: {e}", meta.checkpoint_id),
-                )
-            })?
-        };
-        let mut last = None;
-        for name in &segment_names {
-            let doc = docs.remove(name).ok_or_else(|| {
-                Error::new(
-                    StatusCode::DataLoss,
-                    format!("FirestoreSessionStore: missing diff '{name}' on the way to {target}"),
-                )
-            })?;
-            let seg: SnapshotDoc = layout::decode(&doc)?;
-            state = json_patch::apply(&state, seg.state_patch.as_deref().unwrap_or_default())
-                .map_err(|e| {
-                    Error::new(
-                        StatusCode::DataLoss,
-                        format!("diff {} does not apply: {e}", seg.snapshot_id),
-                    )
-                })?;
-            last = Some(seg.snapshot_id);
-        }
-        if let Some(last) = last
-            && last != target
-        {
-            return Err(Error::new(
-                StatusCode::DataLoss,
-                format!("the diff chain of {target} ends at {last}"),
-            ));
-        }
-        Ok(state)
-    }
-}
-
-#[derive(Default)]
-struct SessionIndex {
-    ids: HashSet<String>,
-    parents: HashSet<String>,
-}
-
-impl SessionIndex {
-    fn version(&self) -> u64 {
-        self.ids.len() as u64
-    }
-
-    fn leaves(&self) -> Vec<&String> {
-        let mut leaves: Vec<&String> = self.ids.difference(&self.parents).collect();
-        leaves.sort();
-        leaves
-    }
-}
-
-struct Loaded {
-    doc: SnapshotDoc,
-    state: Json,
-    update_time: Option<Timestamp>,
-}
-
-impl Loaded {
-    fn revision(&self) -> u64 {
-        self.doc.rs_revision.unwrap_or(1)
-    }
-
-    /// The snapshot as the caller wrote it (see `SnapshotDoc::rs_unset`).
-    fn snapshot(&self) -> Result<SessionSnapshot> {
-        let d = &self.doc;
-        let unset = |f: &str| d.rs_unset.iter().any(|u| u == f);
-        let state = if unset("state") {
-            None
-        } else {
-            let state = match &self.state {
-                Json::Null => Json::Object(Default::default()),
-                s => s.clone(),
-            };
-            Some(serde_json::from_value::<SessionState>(state).map_err(|e| {
-                Error::new(
-                    StatusCode::DataLoss,
-                    format!(
-                        "the state of snapshot {} is not a session state: {e}",
-                        d.snapshot_id
-                    ),
-                )
-            })?)
-        };
-        Ok(SessionSnapshot {
-            snapshot_id: d.snapshot_id.clone(),
-            session_id: (!unset("sessionId")).then(|| d.session_id.clone()),
-            parent_id: d.parent_id.clone(),
-            created_at: d.created_at.clone(),
-            updated_at: if unset("updatedAt") {
-                None
-            } else {
-                d.updated_at.clone()
-            },
-            heartbeat_at: d.heartbeat_at.clone(),
-            status: d.status,
-            finish_reason: d.finish_reason,
-            error: d.error.clone(),
-            state,
-        })
     }
 }
 
