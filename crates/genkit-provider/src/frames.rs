@@ -361,7 +361,7 @@ mod tests {
 
     #[test]
     fn sse_caps_a_line_and_an_event() {
-        let long = vec![b'x'; 100];
+        let long = [b'x'; 100];
         let mut pieces: Vec<&[u8]> = vec![b"data: "];
         pieces.extend(std::iter::repeat_n(&long[..], 5));
         let got = sse(&pieces, 256);

@@ -102,18 +102,13 @@ fn reset_peak() {
 }
 
 /// How far the peak RSS rose above the RSS at `reset_peak`.
-fn measure<T>(
-    what: &str,
-    run: impl std::future::Future<Output = T>,
-) -> impl std::future::Future<Output = (T, u64)> {
-    async move {
-        reset_peak();
-        let baseline = status_kib("VmRSS:") * 1024;
-        let out = run.await;
-        let growth = (status_kib("VmHWM:") * 1024).saturating_sub(baseline);
-        eprintln!("{what}: peak RSS {growth} bytes above the baseline of {baseline}");
-        (out, growth)
-    }
+async fn measure<T>(what: &str, run: impl std::future::Future<Output = T>) -> (T, u64) {
+    reset_peak();
+    let baseline = status_kib("VmRSS:") * 1024;
+    let out = run.await;
+    let growth = (status_kib("VmHWM:") * 1024).saturating_sub(baseline);
+    eprintln!("{what}: peak RSS {growth} bytes above the baseline of {baseline}");
+    (out, growth)
 }
 
 #[test]
