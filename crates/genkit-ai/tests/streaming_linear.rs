@@ -15,7 +15,7 @@ use genkit_ai::types::{
     FinishReason, GenerateResponse, GenerateResponseChunk, Message, Part, Role,
 };
 use genkit_core::Registry;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::time::{Duration, Instant};
 
 const MIB: usize = 1024 * 1024;
