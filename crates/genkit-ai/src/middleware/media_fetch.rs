@@ -15,7 +15,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The default limit on a whole download.
+/// The default limit on resolving a media host, and on downloading from it.
 pub const DEFAULT_MEDIA_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Most bytes of an error answer quoted in the error.
@@ -43,7 +43,8 @@ impl HttpMediaFetch {
         Self::default()
     }
 
-    /// The longest time one download may take, connecting included.
+    /// The longest time resolving the host may take, and then the longest
+    /// time the download may take, connecting and reading the body included.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
