@@ -18,8 +18,8 @@ struct Seen {
     body_bytes: AtomicU64,
 }
 
-/// Serves `reply` (the head; then, for `Body::Endless`, 1 GB in chunks)
-/// on 127.0.0.1.
+/// Serves `head` on 127.0.0.1, followed, when `endless`, by 1 GB in
+/// 64 KiB chunks (stopping when the client hangs up).
 async fn server(head: String, endless: bool) -> (String, Arc<Seen>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
