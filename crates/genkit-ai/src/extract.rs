@@ -647,73 +647,123 @@ fn clamp_to_boundary(text: &str, cursor: usize) -> usize {
 }
 
 /// End of the array element starting at `start`, if it is complete.
-enum ElementEnd {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ElementEnd {
     Complete(usize),
     Incomplete,
     /// Not an element: skip `len` bytes.
     Garbage(usize),
 }
 
-fn element_end(text: &str, start: usize) -> ElementEnd {
-    let bytes = text.as_bytes();
-    match bytes.get(start) {
-        None => ElementEnd::Incomplete,
-        Some(b'{' | b'[') => {
-            let mut depth = 0usize;
-            let mut quote = 0u8;
-            let mut escape = false;
-            for (i, &b) in bytes.iter().enumerate().skip(start) {
-                if quote != 0 {
-                    if escape {
-                        escape = false;
-                    } else if b == b'\\' {
-                        escape = true;
-                    } else if b == quote {
-                        quote = 0;
-                    }
-                    continue;
-                }
-                match b {
-                    b'"' | b'\'' => quote = b,
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return ElementEnd::Complete(i + 1);
+/// Where the end of the array element at `start` is searched, resumable as
+/// the text grows: the state after `scanned` bytes depends only on
+/// `text[start..scanned]`, so a streamed element is scanned once, not again
+/// at every chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ElementScan {
+    /// Where the element starts.
+    pub(crate) start: usize,
+    scanned: usize,
+    depth: usize,
+    quote: u8,
+    escape: bool,
+}
+
+impl ElementScan {
+    pub(crate) fn new(start: usize) -> Self {
+        Self {
+            start,
+            scanned: start,
+            depth: 0,
+            quote: 0,
+            escape: false,
+        }
+    }
+
+    /// Scans the bytes of `text` (a longer version of the text scanned so
+    /// far) not scanned yet.
+    pub(crate) fn resume(&mut self, text: &str) -> ElementEnd {
+        let bytes = text.as_bytes();
+        let start = self.start;
+        match bytes.get(start) {
+            None => ElementEnd::Incomplete,
+            Some(b'{' | b'[') => {
+                for (i, &b) in bytes.iter().enumerate().skip(self.scanned) {
+                    self.scanned = i + 1;
+                    if self.quote != 0 {
+                        if self.escape {
+                            self.escape = false;
+                        } else if b == b'\\' {
+                            self.escape = true;
+                        } else if b == self.quote {
+                            self.quote = 0;
                         }
+                        continue;
                     }
-                    _ => {}
+                    match b {
+                        b'"' | b'\'' => self.quote = b,
+                        b'{' | b'[' => self.depth += 1,
+                        b'}' | b']' => {
+                            self.depth = self.depth.saturating_sub(1);
+                            if self.depth == 0 {
+                                return ElementEnd::Complete(i + 1);
+                            }
+                        }
+                        _ => {}
+                    }
                 }
+                ElementEnd::Incomplete
             }
-            ElementEnd::Incomplete
-        }
-        Some(&q @ (b'"' | b'\'')) => {
-            let mut escape = false;
-            for (i, &b) in bytes.iter().enumerate().skip(start + 1) {
-                if escape {
-                    escape = false;
-                } else if b == b'\\' {
-                    escape = true;
-                } else if b == q {
-                    return ElementEnd::Complete(i + 1);
+            Some(&q @ (b'"' | b'\'')) => {
+                for (i, &b) in bytes.iter().enumerate().skip(self.scanned.max(start + 1)) {
+                    self.scanned = i + 1;
+                    if self.escape {
+                        self.escape = false;
+                    } else if b == b'\\' {
+                        self.escape = true;
+                    } else if b == q {
+                        return ElementEnd::Complete(i + 1);
+                    }
                 }
+                ElementEnd::Incomplete
             }
-            ElementEnd::Incomplete
-        }
-        Some(_) => {
-            let end = bytes[start..]
-                .iter()
-                .position(|&b| matches!(b, b',' | b']' | b'}' | b'/') || b.is_ascii_whitespace())
-                .map(|i| start + i);
-            match end {
-                None => ElementEnd::Incomplete,
-                Some(end) if end == start => {
-                    ElementEnd::Garbage(text[start..].chars().next().map_or(1, char::len_utf8))
+            Some(_) => {
+                let from = self.scanned;
+                let end = bytes[from..]
+                    .iter()
+                    .position(|&b| {
+                        matches!(b, b',' | b']' | b'}' | b'/') || b.is_ascii_whitespace()
+                    })
+                    .map(|i| from + i);
+                match end {
+                    None => {
+                        self.scanned = bytes.len();
+                        ElementEnd::Incomplete
+                    }
+                    Some(end) if end == start => {
+                        ElementEnd::Garbage(text[start..].chars().next().map_or(1, char::len_utf8))
+                    }
+                    Some(end) => ElementEnd::Complete(end),
                 }
-                Some(end) => ElementEnd::Complete(end),
             }
         }
     }
+}
+
+fn element_end(text: &str, start: usize) -> ElementEnd {
+    ElementScan::new(start).resume(text)
+}
+
+/// Skips whitespace, comments and commas between array elements.
+pub(crate) fn skip_separators(text: &str, pos: usize) -> usize {
+    let mut p = Parser::new(text, false);
+    p.pos = pos;
+    p.skip_ws();
+    while p.peek() == Some(b',') {
+        p.pos += 1;
+        p.skip_ws();
+    }
+    p.pos
 }
 
 /// Reads the complete elements of the first JSON array in `text`, starting at `cursor`
@@ -739,15 +789,8 @@ pub fn extract_items(text: &str, cursor: usize) -> ExtractedItems {
         cursor: pos,
     };
     loop {
-        let mut p = Parser::new(text, false);
-        p.pos = pos;
-        p.skip_ws();
-        while p.peek() == Some(b',') {
-            p.pos += 1;
-            p.skip_ws();
-        }
-        pos = p.pos;
-        match p.peek() {
+        pos = skip_separators(text, pos);
+        match text.as_bytes().get(pos) {
             None | Some(b']') => break,
             _ => {}
         }

@@ -470,11 +470,12 @@ async fn named_middleware_resolves_for_serialized_requests() {
     assert_eq!(reg.list_values("middleware").len(), 1);
 }
 
-/// The HTTP fetcher against a real (local) HTTP server.
+/// The HTTP fetcher against a real (local) HTTP server, which needs the
+/// opt-in for private addresses.
 #[cfg(feature = "download-media")]
 #[tokio::test]
 async fn download_media_over_http() {
-    use genkit_ai::middleware::download_request_media_http;
+    use genkit_ai::middleware::HttpMediaFetch;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -498,7 +499,8 @@ async fn download_media_over_http() {
     let s = seen.clone();
     define_model(
         &reg,
-        ModelOptions::new("vision").use_middleware(download_request_media_http()),
+        ModelOptions::new("vision")
+            .use_middleware(HttpMediaFetch::new().allow_private_addresses().middleware()),
         move |req: GenerateRequest, _ctx| {
             *s.lock() = req.messages[0].content.clone();
             async {

@@ -22,6 +22,11 @@ pub const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Error bodies longer than this are cut before being read.
 pub const MAX_ERROR_BODY: usize = 64 * 1024;
 
+/// The default cap on a non-streamed body ([`HttpClient::with_max_body`]):
+/// 64 MiB, room for several inline images, yet a bound on what a
+/// misbehaving server can make the process hold.
+pub const DEFAULT_MAX_BODY: usize = 64 * 1024 * 1024;
+
 /// Builds the `reqwest::Client` of a plugin.
 ///
 /// Defaults: connect timeout [`MAX_CONNECT_TIMEOUT`], no `User-Agent`,
@@ -154,6 +159,7 @@ pub struct HttpClient {
     base_url: String,
     headers: HeaderMap,
     deadline: Deadline,
+    max_body: usize,
 }
 
 impl fmt::Debug for HttpClient {
@@ -162,6 +168,7 @@ impl fmt::Debug for HttpClient {
             .field("base_url", &self.base_url)
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("deadline", &self.deadline)
+            .field("max_body", &self.max_body)
             .finish()
     }
 }
@@ -174,7 +181,16 @@ impl HttpClient {
             base_url: base_url.trim_end_matches('/').to_owned(),
             headers: HeaderMap::new(),
             deadline,
+            max_body: DEFAULT_MAX_BODY,
         }
+    }
+
+    /// Refuses non-streamed bodies longer than `bytes` (default
+    /// [`DEFAULT_MAX_BODY`]) with [`HttpError::Malformed`], reading no more
+    /// than that.
+    pub fn with_max_body(mut self, bytes: usize) -> Self {
+        self.max_body = bytes;
+        self
     }
 
     /// Sends `headers` with every request; their values are marked sensitive.
@@ -276,13 +292,38 @@ impl HttpClient {
         }
     }
 
-    /// The whole body of a response.
+    /// The whole body of a response, at most the client's cap
+    /// ([`with_max_body`](Self::with_max_body)): a longer one is
+    /// [`HttpError::Malformed`], found out from its `Content-Length` or
+    /// after reading just past the cap.
     pub async fn read_bytes(&self, response: reqwest::Response) -> Result<Bytes, HttpError> {
         let url = response.url().to_string();
-        self.deadline
-            .wait("reading the response body", response.bytes())
+        let max = self.max_body;
+        let too_long =
+            || HttpError::Malformed(format!("the response body is longer than {max} bytes"));
+        if response.content_length().is_some_and(|n| n > max as u64) {
+            return Err(too_long());
+        }
+        let read = async move {
+            let mut response = response;
+            let mut body = Vec::new();
+            while let Some(chunk) = response.chunk().await? {
+                if body.len() + chunk.len() > max {
+                    return Ok(None);
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(Some(Bytes::from(body)))
+        };
+        match self
+            .deadline
+            .wait("reading the response body", read)
             .await?
-            .map_err(|e| self.deadline.transport_error(&url, e))
+        {
+            Ok(Some(bytes)) => Ok(bytes),
+            Ok(None) => Err(too_long()),
+            Err(e) => Err(self.deadline.transport_error(&url, e)),
+        }
     }
 
     /// The body of a response as JSON; a body that does not parse is
@@ -297,7 +338,8 @@ impl HttpClient {
         })
     }
 
-    /// Reads `response` as Server-Sent Events, under the client's deadline.
+    /// Reads `response` as Server-Sent Events, under the client's deadline,
+    /// each event at most [`DEFAULT_MAX_FRAME`](crate::DEFAULT_MAX_FRAME) bytes.
     pub fn sse(&self, response: reqwest::Response) -> FrameReader {
         FrameReader::sse(response, self.deadline)
     }

@@ -38,6 +38,7 @@
 mod call;
 pub mod config;
 pub mod error;
+mod frames;
 pub mod http;
 pub mod kit;
 pub mod plugin;
@@ -63,4 +64,7 @@ pub use secret::{ApiKey, InvalidKeyHeader};
 /// Leaves `None` fields out when a struct is serialized (put it above the
 /// `derive`), so wire and config structs need no per-field attribute.
 pub use serde_with::skip_serializing_none;
-pub use stream::{Emit, Frame, FrameReader, StreamFold, emit_model_parts, fold_stream};
+pub use stream::{
+    DEFAULT_MAX_FRAME, Emit, Frame, FrameError, FrameReader, NdjsonDecoder, SseDecoder, StreamFold,
+    emit_model_parts, fold_stream,
+};

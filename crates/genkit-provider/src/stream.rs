@@ -12,45 +12,33 @@
 //! shorter answer.
 
 use crate::error::HttpError;
+pub use crate::frames::{DEFAULT_MAX_FRAME, Frame, FrameError, NdjsonDecoder, SseDecoder};
 use crate::http::Deadline;
 use bytes::Bytes;
-use eventsource_stream::{EventStreamError, Eventsource};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use genkit_ai::types::GenerateResponseChunk;
 
-/// One frame of a stream: an SSE event, or one NDJSON line (with an empty
-/// `event`). Frames whose data is blank are skipped.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Frame {
-    /// The SSE event type (`event:`), empty when not given.
-    pub event: String,
-    /// The SSE data (`data:` lines joined), or the line.
-    pub data: String,
-}
-
-/// Reads a streamed response frame by frame.
+/// Reads a streamed response frame by frame, holding at most one frame's
+/// cap (plus one network chunk) of unfinished data.
 pub struct FrameReader {
-    kind: Kind,
+    body: BoxStream<'static, reqwest::Result<Bytes>>,
+    decoder: Decoder,
+    ended: bool,
     deadline: Deadline,
     url: String,
 }
 
-enum Kind {
-    Sse(BoxStream<'static, Result<eventsource_stream::Event, EventStreamError<reqwest::Error>>>),
-    Ndjson {
-        body: BoxStream<'static, reqwest::Result<Bytes>>,
-        buffer: Vec<u8>,
-        max_line: usize,
-        ended: bool,
-    },
+enum Decoder {
+    Sse(SseDecoder),
+    Ndjson(NdjsonDecoder),
 }
 
 impl std::fmt::Debug for FrameReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kind = match self.kind {
-            Kind::Sse(_) => "sse",
-            Kind::Ndjson { .. } => "ndjson",
+        let kind = match self.decoder {
+            Decoder::Sse(_) => "sse",
+            Decoder::Ndjson(_) => "ndjson",
         };
         f.debug_struct("FrameReader")
             .field("kind", &kind)
@@ -61,37 +49,43 @@ impl std::fmt::Debug for FrameReader {
 }
 
 impl FrameReader {
-    /// Reads `response` as Server-Sent Events.
+    /// Reads `response` as Server-Sent Events, each event's data (and each
+    /// line) at most [`DEFAULT_MAX_FRAME`] bytes.
     pub fn sse(response: reqwest::Response, deadline: Deadline) -> Self {
-        let url = response.url().to_string();
-        Self {
-            kind: Kind::Sse(response.bytes_stream().eventsource().boxed()),
-            deadline,
-            url,
-        }
+        Self::sse_limited(response, deadline, DEFAULT_MAX_FRAME)
+    }
+
+    /// Reads `response` as Server-Sent Events, each event's data (and each
+    /// line) at most `max_event` bytes.
+    pub fn sse_limited(response: reqwest::Response, deadline: Deadline, max_event: usize) -> Self {
+        Self::new(response, deadline, Decoder::Sse(SseDecoder::new(max_event)))
     }
 
     /// Reads `response` as newline-delimited JSON, one frame per non-blank
     /// line (`\n` or `\r\n`), each at most `max_line` bytes.
     pub fn ndjson(response: reqwest::Response, deadline: Deadline, max_line: usize) -> Self {
-        let url = response.url().to_string();
-        Self {
-            kind: Kind::Ndjson {
-                body: response.bytes_stream().boxed(),
-                buffer: Vec::new(),
-                max_line,
-                ended: false,
-            },
+        Self::new(
+            response,
             deadline,
-            url,
+            Decoder::Ndjson(NdjsonDecoder::new(max_line)),
+        )
+    }
+
+    fn new(response: reqwest::Response, deadline: Deadline, decoder: Decoder) -> Self {
+        Self {
+            url: response.url().to_string(),
+            body: response.bytes_stream().boxed(),
+            decoder,
+            ended: false,
+            deadline,
         }
     }
 
     /// The next frame; `None` once the body ended.
     pub async fn next(&mut self) -> Option<Result<Frame, HttpError>> {
-        let what = match self.kind {
-            Kind::Sse(_) => "waiting for the next stream event",
-            Kind::Ndjson { .. } => "waiting for the next stream line",
+        let what = match self.decoder {
+            Decoder::Sse(_) => "waiting for the next stream event",
+            Decoder::Ndjson(_) => "waiting for the next stream line",
         };
         let deadline = self.deadline;
         match deadline.wait(what, self.next_frame()).await {
@@ -101,75 +95,42 @@ impl FrameReader {
     }
 
     async fn next_frame(&mut self) -> Option<Result<Frame, HttpError>> {
-        let deadline = self.deadline;
-        let url = &self.url;
-        match &mut self.kind {
-            Kind::Sse(events) => loop {
-                return match events.next().await? {
-                    Ok(e) if e.data.trim().is_empty() => continue,
-                    Ok(e) => Some(Ok(Frame {
-                        event: e.event,
-                        data: e.data,
-                    })),
-                    Err(EventStreamError::Transport(source)) => {
-                        Some(Err(deadline.transport_error(url, source)))
-                    }
-                    Err(e) => Some(Err(HttpError::Malformed(format!(
-                        "the event stream does not parse: {e}"
-                    )))),
-                };
-            },
-            Kind::Ndjson {
-                body,
-                buffer,
-                max_line,
-                ended,
-            } => loop {
-                let line = match buffer.iter().position(|b| *b == b'\n') {
-                    Some(end) => {
-                        let mut line: Vec<u8> = buffer.drain(..=end).collect();
-                        line.pop();
-                        line
-                    }
-                    None if *ended && buffer.is_empty() => return None,
-                    None if *ended => std::mem::take(buffer),
-                    None => {
-                        if buffer.len() > *max_line {
-                            return Some(Err(too_long(*max_line)));
-                        }
-                        match body.next().await {
-                            None => *ended = true,
-                            Some(Ok(bytes)) => buffer.extend_from_slice(&bytes),
-                            Some(Err(source)) => {
-                                return Some(Err(deadline.transport_error(url, source)));
-                            }
-                        }
-                        continue;
-                    }
-                };
-                if line.len() > *max_line {
-                    return Some(Err(too_long(*max_line)));
+        loop {
+            let decoded = match &mut self.decoder {
+                Decoder::Sse(d) => d.next_frame(),
+                Decoder::Ndjson(d) => d.next_frame(),
+            };
+            let decoded = match decoded {
+                Some(frame) => Some(frame),
+                None if self.ended => match &mut self.decoder {
+                    Decoder::Sse(_) => None,
+                    Decoder::Ndjson(d) => d.finish(),
+                },
+                None => None,
+            };
+            if let Some(frame) = decoded {
+                // A decoder stops after an error; so does the body.
+                if frame.is_err() {
+                    self.ended = true;
                 }
-                let Ok(text) = String::from_utf8(line) else {
-                    return Some(Err(HttpError::Malformed(
-                        "a stream line is not UTF-8".into(),
-                    )));
-                };
-                let text = text.strip_suffix('\r').unwrap_or(&text);
-                if text.trim().is_empty() {
-                    continue;
+                return Some(frame.map_err(|e| HttpError::Malformed(e.to_string())));
+            }
+            if self.ended {
+                return None;
+            }
+            match self.body.next().await {
+                None => self.ended = true,
+                Some(Ok(bytes)) => match &mut self.decoder {
+                    Decoder::Sse(d) => d.push(&bytes),
+                    Decoder::Ndjson(d) => d.push(&bytes),
+                },
+                Some(Err(source)) => {
+                    self.ended = true;
+                    return Some(Err(self.deadline.transport_error(&self.url, source)));
                 }
-                return Some(Ok(Frame {
-                    event: String::new(),
-                    data: text.to_owned(),
-                }));
-            },
+            }
         }
     }
-}
-
-fn too_long(max_line: usize) -> HttpError {
-    HttpError::Malformed(format!("a stream line is longer than {max_line} bytes"))
 }
 
 /// Where a [`StreamFold`] passes its chunks.

@@ -18,7 +18,15 @@ struct ToolCallAcc {
     id: Option<String>,
     name: String,
     arguments: String,
+    /// How long `arguments` was when last parsed for a partial request.
+    parsed_len: usize,
 }
+
+/// Arguments up to this long are parsed again at every fragment; past it, a
+/// partial request is shown only once they doubled since the last one, so
+/// parsing a call's arguments costs time linear in their length rather than
+/// quadratic (each partial request is a parse, and a copy, of all so far).
+const PARTIAL_ARGS_EVERY_FRAGMENT: usize = 1024;
 
 /// What the events received so far add up to.
 #[derive(Debug)]
@@ -120,7 +128,8 @@ impl StreamState {
     }
 
     /// Adds a tool-call fragment and returns a partial tool request showing
-    /// the call so far (its arguments parsed as far as they go).
+    /// the call so far (its arguments parsed as far as they go); for long
+    /// arguments, only when they doubled (see [`PARTIAL_ARGS_EVERY_FRAGMENT`]).
     fn merge_tool_call(&mut self, position: usize, delta: ToolCallDelta) -> Option<Part> {
         let index = delta
             .index
@@ -142,6 +151,11 @@ impl StreamState {
         if acc.name.is_empty() {
             return None;
         }
+        let len = acc.arguments.len();
+        if len > PARTIAL_ARGS_EVERY_FRAGMENT && len < acc.parsed_len.saturating_mul(2) {
+            return None;
+        }
+        acc.parsed_len = len;
         let input = parse_partial_json(&acc.arguments).unwrap_or_else(|| json!({}));
         let mut request = ToolRequest::new(acc.name.clone(), input);
         request.reference = acc.id.clone();
@@ -288,6 +302,77 @@ mod tests {
         assert_eq!(r.finish_reason, Some(FinishReason::Length));
         assert_eq!(r.usage.unwrap().total_tokens, Some(5));
         assert_eq!(r.raw.unwrap()["id"], json!("c1"));
+    }
+
+    #[test]
+    fn a_megabyte_of_tool_arguments_in_small_fragments_is_parsed_in_linear_time() {
+        let mut s = StreamState::new();
+        let mut events = vec![tc(
+            Some(0),
+            Some("call_big"),
+            Some("write"),
+            "{\"text\": \"",
+        )];
+        let body = "0123456789".repeat(1024 * 1024 / 10);
+        events.extend(body.as_bytes().chunks(10).map(|piece| {
+            tc(
+                Some(0),
+                None,
+                None,
+                std::str::from_utf8(piece).expect("ascii"),
+            )
+        }));
+        events.push(tc(Some(0), None, None, "\"}"));
+        let fragments = events.len();
+        let events: Vec<String> = events.iter().map(Value::to_string).collect();
+        let start = std::time::Instant::now();
+        let chunks: Vec<_> = events
+            .iter()
+            .filter_map(|e| s.on_event("", e).expect("an event"))
+            .collect();
+        let elapsed = start.elapsed();
+        // What was parsed, and copied into partial requests, in total: the
+        // measure of the work, linear in the arguments' length.
+        let partial_bytes: usize = chunks
+            .iter()
+            .flat_map(|c| c.content.iter())
+            .filter_map(Part::as_tool_request)
+            .map(|r| r.input.as_ref().map_or(0, |i| i.to_string().len()))
+            .sum();
+        eprintln!(
+            "{} bytes of arguments in {fragments} fragments: {elapsed:?}, {} partial \
+             requests holding {partial_bytes} bytes",
+            body.len(),
+            chunks.len()
+        );
+        assert!(
+            partial_bytes < 3 * body.len(),
+            "partial requests hold {partial_bytes} bytes for {} bytes of arguments",
+            body.len()
+        );
+        assert!(
+            chunks.len() < fragments / 100,
+            "{} partial requests",
+            chunks.len()
+        );
+        // Decoding 100k events dominates (seconds in a debug build); the
+        // quadratic parsing this replaced took minutes.
+        assert!(
+            elapsed < std::time::Duration::from_secs(30),
+            "took {elapsed:?}"
+        );
+        let r = {
+            feed(
+                &mut s,
+                &[json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})],
+            );
+            s.finish().expect("complete")
+        };
+        let call = r.tool_requests()[0].clone();
+        assert_eq!(
+            call.input.and_then(|i| i["text"].as_str().map(str::len)),
+            Some(body.len())
+        );
     }
 
     #[test]

@@ -2,9 +2,10 @@
 
 use serde_json::Value;
 
+use super::incremental::ArrayItems;
 use super::{
-    ChunkParseContext, Format, FormatConfig, FormatError, FormatHandler, schema_json,
-    schema_type_is,
+    ChunkParseContext, Format, FormatConfig, FormatError, FormatHandler, StreamParsing,
+    schema_json, schema_type_is,
 };
 use crate::extract::extract_items;
 use crate::types::Message;
@@ -66,5 +67,9 @@ impl FormatHandler for ArrayHandler {
         };
         let items = extract_items(&context.accumulated_text(), cursor).items;
         Ok(Some(Value::Array(items)))
+    }
+
+    fn stream_parsing(&self) -> StreamParsing {
+        StreamParsing::Incremental(Box::new(ArrayItems::default()))
     }
 }

@@ -2,7 +2,10 @@
 
 use serde_json::Value;
 
-use super::{ChunkParseContext, Format, FormatConfig, FormatError, FormatHandler, schema_type_is};
+use super::{
+    ChunkParseContext, Format, FormatConfig, FormatError, FormatHandler, StreamParsing,
+    schema_type_is,
+};
 use crate::types::Message;
 
 /// `enum`: one value out of a list. Output is the text with quotes removed and
@@ -77,7 +80,16 @@ impl FormatHandler for EnumHandler {
 
     /// The cleaned text so far (Genkit JS has no chunk parser for `enum`).
     fn parse_chunk(&self, context: &ChunkParseContext<'_>) -> Result<Option<Value>, FormatError> {
-        let text = clean(&context.accumulated_text());
-        Ok((!text.is_empty()).then_some(Value::String(text)))
+        Ok(parse_text(&context.accumulated_text()))
     }
+
+    fn stream_parsing(&self) -> StreamParsing {
+        StreamParsing::Text(std::sync::Arc::new(parse_text))
+    }
+}
+
+/// The streamed output for the text so far: the cleaned text, if any.
+fn parse_text(text: &str) -> Option<Value> {
+    let text = clean(text);
+    (!text.is_empty()).then_some(Value::String(text))
 }

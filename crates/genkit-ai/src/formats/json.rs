@@ -2,7 +2,11 @@
 
 use serde_json::Value;
 
-use super::{ChunkParseContext, Format, FormatConfig, FormatError, FormatHandler, schema_json};
+use std::sync::Arc;
+
+use super::{
+    ChunkParseContext, Format, FormatConfig, FormatError, FormatHandler, StreamParsing, schema_json,
+};
 use crate::extract::{extract_json, try_extract_json};
 use crate::types::Message;
 
@@ -60,5 +64,9 @@ impl FormatHandler for JsonHandler {
 
     fn parse_chunk(&self, context: &ChunkParseContext<'_>) -> Result<Option<Value>, FormatError> {
         Ok(extract_json(&context.accumulated_text()))
+    }
+
+    fn stream_parsing(&self) -> StreamParsing {
+        StreamParsing::Text(Arc::new(extract_json))
     }
 }

@@ -2,9 +2,10 @@
 
 use serde_json::Value;
 
+use super::incremental::JsonlItems;
 use super::{
-    ChunkParseContext, Format, FormatConfig, FormatError, FormatHandler, schema_json,
-    schema_type_is,
+    ChunkParseContext, Format, FormatConfig, FormatError, FormatHandler, StreamParsing,
+    schema_json, schema_type_is,
 };
 use crate::extract::{extract_jsonl_items, parse_jsonl};
 use crate::types::Message;
@@ -68,5 +69,9 @@ impl FormatHandler for JsonlHandler {
         };
         let items = extract_jsonl_items(&context.accumulated_text(), cursor).items;
         Ok(Some(Value::Array(items)))
+    }
+
+    fn stream_parsing(&self) -> StreamParsing {
+        StreamParsing::Incremental(Box::new(JsonlItems::default()))
     }
 }

@@ -18,6 +18,7 @@
 
 mod array;
 mod enumeration;
+mod incremental;
 mod json;
 mod jsonl;
 mod output_format;
@@ -161,6 +162,48 @@ pub trait FormatHandler: Send + Sync {
 
     /// Parses streamed output. `Ok(None)` means nothing can be reported for this chunk.
     fn parse_chunk(&self, context: &ChunkParseContext<'_>) -> Result<Option<Value>, FormatError>;
+
+    /// How a streamed message is parsed (asked once per message). The
+    /// default, [`StreamParsing::Chunks`], calls
+    /// [`parse_chunk`](Self::parse_chunk) at every chunk with the chunks so
+    /// far, which costs time in proportion to the text so far; the built-in
+    /// formats choose cheaper ways that give the same outputs.
+    fn stream_parsing(&self) -> StreamParsing {
+        StreamParsing::Chunks
+    }
+}
+
+/// Parses a streamed message's text so far ([`StreamParsing::Text`]).
+pub type TextParser = Arc<dyn Fn(&str) -> Option<Value> + Send + Sync>;
+
+/// How a [`FormatHandler`] parses a streamed message.
+pub enum StreamParsing {
+    /// [`FormatHandler::parse_chunk`] for each chunk as it arrives.
+    Chunks,
+    /// The output depends only on the message's text so far, and is
+    /// computed from it when a chunk's output is read (and not for chunks
+    /// whose output nobody reads). For outputs that repeat the whole value
+    /// so far, like `json`'s.
+    Text(TextParser),
+    /// A parser that keeps its place in the message between chunks.
+    Incremental(Box<dyn IncrementalParser>),
+}
+
+impl std::fmt::Debug for StreamParsing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StreamParsing::Chunks => "Chunks",
+            StreamParsing::Text(_) => "Text",
+            StreamParsing::Incremental(_) => "Incremental",
+        })
+    }
+}
+
+/// A stateful parser of one streamed message ([`StreamParsing::Incremental`]).
+pub trait IncrementalParser: Send {
+    /// The output for the chunk that made the message's text `text`: the
+    /// text given last time with the chunk's text appended.
+    fn push(&mut self, text: &str) -> Option<Value>;
 }
 
 /// An output format.

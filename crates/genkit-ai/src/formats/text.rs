@@ -2,7 +2,10 @@
 
 use serde_json::Value;
 
-use super::{ChunkParseContext, Format, FormatConfig, FormatError, FormatHandler};
+use super::{
+    ChunkParseContext, Format, FormatConfig, FormatError, FormatHandler, IncrementalParser,
+    StreamParsing,
+};
 use crate::types::Message;
 
 /// `text`: plain text, no instructions. A chunk parses to its own text.
@@ -39,5 +42,23 @@ impl FormatHandler for TextHandler {
 
     fn parse_chunk(&self, context: &ChunkParseContext<'_>) -> Result<Option<Value>, FormatError> {
         Ok(Some(Value::String(context.text())))
+    }
+
+    fn stream_parsing(&self) -> StreamParsing {
+        StreamParsing::Incremental(Box::<ChunkText>::default())
+    }
+}
+
+/// Each chunk's own text, from the message text so far.
+#[derive(Debug, Default)]
+struct ChunkText {
+    seen: usize,
+}
+
+impl IncrementalParser for ChunkText {
+    fn push(&mut self, text: &str) -> Option<Value> {
+        let new = text.get(self.seen..).unwrap_or_default();
+        self.seen = text.len();
+        Some(Value::String(new.to_owned()))
     }
 }

@@ -2,7 +2,7 @@
 //! so far in its message and the partially parsed structured output, then
 //! the final response.
 
-use crate::formats::{ChunkParseContext, FormatHandler};
+use crate::formats::{ChunkParseContext, FormatHandler, StreamParsing, TextParser};
 use crate::types::{GenerateResponse, GenerateResponseChunk};
 use futures::Stream;
 use genkit_core::{ActionStream, Error, Result};
@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 /// The text of one message as it streams in. Only ever appended to, so a
@@ -19,13 +19,35 @@ use std::task::{Context, Poll};
 type MessageText = Arc<Mutex<String>>;
 
 /// A streamed chunk with what has accumulated in its message so far.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct GenerateChunk {
     chunk: GenerateResponseChunk,
     message_text: MessageText,
     accumulated_len: usize,
+    output: ChunkOutput,
+}
+
+/// A chunk's structured output: parsed when the chunk arrived, or (for
+/// formats whose output is a function of the text so far) parsed from the
+/// message text the first time it is read.
+#[derive(Clone)]
+enum ChunkOutput {
     /// Boxed: a `Value` is large and chunks are moved often.
-    output: Option<Box<Value>>,
+    Ready(Option<Box<Value>>),
+    Lazy {
+        parse: TextParser,
+        value: OnceLock<Option<Box<Value>>>,
+    },
+}
+
+impl std::fmt::Debug for GenerateChunk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GenerateChunk")
+            .field("chunk", &self.chunk)
+            .field("accumulated_len", &self.accumulated_len)
+            .field("output", &self.output())
+            .finish()
+    }
 }
 
 impl GenerateChunk {
@@ -57,13 +79,20 @@ impl GenerateChunk {
 
     /// The structured output parsed so far (when an output format is set).
     pub fn output(&self) -> Option<&Value> {
-        self.output.as_deref()
+        match &self.output {
+            ChunkOutput::Ready(value) => value.as_deref(),
+            ChunkOutput::Lazy { parse, value } => value
+                .get_or_init(|| {
+                    let text = self.message_text.lock();
+                    parse(text.get(..self.accumulated_len).unwrap_or(&text)).map(Box::new)
+                })
+                .as_deref(),
+        }
     }
 
     /// The structured output so far as `T`.
     pub fn output_as<T: DeserializeOwned>(&self) -> Result<Option<T>> {
-        self.output
-            .as_deref()
+        self.output()
             .cloned()
             .map(serde_json::from_value)
             .transpose()
@@ -86,6 +115,9 @@ pub struct GenerateStream {
     parser: Option<Box<dyn FormatHandler>>,
     current_index: Option<u32>,
     message_text: MessageText,
+    /// How the current message is parsed (`None` without a format).
+    parsing: Option<StreamParsing>,
+    /// The message's earlier chunks, kept only for [`StreamParsing::Chunks`].
     previous: Vec<GenerateResponseChunk>,
 }
 
@@ -100,6 +132,7 @@ impl GenerateStream {
             parser,
             current_index: None,
             message_text: MessageText::default(),
+            parsing: None,
             previous: Vec::new(),
         }
     }
@@ -115,25 +148,35 @@ impl GenerateStream {
             self.current_index = Some(index);
             self.message_text = MessageText::default();
             self.previous.clear();
+            self.parsing = self.parser.as_ref().map(|p| p.stream_parsing());
         }
-        let accumulated_len = {
-            let mut text = self.message_text.lock();
-            for part in &chunk.content {
-                if let Some(t) = part.as_text() {
-                    text.push_str(t);
-                }
+        let mut text = self.message_text.lock();
+        for part in &chunk.content {
+            if let Some(t) = part.as_text() {
+                text.push_str(t);
             }
-            text.len()
-        };
-        let output = self.parser.as_ref().and_then(|p| {
-            p.parse_chunk(&ChunkParseContext::new(&chunk, &self.previous))
-                .ok()
-                .flatten()
-                .map(Box::new)
-        });
-        if self.parser.is_some() {
-            self.previous.push(chunk.clone());
         }
+        let accumulated_len = text.len();
+        let output = match (&mut self.parsing, &self.parser) {
+            (Some(StreamParsing::Incremental(parser)), _) => {
+                ChunkOutput::Ready(parser.push(&text).map(Box::new))
+            }
+            (Some(StreamParsing::Text(parse)), _) => ChunkOutput::Lazy {
+                parse: parse.clone(),
+                value: OnceLock::new(),
+            },
+            (Some(StreamParsing::Chunks), Some(parser)) => {
+                let output = parser
+                    .parse_chunk(&ChunkParseContext::new(&chunk, &self.previous))
+                    .ok()
+                    .flatten()
+                    .map(Box::new);
+                self.previous.push(chunk.clone());
+                ChunkOutput::Ready(output)
+            }
+            _ => ChunkOutput::Ready(None),
+        };
+        drop(text);
         GenerateChunk {
             chunk,
             message_text: self.message_text.clone(),

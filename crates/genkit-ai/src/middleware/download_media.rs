@@ -5,15 +5,14 @@ use super::{GenerateMiddleware, ModelCallCtx, ModelMiddleware, ModelNext};
 use crate::types::{GenerateRequest, GenerateResponse, Part, PartKind};
 use async_trait::async_trait;
 use futures::future::BoxFuture;
-#[cfg(feature = "download-media")]
-use genkit_core::StatusCode;
 use genkit_core::{Error, Result};
 use std::sync::Arc;
 
 /// Decides which media parts to download.
 pub type PartFilter = Arc<dyn Fn(&Part) -> bool + Send + Sync>;
 
-/// Fetches a URL's bytes and content type for [`DownloadMedia`].
+/// Fetches a URL's bytes and content type for [`DownloadMedia`]. The second
+/// argument is the size limit: a fetcher should stop reading past it.
 pub type MediaFetcher = Arc<
     dyn Fn(String, Option<usize>) -> BoxFuture<'static, Result<(Vec<u8>, Option<String>)>>
         + Send
@@ -53,48 +52,13 @@ impl DownloadMedia {
     }
 }
 
-/// Media download over HTTP with `reqwest` (feature `download-media`).
+/// Media download over HTTP (feature `download-media`) with the safe
+/// defaults of [`HttpMediaFetch`](super::HttpMediaFetch): public addresses
+/// only, no redirects, a timeout, and reading stops at
+/// [`max_bytes`](DownloadMedia::max_bytes).
 #[cfg(feature = "download-media")]
 pub fn download_request_media_http() -> DownloadMedia {
-    let client = reqwest::Client::new();
-    download_request_media(Arc::new(move |url, max| {
-        let client = client.clone();
-        Box::pin(async move {
-            let resp = client.get(&url).send().await.map_err(|e| {
-                Error::new(
-                    StatusCode::Unavailable,
-                    format!("downloading media '{url}': {e}"),
-                )
-            })?;
-            let status = resp.status().as_u16();
-            if status != 200 {
-                let body = resp.text().await.unwrap_or_default();
-                return Err(Error::new(
-                    StatusCode::from_http_status(status),
-                    format!("HTTP error downloading media '{url}': {body}"),
-                ));
-            }
-            let content_type = resp
-                .headers()
-                .get(reqwest::header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
-            if let (Some(max), Some(len)) = (max, resp.content_length())
-                && len as usize > max
-            {
-                return Err(Error::invalid_argument(format!(
-                    "media '{url}' is {len} bytes, more than the {max} allowed"
-                )));
-            }
-            let bytes = resp.bytes().await.map_err(|e| {
-                Error::new(
-                    StatusCode::Unavailable,
-                    format!("downloading media '{url}': {e}"),
-                )
-            })?;
-            Ok((bytes.to_vec(), content_type))
-        })
-    }))
+    super::HttpMediaFetch::new().middleware()
 }
 
 #[async_trait]

@@ -45,6 +45,8 @@ mod constrained;
 mod context;
 mod download_media;
 mod fallback;
+#[cfg(feature = "download-media")]
+mod media_fetch;
 mod retry;
 mod system_prompt;
 mod validate_support;
@@ -59,6 +61,8 @@ pub use context::{AugmentWithContext, CONTEXT_PREFACE, augment_with_context};
 pub use download_media::download_request_media_http;
 pub use download_media::{DownloadMedia, MediaFetcher, PartFilter, download_request_media};
 pub use fallback::{DEFAULT_FALLBACK_STATUSES, ErrorCallback, Fallback, fallback};
+#[cfg(feature = "download-media")]
+pub use media_fetch::{DEFAULT_MEDIA_TIMEOUT, HttpMediaFetch};
 pub use retry::{DEFAULT_RETRY_STATUSES, Retry, RetryCallback, retry};
 pub use system_prompt::{SimulateSystemPrompt, simulate_system_prompt};
 pub use validate_support::{ValidateSupport, validate_support};
