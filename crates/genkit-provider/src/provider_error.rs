@@ -193,6 +193,56 @@ impl<B: ErrorBody> From<ProviderError<B>> for genkit_core::Error {
     }
 }
 
+/// What an error answer says, in the shapes provider APIs use:
+/// `{"error": {"message", ..}}` (the object kept for its other members),
+/// `{"error": "..."}`, `{"detail": ..}` or `{"message": ..}`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ErrorFields {
+    /// The message (at most [`MAX_MESSAGE_CHARS`](crate::error::MAX_MESSAGE_CHARS)).
+    pub message: String,
+    /// The `error` object, when there is one.
+    pub object: Option<Map<String, Value>>,
+}
+
+impl ErrorFields {
+    /// The fields of an error answer; without a readable message, an
+    /// excerpt of the body ([`fallback_message`]).
+    pub fn read(response: &ErrorResponse) -> Self {
+        let fields = response.json().as_ref().and_then(Self::of);
+        fields.unwrap_or_else(|| ErrorFields {
+            message: fallback_message(response),
+            object: None,
+        })
+    }
+
+    /// The fields of a JSON body, if it holds an error message.
+    pub fn of(body: &Value) -> Option<Self> {
+        match body.get("error") {
+            Some(error) => Self::of_error(error),
+            None => Self::of_error(body.get("detail").or_else(|| body.get("message"))?),
+        }
+    }
+
+    /// The fields of an `error` member: an object (its `message`, else the
+    /// object as JSON), or a value whose text is the message.
+    pub fn of_error(error: &Value) -> Option<Self> {
+        let object = error.as_object().cloned();
+        let message = match &object {
+            Some(o) => o.get("message").map_or_else(|| error.to_string(), as_text),
+            None => as_text(error),
+        };
+        let message = excerpt(&message);
+        (!message.is_empty()).then_some(ErrorFields { message, object })
+    }
+
+    /// A member of the `error` object as text (`type`, `status`, `code`...);
+    /// `null` counts as absent.
+    pub fn text(&self, key: &str) -> Option<String> {
+        let value = self.object.as_ref()?.get(key)?;
+        (!value.is_null()).then(|| as_text(value))
+    }
+}
+
 /// The message of an error body that says nothing readable: an excerpt of
 /// the text, or `(empty body)`.
 pub fn fallback_message(response: &ErrorResponse) -> String {

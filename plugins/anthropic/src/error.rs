@@ -3,7 +3,7 @@
 //! "request_id"}`).
 
 use genkit_core::StatusCode;
-use genkit_provider::provider_error::fallback_message;
+use genkit_provider::provider_error::ErrorFields;
 use genkit_provider::{ErrorBody, ErrorResponse, ProviderError};
 use serde_json::Value;
 
@@ -25,17 +25,21 @@ impl ErrorBody for AnthropicErrorBody {
     const API: &'static str = "the Anthropic API";
 
     fn read(response: &ErrorResponse) -> Self {
-        let parsed = response.json();
-        let error = parsed.as_ref().and_then(|v| v.get("error"));
-        let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
+        let fields = ErrorFields::read(response);
+        let in_body = || {
+            response
+                .json()?
+                .get("request_id")?
+                .as_str()
+                .map(str::to_owned)
+        };
         AnthropicErrorBody {
-            kind: text(error.and_then(|e| e.get("type"))),
-            message: text(error.and_then(|e| e.get("message")))
-                .unwrap_or_else(|| fallback_message(response)),
+            kind: fields.text("type"),
+            message: fields.message,
             request_id: response
                 .header("request-id")
                 .map(str::to_owned)
-                .or_else(|| text(parsed.as_ref().and_then(|v| v.get("request_id")))),
+                .or_else(in_body),
         }
     }
 

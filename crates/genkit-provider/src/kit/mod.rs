@@ -4,39 +4,10 @@
 //! options, HTTP, credentials, timeouts, errors, cancellation, config
 //! parsing, and the registration of its models and embedders).
 //!
-//! ```ignore
-//! genkit_provider::provider_plugin! {
-//!     /// The plugin.
-//!     pub type Acme;
-//!     /// What the plugin declares to the kit, with its own settings.
-//!     pub struct AcmeProvider {
-//!         /// A setting the builder sets.
-//!         shout: bool = false,
-//!     }
-//!     /// Configures an [`Acme`] plugin.
-//!     pub struct AcmeBuilder with embedders;
-//! }
-//!
-//! impl Provider for AcmeProvider {
-//!     const INFO: ProviderInfo = ProviderInfo {
-//!         key_env: &["ACME_API_KEY"],
-//!         key_required: true,
-//!         embedders: true,
-//!         ..ProviderInfo::new("Acme", "acme", "https://api.acme.test/v1")
-//!     };
-//!     type Model = ModelSpec;
-//!     type Config = CommonConfig;
-//!     type EmbedOptions = NoOptions;
-//!     type ErrorBody = AcmeErrorBody;   // how the API writes errors
-//!     type Answer = AcmeAnswer;         // reads a whole or streamed answer
-//!     fn chat_request(&self, chat: Chat<'_, Self>) -> Result<WireCall<AcmeAnswer>> { .. }
-//!     fn chat_response(&self, answer: AcmeAnswer, body: &[u8]) -> Result<GenerateResponse> { .. }
-//! }
-//!
-//! // Users: Acme::builder().api_key(key).timeout(d).build()?, or Acme::from_env()?
-//! ```
+//! A provider implements [`Provider`] for the struct
+//! [`provider_plugin!`](crate::provider_plugin) declares; the example is in
+//! `docs/architecture.md` ("Provider plugins: one kit").
 
-use crate::config::CommonConfig;
 use crate::error::HttpError;
 use crate::http::{HttpClientBuilder, USER_AGENT};
 use crate::plugin::{

@@ -155,7 +155,13 @@ impl<P: Provider> ProviderPlugin<P> {
 }
 
 impl<P: Provider> Kit<P> {
-    fn config<C: RequestConfig>(&self, config: Option<&Value>, what: &str) -> Result<C> {
+    /// A request's `config` parsed, and its own key (`apiKey`) where the
+    /// provider takes one (elsewhere the key is refused).
+    fn config<C: RequestConfig>(
+        &self,
+        config: Option<&Value>,
+        what: &str,
+    ) -> Result<(C, Option<ApiKey>)> {
         let refused: &[&str] = if P::INFO.request_keys {
             &[]
         } else {
@@ -166,8 +172,10 @@ impl<P: Provider> Kit<P> {
             refused,
             ignored: P::INFO.ignored_config_keys,
         };
-        parse_request_config(config, what, &rules)
-            .map_err(|m| ProviderError::<P::ErrorBody>::InvalidRequest(m).into())
+        let parsed = parse_request_config(config, what, &rules)
+            .map_err(ProviderError::<P::ErrorBody>::InvalidRequest)?;
+        let key = config.and_then(|c| c.get("apiKey")?.as_str().map(ApiKey::new));
+        Ok((parsed, key))
     }
 
     async fn generate(
@@ -176,8 +184,7 @@ impl<P: Provider> Kit<P> {
         request: GenerateRequest,
         ctx: ModelCtx,
     ) -> Result<GenerateResponse> {
-        let config: P::Config = self.config(request.config.as_ref(), "model")?;
-        let key = config.api_key().cloned();
+        let (config, key) = self.config::<P::Config>(request.config.as_ref(), "model")?;
         let streaming = ctx.is_streaming();
         let chat = Chat {
             model: spec,
@@ -209,8 +216,8 @@ impl<P: Provider> Kit<P> {
                 embeddings: Vec::new(),
             });
         }
-        let options: P::EmbedOptions = self.config(request.options.as_ref(), "embedder")?;
-        let key = options.api_key().cloned();
+        let (options, key) =
+            self.config::<P::EmbedOptions>(request.options.as_ref(), "embedder")?;
         let embed = Embed {
             spec,
             request: &request,

@@ -4,13 +4,9 @@
 use super::*;
 
 /// A request's `config` (or an embed request's `options`) as a provider
-/// reads it.
+/// reads it: any type with defaults, a schema, and serde's `Deserialize`.
+/// A per-request `apiKey` is read by the kit from the raw config.
 pub trait RequestConfig: DeserializeOwned + JsonSchema + Default + Send + 'static {
-    /// A key for this request only (`apiKey`), if the config holds one.
-    fn api_key(&self) -> Option<&ApiKey> {
-        None
-    }
-
     /// Reads a request's `config` (absent or `null` gives the defaults;
     /// `null` members count as absent).
     fn from_value(config: Option<&Value>) -> std::result::Result<Self, serde_json::Error> {
@@ -18,17 +14,11 @@ pub trait RequestConfig: DeserializeOwned + JsonSchema + Default + Send + 'stati
     }
 }
 
-impl RequestConfig for CommonConfig {
-    fn api_key(&self) -> Option<&ApiKey> {
-        self.api_key.as_ref()
-    }
-}
+impl<T: DeserializeOwned + JsonSchema + Default + Send + 'static> RequestConfig for T {}
 
 /// The options of a provider without embedders.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, JsonSchema)]
 pub struct NoOptions {}
-
-impl RequestConfig for NoOptions {}
 
 /// One request to send: `POST <base>/<path>` with `body`, a request-scoped
 /// key if any, and what the provider needs to read the answer.
