@@ -54,8 +54,7 @@ pub use error::{BodyError, ErrorResponse, HttpError};
 pub use http::{Deadline, HttpClient, HttpClientBuilder};
 pub use kit::{
     Buildable, Chat, Embed, KeyHeader, ModelDescriptor, ModelSpec, NoOptions, PluginSetup,
-    Provider, ProviderBuilder, ProviderClient, ProviderInfo, ProviderPlugin, RequestConfig,
-    StreamFormat, WireCall,
+    Provider, ProviderClient, ProviderInfo, ProviderPlugin, RequestConfig, StreamFormat, WireCall,
 };
 pub use plugin::EmbedderSpec;
 pub use provider_error::{ErrorBody, ProviderError};

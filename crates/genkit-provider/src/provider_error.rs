@@ -263,14 +263,15 @@ pub fn as_text(v: &Value) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::error::MAX_RETRY_AFTER;
     use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
     use serde_json::json;
 
+    /// An error body for tests: the text of the answer.
     #[derive(Debug)]
-    struct Body(String);
+    pub(crate) struct Body(pub(crate) String);
 
     impl ErrorBody for Body {
         const API: &'static str = "the Test API";

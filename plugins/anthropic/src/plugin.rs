@@ -50,14 +50,12 @@ impl Provider for AnthropicProvider {
         key_required: true,
         headers: &[("anthropic-version", API_VERSION)],
         ignored_config_keys: &["apiVersion"],
+        models: KNOWN_MODELS,
         ..ProviderInfo::new("Anthropic", "anthropic", DEFAULT_BASE_URL)
     };
 
     type Model = ModelSpec;
     type Config = AnthropicConfig;
-    fn default_models() -> Vec<ModelSpec> {
-        KNOWN_MODELS.iter().map(|m| ModelSpec::new(m.0)).collect()
-    }
     type EmbedOptions = NoOptions;
     type ErrorBody = AnthropicErrorBody;
     type Answer = MessageStream;

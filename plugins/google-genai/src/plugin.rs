@@ -56,27 +56,16 @@ impl Provider for GoogleAiProvider {
         headers: &[("x-goog-api-client", USER_AGENT)],
         ignored_config_keys: &["baseUrl", "apiVersion"],
         embedders: true,
+        models: KNOWN_MODELS,
+        embedder_names: KNOWN_EMBEDDERS,
         ..ProviderInfo::new("GoogleAi", "googleai", DEFAULT_BASE_URL)
     };
 
     type Model = ModelSpec;
     type Config = GeminiConfig;
-    fn default_models() -> Vec<ModelSpec> {
-        KNOWN_MODELS
-            .iter()
-            .map(|name| ModelSpec::new(*name))
-            .collect()
-    }
     type EmbedOptions = EmbedConfig;
     type ErrorBody = GeminiErrorBody;
     type Answer = Events;
-
-    fn default_embedders() -> Vec<EmbedderSpec> {
-        KNOWN_EMBEDDERS
-            .iter()
-            .map(|e| EmbedderSpec::new(e.0))
-            .collect()
-    }
 
     fn describe_model(&self, spec: ModelSpec) -> ModelSpec {
         let defaults = ModelKind::of(&spec.name).supports();

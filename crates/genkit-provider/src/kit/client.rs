@@ -135,21 +135,7 @@ impl ProviderClient {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ErrorResponse;
-    use crate::provider_error::fallback_message;
-
-    #[derive(Debug)]
-    struct Body(String);
-
-    impl ErrorBody for Body {
-        const API: &'static str = "the Test API";
-        fn read(response: &ErrorResponse) -> Self {
-            Body(fallback_message(response))
-        }
-        fn message(&self) -> &str {
-            &self.0
-        }
-    }
+    use crate::provider_error::tests::Body;
 
     const INFO: ProviderInfo = ProviderInfo {
         key_header: KeyHeader::Named("x-key"),

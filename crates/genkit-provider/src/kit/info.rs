@@ -59,6 +59,10 @@ pub struct ProviderInfo {
     pub stream: StreamFormat,
     /// Whether the provider has embedders.
     pub embedders: bool,
+    /// The models a new builder lists, by name.
+    pub models: &'static [&'static str],
+    /// The embedders a new builder lists, by name.
+    pub embedder_names: &'static [&'static str],
 }
 
 impl ProviderInfo {
@@ -82,6 +86,8 @@ impl ProviderInfo {
             ignored_config_keys: &[],
             stream: StreamFormat::Sse,
             embedders: false,
+            models: &[],
+            embedder_names: &[],
         }
     }
 }

@@ -46,7 +46,6 @@ pub use info::{DEFAULT_TIMEOUT, KeyHeader, ProviderInfo, StreamFormat};
 pub use model_spec::ModelSpec;
 pub use plugin::ProviderPlugin;
 pub use provider::{
-    Buildable, Chat, Embed, ModelDescriptor, NoOptions, Provider, ProviderBuilder, RequestConfig,
-    WireCall,
+    Buildable, Chat, Embed, ModelDescriptor, NoOptions, Provider, RequestConfig, WireCall,
 };
-pub use setup::{BuilderParts, PluginSetup};
+pub use setup::PluginSetup;

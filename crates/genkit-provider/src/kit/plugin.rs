@@ -10,11 +10,12 @@ use super::*;
 /// embedder (`/embedder/<name>/<model>`) is built on its first lookup —
 /// listed or not, any name resolves — and the listed ones are described
 /// (with their capabilities) without initialising anything.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct ProviderPlugin<P: Provider> {
     kit: Arc<Kit<P>>,
 }
 
+#[derive(Debug)]
 struct Kit<P: Provider> {
     provider: P,
     name: String,
@@ -24,48 +25,33 @@ struct Kit<P: Provider> {
     listed: OnceLock<Vec<ActionDesc>>,
 }
 
-impl<P: Provider> fmt::Debug for ProviderPlugin<P> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct(P::INFO.display)
-            .field("name", &self.kit.name)
-            .field("provider", &self.kit.provider)
-            .field("client", &self.kit.client)
-            .field("models", &self.kit.models.as_slice().len())
-            .field("embedders", &self.kit.embedders.as_slice().len())
-            .finish()
-    }
-}
-
 impl<P: Buildable> ProviderPlugin<P> {
     /// A builder with the provider's defaults.
     pub fn builder() -> P::Builder {
         P::Builder::default()
     }
+}
 
+impl<P: Provider> ProviderPlugin<P> {
     /// The plugin with its defaults, the key from the provider's usual
     /// environment variable (and, where the provider has one, the address
     /// from its variable, e.g. `OLLAMA_HOST`).
     pub fn from_env() -> Result<Self> {
-        let mut builder = P::Builder::default();
-        let address = P::INFO
-            .base_url_env
-            .and_then(|var| std::env::var(var).ok())
-            .filter(|v| !v.trim().is_empty());
-        if let Some(address) = address {
-            let address = address.trim();
-            let url = if address.contains("://") {
+        let mut setup = PluginSetup::of::<P>();
+        let address = P::INFO.base_url_env.and_then(|var| std::env::var(var).ok());
+        if let Some(address) = address.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
+            setup.base_url = if address.contains("://") {
                 address.to_owned()
             } else {
                 format!("http://{address}")
             };
-            builder.parts_mut().setup.base_url = url;
         }
-        Self::from_builder(builder)
+        Self::new(setup, P::default())
     }
 
-    /// The plugin a builder describes (what its `build` calls).
-    pub fn from_builder(builder: P::Builder) -> Result<Self> {
-        let BuilderParts { provider, setup } = builder.into_parts();
+    /// The plugin `setup` and `provider` describe (what a builder's `build`
+    /// calls).
+    pub fn new(setup: PluginSetup<P::Model>, provider: P) -> Result<Self> {
         let client = ProviderClient::new(&P::INFO, &setup)?;
         Ok(Self {
             kit: Arc::new(Kit {
@@ -78,9 +64,7 @@ impl<P: Buildable> ProviderPlugin<P> {
             }),
         })
     }
-}
 
-impl<P: Provider> ProviderPlugin<P> {
     /// The plugin name (the models' prefix).
     pub fn name(&self) -> &str {
         &self.kit.name

@@ -106,14 +106,23 @@ pub trait Provider: fmt::Debug + Default + Clone + Send + Sync + 'static {
         + Send
         + 'static;
 
-    /// The models a new builder lists.
+    /// The models a new builder lists (default: [`ProviderInfo::models`]).
     fn default_models() -> Vec<Self::Model> {
-        Vec::new()
+        Self::INFO
+            .models
+            .iter()
+            .map(|n| Spec::unlisted(n))
+            .collect()
     }
 
-    /// The embedders a new builder lists.
+    /// The embedders a new builder lists (default:
+    /// [`ProviderInfo::embedder_names`]).
     fn default_embedders() -> Vec<EmbedderSpec> {
-        Vec::new()
+        Self::INFO
+            .embedder_names
+            .iter()
+            .map(|n| EmbedderSpec::new(*n))
+            .collect()
     }
 
     /// A model's description completed with the provider's defaults for
@@ -170,15 +179,6 @@ pub trait Provider: fmt::Debug + Default + Clone + Send + Sync + 'static {
 /// A provider with a builder (as [`provider_plugin!`](crate::provider_plugin)
 /// declares it).
 pub trait Buildable: Provider {
-    /// The plugin's builder.
-    type Builder: ProviderBuilder<Self>;
-}
-
-/// A plugin builder, as [`provider_plugin!`](crate::provider_plugin)
-/// defines it: the shared options and the provider's own settings.
-pub trait ProviderBuilder<P: Provider>: Default + Clone + fmt::Debug {
-    /// What it holds.
-    fn parts_mut(&mut self) -> &mut BuilderParts<P>;
-    /// What it holds, to build the plugin from.
-    fn into_parts(self) -> BuilderParts<P>;
+    /// The plugin's builder, with the provider's defaults.
+    type Builder: Default;
 }

@@ -45,6 +45,11 @@ impl<M: Spec> fmt::Debug for PluginSetup<M> {
 }
 
 impl<M: Spec> PluginSetup<M> {
+    /// The defaults of provider `P`, listing its default models and embedders.
+    pub fn of<P: Provider<Model = M>>() -> Self {
+        Self::new(&P::INFO, P::default_models(), P::default_embedders())
+    }
+
     /// The defaults of `info`, listing `models` and `embedders`.
     pub fn new(
         info: &ProviderInfo,
@@ -62,26 +67,6 @@ impl<M: Spec> PluginSetup<M> {
             http_client: None,
             models: SpecList::new(models),
             embedders: SpecList::new(embedders),
-        }
-    }
-}
-
-/// What a plugin builder holds: the shared options and the provider's own
-/// settings, both with the provider's defaults to begin with.
-#[derive(Debug, Clone)]
-pub struct BuilderParts<P: Provider> {
-    /// The shared options.
-    pub setup: PluginSetup<P::Model>,
-    /// The provider's own settings.
-    pub provider: P,
-}
-
-impl<P: Provider> Default for BuilderParts<P> {
-    fn default() -> Self {
-        let setup = PluginSetup::new(&P::INFO, P::default_models(), P::default_embedders());
-        Self {
-            setup,
-            provider: P::default(),
         }
     }
 }
@@ -123,15 +108,15 @@ macro_rules! provider_plugin {
         }
 
         $(#[$bdoc])*
-        #[derive(Debug, Clone, Default)]
-        pub struct $builder($crate::kit::BuilderParts<$provider>);
+        #[derive(Debug, Clone)]
+        pub struct $builder {
+            setup: $crate::kit::PluginSetup<<$provider as $crate::kit::Provider>::Model>,
+            provider: $provider,
+        }
 
-        impl $crate::kit::ProviderBuilder<$provider> for $builder {
-            fn parts_mut(&mut self) -> &mut $crate::kit::BuilderParts<$provider> {
-                &mut self.0
-            }
-            fn into_parts(self) -> $crate::kit::BuilderParts<$provider> {
-                self.0
+        impl Default for $builder {
+            fn default() -> Self {
+                Self { setup: $crate::kit::PluginSetup::of::<$provider>(), provider: $provider::default() }
             }
         }
 
@@ -139,102 +124,86 @@ macro_rules! provider_plugin {
             $(
                 $(#[$fdoc])*
                 pub fn $field(mut self, value: $fty) -> Self {
-                    self.0.provider.$field = value;
+                    self.provider.$field = value;
                     self
                 }
             )*
-        }
-
-        $crate::provider_plugin!(@shared $builder, $provider);
-        $($crate::provider_plugin!(@$embedders $builder);)?
-    };
-    (@embedders $builder:ident) => {
-        impl $builder {
-            /// Replaces the list of known embedders.
-            pub fn embedders(
-                mut self,
-                embedders: impl IntoIterator<Item = $crate::plugin::EmbedderSpec>,
-            ) -> Self {
-                self.0.setup.embedders = $crate::plugin::SpecList::new(embedders);
-                self
-            }
-            /// Adds (or replaces, by name) one known embedder.
-            pub fn embedder(mut self, embedder: $crate::plugin::EmbedderSpec) -> Self {
-                self.0.setup.embedders.upsert(embedder);
-                self
-            }
-        }
-    };
-    (@shared $builder:ident, $provider:ident) => {
-        impl $builder {
-            /// The plugin name: the namespace of its actions (`<name>/<model>`).
-            pub fn name(mut self, name: impl Into<String>) -> Self {
-                self.0.setup.name = name.into();
-                self
-            }
-            /// The API's base URL.
-            pub fn base_url(mut self, url: impl Into<String>) -> Self {
-                self.0.setup.base_url = url.into();
-                self
-            }
-            /// The API key. Default: the variable named by
-            /// [`api_key_env`](Self::api_key_env), else (only with the default
-            /// base URL) the provider's usual variable.
-            pub fn api_key(mut self, key: impl Into<$crate::ApiKey>) -> Self {
-                self.0.setup.api_key = Some(key.into());
-                self
-            }
-            /// Reads the key from the environment variable `var` when no key is given.
-            pub fn api_key_env(mut self, var: impl Into<String>) -> Self {
-                self.0.setup.api_key_env = Some(var.into());
-                self
-            }
-            /// Whether a call without a key fails (`FAILED_PRECONDITION`)
-            /// before any request (default: on the provider's own base URL).
-            pub fn require_api_key(mut self, required: bool) -> Self {
-                self.0.setup.require_api_key = Some(required);
-                self
-            }
-            /// The longest wait for the server at any one point (headers, a
-            /// whole body, the next stream frame), so a flowing stream is never
-            /// cut; exceeding it is `DEADLINE_EXCEEDED`. Default: ten minutes.
-            pub fn timeout(mut self, timeout: ::std::time::Duration) -> Self {
-                self.0.setup.timeout = Some(timeout);
-                self
-            }
-            /// Waits as long as the server takes (cancellation still ends a call).
-            pub fn no_timeout(mut self) -> Self {
-                self.0.setup.timeout = None;
-                self
-            }
-            /// Adds a header to every request. Values are treated as secrets.
-            pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-                self.0.setup.headers.push((name.into(), value.into()));
-                self
-            }
-            /// Uses this HTTP client (proxies, custom TLS roots...). It should
-            /// not follow redirects, so credentials never go to another host.
-            pub fn http_client(mut self, client: ::reqwest::Client) -> Self {
-                self.0.setup.http_client = Some(client);
-                self
-            }
-            /// Replaces the list of known models.
-            pub fn models(
-                mut self,
-                models: impl IntoIterator<Item = <$provider as $crate::kit::Provider>::Model>,
-            ) -> Self {
-                self.0.setup.models = $crate::plugin::SpecList::new(models);
-                self
-            }
-            /// Adds (or replaces, by name) one known model.
-            pub fn model(mut self, model: <$provider as $crate::kit::Provider>::Model) -> Self {
-                self.0.setup.models.upsert(model);
-                self
-            }
             /// Builds the plugin. Fails with `INVALID_ARGUMENT` for an empty
             /// name, a base URL that is not `http(s)`, or an invalid header.
             pub fn build(self) -> ::genkit_core::Result<$crate::kit::ProviderPlugin<$provider>> {
-                $crate::kit::ProviderPlugin::from_builder(self)
+                $crate::kit::ProviderPlugin::new(self.setup, self.provider)
+            }
+        }
+
+        $crate::provider_plugin!(@shared $builder, <$provider as $crate::kit::Provider>::Model);
+        $($crate::provider_plugin!(@$embedders $builder);)?
+    };
+    // One setter of the shared options: `$name($arg: $ty)` sets `$field` to `$value`.
+    (@set $(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty)?) => $field:ident = $value:expr) => {
+        $(#[$doc])*
+        pub fn $name(mut self, $($arg: $ty)?) -> Self {
+            self.setup.$field = $value;
+            self
+        }
+    };
+    (@embedders $builder:ident) => {
+        impl $builder {
+            $crate::provider_plugin!(@set
+                /// Replaces the list of known embedders.
+                embedders(list: impl IntoIterator<Item = $crate::plugin::EmbedderSpec>)
+                => embedders = $crate::plugin::SpecList::new(list));
+            /// Adds (or replaces, by name) one known embedder.
+            pub fn embedder(mut self, embedder: $crate::plugin::EmbedderSpec) -> Self {
+                self.setup.embedders.upsert(embedder);
+                self
+            }
+        }
+    };
+    (@shared $builder:ident, $model:ty) => {
+        impl $builder {
+            $crate::provider_plugin!(@set
+                /// The plugin name: the namespace of its actions (`<name>/<model>`).
+                name(name: impl Into<String>) => name = name.into());
+            $crate::provider_plugin!(@set
+                /// The API's base URL.
+                base_url(url: impl Into<String>) => base_url = url.into());
+            $crate::provider_plugin!(@set
+                /// The API key. Default: the variable named by
+                /// [`api_key_env`](Self::api_key_env), else (only with the default
+                /// base URL) the provider's usual variable.
+                api_key(key: impl Into<$crate::ApiKey>) => api_key = Some(key.into()));
+            $crate::provider_plugin!(@set
+                /// Reads the key from the environment variable `var` when no key is given.
+                api_key_env(var: impl Into<String>) => api_key_env = Some(var.into()));
+            $crate::provider_plugin!(@set
+                /// Whether a call without a key fails (`FAILED_PRECONDITION`)
+                /// before any request (default: on the provider's own base URL).
+                require_api_key(required: bool) => require_api_key = Some(required));
+            $crate::provider_plugin!(@set
+                /// The longest wait for the server at any one point (headers, a
+                /// whole body, the next stream frame), so a flowing stream is never
+                /// cut; exceeding it is `DEADLINE_EXCEEDED`. Default: ten minutes.
+                timeout(timeout: ::std::time::Duration) => timeout = Some(timeout));
+            $crate::provider_plugin!(@set
+                /// Waits as long as the server takes (cancellation still ends a call).
+                no_timeout() => timeout = None);
+            /// Adds a header to every request. Values are treated as secrets.
+            pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+                self.setup.headers.push((name.into(), value.into()));
+                self
+            }
+            $crate::provider_plugin!(@set
+                /// Uses this HTTP client (proxies, custom TLS roots...). It should
+                /// not follow redirects, so credentials never go to another host.
+                http_client(client: ::reqwest::Client) => http_client = Some(client));
+            $crate::provider_plugin!(@set
+                /// Replaces the list of known models.
+                models(list: impl IntoIterator<Item = $model>)
+                => models = $crate::plugin::SpecList::new(list));
+            /// Adds (or replaces, by name) one known model.
+            pub fn model(mut self, model: $model) -> Self {
+                self.setup.models.upsert(model);
+                self
             }
         }
     };
