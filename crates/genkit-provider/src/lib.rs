@@ -12,8 +12,9 @@
 //!   parsing, credentials, cancellation, and the registration of models and
 //!   embedders.
 //! - [`ProviderError`]: one error type, parameterised by the provider's
-//!   error body ([`ErrorBody`]): status mapping, `Retry-After` (capped),
-//!   messages and details shared.
+//!   error body ([`ErrorBody`], usually read with
+//!   [`ErrorFields`](provider_error::ErrorFields)): status mapping,
+//!   `Retry-After` (capped), messages and details shared.
 //! - [`CommonConfig`]: Genkit's common generation options, which every
 //!   provider's config embeds.
 //! - [`wire`]: wire pieces several APIs share (function tools, JSON output,

@@ -211,21 +211,6 @@ pub fn parse_options<T: DeserializeOwned + Default>(
     }
 }
 
-/// The options of an embed request for the embedder `embedder` (absent or
-/// `null` gives the defaults); `INVALID_ARGUMENT` when they do not parse.
-pub fn embed_options<T: DeserializeOwned + Default>(
-    request: &EmbedRequest,
-    embedder: &str,
-) -> Result<T> {
-    let options = match &request.options {
-        None | Some(Value::Null) => return Ok(T::default()),
-        Some(v) => v.clone(),
-    };
-    serde_json::from_value(options).map_err(|e| {
-        Error::invalid_argument(format!("invalid options for embedder `{embedder}`: {e}"))
-    })
-}
-
 /// The text of each document of an embed request, as JSON strings for a
 /// request body; a document without text is `INVALID_ARGUMENT`.
 pub fn embed_texts(request: &EmbedRequest, embedder: &str) -> Result<Vec<Value>> {
@@ -376,10 +361,8 @@ mod tests {
 
         let mut request = EmbedRequest {
             input: vec![DocumentData::from_text("cat")],
-            options: Some(json!({"n": "many"})),
+            options: None,
         };
-        let err = embed_options::<Opts>(&request, "e").unwrap_err();
-        assert_eq!(err.status(), StatusCode::InvalidArgument);
         assert_eq!(embed_texts(&request, "e").unwrap(), vec![json!("cat")]);
         request.input.push(DocumentData::from_text(""));
         let err = embed_texts(&request, "e").unwrap_err();

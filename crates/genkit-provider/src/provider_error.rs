@@ -130,6 +130,17 @@ impl<B: ErrorBody> ProviderError<B> {
         }
     }
 
+    /// An error answer with `http_status` (e.g. one reported inside a
+    /// stream, its status taken from its code), retry hint from the body.
+    pub fn api(http_status: u16, body: B) -> Self {
+        let retry_after = body.retry_after();
+        ProviderError::Api {
+            http_status,
+            body: Box::new(body),
+            retry_after,
+        }
+    }
+
     /// `body` read as `T`; a body that is not JSON of that shape is
     /// [`ProviderError::Malformed`], naming `what` and quoting an excerpt.
     pub fn parse_body<T: serde::de::DeserializeOwned>(what: &str, body: &[u8]) -> Result<T, Self> {

@@ -82,15 +82,12 @@ pub(crate) fn stream_error(kind: String, message: String) -> AnthropicError {
         "overloaded_error" => 529,
         _ => 500,
     };
-    ProviderError::Api {
-        http_status,
-        body: Box::new(AnthropicErrorBody {
-            kind: Some(kind),
-            message,
-            request_id: None,
-        }),
-        retry_after: None,
-    }
+    let body = AnthropicErrorBody {
+        kind: Some(kind),
+        message,
+        request_id: None,
+    };
+    ProviderError::api(http_status, body)
 }
 
 #[cfg(test)]

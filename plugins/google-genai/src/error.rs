@@ -76,18 +76,11 @@ pub(crate) fn stream_error(error: &Value) -> GeminiError {
         .and_then(|c| u16::try_from(c).ok())
         .filter(|c| *c >= 400)
         .unwrap_or(500);
-    let body: GeminiErrorBody = ErrorFields::of_error(error)
-        .unwrap_or_else(|| ErrorFields {
-            message: "no error message".into(),
-            object: None,
-        })
-        .into();
-    let retry_after = body.retry_after();
-    ProviderError::Api {
-        http_status,
-        body: Box::new(body),
-        retry_after,
-    }
+    let fields = ErrorFields::of_error(error).unwrap_or_else(|| ErrorFields {
+        message: "no error message".into(),
+        object: None,
+    });
+    ProviderError::api(http_status, fields.into())
 }
 
 #[cfg(test)]
