@@ -29,4 +29,4 @@ for f in "${files[@]}"; do
     { n++ }
     END { printf "%6d %s\n", n, file }
   ' "$f"
-done | tee /dev/stderr | awk '{ t += $1 } END { printf "%6d total\n", t }'
+done | awk '{ print; t += $1 } END { printf "%6d total\n", t }'
