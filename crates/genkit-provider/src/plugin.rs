@@ -2,10 +2,11 @@
 //! model and embedder specs, request-config parsing, and the checks of a
 //! text embedder.
 
+use crate::ApiKey;
 use genkit_ai::embedder::{EmbedderInfo, EmbedderSupports};
 use genkit_ai::types::EmbedRequest;
 use genkit_core::{Error, Result};
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{HeaderMap, HeaderName};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -36,15 +37,14 @@ pub fn validate_http_url(what: &str, url: &str) -> Result<()> {
 /// Extra headers given to a builder as `(name, value)` pairs, as a header
 /// map whose values are marked sensitive. An invalid name or value is
 /// `INVALID_ARGUMENT` (the message never repeats the value).
-pub fn header_map(headers: &[(String, String)]) -> Result<HeaderMap> {
+pub fn header_map(headers: &[(String, ApiKey)]) -> Result<HeaderMap> {
     let mut map = HeaderMap::new();
     for (name, value) in headers {
         let n = HeaderName::try_from(name.as_str())
             .map_err(|e| Error::invalid_argument(format!("header name `{name}`: {e}")))?;
-        let mut v = HeaderValue::try_from(value.as_str()).map_err(|_| {
+        let v = value.header_value().map_err(|_| {
             Error::invalid_argument(format!("the value of header `{name}` is not valid"))
         })?;
-        v.set_sensitive(true);
         map.append(n, v);
     }
     Ok(map)

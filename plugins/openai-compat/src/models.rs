@@ -2,7 +2,6 @@
 //! capabilities, and the wire details that differ between them.
 
 use genkit_ai::types::{ConstrainedSupport, ModelSupports};
-use genkit_provider::ModelDescriptor;
 use genkit_provider::ModelSpec as KitSpec;
 pub use genkit_provider::plugin::EmbedderSpec;
 use genkit_provider::plugin::Spec;
@@ -118,13 +117,9 @@ impl Spec for ModelSpec {
     }
 }
 
-impl ModelDescriptor for ModelSpec {
-    fn label(&self) -> Option<&str> {
-        self.spec.label.as_deref()
-    }
-
-    fn supports(&self) -> &ModelSupports {
-        &self.spec.supports
+impl AsRef<KitSpec> for ModelSpec {
+    fn as_ref(&self) -> &KitSpec {
+        &self.spec
     }
 }
 

@@ -2,11 +2,8 @@
 //! [`ProviderInfo`], how it builds a wire request, parses an answer and
 //! folds a stream) and what the kit does for it ([`ProviderPlugin`]:
 //! options, HTTP, credentials, timeouts, errors, cancellation, config
-//! parsing, and the registration of its models and embedders).
-//!
-//! A provider implements [`Provider`] for the struct
-//! [`provider_plugin!`](crate::provider_plugin) declares; the example is in
-//! `docs/architecture.md` ("Provider plugins: one kit").
+//! parsing, and the registration of its models and embedders). The example
+//! is in `docs/architecture.md` ("Provider plugins: one kit").
 
 use crate::error::HttpError;
 use crate::http::{HttpClientBuilder, USER_AGENT};
@@ -31,21 +28,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
 use std::future::Future;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 mod client;
-mod info;
-mod model_spec;
 mod plugin;
 mod provider;
-mod setup;
 
 pub use client::ProviderClient;
-pub use info::{DEFAULT_TIMEOUT, KeyHeader, ProviderInfo, StreamFormat};
-pub use model_spec::ModelSpec;
-pub use plugin::ProviderPlugin;
+pub use plugin::{PluginSetup, ProviderPlugin};
 pub use provider::{
-    Buildable, Chat, Embed, ModelDescriptor, NoOptions, Provider, RequestConfig, WireCall,
+    Buildable, Chat, DEFAULT_TIMEOUT, Embed, KeyHeader, ModelSpec, NoOptions, Provider,
+    ProviderInfo, RequestConfig, StreamFormat, WireCall,
 };
-pub use setup::PluginSetup;
