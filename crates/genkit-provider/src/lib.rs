@@ -54,8 +54,8 @@ pub use config::CommonConfig;
 pub use error::{BodyError, ErrorResponse, HttpError};
 pub use http::{Deadline, HttpClient, HttpClientBuilder};
 pub use kit::{
-    Buildable, Chat, Embed, KeyHeader, ModelSpec, NoOptions, PluginSetup, Provider, ProviderClient,
-    ProviderInfo, ProviderPlugin, RequestConfig, StreamFormat, WireCall,
+    Chat, Embed, KeyHeader, ModelSpec, PluginSetup, Provider, ProviderClient, ProviderInfo,
+    ProviderPlugin, RequestConfig, StreamFormat, WireCall,
 };
 pub use plugin::EmbedderSpec;
 pub use provider_error::{ErrorBody, ProviderError};

@@ -2,7 +2,7 @@
 //! model and embedder specs, request-config parsing, and the checks of a
 //! text embedder.
 
-use crate::ApiKey;
+use crate::{ApiKey, ProviderInfo};
 use genkit_ai::embedder::{EmbedderInfo, EmbedderSupports};
 use genkit_ai::types::EmbedRequest;
 use genkit_core::{Error, Result};
@@ -105,26 +105,15 @@ impl<T: Spec> SpecList<T> {
     }
 }
 
-/// How a hosted API's plugin reads a request's `config`.
-#[derive(Debug, Clone, Copy)]
-pub struct ConfigRules<'a> {
-    /// The plugin's type name, for messages (e.g. `GoogleAi`).
-    pub plugin: &'a str,
-    /// Keys refused because they would be recorded in traces (`apiKey`).
-    pub refused: &'a [&'a str],
-    /// Keys dropped before parsing (client overrides other Genkit
-    /// implementations accept).
-    pub ignored: &'a [&'a str],
-}
-
 /// Parses a request's `config` (absent or `null` is the default; `null`
-/// members count as absent) under `rules`; `what` names it in messages
-/// (`model`, `embedder`). The error is the message for an invalid-request
-/// error.
+/// members count as absent) as provider `info` reads it: `apiKey` refused
+/// unless it takes request keys (configs are traced), its ignored keys
+/// dropped. `what` names the config in messages (`model`, `embedder`). The
+/// error is the message for an invalid-request error.
 pub fn parse_request_config<T: DeserializeOwned + Default>(
     config: Option<&Value>,
     what: &str,
-    rules: &ConfigRules<'_>,
+    info: &ProviderInfo,
 ) -> std::result::Result<T, String> {
     let Some(value) = config.filter(|v| !v.is_null()) else {
         return Ok(T::default());
@@ -132,10 +121,10 @@ pub fn parse_request_config<T: DeserializeOwned + Default>(
     let Value::Object(map) = value else {
         return Err(format!("the {what} config must be a JSON object"));
     };
-    if let Some(key) = rules.refused.iter().find(|k| map.contains_key(**k)) {
+    if !info.request_keys && map.contains_key("apiKey") {
         return Err(format!(
-            "`{key}` in the request config is not supported (it would be recorded in traces); configure the API key on the {} plugin",
-            rules.plugin
+            "`apiKey` in the request config is not supported (it would be recorded in traces); configure the API key on the {} plugin",
+            info.display
         ));
     }
     // `null` members count as absent (and are never sent on).
@@ -144,7 +133,7 @@ pub fn parse_request_config<T: DeserializeOwned + Default>(
         .filter(|(_, v)| !v.is_null())
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    for key in rules.ignored {
+    for key in info.ignored_config_keys {
         map.remove(*key);
     }
     serde_json::from_value(Value::Object(map)).map_err(|e| format!("invalid {what} config: {e}"))
@@ -320,12 +309,11 @@ mod tests {
 
     #[test]
     fn request_configs() {
-        let rules = ConfigRules {
-            plugin: "Hosted",
-            refused: &["apiKey"],
-            ignored: &["baseUrl"],
+        let info = ProviderInfo {
+            ignored_config_keys: &["baseUrl"],
+            ..ProviderInfo::new("Hosted", "hosted", "https://api.hosted")
         };
-        let parse = |v: Option<Value>| parse_request_config::<Opts>(v.as_ref(), "model", &rules);
+        let parse = |v: Option<Value>| parse_request_config::<Opts>(v.as_ref(), "model", &info);
         assert_eq!(parse(None).unwrap(), Opts::default());
         assert_eq!(parse(Some(Value::Null)).unwrap(), Opts::default());
         assert_eq!(

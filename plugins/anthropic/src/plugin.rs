@@ -3,7 +3,7 @@
 
 use genkit_ai::types::GenerateResponse;
 use genkit_core::Result;
-use genkit_provider::{Chat, KeyHeader, ModelSpec, NoOptions, Provider, ProviderInfo, WireCall};
+use genkit_provider::{Chat, KeyHeader, ModelSpec, Provider, ProviderInfo, WireCall};
 
 use crate::config::AnthropicConfig;
 use crate::convert::request::{RequestDefaults, to_messages_request};
@@ -56,8 +56,9 @@ impl Provider for AnthropicProvider {
 
     type Model = ModelSpec;
     type Config = AnthropicConfig;
-    type EmbedOptions = NoOptions;
+    type EmbedOptions = ();
     type ErrorBody = AnthropicErrorBody;
+    type Builder = AnthropicBuilder;
     type Answer = MessageStream;
 
     fn describe_model(&self, spec: ModelSpec) -> ModelSpec {

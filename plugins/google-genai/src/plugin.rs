@@ -65,6 +65,7 @@ impl Provider for GoogleAiProvider {
     type Config = GeminiConfig;
     type EmbedOptions = EmbedConfig;
     type ErrorBody = GeminiErrorBody;
+    type Builder = GoogleAiBuilder;
     type Answer = Events;
 
     fn describe_model(&self, spec: ModelSpec) -> ModelSpec {

@@ -57,6 +57,7 @@ impl Provider for OllamaProvider {
     type Config = OllamaConfig;
     type EmbedOptions = EmbedConfig;
     type ErrorBody = OllamaErrorBody;
+    type Builder = OllamaBuilder;
     type Answer = ChatState;
 
     fn describe_model(&self, spec: ModelSpec) -> ModelSpec {

@@ -66,6 +66,7 @@ impl Provider for OpenAiProvider {
     }
     type EmbedOptions = EmbedConfig;
     type ErrorBody = OpenAiErrorBody;
+    type Builder = OpenAiCompatibleBuilder;
     type Answer = StreamState;
 
     fn default_embedders() -> Vec<EmbedderSpec> {

@@ -8,8 +8,8 @@
 use crate::error::HttpError;
 use crate::http::{HttpClientBuilder, USER_AGENT};
 use crate::plugin::{
-    ConfigRules, EmbedderSpec, Spec, SpecList, check_embedding_count, header_map,
-    parse_request_config, text_embedder_info, validate_http_url, validate_name,
+    EmbedderSpec, Spec, SpecList, check_embedding_count, header_map, parse_request_config,
+    text_embedder_info, validate_http_url, validate_name,
 };
 use crate::provider_error::{ErrorBody, ProviderError};
 use crate::stream::{FrameReader, StreamFold, fold_stream};
@@ -23,8 +23,8 @@ use genkit_ai::types::{
 use genkit_core::{ActionDesc, ActionKind, DynAction, IntoDynAction, Plugin, Registry, Result};
 use reqwest::header::{AUTHORIZATION, HeaderName, HeaderValue};
 use schemars::JsonSchema;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
 use std::future::Future;
@@ -38,6 +38,6 @@ mod provider;
 pub use client::ProviderClient;
 pub use plugin::{PluginSetup, ProviderPlugin};
 pub use provider::{
-    Buildable, Chat, DEFAULT_TIMEOUT, Embed, KeyHeader, ModelSpec, NoOptions, Provider,
-    ProviderInfo, RequestConfig, StreamFormat, WireCall,
+    Chat, DEFAULT_TIMEOUT, Embed, KeyHeader, ModelSpec, Provider, ProviderInfo, RequestConfig,
+    StreamFormat, WireCall,
 };

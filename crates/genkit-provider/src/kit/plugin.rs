@@ -26,14 +26,12 @@ struct Kit<P: Provider> {
     embedders: SpecList<EmbedderSpec>,
 }
 
-impl<P: Buildable> ProviderPlugin<P> {
+impl<P: Provider> ProviderPlugin<P> {
     /// A builder with the provider's defaults.
     pub fn builder() -> P::Builder {
         P::Builder::default()
     }
-}
 
-impl<P: Provider> ProviderPlugin<P> {
     /// The plugin with its defaults, the key from the provider's usual
     /// environment variable (and, where the provider has one, the address
     /// from its variable, e.g. `OLLAMA_HOST`).
@@ -138,17 +136,7 @@ impl<P: Provider> Kit<P> {
         config: Option<&Value>,
         what: &str,
     ) -> Result<(C, Option<ApiKey>)> {
-        let refused: &[&str] = if P::INFO.request_keys {
-            &[]
-        } else {
-            &["apiKey"]
-        };
-        let rules = ConfigRules {
-            plugin: P::INFO.display,
-            refused,
-            ignored: P::INFO.ignored_config_keys,
-        };
-        let parsed = parse_request_config(config, what, &rules)
+        let parsed = parse_request_config(config, what, &P::INFO)
             .map_err(ProviderError::<P::ErrorBody>::InvalidRequest)?;
         let key = config.and_then(|c| c.get("apiKey")?.as_str().map(ApiKey::new));
         Ok((parsed, key))
@@ -315,7 +303,8 @@ impl<M: Spec> PluginSetup<M> {
 }
 
 /// Declares a provider plugin: the plugin type (`ProviderPlugin<$provider>`),
-/// the provider struct with its settings and their defaults, and the builder:
+/// the provider struct with its settings and their defaults, and the builder
+/// (the provider's `Provider::Builder`):
 /// a setter per setting, the shared setters (`name`, `base_url`, `api_key`,
 /// `api_key_env`, `require_api_key`, `timeout`, `no_timeout`, `header`,
 /// `http_client`, `models`, `model`; `with embedders` adds `embedders`,
@@ -343,10 +332,6 @@ macro_rules! provider_plugin {
             fn default() -> Self {
                 Self { $($field: $default),* }
             }
-        }
-
-        impl $crate::kit::Buildable for $provider {
-            type Builder = $builder;
         }
 
         $(#[$bdoc])*

@@ -187,10 +187,6 @@ pub trait RequestConfig: DeserializeOwned + JsonSchema + Default + Send + 'stati
 
 impl<T: DeserializeOwned + JsonSchema + Default + Send + 'static> RequestConfig for T {}
 
-/// The options of a provider without embedders.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, JsonSchema)]
-pub struct NoOptions {}
-
 /// One request to send: `POST <base>/<path>` with `body`, and the state
 /// that reads the answer.
 #[derive(Debug)]
@@ -253,10 +249,13 @@ pub trait Provider: fmt::Debug + Default + Clone + Send + Sync + 'static {
     type Model: Spec + AsRef<ModelSpec> + fmt::Debug + Send + Sync + 'static;
     /// A model request's `config`.
     type Config: RequestConfig;
-    /// An embed request's `options` ([`NoOptions`] without embedders).
+    /// An embed request's `options` (`()` without embedders).
     type EmbedOptions: RequestConfig;
     /// How the API writes its errors.
     type ErrorBody: ErrorBody;
+    /// The plugin's builder, with the provider's defaults (as
+    /// [`provider_plugin!`](crate::provider_plugin) declares it).
+    type Builder: Default;
     /// Reads one answer: whole, or streamed frame by frame.
     type Answer: StreamFold<Output = GenerateResponse, Error = ProviderError<Self::ErrorBody>>
         + Send
@@ -321,13 +320,6 @@ pub trait Provider: fmt::Debug + Default + Clone + Send + Sync + 'static {
         let _ = client;
         async { Vec::new() }
     }
-}
-
-/// A provider with a builder (as [`provider_plugin!`](crate::provider_plugin)
-/// declares it).
-pub trait Buildable: Provider {
-    /// The plugin's builder, with the provider's defaults.
-    type Builder: Default;
 }
 
 #[cfg(test)]
