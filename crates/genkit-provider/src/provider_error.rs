@@ -11,15 +11,18 @@ use serde_json::{Map, Value};
 use std::fmt;
 use std::time::Duration;
 
-/// How one provider writes its error answers.
-pub trait ErrorBody: fmt::Debug + Send + Sync + Sized + 'static {
+/// How one provider writes its error answers: built from the usual
+/// [`ErrorFields`] of an answer.
+pub trait ErrorBody: From<ErrorFields> + fmt::Debug + Send + Sync + Sized + 'static {
     /// What the provider is called in messages, e.g. `the Anthropic API`.
     const API: &'static str;
     /// Added to transport failures (e.g. `is the server running?`).
     const TRANSPORT_HINT: &'static str = "";
 
     /// Reads a non-success answer (its body may be anything, even unread).
-    fn read(response: &ErrorResponse) -> Self;
+    fn read(response: &ErrorResponse) -> Self {
+        ErrorFields::read(response).into()
+    }
 
     /// The provider's message.
     fn message(&self) -> &str;
@@ -184,11 +187,8 @@ impl<B: ErrorBody> ProviderError<B> {
                 *retry_after,
             )),
             ProviderError::Stream(body) => {
-                let fields: Map<String, Value> = body
-                    .details()
-                    .into_iter()
-                    .filter_map(|(k, v)| Some((k.to_owned(), v?)))
-                    .collect();
+                let fields = body.details().into_iter();
+                let fields: Map<_, _> = fields.filter_map(|(k, v)| Some((k.into(), v?))).collect();
                 (!fields.is_empty()).then_some(Value::Object(fields))
             }
             _ => None,
@@ -217,12 +217,20 @@ pub struct ErrorFields {
 
 impl ErrorFields {
     /// The fields of an error answer; without a readable message, an
-    /// excerpt of the body ([`fallback_message`]).
+    /// excerpt of the body, or `(empty body)`.
     pub fn read(response: &ErrorResponse) -> Self {
         let fields = response.json().as_ref().and_then(Self::of);
-        fields.unwrap_or_else(|| ErrorFields {
-            message: fallback_message(response),
-            object: None,
+        fields.unwrap_or_else(|| {
+            let text = excerpt(&response.text());
+            let message = if text.is_empty() {
+                "(empty body)".to_owned()
+            } else {
+                text
+            };
+            ErrorFields {
+                message,
+                object: None,
+            }
         })
     }
 
@@ -254,17 +262,6 @@ impl ErrorFields {
     }
 }
 
-/// The message of an error body that says nothing readable: an excerpt of
-/// the text, or `(empty body)`.
-pub fn fallback_message(response: &ErrorResponse) -> String {
-    let text = excerpt(&response.text());
-    if text.is_empty() {
-        "(empty body)".to_owned()
-    } else {
-        text
-    }
-}
-
 /// A JSON value as message text: strings as they are, anything else as JSON.
 pub fn as_text(v: &Value) -> String {
     match v {
@@ -284,11 +281,14 @@ pub(crate) mod tests {
     #[derive(Debug)]
     pub(crate) struct Body(pub(crate) String);
 
+    impl From<ErrorFields> for Body {
+        fn from(fields: ErrorFields) -> Self {
+            Body(fields.message)
+        }
+    }
+
     impl ErrorBody for Body {
         const API: &'static str = "the Test API";
-        fn read(response: &ErrorResponse) -> Self {
-            Body(fallback_message(response))
-        }
         fn message(&self) -> &str {
             &self.0
         }

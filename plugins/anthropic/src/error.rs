@@ -21,11 +21,23 @@ pub struct AnthropicErrorBody {
     pub request_id: Option<String>,
 }
 
+impl From<ErrorFields> for AnthropicErrorBody {
+    fn from(fields: ErrorFields) -> Self {
+        let kind = fields.text("type");
+        let (message, request_id) = (fields.message, None);
+        AnthropicErrorBody {
+            kind,
+            message,
+            request_id,
+        }
+    }
+}
+
 impl ErrorBody for AnthropicErrorBody {
     const API: &'static str = "the Anthropic API";
 
+    /// The `request-id` header, else the body's `request_id`.
     fn read(response: &ErrorResponse) -> Self {
-        let fields = ErrorFields::read(response);
         let in_body = || {
             response
                 .json()?
@@ -33,14 +45,12 @@ impl ErrorBody for AnthropicErrorBody {
                 .as_str()
                 .map(str::to_owned)
         };
-        AnthropicErrorBody {
-            kind: fields.text("type"),
-            message: fields.message,
-            request_id: response
-                .header("request-id")
-                .map(str::to_owned)
-                .or_else(in_body),
-        }
+        let request_id = response
+            .header("request-id")
+            .map(str::to_owned)
+            .or_else(in_body);
+        let body = AnthropicErrorBody::from(ErrorFields::read(response));
+        AnthropicErrorBody { request_id, ..body }
     }
 
     fn message(&self) -> &str {

@@ -3,7 +3,7 @@
 
 use genkit_provider::error::retry_after_secs;
 use genkit_provider::provider_error::ErrorFields;
-use genkit_provider::{ErrorBody, ErrorResponse, ProviderError};
+use genkit_provider::{ErrorBody, ProviderError};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -33,10 +33,6 @@ impl From<ErrorFields> for GeminiErrorBody {
 
 impl ErrorBody for GeminiErrorBody {
     const API: &'static str = "the Gemini API";
-
-    fn read(response: &ErrorResponse) -> Self {
-        ErrorFields::read(response).into()
-    }
 
     fn message(&self) -> &str {
         &self.message
@@ -87,6 +83,7 @@ pub(crate) fn stream_error(error: &Value) -> GeminiError {
 mod tests {
     use super::*;
     use genkit_core::StatusCode;
+    use genkit_provider::ErrorResponse;
     use reqwest::header::HeaderMap;
     use serde_json::json;
 

@@ -2,7 +2,7 @@
 //! body (`{"error": "..."}`).
 
 use genkit_provider::provider_error::ErrorFields;
-use genkit_provider::{ErrorBody, ErrorResponse, ProviderError};
+use genkit_provider::{ErrorBody, ProviderError};
 
 /// A failure of the Ollama plugin.
 pub type OllamaError = ProviderError<OllamaErrorBody>;
@@ -14,14 +14,16 @@ pub struct OllamaErrorBody {
     pub message: String,
 }
 
+impl From<ErrorFields> for OllamaErrorBody {
+    fn from(fields: ErrorFields) -> Self {
+        let message = fields.message;
+        OllamaErrorBody { message }
+    }
+}
+
 impl ErrorBody for OllamaErrorBody {
     const API: &'static str = "the Ollama server";
     const TRANSPORT_HINT: &'static str = " (is the Ollama server running?)";
-
-    fn read(response: &ErrorResponse) -> Self {
-        let message = ErrorFields::read(response).message;
-        OllamaErrorBody { message }
-    }
 
     fn message(&self) -> &str {
         &self.message
@@ -32,6 +34,7 @@ impl ErrorBody for OllamaErrorBody {
 mod tests {
     use super::*;
     use genkit_core::StatusCode;
+    use genkit_provider::ErrorResponse;
     use reqwest::header::HeaderMap;
     use serde_json::json;
 

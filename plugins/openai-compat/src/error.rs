@@ -2,8 +2,8 @@
 //! OpenAI-compatible servers send.
 
 use genkit_core::StatusCode;
+use genkit_provider::ErrorBody;
 use genkit_provider::provider_error::ErrorFields;
-use genkit_provider::{ErrorBody, ErrorResponse};
 use serde_json::Value;
 
 /// Something that went wrong talking to an OpenAI-compatible server.
@@ -33,10 +33,6 @@ impl From<ErrorFields> for OpenAiErrorBody {
 impl ErrorBody for OpenAiErrorBody {
     const API: &'static str = "the OpenAI-compatible server";
 
-    fn read(response: &ErrorResponse) -> Self {
-        ErrorFields::read(response).into()
-    }
-
     fn message(&self) -> &str {
         &self.message
     }
@@ -64,6 +60,7 @@ impl ErrorBody for OpenAiErrorBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use genkit_provider::ErrorResponse;
     use genkit_provider::error::MAX_MESSAGE_CHARS;
     use reqwest::header::HeaderMap;
     use serde_json::json;

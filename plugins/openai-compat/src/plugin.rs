@@ -39,9 +39,8 @@ genkit_provider::provider_plugin! {
     ///
     /// Defaults: name `openai`, base URL `https://api.openai.com/v1`,
     /// OpenAI's model and embedder lists, a ten-minute timeout, `json_schema`
-    /// structured output. The key is the one given to `api_key`, else the
-    /// variable named by `api_key_env`, else — only when the base URL is
-    /// OpenAI's — `OPENAI_API_KEY` (so a key meant for OpenAI is never sent
+    /// structured output. The key is the one given to `api_key`, else — only
+    /// when the base URL is OpenAI's — `OPENAI_API_KEY` (so a key meant for OpenAI is never sent
     /// to another server by accident). Without a key no `Authorization`
     /// header is sent; OpenAI's own API then fails with
     /// `FAILED_PRECONDITION` before any request.

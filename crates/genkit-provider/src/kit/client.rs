@@ -19,15 +19,11 @@ impl ProviderClient {
         validate_http_url("base URL", &setup.base_url)?;
         let on_default =
             setup.base_url.trim_end_matches('/') == info.default_base_url.trim_end_matches('/');
-        let api_key = setup
-            .api_key
-            .clone()
-            .or_else(|| setup.api_key_env.as_deref().and_then(ApiKey::from_env))
-            .or_else(|| {
-                on_default
-                    .then(|| ApiKey::from_env_vars(info.key_env))
-                    .flatten()
-            });
+        let api_key = setup.api_key.clone().or_else(|| {
+            on_default
+                .then(|| ApiKey::from_env_vars(info.key_env))
+                .flatten()
+        });
         let required = setup
             .require_api_key
             .unwrap_or(info.key_required && on_default);

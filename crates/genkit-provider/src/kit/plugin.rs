@@ -259,8 +259,6 @@ pub struct PluginSetup<M> {
     pub base_url: String,
     /// The API key.
     pub api_key: Option<ApiKey>,
-    /// An environment variable to read the key from.
-    pub api_key_env: Option<String>,
     /// Whether a call without a key fails before a request goes out.
     pub require_api_key: Option<bool>,
     /// The longest wait at any one point.
@@ -291,7 +289,6 @@ impl<M: Spec> PluginSetup<M> {
             name: info.default_name.to_owned(),
             base_url: info.default_base_url.to_owned(),
             api_key: None,
-            api_key_env: None,
             require_api_key: None,
             timeout: Some(DEFAULT_TIMEOUT),
             headers: Vec::new(),
@@ -306,7 +303,7 @@ impl<M: Spec> PluginSetup<M> {
 /// the provider struct with its settings and their defaults, and the builder
 /// (the provider's `Provider::Builder`):
 /// a setter per setting, the shared setters (`name`, `base_url`, `api_key`,
-/// `api_key_env`, `require_api_key`, `timeout`, `no_timeout`, `header`,
+/// `require_api_key`, `timeout`, `no_timeout`, `header`,
 /// `http_client`, `models`, `model`; `with embedders` adds `embedders`,
 /// `embedder`) and `build`. The plugin then implements [`Provider`] for the
 /// provider struct.
@@ -362,12 +359,9 @@ macro_rules! provider_plugin {
                 /// The API's base URL.
                 base_url(url: impl Into<String>) => base_url = url.into());
             $crate::provider_plugin!(@set
-                /// The API key. Default: the variable named by `api_key_env`, else
-                /// (only with the default base URL) the provider's usual variable.
+                /// The API key. Default (only with the default base URL): the
+                /// provider's usual variable.
                 api_key(key: impl Into<$crate::ApiKey>) => api_key = Some(key.into()));
-            $crate::provider_plugin!(@set
-                /// Reads the key from the environment variable `var` when no key is given.
-                api_key_env(var: impl Into<String>) => api_key_env = Some(var.into()));
             $crate::provider_plugin!(@set
                 /// Whether a call without a key fails (`FAILED_PRECONDITION`) before
                 /// any request (default: on the provider's own base URL).
