@@ -80,11 +80,6 @@ impl<T: Spec> SpecList<T> {
         self.0.push(spec);
     }
 
-    /// Whether a spec is named `name`.
-    pub fn contains(&self, name: &str) -> bool {
-        self.0.iter().any(|s| s.name() == name)
-    }
-
     /// The spec named `name`, or [`Spec::unlisted`] when there is none.
     pub fn get_or_unlisted(&self, name: &str) -> T {
         self.0
@@ -92,11 +87,6 @@ impl<T: Spec> SpecList<T> {
             .find(|s| s.name() == name)
             .cloned()
             .unwrap_or_else(|| T::unlisted(name))
-    }
-
-    /// The spec named `name`, if listed.
-    pub fn get(&self, name: &str) -> Option<&T> {
-        self.0.iter().find(|s| s.name() == name)
     }
 
     /// The specs, in order.
@@ -295,7 +285,6 @@ mod tests {
         assert_eq!(list.as_slice(), &[S("b".into(), 2), S("a".into(), 3)]);
         assert_eq!(list.get_or_unlisted("a"), S("a".into(), 3));
         assert_eq!(list.get_or_unlisted("zz"), S("zz".into(), 0));
-        assert!(list.contains("b") && !list.contains("zz"));
         let embedders = SpecList::new([EmbedderSpec::new("e").dimensions(3).label("E")]);
         assert_eq!(embedders.get_or_unlisted("e").dimensions, Some(3));
         assert_eq!(embedders.get_or_unlisted("x"), EmbedderSpec::new("x"));
