@@ -23,12 +23,10 @@ pub struct AnthropicErrorBody {
 
 impl From<ErrorFields> for AnthropicErrorBody {
     fn from(fields: ErrorFields) -> Self {
-        let kind = fields.text("type");
-        let (message, request_id) = (fields.message, None);
         AnthropicErrorBody {
-            kind,
-            message,
-            request_id,
+            kind: fields.text("type"),
+            message: fields.message,
+            request_id: None,
         }
     }
 }
