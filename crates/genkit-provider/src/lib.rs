@@ -12,8 +12,9 @@
 //!   parsing, credentials, cancellation, and the registration of models and
 //!   embedders.
 //! - [`ProviderError`]: one error type, parameterised by the provider's
-//!   error body ([`ErrorBody`]): status mapping, `Retry-After` (capped),
-//!   messages and details shared.
+//!   error body ([`ErrorBody`], usually read with
+//!   [`ErrorFields`](provider_error::ErrorFields)): status mapping,
+//!   `Retry-After` (capped), messages and details shared.
 //! - [`CommonConfig`]: Genkit's common generation options, which every
 //!   provider's config embeds.
 //! - [`wire`]: wire pieces several APIs share (function tools, JSON output,
@@ -54,9 +55,8 @@ pub use config::CommonConfig;
 pub use error::{BodyError, ErrorResponse, HttpError};
 pub use http::{Deadline, HttpClient, HttpClientBuilder};
 pub use kit::{
-    Buildable, Chat, Embed, KeyHeader, ModelDescriptor, ModelSpec, NoOptions, PluginSetup,
-    Provider, ProviderBuilder, ProviderClient, ProviderInfo, ProviderPlugin, RequestConfig,
-    StreamFormat, WireCall,
+    Chat, Embed, KeyHeader, ModelSpec, PluginSetup, Provider, ProviderClient, ProviderInfo,
+    ProviderPlugin, RequestConfig, StreamFormat, WireCall,
 };
 pub use plugin::EmbedderSpec;
 pub use provider_error::{ErrorBody, ProviderError};

@@ -2,10 +2,11 @@
 //! model and embedder specs, request-config parsing, and the checks of a
 //! text embedder.
 
+use crate::{ApiKey, ProviderInfo};
 use genkit_ai::embedder::{EmbedderInfo, EmbedderSupports};
 use genkit_ai::types::EmbedRequest;
 use genkit_core::{Error, Result};
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{HeaderMap, HeaderName};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -36,15 +37,14 @@ pub fn validate_http_url(what: &str, url: &str) -> Result<()> {
 /// Extra headers given to a builder as `(name, value)` pairs, as a header
 /// map whose values are marked sensitive. An invalid name or value is
 /// `INVALID_ARGUMENT` (the message never repeats the value).
-pub fn header_map(headers: &[(String, String)]) -> Result<HeaderMap> {
+pub fn header_map(headers: &[(String, ApiKey)]) -> Result<HeaderMap> {
     let mut map = HeaderMap::new();
     for (name, value) in headers {
         let n = HeaderName::try_from(name.as_str())
             .map_err(|e| Error::invalid_argument(format!("header name `{name}`: {e}")))?;
-        let mut v = HeaderValue::try_from(value.as_str()).map_err(|_| {
+        let v = value.header_value().map_err(|_| {
             Error::invalid_argument(format!("the value of header `{name}` is not valid"))
         })?;
-        v.set_sensitive(true);
         map.append(n, v);
     }
     Ok(map)
@@ -80,11 +80,6 @@ impl<T: Spec> SpecList<T> {
         self.0.push(spec);
     }
 
-    /// Whether a spec is named `name`.
-    pub fn contains(&self, name: &str) -> bool {
-        self.0.iter().any(|s| s.name() == name)
-    }
-
     /// The spec named `name`, or [`Spec::unlisted`] when there is none.
     pub fn get_or_unlisted(&self, name: &str) -> T {
         self.0
@@ -94,37 +89,21 @@ impl<T: Spec> SpecList<T> {
             .unwrap_or_else(|| T::unlisted(name))
     }
 
-    /// The spec named `name`, if listed.
-    pub fn get(&self, name: &str) -> Option<&T> {
-        self.0.iter().find(|s| s.name() == name)
-    }
-
     /// The specs, in order.
     pub fn as_slice(&self) -> &[T] {
         &self.0
     }
 }
 
-/// How a hosted API's plugin reads a request's `config`.
-#[derive(Debug, Clone, Copy)]
-pub struct ConfigRules<'a> {
-    /// The plugin's type name, for messages (e.g. `GoogleAi`).
-    pub plugin: &'a str,
-    /// Keys refused because they would be recorded in traces (`apiKey`).
-    pub refused: &'a [&'a str],
-    /// Keys dropped before parsing (client overrides other Genkit
-    /// implementations accept).
-    pub ignored: &'a [&'a str],
-}
-
 /// Parses a request's `config` (absent or `null` is the default; `null`
-/// members count as absent) under `rules`; `what` names it in messages
-/// (`model`, `embedder`). The error is the message for an invalid-request
-/// error.
+/// members count as absent) as provider `info` reads it: `apiKey` refused
+/// unless it takes request keys (configs are traced), its ignored keys
+/// dropped. `what` names the config in messages (`model`, `embedder`). The
+/// error is the message for an invalid-request error.
 pub fn parse_request_config<T: DeserializeOwned + Default>(
     config: Option<&Value>,
     what: &str,
-    rules: &ConfigRules<'_>,
+    info: &ProviderInfo,
 ) -> std::result::Result<T, String> {
     let Some(value) = config.filter(|v| !v.is_null()) else {
         return Ok(T::default());
@@ -132,10 +111,10 @@ pub fn parse_request_config<T: DeserializeOwned + Default>(
     let Value::Object(map) = value else {
         return Err(format!("the {what} config must be a JSON object"));
     };
-    if let Some(key) = rules.refused.iter().find(|k| map.contains_key(**k)) {
+    if !info.request_keys && map.contains_key("apiKey") {
         return Err(format!(
-            "`{key}` in the request config is not supported (it would be recorded in traces); configure the API key on the {} plugin",
-            rules.plugin
+            "`apiKey` in the request config is not supported (it would be recorded in traces); configure the API key on the {} plugin",
+            info.display
         ));
     }
     // `null` members count as absent (and are never sent on).
@@ -144,7 +123,7 @@ pub fn parse_request_config<T: DeserializeOwned + Default>(
         .filter(|(_, v)| !v.is_null())
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    for key in rules.ignored {
+    for key in info.ignored_config_keys {
         map.remove(*key);
     }
     serde_json::from_value(Value::Object(map)).map_err(|e| format!("invalid {what} config: {e}"))
@@ -209,21 +188,6 @@ pub fn parse_options<T: DeserializeOwned + Default>(
         )),
         Some(other) => serde_json::from_value(other.clone()),
     }
-}
-
-/// The options of an embed request for the embedder `embedder` (absent or
-/// `null` gives the defaults); `INVALID_ARGUMENT` when they do not parse.
-pub fn embed_options<T: DeserializeOwned + Default>(
-    request: &EmbedRequest,
-    embedder: &str,
-) -> Result<T> {
-    let options = match &request.options {
-        None | Some(Value::Null) => return Ok(T::default()),
-        Some(v) => v.clone(),
-    };
-    serde_json::from_value(options).map_err(|e| {
-        Error::invalid_argument(format!("invalid options for embedder `{embedder}`: {e}"))
-    })
 }
 
 /// The text of each document of an embed request, as JSON strings for a
@@ -321,7 +285,6 @@ mod tests {
         assert_eq!(list.as_slice(), &[S("b".into(), 2), S("a".into(), 3)]);
         assert_eq!(list.get_or_unlisted("a"), S("a".into(), 3));
         assert_eq!(list.get_or_unlisted("zz"), S("zz".into(), 0));
-        assert!(list.contains("b") && !list.contains("zz"));
         let embedders = SpecList::new([EmbedderSpec::new("e").dimensions(3).label("E")]);
         assert_eq!(embedders.get_or_unlisted("e").dimensions, Some(3));
         assert_eq!(embedders.get_or_unlisted("x"), EmbedderSpec::new("x"));
@@ -335,12 +298,11 @@ mod tests {
 
     #[test]
     fn request_configs() {
-        let rules = ConfigRules {
-            plugin: "Hosted",
-            refused: &["apiKey"],
-            ignored: &["baseUrl"],
+        let info = ProviderInfo {
+            ignored_config_keys: &["baseUrl"],
+            ..ProviderInfo::new("Hosted", "hosted", "https://api.hosted")
         };
-        let parse = |v: Option<Value>| parse_request_config::<Opts>(v.as_ref(), "model", &rules);
+        let parse = |v: Option<Value>| parse_request_config::<Opts>(v.as_ref(), "model", &info);
         assert_eq!(parse(None).unwrap(), Opts::default());
         assert_eq!(parse(Some(Value::Null)).unwrap(), Opts::default());
         assert_eq!(
@@ -376,10 +338,8 @@ mod tests {
 
         let mut request = EmbedRequest {
             input: vec![DocumentData::from_text("cat")],
-            options: Some(json!({"n": "many"})),
+            options: None,
         };
-        let err = embed_options::<Opts>(&request, "e").unwrap_err();
-        assert_eq!(err.status(), StatusCode::InvalidArgument);
         assert_eq!(embed_texts(&request, "e").unwrap(), vec![json!("cat")]);
         request.input.push(DocumentData::from_text(""));
         let err = embed_texts(&request, "e").unwrap_err();

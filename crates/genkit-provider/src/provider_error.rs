@@ -11,15 +11,18 @@ use serde_json::{Map, Value};
 use std::fmt;
 use std::time::Duration;
 
-/// How one provider writes its error answers.
-pub trait ErrorBody: fmt::Debug + Send + Sync + Sized + 'static {
+/// How one provider writes its error answers: built from the usual
+/// [`ErrorFields`] of an answer.
+pub trait ErrorBody: From<ErrorFields> + fmt::Debug + Send + Sync + Sized + 'static {
     /// What the provider is called in messages, e.g. `the Anthropic API`.
     const API: &'static str;
     /// Added to transport failures (e.g. `is the server running?`).
     const TRANSPORT_HINT: &'static str = "";
 
     /// Reads a non-success answer (its body may be anything, even unread).
-    fn read(response: &ErrorResponse) -> Self;
+    fn read(response: &ErrorResponse) -> Self {
+        ErrorFields::read(response).into()
+    }
 
     /// The provider's message.
     fn message(&self) -> &str;
@@ -130,6 +133,17 @@ impl<B: ErrorBody> ProviderError<B> {
         }
     }
 
+    /// An error answer with `http_status` (e.g. one reported inside a
+    /// stream, its status taken from its code), retry hint from the body.
+    pub fn api(http_status: u16, body: B) -> Self {
+        let retry_after = body.retry_after();
+        ProviderError::Api {
+            http_status,
+            body: Box::new(body),
+            retry_after,
+        }
+    }
+
     /// `body` read as `T`; a body that is not JSON of that shape is
     /// [`ProviderError::Malformed`], naming `what` and quoting an excerpt.
     pub fn parse_body<T: serde::de::DeserializeOwned>(what: &str, body: &[u8]) -> Result<T, Self> {
@@ -173,11 +187,8 @@ impl<B: ErrorBody> ProviderError<B> {
                 *retry_after,
             )),
             ProviderError::Stream(body) => {
-                let fields: Map<String, Value> = body
-                    .details()
-                    .into_iter()
-                    .filter_map(|(k, v)| Some((k.to_owned(), v?)))
-                    .collect();
+                let fields = body.details().into_iter();
+                let fields: Map<_, _> = fields.filter_map(|(k, v)| Some((k.into(), v?))).collect();
                 (!fields.is_empty()).then_some(Value::Object(fields))
             }
             _ => None,
@@ -193,14 +204,61 @@ impl<B: ErrorBody> From<ProviderError<B>> for genkit_core::Error {
     }
 }
 
-/// The message of an error body that says nothing readable: an excerpt of
-/// the text, or `(empty body)`.
-pub fn fallback_message(response: &ErrorResponse) -> String {
-    let text = excerpt(&response.text());
-    if text.is_empty() {
-        "(empty body)".to_owned()
-    } else {
-        text
+/// What an error answer says, in the shapes provider APIs use:
+/// `{"error": {"message", ..}}` (the object kept for its other members),
+/// `{"error": "..."}`, `{"detail": ..}` or `{"message": ..}`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ErrorFields {
+    /// The message (at most [`MAX_MESSAGE_CHARS`](crate::error::MAX_MESSAGE_CHARS)).
+    pub message: String,
+    /// The `error` object, when there is one.
+    pub object: Option<Map<String, Value>>,
+}
+
+impl ErrorFields {
+    /// The fields of an error answer; without a readable message, an
+    /// excerpt of the body, or `(empty body)`.
+    pub fn read(response: &ErrorResponse) -> Self {
+        let fields = response.json().as_ref().and_then(Self::of);
+        fields.unwrap_or_else(|| {
+            let text = excerpt(&response.text());
+            let message = if text.is_empty() {
+                "(empty body)".to_owned()
+            } else {
+                text
+            };
+            ErrorFields {
+                message,
+                object: None,
+            }
+        })
+    }
+
+    /// The fields of a JSON body, if it holds an error message.
+    pub fn of(body: &Value) -> Option<Self> {
+        match body.get("error") {
+            Some(error) => Self::of_error(error),
+            None => Self::of_error(body.get("detail").or_else(|| body.get("message"))?),
+        }
+    }
+
+    /// The fields of an `error` member: an object (its `message`, else the
+    /// object as JSON), or a value whose text is the message.
+    pub fn of_error(error: &Value) -> Option<Self> {
+        let object = error.as_object().cloned();
+        let message = match &object {
+            Some(o) => o.get("message").map_or_else(|| error.to_string(), as_text),
+            None => as_text(error),
+        };
+        let message = excerpt(&message);
+        (!message.is_empty()).then_some(ErrorFields { message, object })
+    }
+
+    /// A member of the `error` object as text (`type`, `status`, `code`...);
+    /// `null` counts as absent.
+    pub fn text(&self, key: &str) -> Option<String> {
+        let value = self.object.as_ref()?.get(key)?;
+        (!value.is_null()).then(|| as_text(value))
     }
 }
 
@@ -213,20 +271,24 @@ pub fn as_text(v: &Value) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::error::MAX_RETRY_AFTER;
     use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
     use serde_json::json;
 
+    /// An error body for tests: the text of the answer.
     #[derive(Debug)]
-    struct Body(String);
+    pub(crate) struct Body(pub(crate) String);
+
+    impl From<ErrorFields> for Body {
+        fn from(fields: ErrorFields) -> Self {
+            Body(fields.message)
+        }
+    }
 
     impl ErrorBody for Body {
         const API: &'static str = "the Test API";
-        fn read(response: &ErrorResponse) -> Self {
-            Body(fallback_message(response))
-        }
         fn message(&self) -> &str {
             &self.0
         }

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::error::AnthropicError;
-use genkit_provider::{CommonConfig, RequestConfig};
+use genkit_provider::CommonConfig;
 
 /// The `config` of a Claude model call: Genkit's common options (mapped to
 /// the Messages API's names), Anthropic's own, and any other key passed into
@@ -79,8 +79,6 @@ impl ThinkingConfig {
         }
     }
 }
-
-impl RequestConfig for AnthropicConfig {}
 
 #[cfg(test)]
 mod tests {

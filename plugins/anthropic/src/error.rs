@@ -3,7 +3,7 @@
 //! "request_id"}`).
 
 use genkit_core::StatusCode;
-use genkit_provider::provider_error::fallback_message;
+use genkit_provider::provider_error::ErrorFields;
 use genkit_provider::{ErrorBody, ErrorResponse, ProviderError};
 use serde_json::Value;
 
@@ -21,22 +21,34 @@ pub struct AnthropicErrorBody {
     pub request_id: Option<String>,
 }
 
+impl From<ErrorFields> for AnthropicErrorBody {
+    fn from(fields: ErrorFields) -> Self {
+        AnthropicErrorBody {
+            kind: fields.text("type"),
+            message: fields.message,
+            request_id: None,
+        }
+    }
+}
+
 impl ErrorBody for AnthropicErrorBody {
     const API: &'static str = "the Anthropic API";
 
+    /// The `request-id` header, else the body's `request_id`.
     fn read(response: &ErrorResponse) -> Self {
-        let parsed = response.json();
-        let error = parsed.as_ref().and_then(|v| v.get("error"));
-        let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
-        AnthropicErrorBody {
-            kind: text(error.and_then(|e| e.get("type"))),
-            message: text(error.and_then(|e| e.get("message")))
-                .unwrap_or_else(|| fallback_message(response)),
-            request_id: response
-                .header("request-id")
+        let in_body = || {
+            response
+                .json()?
+                .get("request_id")?
+                .as_str()
                 .map(str::to_owned)
-                .or_else(|| text(parsed.as_ref().and_then(|v| v.get("request_id")))),
-        }
+        };
+        let request_id = response
+            .header("request-id")
+            .map(str::to_owned)
+            .or_else(in_body);
+        let body = AnthropicErrorBody::from(ErrorFields::read(response));
+        AnthropicErrorBody { request_id, ..body }
     }
 
     fn message(&self) -> &str {
@@ -78,15 +90,12 @@ pub(crate) fn stream_error(kind: String, message: String) -> AnthropicError {
         "overloaded_error" => 529,
         _ => 500,
     };
-    ProviderError::Api {
-        http_status,
-        body: Box::new(AnthropicErrorBody {
-            kind: Some(kind),
-            message,
-            request_id: None,
-        }),
-        retry_after: None,
-    }
+    let body = AnthropicErrorBody {
+        kind: Some(kind),
+        message,
+        request_id: None,
+    };
+    ProviderError::api(http_status, body)
 }
 
 #[cfg(test)]

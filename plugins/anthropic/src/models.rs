@@ -4,31 +4,35 @@
 use genkit_ai::types::ModelSupports;
 use genkit_provider::wire::{chat_supports, constrained_chat_supports};
 
-/// Claude models registered when the plugin initialises, with whether they
-/// support structured outputs (natively constrained JSON). Any other name
-/// is resolved on demand.
-pub const KNOWN_MODELS: &[(&str, bool)] = &[
-    ("claude-opus-4-8", true),
-    ("claude-opus-4-7", true),
-    ("claude-opus-4-6", true),
-    ("claude-opus-4-5", true),
-    ("claude-opus-4-1", true),
-    ("claude-opus-4", false),
-    ("claude-sonnet-5", true),
-    ("claude-sonnet-4-6", true),
-    ("claude-sonnet-4-5", true),
-    ("claude-sonnet-4", false),
-    ("claude-haiku-4-5", true),
-    ("claude-fable-5", true),
+/// Claude models registered when the plugin initialises (a name also
+/// stands for its dated snapshots, `<name>-<date>`). Any other name is
+/// resolved on demand.
+pub const KNOWN_MODELS: &[&str] = &[
+    "claude-opus-4-8",
+    "claude-opus-4-7",
+    "claude-opus-4-6",
+    "claude-opus-4-5",
+    "claude-opus-4-1",
+    "claude-opus-4",
+    "claude-sonnet-5",
+    "claude-sonnet-4-6",
+    "claude-sonnet-4-5",
+    "claude-sonnet-4",
+    "claude-haiku-4-5",
+    "claude-fable-5",
 ];
+
+/// The known models without structured outputs (natively constrained JSON).
+const WITHOUT_STRUCTURED_OUTPUT: &[&str] = &["claude-opus-4", "claude-sonnet-4"];
 
 /// What a Claude model can do. Models outside the catalogue are assumed not
 /// to support structured outputs: Genkit then asks for JSON in the prompt.
 pub(crate) fn supports(name: &str) -> ModelSupports {
-    let constrained = KNOWN_MODELS
+    // The first match wins: `claude-opus-4-5-<date>` is `claude-opus-4-5`.
+    let known = KNOWN_MODELS
         .iter()
-        .find(|(n, _)| name == *n || name.starts_with(&format!("{n}-")))
-        .is_some_and(|(_, c)| *c);
+        .find(|n| name == **n || name.starts_with(&format!("{n}-")));
+    let constrained = known.is_some_and(|n| !WITHOUT_STRUCTURED_OUTPUT.contains(n));
     if constrained {
         return constrained_chat_supports();
     }

@@ -3,7 +3,7 @@
 
 use genkit_ai::types::GenerateResponse;
 use genkit_core::Result;
-use genkit_provider::{Chat, KeyHeader, ModelSpec, NoOptions, Provider, ProviderInfo, WireCall};
+use genkit_provider::{Chat, KeyHeader, ModelSpec, Provider, ProviderInfo, WireCall};
 
 use crate::config::AnthropicConfig;
 use crate::convert::request::{RequestDefaults, to_messages_request};
@@ -50,16 +50,15 @@ impl Provider for AnthropicProvider {
         key_required: true,
         headers: &[("anthropic-version", API_VERSION)],
         ignored_config_keys: &["apiVersion"],
+        models: KNOWN_MODELS,
         ..ProviderInfo::new("Anthropic", "anthropic", DEFAULT_BASE_URL)
     };
 
     type Model = ModelSpec;
     type Config = AnthropicConfig;
-    fn default_models() -> Vec<ModelSpec> {
-        KNOWN_MODELS.iter().map(|m| ModelSpec::new(m.0)).collect()
-    }
-    type EmbedOptions = NoOptions;
+    type EmbedOptions = ();
     type ErrorBody = AnthropicErrorBody;
+    type Builder = AnthropicBuilder;
     type Answer = MessageStream;
 
     fn describe_model(&self, spec: ModelSpec) -> ModelSpec {

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use genkit_provider::{CommonConfig, RequestConfig};
+use genkit_provider::CommonConfig;
 
 /// The `config` of a Gemini model call: Genkit's common options (mapped to
 /// `generationConfig`), Gemini's own, and any other key (`seed`,
@@ -121,9 +121,6 @@ pub struct EmbedConfig {
     /// The model version to call instead of the embedder's own name.
     pub version: Option<String>,
 }
-
-impl RequestConfig for GeminiConfig {}
-impl RequestConfig for EmbedConfig {}
 
 #[cfg(test)]
 mod tests {

@@ -2,8 +2,8 @@
 //! error body (`{"error": {"code", "message", "status", "details"}}`).
 
 use genkit_provider::error::retry_after_secs;
-use genkit_provider::provider_error::fallback_message;
-use genkit_provider::{ErrorBody, ErrorResponse, ProviderError};
+use genkit_provider::provider_error::ErrorFields;
+use genkit_provider::{ErrorBody, ProviderError};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -21,36 +21,18 @@ pub struct GeminiErrorBody {
     pub error: Option<Value>,
 }
 
-impl GeminiErrorBody {
-    fn from_object(error: &Value) -> Self {
+impl From<ErrorFields> for GeminiErrorBody {
+    fn from(f: ErrorFields) -> Self {
         GeminiErrorBody {
-            status: error
-                .get("status")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            message: error
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("no error message")
-                .to_owned(),
-            error: Some(error.clone()),
+            status: f.text("status"),
+            message: f.message,
+            error: f.object.map(Value::Object),
         }
     }
 }
 
 impl ErrorBody for GeminiErrorBody {
     const API: &'static str = "the Gemini API";
-
-    fn read(response: &ErrorResponse) -> Self {
-        match response.json().as_ref().and_then(|v| v.get("error")) {
-            Some(error) => Self::from_object(error),
-            None => GeminiErrorBody {
-                status: None,
-                message: fallback_message(response),
-                error: None,
-            },
-        }
-    }
 
     fn message(&self) -> &str {
         &self.message
@@ -62,10 +44,8 @@ impl ErrorBody for GeminiErrorBody {
 
     /// The `google.rpc.RetryInfo` delay among the error's details (`"58s"`).
     fn retry_after(&self) -> Option<Duration> {
-        self.error
-            .as_ref()?
-            .get("details")?
-            .as_array()?
+        let details = self.error.as_ref()?.get("details")?.as_array()?;
+        details
             .iter()
             .filter(|d| {
                 d.get("@type")
@@ -92,19 +72,18 @@ pub(crate) fn stream_error(error: &Value) -> GeminiError {
         .and_then(|c| u16::try_from(c).ok())
         .filter(|c| *c >= 400)
         .unwrap_or(500);
-    let body = GeminiErrorBody::from_object(error);
-    let retry_after = body.retry_after();
-    ProviderError::Api {
-        http_status,
-        body: Box::new(body),
-        retry_after,
-    }
+    let fields = ErrorFields::of_error(error).unwrap_or_else(|| ErrorFields {
+        message: "no error message".into(),
+        object: None,
+    });
+    ProviderError::api(http_status, fields.into())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use genkit_core::StatusCode;
+    use genkit_provider::ErrorResponse;
     use reqwest::header::HeaderMap;
     use serde_json::json;
 

@@ -27,13 +27,16 @@ pub const KNOWN_MODELS: &[&str] = &[
     "gemma-4-31b-it",
 ];
 
-/// Embedding models registered when the plugin initialises, with the input
-/// kinds each accepts. Any other name is resolved on demand.
-pub const KNOWN_EMBEDDERS: &[(&str, &[&str])] = &[
-    ("gemini-embedding-001", &["text"]),
-    ("gemini-embedding-2", &["text", "image", "video"]),
-    ("gemini-embedding-2-preview", &["text", "image", "video"]),
+/// Embedding models registered when the plugin initialises. Any other name
+/// is resolved on demand.
+pub const KNOWN_EMBEDDERS: &[&str] = &[
+    "gemini-embedding-001",
+    "gemini-embedding-2",
+    "gemini-embedding-2-preview",
 ];
+
+/// The embedders that take images and video besides text.
+const MULTIMODAL_EMBEDDERS: &[&str] = &["gemini-embedding-2", "gemini-embedding-2-preview"];
 
 /// The kinds of model behind the `generateContent` API, told apart by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,11 +97,11 @@ impl ModelKind {
 
 /// Capabilities of an embedding model.
 pub(crate) fn embedder_info(name: &str) -> EmbedderInfo {
-    let input = KNOWN_EMBEDDERS
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, input)| *input)
-        .unwrap_or(&["text"]);
+    let input: &[&str] = if MULTIMODAL_EMBEDDERS.contains(&name) {
+        &["text", "image", "video"]
+    } else {
+        &["text"]
+    };
     EmbedderInfo {
         label: Some(format!("Google AI - {name}")),
         dimensions: Some(3072),

@@ -11,15 +11,12 @@ use genkit_provider::{
 
 use crate::config::{EmbedConfig, GeminiConfig};
 use crate::convert::ToolNames;
-use crate::convert::request::{RequestShape, to_gemini_part, to_gemini_request};
+use crate::convert::embed::{embed_call, embeddings, model_path};
+use crate::convert::request::{RequestShape, to_gemini_request};
 use crate::convert::response::to_genkit_response;
 use crate::error::{GeminiError, GeminiErrorBody};
 use crate::models::{KNOWN_EMBEDDERS, KNOWN_MODELS, ModelKind, embedder_info};
 use crate::stream::Events;
-use crate::wire::{
-    BatchEmbedContentsRequest, BatchEmbedContentsResponse, Content, EmbedContentRequest,
-    EmbedContentResponse,
-};
 
 /// The Gemini API endpoint used unless another is configured.
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
@@ -56,27 +53,17 @@ impl Provider for GoogleAiProvider {
         headers: &[("x-goog-api-client", USER_AGENT)],
         ignored_config_keys: &["baseUrl", "apiVersion"],
         embedders: true,
+        models: KNOWN_MODELS,
+        embedder_names: KNOWN_EMBEDDERS,
         ..ProviderInfo::new("GoogleAi", "googleai", DEFAULT_BASE_URL)
     };
 
     type Model = ModelSpec;
     type Config = GeminiConfig;
-    fn default_models() -> Vec<ModelSpec> {
-        KNOWN_MODELS
-            .iter()
-            .map(|name| ModelSpec::new(*name))
-            .collect()
-    }
     type EmbedOptions = EmbedConfig;
     type ErrorBody = GeminiErrorBody;
+    type Builder = GoogleAiBuilder;
     type Answer = Events;
-
-    fn default_embedders() -> Vec<EmbedderSpec> {
-        KNOWN_EMBEDDERS
-            .iter()
-            .map(|e| EmbedderSpec::new(e.0))
-            .collect()
-    }
 
     fn describe_model(&self, spec: ModelSpec) -> ModelSpec {
         let defaults = ModelKind::of(&spec.name).supports();
@@ -115,77 +102,11 @@ impl Provider for GoogleAiProvider {
         embedder_info(&spec.name)
     }
 
-    /// One document goes to `embedContent`, several to one
-    /// `batchEmbedContents` call (where each names the model).
     fn embed_request(&self, embed: Embed<'_, Self>) -> Result<WireCall<()>> {
-        let Embed {
-            spec,
-            request,
-            options,
-        } = embed;
-        let version = options.version.clone().unwrap_or_else(|| spec.name.clone());
-        let path = model_path(&version);
-        let model = format!("models/{}", version.trim_start_matches("models/"));
-        let mut requests = Vec::with_capacity(request.input.len());
-        for doc in &request.input {
-            let parts = doc.content.iter().map(to_gemini_part);
-            requests.push(EmbedContentRequest {
-                model: Some(model.clone()),
-                content: Content {
-                    role: None,
-                    parts: parts.collect::<std::result::Result<_, _>>()?,
-                },
-                task_type: options.task_type.clone(),
-                title: options.title.clone(),
-                output_dimensionality: options.output_dimensionality,
-            });
-        }
-        match requests.as_mut_slice() {
-            [only] => {
-                only.model = None;
-                WireCall::json(format!("{path}:embedContent"), only, ())
-            }
-            _ => {
-                let batch = BatchEmbedContentsRequest { requests };
-                WireCall::json(format!("{path}:batchEmbedContents"), &batch, ())
-            }
-        }
+        embed_call(embed.spec, embed.request, embed.options)
     }
 
     fn embed_response(&self, body: &[u8]) -> Result<Vec<Vec<f32>>> {
-        Ok(match GeminiError::parse_body("the embeddings", body)? {
-            EmbedAnswer::One(one) => vec![one.embedding.values],
-            EmbedAnswer::Batch(batch) => batch.embeddings.into_iter().map(|e| e.values).collect(),
-        })
-    }
-}
-
-/// `embedContent` answers one `embedding`, `batchEmbedContents` a list.
-#[derive(serde::Deserialize)]
-#[serde(untagged)]
-enum EmbedAnswer {
-    One(EmbedContentResponse),
-    Batch(BatchEmbedContentsResponse),
-}
-
-/// `models/<name>`, unless the name is already a resource path
-/// (`models/...`, `tunedModels/...`).
-fn model_path(model: &str) -> String {
-    if model.starts_with("models/") || model.starts_with("tunedModels/") {
-        model.to_owned()
-    } else {
-        format!("models/{model}")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn model_paths() {
-        assert_eq!(model_path("gemini-2.5-flash"), "models/gemini-2.5-flash");
-        assert_eq!(model_path("models/x"), "models/x");
-        assert_eq!(model_path("tunedModels/t"), "tunedModels/t");
+        embeddings(body)
     }
 }

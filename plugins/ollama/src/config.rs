@@ -1,8 +1,8 @@
 //! [`OllamaConfig`]: the `config` an Ollama model accepts, and where each
 //! field goes in an `/api/chat` request.
 
+use genkit_provider::CommonConfig;
 use genkit_provider::wire::put_some;
-use genkit_provider::{CommonConfig, RequestConfig};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -10,7 +10,8 @@ use serde_json::{Map, Value};
 /// Model configuration: Genkit's common fields, mapped to Ollama's
 /// `options`, plus Ollama's top-level `keepAlive` and `think`. Every other
 /// key is put in `options` as it is (e.g. `num_ctx`, `repeat_penalty`,
-/// `min_p`, `mirostat`).
+/// `min_p`, `mirostat`). A request's `apiKey` is sent as a bearer token
+/// (for a server behind an authenticating proxy).
 #[genkit_provider::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -50,9 +51,6 @@ impl OllamaConfig {
     }
 }
 
-/// Ollama takes no key: a request's `apiKey` is parsed and dropped.
-impl RequestConfig for OllamaConfig {}
-
 /// Options of an embedding request (`EmbedRequest.options`). Unknown keys
 /// go to Ollama's `options` (e.g. `num_ctx`).
 #[genkit_provider::skip_serializing_none]
@@ -73,11 +71,10 @@ pub struct EmbedConfig {
     pub extra: Map<String, Value>,
 }
 
-impl RequestConfig for EmbedConfig {}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use genkit_provider::RequestConfig;
     use serde_json::json;
 
     #[test]

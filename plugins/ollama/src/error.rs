@@ -1,9 +1,8 @@
 //! [`OllamaError`]: the kit's [`ProviderError`] read with Ollama's error
 //! body (`{"error": "..."}`).
 
-use genkit_provider::provider_error::{as_text, fallback_message};
-use genkit_provider::{ErrorBody, ErrorResponse, ProviderError};
-use serde_json::Value;
+use genkit_provider::provider_error::ErrorFields;
+use genkit_provider::{ErrorBody, ProviderError};
 
 /// A failure of the Ollama plugin.
 pub type OllamaError = ProviderError<OllamaErrorBody>;
@@ -15,24 +14,16 @@ pub struct OllamaErrorBody {
     pub message: String,
 }
 
+impl From<ErrorFields> for OllamaErrorBody {
+    fn from(fields: ErrorFields) -> Self {
+        let message = fields.message;
+        OllamaErrorBody { message }
+    }
+}
+
 impl ErrorBody for OllamaErrorBody {
     const API: &'static str = "the Ollama server";
     const TRANSPORT_HINT: &'static str = " (is the Ollama server running?)";
-
-    /// Ollama's `{"error": "..."}` (or an object with a `message`), else an
-    /// excerpt of the body.
-    fn read(response: &ErrorResponse) -> Self {
-        let message = response
-            .json()
-            .and_then(|v| match v.get("error")? {
-                Value::Object(o) => o.get("message").map(as_text),
-                other => Some(as_text(other)),
-            })
-            .map(|m| genkit_provider::error::excerpt(&m))
-            .filter(|m| !m.is_empty())
-            .unwrap_or_else(|| fallback_message(response));
-        OllamaErrorBody { message }
-    }
 
     fn message(&self) -> &str {
         &self.message
@@ -43,6 +34,7 @@ impl ErrorBody for OllamaErrorBody {
 mod tests {
     use super::*;
     use genkit_core::StatusCode;
+    use genkit_provider::ErrorResponse;
     use reqwest::header::HeaderMap;
     use serde_json::json;
 

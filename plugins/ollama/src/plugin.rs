@@ -2,14 +2,13 @@
 //! its builder, and what the provider declares.
 
 use crate::config::{EmbedConfig, OllamaConfig};
-use crate::convert::request::chat_request;
+use crate::convert::request::{chat_request, embed_body};
 use crate::convert::response::ChatState;
 use crate::error::{OllamaError, OllamaErrorBody};
 use crate::models::{looks_like_embedder, supports};
 use crate::wire::{EmbedResponse as WireEmbedResponse, TagsResponse};
 use genkit_ai::types::GenerateResponse;
 use genkit_core::{ActionKind, Result};
-use genkit_provider::wire::{put_some, text_embed_body};
 use genkit_provider::{
     Chat, Embed, ModelSpec, Provider, ProviderClient, ProviderInfo, StreamFormat, WireCall,
 };
@@ -57,6 +56,7 @@ impl Provider for OllamaProvider {
     type Config = OllamaConfig;
     type EmbedOptions = EmbedConfig;
     type ErrorBody = OllamaErrorBody;
+    type Builder = OllamaBuilder;
     type Answer = ChatState;
 
     fn describe_model(&self, spec: ModelSpec) -> ModelSpec {
@@ -77,15 +77,8 @@ impl Provider for OllamaProvider {
     }
 
     fn embed_request(&self, embed: Embed<'_, Self>) -> Result<WireCall<()>> {
-        let options = embed.options;
-        let mut body = text_embed_body(embed.spec, embed.request, options.version)?;
-        put_some(&mut body, "truncate", options.truncate);
-        put_some(&mut body, "dimensions", options.dimensions);
-        put_some(&mut body, "keep_alive", options.keep_alive);
-        if !options.extra.is_empty() {
-            body.insert("options".into(), Value::Object(options.extra));
-        }
-        Ok(WireCall::new("api/embed", Value::Object(body), ()))
+        let body = embed_body(embed.spec, embed.request, embed.options)?;
+        Ok(WireCall::new("api/embed", body, ()))
     }
 
     fn embed_response(&self, body: &[u8]) -> Result<Vec<Vec<f32>>> {

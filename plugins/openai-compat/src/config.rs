@@ -1,7 +1,7 @@
 //! [`OpenAiConfig`]: the `config` a request to an OpenAI-compatible model
 //! accepts, and how each field maps onto the Chat Completions body.
 
-use genkit_provider::{CommonConfig, RequestConfig};
+use genkit_provider::CommonConfig;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -67,12 +67,6 @@ impl VisualDetailLevel {
     }
 }
 
-impl RequestConfig for OpenAiConfig {
-    fn api_key(&self) -> Option<&genkit_provider::ApiKey> {
-        self.common.api_key.as_ref()
-    }
-}
-
 /// Options of an embedding request (`EmbedRequest.options`). Unknown keys are
 /// sent as they are.
 #[genkit_provider::skip_serializing_none]
@@ -92,12 +86,6 @@ pub struct EmbedConfig {
     pub extra: Map<String, Value>,
 }
 
-impl RequestConfig for EmbedConfig {
-    fn api_key(&self) -> Option<&genkit_provider::ApiKey> {
-        self.api_key.as_ref()
-    }
-}
-
 /// How a JSON schema for structured output is put in `response_format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum StructuredOutputStyle {
@@ -113,6 +101,7 @@ pub enum StructuredOutputStyle {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use genkit_provider::RequestConfig;
     use serde_json::json;
 
     #[test]

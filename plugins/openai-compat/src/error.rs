@@ -2,9 +2,8 @@
 //! OpenAI-compatible servers send.
 
 use genkit_core::StatusCode;
-use genkit_provider::error::excerpt;
-use genkit_provider::provider_error::{as_text, fallback_message};
-use genkit_provider::{ErrorBody, ErrorResponse};
+use genkit_provider::ErrorBody;
+use genkit_provider::provider_error::ErrorFields;
 use serde_json::Value;
 
 /// Something that went wrong talking to an OpenAI-compatible server.
@@ -21,46 +20,18 @@ pub struct OpenAiErrorBody {
     pub code: Option<String>,
 }
 
-impl OpenAiErrorBody {
-    /// The error a JSON value holds, if any.
-    pub(crate) fn of(v: &Value) -> Option<Self> {
-        if let Some(err) = v.get("error") {
-            return Some(match err {
-                Value::Object(o) => OpenAiErrorBody {
-                    message: excerpt(&o.get("message").map_or_else(|| err.to_string(), as_text)),
-                    code: o
-                        .get("code")
-                        .filter(|c| !c.is_null())
-                        .or_else(|| o.get("type").filter(|t| !t.is_null()))
-                        .map(as_text),
-                },
-                other => OpenAiErrorBody {
-                    message: excerpt(&as_text(other)),
-                    code: None,
-                },
-            });
+impl From<ErrorFields> for OpenAiErrorBody {
+    fn from(f: ErrorFields) -> Self {
+        let code = f.text("code").or_else(|| f.text("type"));
+        OpenAiErrorBody {
+            message: f.message,
+            code,
         }
-        let message = v.get("detail").or_else(|| v.get("message"))?;
-        Some(OpenAiErrorBody {
-            message: excerpt(&as_text(message)),
-            code: None,
-        })
     }
 }
 
 impl ErrorBody for OpenAiErrorBody {
     const API: &'static str = "the OpenAI-compatible server";
-
-    fn read(response: &ErrorResponse) -> Self {
-        response
-            .json()
-            .as_ref()
-            .and_then(Self::of)
-            .unwrap_or_else(|| OpenAiErrorBody {
-                message: fallback_message(response),
-                code: None,
-            })
-    }
 
     fn message(&self) -> &str {
         &self.message
@@ -89,6 +60,7 @@ impl ErrorBody for OpenAiErrorBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use genkit_provider::ErrorResponse;
     use genkit_provider::error::MAX_MESSAGE_CHARS;
     use reqwest::header::HeaderMap;
     use serde_json::json;

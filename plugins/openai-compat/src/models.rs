@@ -2,10 +2,11 @@
 //! capabilities, and the wire details that differ between them.
 
 use genkit_ai::types::{ConstrainedSupport, ModelSupports};
-use genkit_provider::ModelDescriptor;
+use genkit_provider::ModelSpec as KitSpec;
 pub use genkit_provider::plugin::EmbedderSpec;
 use genkit_provider::plugin::Spec;
 use genkit_provider::wire::chat_supports;
+use std::ops::Deref;
 
 /// Which body field carries a token limit given as `maxOutputTokens`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -41,15 +42,12 @@ impl TokenLimitField {
     }
 }
 
-/// A chat model the plugin offers.
+/// A chat model the plugin offers: the kit's [`genkit_provider::ModelSpec`]
+/// (name, label, capabilities, read through this one) and where
+/// `maxOutputTokens` goes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelSpec {
-    /// The model's name at the provider (`gpt-4o`), without the plugin prefix.
-    pub name: String,
-    /// A human-readable label.
-    pub label: Option<String>,
-    /// What the model can do.
-    pub supports: ModelSupports,
+    spec: genkit_provider::ModelSpec,
     /// Where `maxOutputTokens` goes.
     pub token_limit: TokenLimitField,
 }
@@ -61,50 +59,57 @@ impl ModelSpec {
     /// then adds the schema to the prompt instead. The token-limit field
     /// follows [`TokenLimitField::for_model_name`].
     pub fn new(name: impl Into<String>) -> Self {
-        let name = name.into();
-        let token_limit = TokenLimitField::for_model_name(&name);
-        Self {
-            name,
-            label: None,
-            supports: chat_supports(),
-            token_limit,
-        }
+        let spec = genkit_provider::ModelSpec::new(name).supports(chat_supports());
+        let token_limit = TokenLimitField::for_model_name(&spec.name);
+        Self { spec, token_limit }
+    }
+
+    /// This spec with the kit's part changed by `change`.
+    fn with(mut self, change: impl FnOnce(KitSpec) -> KitSpec) -> Self {
+        self.spec = change(self.spec);
+        self
     }
 
     /// Sets the label.
-    pub fn label(mut self, label: impl Into<String>) -> Self {
-        self.label = Some(label.into());
-        self
+    pub fn label(self, label: impl Into<String>) -> Self {
+        self.with(|s| s.label(label))
     }
 
     /// Sets the capabilities.
-    pub fn supports(mut self, supports: ModelSupports) -> Self {
-        self.supports = supports;
-        self
+    pub fn supports(self, supports: ModelSupports) -> Self {
+        self.with(|s| s.supports(supports))
     }
 
     /// Declares native constrained output (`response_format` with a schema).
-    pub fn constrained(mut self, constrained: ConstrainedSupport) -> Self {
-        self.supports.constrained = Some(constrained);
-        self
+    pub fn constrained(self, constrained: ConstrainedSupport) -> Self {
+        self.with(|s| s.constrained(constrained))
     }
 
     /// Declares whether the model accepts images.
-    pub fn media(mut self, media: bool) -> Self {
-        self.supports.media = Some(media);
-        self
+    pub fn media(self, media: bool) -> Self {
+        self.with(|s| s.media(media))
     }
 
     /// Sets where `maxOutputTokens` goes.
-    pub fn token_limit(mut self, field: TokenLimitField) -> Self {
-        self.token_limit = field;
-        self
+    pub fn token_limit(self, field: TokenLimitField) -> Self {
+        Self {
+            token_limit: field,
+            ..self
+        }
+    }
+}
+
+impl Deref for ModelSpec {
+    type Target = KitSpec;
+
+    fn deref(&self) -> &KitSpec {
+        &self.spec
     }
 }
 
 impl Spec for ModelSpec {
     fn name(&self) -> &str {
-        &self.name
+        self.spec.name()
     }
 
     fn unlisted(name: &str) -> Self {
@@ -112,13 +117,9 @@ impl Spec for ModelSpec {
     }
 }
 
-impl ModelDescriptor for ModelSpec {
-    fn label(&self) -> Option<&str> {
-        self.label.as_deref()
-    }
-
-    fn supports(&self) -> &ModelSupports {
-        &self.supports
+impl AsRef<KitSpec> for ModelSpec {
+    fn as_ref(&self) -> &KitSpec {
+        &self.spec
     }
 }
 

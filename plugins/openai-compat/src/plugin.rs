@@ -3,17 +3,15 @@
 //! declares.
 
 use crate::config::{EmbedConfig, OpenAiConfig, StructuredOutputStyle};
-use crate::convert::request::chat_body;
-use crate::convert::response::from_completion;
+use crate::convert::request::{chat_body, embed_body};
+use crate::convert::response::{embeddings, from_completion};
 use crate::error::{OpenAiErrorBody, ProviderError};
 use crate::models::{ModelSpec, openai_embedders, openai_models};
 use crate::stream::StreamState;
-use crate::wire::EmbeddingsResponse;
 use genkit_ai::embedder::EmbedderInfo;
 use genkit_ai::types::GenerateResponse;
 use genkit_core::Result;
 use genkit_provider::plugin::text_embedder_info;
-use genkit_provider::wire::{put_some, text_embed_body};
 use genkit_provider::{Chat, Embed, EmbedderSpec, Provider, ProviderInfo, WireCall};
 use serde_json::Value;
 
@@ -41,9 +39,8 @@ genkit_provider::provider_plugin! {
     ///
     /// Defaults: name `openai`, base URL `https://api.openai.com/v1`,
     /// OpenAI's model and embedder lists, a ten-minute timeout, `json_schema`
-    /// structured output. The key is the one given to `api_key`, else the
-    /// variable named by `api_key_env`, else — only when the base URL is
-    /// OpenAI's — `OPENAI_API_KEY` (so a key meant for OpenAI is never sent
+    /// structured output. The key is the one given to `api_key`, else — only
+    /// when the base URL is OpenAI's — `OPENAI_API_KEY` (so a key meant for OpenAI is never sent
     /// to another server by accident). Without a key no `Authorization`
     /// header is sent; OpenAI's own API then fails with
     /// `FAILED_PRECONDITION` before any request.
@@ -66,6 +63,7 @@ impl Provider for OpenAiProvider {
     }
     type EmbedOptions = EmbedConfig;
     type ErrorBody = OpenAiErrorBody;
+    type Builder = OpenAiCompatibleBuilder;
     type Answer = StreamState;
 
     fn default_embedders() -> Vec<EmbedderSpec> {
@@ -90,18 +88,11 @@ impl Provider for OpenAiProvider {
     }
 
     fn embed_request(&self, embed: Embed<'_, Self>) -> Result<WireCall<()>> {
-        let options = embed.options;
-        let mut body = text_embed_body(embed.spec, embed.request, options.version)?;
-        put_some(&mut body, "dimensions", options.dimensions);
-        put_some(&mut body, "user", options.user);
-        body.extend(options.extra);
-        Ok(WireCall::new("embeddings", Value::Object(body), ()))
+        let body = embed_body(embed.spec, embed.request, embed.options)?;
+        Ok(WireCall::new("embeddings", body, ()))
     }
 
     fn embed_response(&self, body: &[u8]) -> Result<Vec<Vec<f32>>> {
-        let parsed: EmbeddingsResponse = ProviderError::parse_body("the embeddings", body)?;
-        let mut data = parsed.data;
-        data.sort_by_key(|d| d.index.unwrap_or(usize::MAX));
-        Ok(data.into_iter().map(|d| d.embedding).collect())
+        Ok(embeddings(body)?)
     }
 }

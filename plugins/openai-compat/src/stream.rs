@@ -8,6 +8,7 @@ use crate::wire::{ChatCompletionChunk, ToolCallDelta, Usage};
 use genkit_ai::extract::parse_partial_json;
 use genkit_ai::types::{GenerateResponse, GenerateResponseChunk, Part, ToolRequest};
 use genkit_provider::error::excerpt;
+use genkit_provider::provider_error::ErrorFields;
 use genkit_provider::{Emit, Frame, StreamFold};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -86,10 +87,13 @@ impl StreamState {
             ))
         })?;
         if event == "error" || value.get("error").is_some_and(|e| !e.is_null()) {
-            let body = OpenAiErrorBody::of(&value).unwrap_or_else(|| OpenAiErrorBody {
-                message: excerpt(data),
-                code: None,
-            });
+            let body = ErrorFields::of(&value).map_or_else(
+                || OpenAiErrorBody {
+                    message: excerpt(data),
+                    code: None,
+                },
+                OpenAiErrorBody::from,
+            );
             return Err(ProviderError::Stream(Box::new(body)));
         }
         let chunk: ChatCompletionChunk = serde_json::from_value(value).map_err(|e| {

@@ -568,7 +568,7 @@ impl Engine {
                     })?;
                     return Ok(GenerateResponse {
                         operation: Some(Box::new(operation)),
-                        request: Some(Box::new(req)),
+                        request: Some(Box::new(redacted(req))),
                         ..GenerateResponse::default()
                     });
                 }
@@ -626,11 +626,22 @@ impl Finished {
                     .unwrap_or_else(|| Value::Object(Default::default())),
             ),
             raw: None,
-            request: Some(Box::new(self.request)),
+            request: Some(Box::new(redacted(self.request))),
             operation: r.operation,
             candidates: None,
         }
     }
+}
+
+/// The request as a response echoes it: a per-request `config.apiKey`
+/// reads `[redacted]`, so a key never travels back to callers or logs.
+fn redacted(mut request: GenerateRequest) -> GenerateRequest {
+    if let Some(key) = request.config.as_mut().and_then(|c| c.get_mut("apiKey"))
+        && !key.is_null()
+    {
+        *key = Value::from("[redacted]");
+    }
+    request
 }
 
 /// A response must carry a message (or an operation) and must not be blocked.

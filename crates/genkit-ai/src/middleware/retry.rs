@@ -94,9 +94,26 @@ impl Retry {
         if !self.jitter {
             return base;
         }
-        let spread = self.initial_delay.as_secs_f64() * 2f64.powi(attempt as i32);
-        base + Duration::from_secs_f64(spread * rand::random::<f64>())
+        let doubling = 2f64.powi(i32::try_from(attempt).unwrap_or(i32::MAX));
+        let spread = self.initial_delay.as_secs_f64() * doubling;
+        base.saturating_add(saturating_secs(spread * rand::random::<f64>()))
     }
+
+    /// The base delay after `delay`: grown by the backoff factor, at most
+    /// the longest delay.
+    fn next_delay(&self, delay: Duration) -> Duration {
+        saturating_secs(delay.as_secs_f64() * self.backoff_factor).min(self.max_delay)
+    }
+}
+
+/// `secs` seconds as a duration that never panics: negative or NaN is
+/// zero, too large (or infinite) is [`Duration::MAX`]. Settings such as a
+/// huge `max_delay` or an odd `backoff_factor` must not crash a call.
+fn saturating_secs(secs: f64) -> Duration {
+    if secs.is_nan() || secs <= 0.0 {
+        return Duration::ZERO;
+    }
+    Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX)
 }
 
 #[async_trait]
@@ -140,9 +157,7 @@ impl ModelMiddleware for Retry {
                 _ = ctx.cancel.cancelled() => return Err(Error::cancelled()),
                 _ = tokio::time::sleep(wait) => {}
             }
-            delay = Duration::from_secs_f64(
-                (delay.as_secs_f64() * self.backoff_factor).min(self.max_delay.as_secs_f64()),
-            );
+            delay = self.next_delay(delay);
         }
     }
 }
@@ -188,5 +203,30 @@ mod tests {
         .await;
         assert_eq!(err.unwrap_err().message(), "2");
         assert_eq!(tail.calls(), 2);
+    }
+
+    #[test]
+    fn absurd_delays_and_factors_never_panic() {
+        let huge = retry()
+            .initial_delay(Duration::MAX)
+            .max_delay(Duration::MAX);
+        for factor in [2.0, f64::INFINITY, f64::NAN, -1.0, 1e300] {
+            let r = retry()
+                .initial_delay(Duration::MAX)
+                .max_delay(Duration::MAX)
+                .backoff_factor(factor);
+            let next = r.next_delay(Duration::MAX);
+            assert!(next == Duration::MAX || next == Duration::ZERO, "{factor}");
+        }
+        assert_eq!(huge.delay_with_jitter(Duration::MAX, 5000), Duration::MAX);
+        assert_eq!(
+            quick()
+                .max_delay(Duration::from_secs(3))
+                .next_delay(Duration::from_secs(2)),
+            Duration::from_secs(3)
+        );
+        assert_eq!(saturating_secs(f64::NAN), Duration::ZERO);
+        assert_eq!(saturating_secs(1e300), Duration::MAX);
+        assert_eq!(saturating_secs(1.5), Duration::from_millis(1500));
     }
 }

@@ -19,15 +19,11 @@ impl ProviderClient {
         validate_http_url("base URL", &setup.base_url)?;
         let on_default =
             setup.base_url.trim_end_matches('/') == info.default_base_url.trim_end_matches('/');
-        let api_key = setup
-            .api_key
-            .clone()
-            .or_else(|| setup.api_key_env.as_deref().and_then(ApiKey::from_env))
-            .or_else(|| {
-                on_default
-                    .then(|| ApiKey::from_env_vars(info.key_env))
-                    .flatten()
-            });
+        let api_key = setup.api_key.clone().or_else(|| {
+            on_default
+                .then(|| ApiKey::from_env_vars(info.key_env))
+                .flatten()
+        });
         let required = setup
             .require_api_key
             .unwrap_or(info.key_required && on_default);
@@ -135,21 +131,7 @@ impl ProviderClient {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ErrorResponse;
-    use crate::provider_error::fallback_message;
-
-    #[derive(Debug)]
-    struct Body(String);
-
-    impl ErrorBody for Body {
-        const API: &'static str = "the Test API";
-        fn read(response: &ErrorResponse) -> Self {
-            Body(fallback_message(response))
-        }
-        fn message(&self) -> &str {
-            &self.0
-        }
-    }
+    use crate::provider_error::tests::Body;
 
     const INFO: ProviderInfo = ProviderInfo {
         key_header: KeyHeader::Named("x-key"),

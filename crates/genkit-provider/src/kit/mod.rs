@@ -2,46 +2,14 @@
 //! [`ProviderInfo`], how it builds a wire request, parses an answer and
 //! folds a stream) and what the kit does for it ([`ProviderPlugin`]:
 //! options, HTTP, credentials, timeouts, errors, cancellation, config
-//! parsing, and the registration of its models and embedders).
-//!
-//! ```ignore
-//! genkit_provider::provider_plugin! {
-//!     /// The plugin.
-//!     pub type Acme;
-//!     /// What the plugin declares to the kit, with its own settings.
-//!     pub struct AcmeProvider {
-//!         /// A setting the builder sets.
-//!         shout: bool = false,
-//!     }
-//!     /// Configures an [`Acme`] plugin.
-//!     pub struct AcmeBuilder with embedders;
-//! }
-//!
-//! impl Provider for AcmeProvider {
-//!     const INFO: ProviderInfo = ProviderInfo {
-//!         key_env: &["ACME_API_KEY"],
-//!         key_required: true,
-//!         embedders: true,
-//!         ..ProviderInfo::new("Acme", "acme", "https://api.acme.test/v1")
-//!     };
-//!     type Model = ModelSpec;
-//!     type Config = CommonConfig;
-//!     type EmbedOptions = NoOptions;
-//!     type ErrorBody = AcmeErrorBody;   // how the API writes errors
-//!     type Answer = AcmeAnswer;         // reads a whole or streamed answer
-//!     fn chat_request(&self, chat: Chat<'_, Self>) -> Result<WireCall<AcmeAnswer>> { .. }
-//!     fn chat_response(&self, answer: AcmeAnswer, body: &[u8]) -> Result<GenerateResponse> { .. }
-//! }
-//!
-//! // Users: Acme::builder().api_key(key).timeout(d).build()?, or Acme::from_env()?
-//! ```
+//! parsing, and the registration of its models and embedders). The example
+//! is in `docs/architecture.md` ("Provider plugins: one kit").
 
-use crate::config::CommonConfig;
 use crate::error::HttpError;
 use crate::http::{HttpClientBuilder, USER_AGENT};
 use crate::plugin::{
-    ConfigRules, EmbedderSpec, Spec, SpecList, check_embedding_count, header_map,
-    parse_request_config, text_embedder_info, validate_http_url, validate_name,
+    EmbedderSpec, Spec, SpecList, check_embedding_count, header_map, parse_request_config,
+    text_embedder_info, validate_http_url, validate_name,
 };
 use crate::provider_error::{ErrorBody, ProviderError};
 use crate::stream::{FrameReader, StreamFold, fold_stream};
@@ -55,27 +23,21 @@ use genkit_ai::types::{
 use genkit_core::{ActionDesc, ActionKind, DynAction, IntoDynAction, Plugin, Registry, Result};
 use reqwest::header::{AUTHORIZATION, HeaderName, HeaderValue};
 use schemars::JsonSchema;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
 use std::future::Future;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 mod client;
-mod info;
-mod model_spec;
 mod plugin;
 mod provider;
-mod setup;
 
 pub use client::ProviderClient;
-pub use info::{DEFAULT_TIMEOUT, KeyHeader, ProviderInfo, StreamFormat};
-pub use model_spec::ModelSpec;
-pub use plugin::ProviderPlugin;
+pub use plugin::{PluginSetup, ProviderPlugin};
 pub use provider::{
-    Buildable, Chat, Embed, ModelDescriptor, NoOptions, Provider, ProviderBuilder, RequestConfig,
-    WireCall,
+    Chat, DEFAULT_TIMEOUT, Embed, KeyHeader, ModelSpec, Provider, ProviderInfo, RequestConfig,
+    StreamFormat, WireCall,
 };
-pub use setup::{BuilderParts, PluginSetup};

@@ -1,4 +1,6 @@
-//! [`ProviderPlugin`]: the [`Plugin`] every provider is.
+//! [`ProviderPlugin`]: the [`Plugin`] every provider is; [`PluginSetup`]:
+//! the options every provider takes; [`provider_plugin!`](crate::provider_plugin),
+//! which declares a plugin and its builder.
 
 use super::*;
 
@@ -10,33 +12,21 @@ use super::*;
 /// embedder (`/embedder/<name>/<model>`) is built on its first lookup —
 /// listed or not, any name resolves — and the listed ones are described
 /// (with their capabilities) without initialising anything.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct ProviderPlugin<P: Provider> {
     kit: Arc<Kit<P>>,
 }
 
+#[derive(Debug)]
 struct Kit<P: Provider> {
     provider: P,
     name: String,
     client: ProviderClient,
     models: SpecList<P::Model>,
     embedders: SpecList<EmbedderSpec>,
-    listed: OnceLock<Vec<ActionDesc>>,
 }
 
-impl<P: Provider> fmt::Debug for ProviderPlugin<P> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct(P::INFO.display)
-            .field("name", &self.kit.name)
-            .field("provider", &self.kit.provider)
-            .field("client", &self.kit.client)
-            .field("models", &self.kit.models.as_slice().len())
-            .field("embedders", &self.kit.embedders.as_slice().len())
-            .finish()
-    }
-}
-
-impl<P: Buildable> ProviderPlugin<P> {
+impl<P: Provider> ProviderPlugin<P> {
     /// A builder with the provider's defaults.
     pub fn builder() -> P::Builder {
         P::Builder::default()
@@ -46,26 +36,21 @@ impl<P: Buildable> ProviderPlugin<P> {
     /// environment variable (and, where the provider has one, the address
     /// from its variable, e.g. `OLLAMA_HOST`).
     pub fn from_env() -> Result<Self> {
-        let mut builder = P::Builder::default();
-        let address = P::INFO
-            .base_url_env
-            .and_then(|var| std::env::var(var).ok())
-            .filter(|v| !v.trim().is_empty());
-        if let Some(address) = address {
-            let address = address.trim();
-            let url = if address.contains("://") {
+        let mut setup = PluginSetup::of::<P>();
+        let address = P::INFO.base_url_env.and_then(|var| std::env::var(var).ok());
+        if let Some(address) = address.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
+            setup.base_url = if address.contains("://") {
                 address.to_owned()
             } else {
                 format!("http://{address}")
             };
-            builder.parts_mut().setup.base_url = url;
         }
-        Self::from_builder(builder)
+        Self::new(setup, P::default())
     }
 
-    /// The plugin a builder describes (what its `build` calls).
-    pub fn from_builder(builder: P::Builder) -> Result<Self> {
-        let BuilderParts { provider, setup } = builder.into_parts();
+    /// The plugin `setup` and `provider` describe (what a builder's `build`
+    /// calls).
+    pub fn new(setup: PluginSetup<P::Model>, provider: P) -> Result<Self> {
         let client = ProviderClient::new(&P::INFO, &setup)?;
         Ok(Self {
             kit: Arc::new(Kit {
@@ -74,13 +59,10 @@ impl<P: Buildable> ProviderPlugin<P> {
                 client,
                 models: setup.models,
                 embedders: setup.embedders,
-                listed: OnceLock::new(),
             }),
         })
     }
-}
 
-impl<P: Provider> ProviderPlugin<P> {
     /// The plugin name (the models' prefix).
     pub fn name(&self) -> &str {
         &self.kit.name
@@ -102,10 +84,11 @@ impl<P: Provider> ProviderPlugin<P> {
         let spec = kit
             .provider
             .describe_model(kit.models.get_or_unlisted(name));
+        let described = spec.as_ref();
         let mut options = ModelOptions::new(self.model_name(name))
-            .supports(spec.supports().clone())
+            .supports(described.supports.clone())
             .config_schema::<P::Config>();
-        if let Some(label) = spec.label() {
+        if let Some(label) = &described.label {
             options = options.label(label);
         }
         let kit = kit.clone();
@@ -133,15 +116,6 @@ impl<P: Provider> ProviderPlugin<P> {
         })
     }
 
-    fn listed(&self) -> &[ActionDesc] {
-        self.kit.listed.get_or_init(|| {
-            let (models, embedders) = (self.kit.models.as_slice(), self.kit.embedders.as_slice());
-            let models = models.iter().map(|m| self.model(m.name()).into_dyn());
-            let embedders = embedders.iter().map(|e| self.embedder(&e.name).into_dyn());
-            models.chain(embedders).map(|a| a.desc().clone()).collect()
-        })
-    }
-
     fn action(&self, kind: ActionKind, name: &str) -> Option<DynAction> {
         if name.trim().is_empty() {
             return None;
@@ -155,19 +129,17 @@ impl<P: Provider> ProviderPlugin<P> {
 }
 
 impl<P: Provider> Kit<P> {
-    fn config<C: RequestConfig>(&self, config: Option<&Value>, what: &str) -> Result<C> {
-        let refused: &[&str] = if P::INFO.request_keys {
-            &[]
-        } else {
-            &["apiKey"]
-        };
-        let rules = ConfigRules {
-            plugin: P::INFO.display,
-            refused,
-            ignored: P::INFO.ignored_config_keys,
-        };
-        parse_request_config(config, what, &rules)
-            .map_err(|m| ProviderError::<P::ErrorBody>::InvalidRequest(m).into())
+    /// A request's `config` parsed, and its own key (`apiKey`) where the
+    /// provider takes one (elsewhere the key is refused).
+    fn config<C: RequestConfig>(
+        &self,
+        config: Option<&Value>,
+        what: &str,
+    ) -> Result<(C, Option<ApiKey>)> {
+        let parsed = parse_request_config(config, what, &P::INFO)
+            .map_err(ProviderError::<P::ErrorBody>::InvalidRequest)?;
+        let key = config.and_then(|c| c.get("apiKey")?.as_str().map(ApiKey::new));
+        Ok((parsed, key))
     }
 
     async fn generate(
@@ -176,8 +148,7 @@ impl<P: Provider> Kit<P> {
         request: GenerateRequest,
         ctx: ModelCtx,
     ) -> Result<GenerateResponse> {
-        let config: P::Config = self.config(request.config.as_ref(), "model")?;
-        let key = config.api_key().cloned();
+        let (config, key) = self.config::<P::Config>(request.config.as_ref(), "model")?;
         let streaming = ctx.is_streaming();
         let chat = Chat {
             model: spec,
@@ -209,8 +180,8 @@ impl<P: Provider> Kit<P> {
                 embeddings: Vec::new(),
             });
         }
-        let options: P::EmbedOptions = self.config(request.options.as_ref(), "embedder")?;
-        let key = options.api_key().cloned();
+        let (options, key) =
+            self.config::<P::EmbedOptions>(request.options.as_ref(), "embedder")?;
         let embed = Embed {
             spec,
             request: &request,
@@ -258,10 +229,15 @@ impl<P: Provider> Plugin for ProviderPlugin<P> {
     }
 
     /// The listed models and embedders, then those the server offers
-    /// beyond them ([`Provider::discover`]).
+    /// beyond them ([`Provider::discover`]), described without initialising.
     async fn list_actions(&self) -> Result<Vec<ActionDesc>> {
-        let mut descs = self.listed().to_vec();
-        for (kind, name) in self.kit.provider.discover(&self.kit.client).await {
+        let models = self.kit.models.as_slice().iter();
+        let models = models.map(|m| (ActionKind::Model, m.name().to_owned()));
+        let embedders = self.kit.embedders.as_slice().iter();
+        let listed = models.chain(embedders.map(|e| (ActionKind::Embedder, e.name.clone())));
+        let discovered = self.kit.provider.discover(&self.kit.client).await;
+        let mut descs: Vec<ActionDesc> = Vec::new();
+        for (kind, name) in listed.chain(discovered) {
             let known = descs
                 .iter()
                 .any(|d| d.kind == kind && d.name == self.model_name(&name));
@@ -271,4 +247,176 @@ impl<P: Provider> Plugin for ProviderPlugin<P> {
         }
         Ok(descs)
     }
+}
+
+/// The options every provider plugin takes; the builders' setters of the
+/// same names document them.
+#[derive(Clone, Debug)]
+pub struct PluginSetup<M> {
+    /// The plugin name.
+    pub name: String,
+    /// The API's base URL.
+    pub base_url: String,
+    /// The API key.
+    pub api_key: Option<ApiKey>,
+    /// Whether a call without a key fails before a request goes out.
+    pub require_api_key: Option<bool>,
+    /// The longest wait at any one point.
+    pub timeout: Option<Duration>,
+    /// Headers sent with every request (values are secrets: never shown).
+    pub headers: Vec<(String, ApiKey)>,
+    /// A custom HTTP client.
+    pub http_client: Option<reqwest::Client>,
+    /// The models listed.
+    pub models: SpecList<M>,
+    /// The embedders listed.
+    pub embedders: SpecList<EmbedderSpec>,
+}
+
+impl<M: Spec> PluginSetup<M> {
+    /// The defaults of provider `P`, listing its default models and embedders.
+    pub fn of<P: Provider<Model = M>>() -> Self {
+        Self::new(&P::INFO, P::default_models(), P::default_embedders())
+    }
+
+    /// The defaults of `info`, listing `models` and `embedders`.
+    pub fn new(
+        info: &ProviderInfo,
+        models: impl IntoIterator<Item = M>,
+        embedders: impl IntoIterator<Item = EmbedderSpec>,
+    ) -> Self {
+        Self {
+            name: info.default_name.to_owned(),
+            base_url: info.default_base_url.to_owned(),
+            api_key: None,
+            require_api_key: None,
+            timeout: Some(DEFAULT_TIMEOUT),
+            headers: Vec::new(),
+            http_client: None,
+            models: SpecList::new(models),
+            embedders: SpecList::new(embedders),
+        }
+    }
+}
+
+/// Declares a provider plugin: the plugin type (`ProviderPlugin<$provider>`),
+/// the provider struct with its settings and their defaults, and the builder
+/// (the provider's `Provider::Builder`):
+/// a setter per setting, the shared setters (`name`, `base_url`, `api_key`,
+/// `require_api_key`, `timeout`, `no_timeout`, `header`,
+/// `http_client`, `models`, `model`; `with embedders` adds `embedders`,
+/// `embedder`) and `build`. The plugin then implements [`Provider`] for the
+/// provider struct.
+#[macro_export]
+macro_rules! provider_plugin {
+    (
+        $(#[$pdoc:meta])* pub type $plugin:ident;
+        $(#[$sdoc:meta])* pub struct $provider:ident {
+            $($(#[$fdoc:meta])* $field:ident: $fty:ty = $default:expr),* $(,)?
+        }
+        $(#[$bdoc:meta])* pub struct $builder:ident $(with $embedders:ident)?;
+    ) => {
+        $(#[$pdoc])*
+        pub type $plugin = $crate::kit::ProviderPlugin<$provider>;
+
+        $(#[$sdoc])*
+        #[derive(Debug, Clone)]
+        pub struct $provider {
+            $($field: $fty),*
+        }
+
+        impl Default for $provider {
+            fn default() -> Self {
+                Self { $($field: $default),* }
+            }
+        }
+
+        $(#[$bdoc])*
+        #[derive(Debug, Clone)]
+        pub struct $builder {
+            setup: $crate::kit::PluginSetup<<$provider as $crate::kit::Provider>::Model>,
+            provider: $provider,
+        }
+
+        impl Default for $builder {
+            fn default() -> Self {
+                Self { setup: $crate::kit::PluginSetup::of::<$provider>(), provider: $provider::default() }
+            }
+        }
+
+        impl $builder {
+            $(
+                $(#[$fdoc])*
+                pub fn $field(mut self, value: $fty) -> Self {
+                    self.provider.$field = value;
+                    self
+                }
+            )*
+            $crate::provider_plugin!(@set
+                /// The plugin name: the namespace of its actions (`<name>/<model>`).
+                name(name: impl Into<String>) => name = name.into());
+            $crate::provider_plugin!(@set
+                /// The API's base URL.
+                base_url(url: impl Into<String>) => base_url = url.into());
+            $crate::provider_plugin!(@set
+                /// The API key. Default (only with the default base URL): the
+                /// provider's usual variable.
+                api_key(key: impl Into<$crate::ApiKey>) => api_key = Some(key.into()));
+            $crate::provider_plugin!(@set
+                /// Whether a call without a key fails (`FAILED_PRECONDITION`) before
+                /// any request (default: on the provider's own base URL).
+                require_api_key(required: bool) => require_api_key = Some(required));
+            $crate::provider_plugin!(@set
+                /// The longest wait for the server at any one point (headers, a whole
+                /// body, the next stream frame), so a flowing stream is never cut;
+                /// exceeding it is `DEADLINE_EXCEEDED`. Default: ten minutes.
+                timeout(timeout: ::std::time::Duration) => timeout = Some(timeout));
+            $crate::provider_plugin!(@set
+                /// Waits as long as the server takes (cancellation still ends a call).
+                no_timeout() => timeout = None);
+            /// Adds a header to every request. Values are treated as secrets.
+            pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+                self.setup.headers.push((name.into(), $crate::ApiKey::new(value)));
+                self
+            }
+            $crate::provider_plugin!(@set
+                /// Uses this HTTP client (proxies, custom TLS roots...). It should not
+                /// follow redirects, so credentials never go to another host.
+                http_client(client: ::reqwest::Client) => http_client = Some(client));
+            $crate::provider_plugin!(@set
+                /// Replaces the list of known models.
+                models(list: impl IntoIterator<Item = <$provider as $crate::kit::Provider>::Model>)
+                => models = $crate::plugin::SpecList::new(list));
+            /// Adds (or replaces, by name) one known model.
+            pub fn model(mut self, model: <$provider as $crate::kit::Provider>::Model) -> Self {
+                self.setup.models.upsert(model);
+                self
+            }
+            $($crate::provider_plugin!(@$embedders);)?
+            /// Builds the plugin. Fails with `INVALID_ARGUMENT` for an empty
+            /// name, a base URL that is not `http(s)`, or an invalid header.
+            pub fn build(self) -> ::genkit_core::Result<$crate::kit::ProviderPlugin<$provider>> {
+                $crate::kit::ProviderPlugin::new(self.setup, self.provider)
+            }
+        }
+    };
+    // One shared setter: `$name($arg: $ty)` sets `$field` to `$value`.
+    (@set $(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty)?) => $field:ident = $value:expr) => {
+        $(#[$doc])*
+        pub fn $name(mut self, $($arg: $ty)?) -> Self {
+            self.setup.$field = $value;
+            self
+        }
+    };
+    (@embedders) => {
+        $crate::provider_plugin!(@set
+            /// Replaces the list of known embedders.
+            embedders(list: impl IntoIterator<Item = $crate::plugin::EmbedderSpec>)
+            => embedders = $crate::plugin::SpecList::new(list));
+        /// Adds (or replaces, by name) one known embedder.
+        pub fn embedder(mut self, embedder: $crate::plugin::EmbedderSpec) -> Self {
+            self.setup.embedders.upsert(embedder);
+            self
+        }
+    };
 }

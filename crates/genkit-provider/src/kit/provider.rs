@@ -1,16 +1,183 @@
-//! [`Provider`]: what one provider plugin declares, and the calls it builds
-//! requests for.
+//! [`Provider`]: what one provider plugin declares ([`ProviderInfo`], its
+//! models' [`ModelSpec`]s), and the calls it builds requests for.
 
 use super::*;
 
-/// A request's `config` (or an embed request's `options`) as a provider
-/// reads it.
-pub trait RequestConfig: DeserializeOwned + JsonSchema + Default + Send + 'static {
-    /// A key for this request only (`apiKey`), if the config holds one.
-    fn api_key(&self) -> Option<&ApiKey> {
-        None
+/// The default [`timeout`](PluginSetup::timeout): ten minutes.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How the API key travels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyHeader {
+    /// `Authorization: Bearer <key>`.
+    Bearer,
+    /// The key as the value of this header (e.g. `x-api-key`).
+    Named(&'static str),
+}
+
+/// How a streamed answer is framed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamFormat {
+    /// Server-Sent Events.
+    Sse,
+    /// Newline-delimited JSON, lines up to `max_line` bytes.
+    Ndjson {
+        /// Longest line accepted.
+        max_line: usize,
+    },
+}
+
+/// What a provider is, as data: a `const` built from [`ProviderInfo::new`]
+/// with the fields that differ.
+#[derive(Debug, Clone, Copy)]
+pub struct ProviderInfo {
+    /// The plugin's type name in messages and labels (e.g. `Anthropic`).
+    pub display: &'static str,
+    /// The default plugin name: the namespace of its actions.
+    pub default_name: &'static str,
+    /// The API's default base URL.
+    pub default_base_url: &'static str,
+    /// The variable `from_env` reads the base URL from, if any.
+    pub base_url_env: Option<&'static str>,
+    /// Variables holding the key, in order; read only with the default base
+    /// URL, so a key is never sent elsewhere.
+    pub key_env: &'static [&'static str],
+    /// How the key is sent.
+    pub key_header: KeyHeader,
+    /// Whether a call without a key fails (`FAILED_PRECONDITION`) on the
+    /// default base URL.
+    pub key_required: bool,
+    /// Whether a request's `config.apiKey` may replace the key (else it is
+    /// refused: request configs are traced).
+    pub request_keys: bool,
+    /// Headers sent with every request (e.g. an API version).
+    pub headers: &'static [(&'static str, &'static str)],
+    /// Config keys dropped before parsing (other Genkits' client overrides).
+    pub ignored_config_keys: &'static [&'static str],
+    /// How streamed answers are framed.
+    pub stream: StreamFormat,
+    /// Whether the provider has embedders.
+    pub embedders: bool,
+    /// The models a new builder lists.
+    pub models: &'static [&'static str],
+    /// The embedders a new builder lists.
+    pub embedder_names: &'static [&'static str],
+}
+
+impl ProviderInfo {
+    /// A provider without key, extra headers or embedders, streaming SSE.
+    pub const fn new(
+        display: &'static str,
+        default_name: &'static str,
+        default_base_url: &'static str,
+    ) -> Self {
+        Self {
+            display,
+            default_name,
+            default_base_url,
+            base_url_env: None,
+            key_env: &[],
+            key_header: KeyHeader::Bearer,
+            key_required: false,
+            request_keys: false,
+            headers: &[],
+            ignored_config_keys: &[],
+            stream: StreamFormat::Sse,
+            embedders: false,
+            models: &[],
+            embedder_names: &[],
+        }
+    }
+}
+
+/// A model description: a name, a label, and the capabilities that differ
+/// from the provider's defaults for that name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelSpec {
+    /// The model's name at the provider, without the plugin prefix.
+    pub name: String,
+    /// A human-readable label.
+    pub label: Option<String>,
+    /// What the model can do (unset capabilities take the provider's).
+    pub supports: ModelSupports,
+}
+
+impl ModelSpec {
+    /// A model with no capabilities declared (the provider fills them in).
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            label: None,
+            supports: ModelSupports::default(),
+        }
     }
 
+    /// Sets the label.
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    /// Sets all capabilities.
+    pub fn supports(mut self, supports: ModelSupports) -> Self {
+        self.supports = supports;
+        self
+    }
+
+    /// Declares whether the model can call tools.
+    pub fn tools(mut self, tools: bool) -> Self {
+        self.supports.tools = Some(tools);
+        self
+    }
+
+    /// Declares whether the model accepts images and other media.
+    pub fn media(mut self, media: bool) -> Self {
+        self.supports.media = Some(media);
+        self
+    }
+
+    /// Declares native constrained (schema-enforced) output.
+    pub fn constrained(mut self, constrained: genkit_ai::types::ConstrainedSupport) -> Self {
+        self.supports.constrained = Some(constrained);
+        self
+    }
+
+    /// This spec with `defaults` for every capability it leaves unset, and
+    /// the label `<provider> - <name>` unless it has one.
+    pub fn with_defaults(mut self, defaults: ModelSupports, provider: &str) -> Self {
+        let (Ok(Value::Object(mut merged)), Ok(Value::Object(own))) = (
+            serde_json::to_value(&defaults),
+            serde_json::to_value(&self.supports),
+        ) else {
+            return self;
+        };
+        merged.extend(own.into_iter().filter(|(_, v)| !v.is_null()));
+        self.supports = serde_json::from_value(Value::Object(merged)).unwrap_or(defaults);
+        let label = self.label.take();
+        self.label = label.or_else(|| Some(format!("{provider} - {}", self.name)));
+        self
+    }
+}
+
+impl AsRef<ModelSpec> for ModelSpec {
+    fn as_ref(&self) -> &ModelSpec {
+        self
+    }
+}
+
+impl Spec for ModelSpec {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn unlisted(name: &str) -> Self {
+        ModelSpec::new(name)
+    }
+}
+
+/// A request's `config` (or an embed request's `options`): any type with
+/// defaults, a schema and `Deserialize`.
+pub trait RequestConfig: DeserializeOwned + JsonSchema + Default + Send + 'static {
     /// Reads a request's `config` (absent or `null` gives the defaults;
     /// `null` members count as absent).
     fn from_value(config: Option<&Value>) -> std::result::Result<Self, serde_json::Error> {
@@ -18,20 +185,10 @@ pub trait RequestConfig: DeserializeOwned + JsonSchema + Default + Send + 'stati
     }
 }
 
-impl RequestConfig for CommonConfig {
-    fn api_key(&self) -> Option<&ApiKey> {
-        self.api_key.as_ref()
-    }
-}
+impl<T: DeserializeOwned + JsonSchema + Default + Send + 'static> RequestConfig for T {}
 
-/// The options of a provider without embedders.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, JsonSchema)]
-pub struct NoOptions {}
-
-impl RequestConfig for NoOptions {}
-
-/// One request to send: `POST <base>/<path>` with `body`, a request-scoped
-/// key if any, and what the provider needs to read the answer.
+/// One request to send: `POST <base>/<path>` with `body`, and the state
+/// that reads the answer.
 #[derive(Debug)]
 pub struct WireCall<S> {
     /// The path below the base URL (query included).
@@ -45,22 +202,15 @@ pub struct WireCall<S> {
 impl<S> WireCall<S> {
     /// A call to `path` with `body`.
     pub fn new(path: impl Into<String>, body: Value, state: S) -> Self {
-        Self {
-            path: path.into(),
-            body,
-            state,
-        }
+        let path = path.into();
+        Self { path, body, state }
     }
 
     /// A call to `path` with `body` serialized (`INVALID_ARGUMENT` if it
     /// cannot be).
     pub fn json(path: impl Into<String>, body: &impl Serialize, state: S) -> Result<Self> {
-        let body = serde_json::to_value(body).map_err(|e| {
-            genkit_core::Error::new(
-                genkit_core::StatusCode::InvalidArgument,
-                format!("request body: {e}"),
-            )
-        })?;
+        let body = serde_json::to_value(body)
+            .map_err(|e| genkit_core::Error::invalid_argument(format!("request body: {e}")))?;
         Ok(Self::new(path, body, state))
     }
 }
@@ -89,46 +239,46 @@ pub struct Embed<'a, P: Provider> {
     pub options: P::EmbedOptions,
 }
 
-/// A model a plugin describes: name, label, capabilities.
-pub trait ModelDescriptor: Spec + fmt::Debug + Send + Sync + 'static {
-    /// A human-readable label, if set.
-    fn label(&self) -> Option<&str>;
-    /// What the model can do.
-    fn supports(&self) -> &ModelSupports;
-}
-
 /// What one provider plugin declares; [`ProviderPlugin`] does the rest.
-/// The provider value holds the plugin's own settings (e.g. a default
-/// `max_tokens`); its builder sets them.
+/// The provider value holds the plugin's own settings, which its builder
+/// sets.
 pub trait Provider: fmt::Debug + Default + Clone + Send + Sync + 'static {
     /// Names, defaults, credentials and framing.
     const INFO: ProviderInfo;
-    /// A model's description.
-    type Model: ModelDescriptor;
+    /// A model's description: a [`ModelSpec`], or one extending it.
+    type Model: Spec + AsRef<ModelSpec> + fmt::Debug + Send + Sync + 'static;
     /// A model request's `config`.
     type Config: RequestConfig;
-    /// An embed request's `options` ([`NoOptions`] without embedders).
+    /// An embed request's `options` (`()` without embedders).
     type EmbedOptions: RequestConfig;
     /// How the API writes its errors.
     type ErrorBody: ErrorBody;
+    /// The plugin's builder, with the provider's defaults (as
+    /// [`provider_plugin!`](crate::provider_plugin) declares it).
+    type Builder: Default;
     /// Reads one answer: whole, or streamed frame by frame.
     type Answer: StreamFold<Output = GenerateResponse, Error = ProviderError<Self::ErrorBody>>
         + Send
         + 'static;
 
-    /// The models a new builder lists.
+    /// The models a new builder lists (default: [`ProviderInfo::models`]).
     fn default_models() -> Vec<Self::Model> {
-        Vec::new()
+        Self::INFO
+            .models
+            .iter()
+            .map(|n| Spec::unlisted(n))
+            .collect()
     }
 
-    /// The embedders a new builder lists.
+    /// The embedders a new builder lists (default:
+    /// [`ProviderInfo::embedder_names`]).
     fn default_embedders() -> Vec<EmbedderSpec> {
-        Vec::new()
+        let names = Self::INFO.embedder_names.iter();
+        names.map(|n| EmbedderSpec::new(*n)).collect()
     }
 
-    /// A model's description completed with the provider's defaults for
-    /// its name (capabilities, label); listed and unlisted models alike go
-    /// through it.
+    /// A model's description completed with the provider's defaults for its
+    /// name (listed and unlisted models alike).
     fn describe_model(&self, spec: Self::Model) -> Self::Model {
         spec
     }
@@ -141,22 +291,17 @@ pub trait Provider: fmt::Debug + Default + Clone + Send + Sync + 'static {
 
     /// What an embedder reports about itself (default: text only).
     fn embedder_info(&self, spec: &EmbedderSpec) -> EmbedderInfo {
-        let label = spec
-            .label
-            .clone()
-            .unwrap_or_else(|| format!("{} - {}", Self::INFO.display, spec.name));
+        let label = spec.label.clone();
+        let label = label.unwrap_or_else(|| format!("{} - {}", Self::INFO.display, spec.name));
         text_embedder_info(label, spec.dimensions)
     }
 
-    /// Builds the request embedding the documents of a request (never empty).
+    /// Builds the request embedding a request's documents (never empty).
     fn embed_request(&self, embed: Embed<'_, Self>) -> Result<WireCall<()>> {
+        let (display, name) = (Self::INFO.display, &embed.spec.name);
         Err(genkit_core::Error::new(
             genkit_core::StatusCode::Unimplemented,
-            format!(
-                "{} has no embedder `{}`",
-                Self::INFO.display,
-                embed.spec.name
-            ),
+            format!("{display} has no embedder `{name}`"),
         ))
     }
 
@@ -177,18 +322,23 @@ pub trait Provider: fmt::Debug + Default + Clone + Send + Sync + 'static {
     }
 }
 
-/// A provider with a builder (as [`provider_plugin!`](crate::provider_plugin)
-/// declares it).
-pub trait Buildable: Provider {
-    /// The plugin's builder.
-    type Builder: ProviderBuilder<Self>;
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::constrained_chat_supports;
 
-/// A plugin builder, as [`provider_plugin!`](crate::provider_plugin)
-/// defines it: the shared options and the provider's own settings.
-pub trait ProviderBuilder<P: Provider>: Default + Clone + fmt::Debug {
-    /// What it holds.
-    fn parts_mut(&mut self) -> &mut BuilderParts<P>;
-    /// What it holds, to build the plugin from.
-    fn into_parts(self) -> BuilderParts<P>;
+    #[test]
+    fn declared_capabilities_win_over_the_provider_defaults() {
+        let spec = ModelSpec::new("m")
+            .tools(false)
+            .with_defaults(constrained_chat_supports(), "P");
+        assert_eq!(spec.supports.tools, Some(false));
+        assert_eq!(spec.supports.multiturn, Some(true));
+        assert_eq!(spec.label.as_deref(), Some("P - m"));
+        let labelled = ModelSpec::new("m")
+            .label("Mine")
+            .with_defaults(ModelSupports::default(), "P");
+        assert_eq!(labelled.label.as_deref(), Some("Mine"));
+        assert_eq!(labelled.supports, ModelSupports::default());
+    }
 }

@@ -1,5 +1,6 @@
 //! Conversions between Genkit's wire types and the Gemini API's.
 
+pub(crate) mod embed;
 pub(crate) mod request;
 pub(crate) mod response;
 pub(crate) mod schema;
