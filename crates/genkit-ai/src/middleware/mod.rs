@@ -49,6 +49,8 @@ mod fallback;
 mod media_fetch;
 mod retry;
 mod system_prompt;
+mod tool_approval;
+mod tool_cache;
 mod validate_support;
 
 pub use chain::{GenerateTurn, Hook, ModelCall, Next, Tail, ToolCall};
@@ -65,6 +67,8 @@ pub use fallback::{DEFAULT_FALLBACK_STATUSES, ErrorCallback, Fallback, fallback}
 pub use media_fetch::{DEFAULT_MEDIA_TIMEOUT, HttpMediaFetch};
 pub use retry::{DEFAULT_RETRY_STATUSES, Retry, RetryCallback, retry};
 pub use system_prompt::{SimulateSystemPrompt, simulate_system_prompt};
+pub use tool_approval::{TOOL_APPROVED_KEY, ToolApproval, approve, deny, tool_approval};
+pub use tool_cache::{Clock, SystemClock, ToolCache, canonical_json, tool_cache};
 pub use validate_support::{ValidateSupport, validate_support};
 
 use crate::types::{
@@ -166,6 +170,10 @@ pub struct ToolCallCtx {
     pub cancel: CancellationToken,
     /// The tool request part's metadata (`resumed` after a restart).
     pub metadata: Option<Value>,
+    /// The tool about to run (its description carries its marks: see
+    /// [`needs_approval`](crate::tool::needs_approval)); `None` only in
+    /// chains built by hand.
+    pub tool: Option<DynAction>,
 }
 
 /// The rest of a tool chain, ending in the tool itself. Returns the tool
