@@ -19,7 +19,7 @@
 //! itself: the generate loop and an agent's session keep every message. The
 //! same rules are a plain function in [`HistoryPolicy::trim`].
 
-use super::history_summary::{SummaryCache, Summarizer};
+use super::history_summary::{Summarizer, SummaryCache};
 use super::{GenerateMiddleware, ModelCallCtx, ModelMiddleware, ModelNext};
 use crate::types::{GenerateRequest, GenerateResponse, Message, PartKind, Role};
 use async_trait::async_trait;

@@ -147,11 +147,7 @@ fn denial(tool: &str, reason: Option<&str>) -> Value {
 /// Approves an interrupted call: a restart part (for `resume.restart`) with
 /// `resumed = {"toolApproved": true}`; the tool runs on resume.
 pub fn approve(interrupt: &Part) -> Result<Part> {
-    restart_tool(
-        interrupt,
-        Some(json!({ TOOL_APPROVED_KEY: true })),
-        None,
-    )
+    restart_tool(interrupt, Some(json!({ TOOL_APPROVED_KEY: true })), None)
 }
 
 /// Denies an interrupted call: a tool response part (for `resume.respond`)

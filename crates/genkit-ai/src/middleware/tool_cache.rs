@@ -172,7 +172,10 @@ impl GenerateMiddleware for ToolCache {
         let Some(request) = part.as_tool_request() else {
             return next.run(part, ctx).await;
         };
-        let side_effects = ctx.tool.as_ref().is_some_and(|t| has_side_effects(t.desc()));
+        let side_effects = ctx
+            .tool
+            .as_ref()
+            .is_some_and(|t| has_side_effects(t.desc()));
         let ttl = match self.ttl_of(&request.name) {
             Some(ttl) if !side_effects && !ttl.is_zero() && !is_restart(&ctx) => ttl,
             _ => return next.run(part, ctx).await,
@@ -255,6 +258,9 @@ mod tests {
             canonical_json(&a),
             r#"{"a":{"c":"s","d":[1,{"x":1,"y":2}]},"b":1}"#
         );
-        assert_ne!(canonical_json(&json!([1, 2])), canonical_json(&json!([2, 1])));
+        assert_ne!(
+            canonical_json(&json!([1, 2])),
+            canonical_json(&json!([2, 1]))
+        );
     }
 }
