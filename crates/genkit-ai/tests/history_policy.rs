@@ -161,6 +161,15 @@ fn check(policy: &HistoryPolicy, messages: &[Message], budget: Option<usize>) {
         }
     }
     assert_eq!(kept.last(), messages.last());
+    // So does the current turn, from the last user message on.
+    let current = messages
+        .iter()
+        .rposition(|m| m.role == Role::User)
+        .unwrap_or(messages.len());
+    assert!(
+        kept.ends_with(&messages[current..]),
+        "the current turn was cut"
+    );
     // The budget holds, unless the messages that must stay (what a zero
     // budget keeps) exceed it alone; then only they are kept.
     if let Some(budget) = budget {
@@ -417,4 +426,24 @@ async fn an_agent_keeps_its_summary_in_the_session() {
     assert_eq!(seen[0].role, Role::System);
     assert!(seen[1].text().starts_with(SUMMARY_PREFACE));
     assert_eq!(seen.last().unwrap().text(), "status?");
+}
+
+#[test]
+fn the_current_turn_stays_whole_even_over_budget() {
+    let req = ToolRequest::new("queryLogs", json!({})).with_ref("q");
+    let messages = vec![
+        Message::user("old question"),
+        Message::model("old answer"),
+        Message::user("why is the api slow?"),
+        Message::new(Role::Model, vec![Part::tool_request(req.clone())]),
+        Message::new(
+            Role::Tool,
+            vec![Part::tool_response(ToolResponse::for_request(
+                &req,
+                json!("x".repeat(400)),
+            ))],
+        ),
+    ];
+    let kept = history_policy().max_tokens(10).trim(&messages).kept;
+    assert_eq!(kept, messages[2..].to_vec());
 }

@@ -303,3 +303,36 @@ fn interrupt_of(message: &Message) -> Part {
         .cloned()
         .expect("an interrupted tool request")
 }
+
+#[tokio::test]
+async fn serialized_requests_use_tool_approval_by_name_with_genkit_js_config() {
+    use genkit_ai::generate::define_generate_action;
+    use genkit_ai::middleware::{ToolApproval, define_tool_approval};
+    use genkit_ai::types::{GenerateActionOptions, GenerateResponse, MiddlewareRef};
+    let reg = Registry::new();
+    define_generate_action(&reg).unwrap();
+    define_tool_approval(&reg);
+    ProgrammableModel::define(&reg, "m")
+        .respond_tool_call("getServiceStatus", json!("db"))
+        .respond_text("unused");
+    status_tool().register(&reg).unwrap();
+    let mut opts = GenerateActionOptions::new(vec![Message::user("status")]).with_model("m");
+    opts.tools = Some(vec!["getServiceStatus".into()]);
+    opts.middleware = Some(vec![MiddlewareRef {
+        name: "toolApproval".into(),
+        config: Some(json!({"approved": ["readInbox"]})),
+    }]);
+    let action = reg.require_action("/util/generate").await.unwrap();
+    let out = action
+        .run_json(serde_json::to_value(&opts).unwrap(), Default::default())
+        .await
+        .unwrap();
+    let out: GenerateResponse = serde_json::from_value(out.output).unwrap();
+    assert_eq!(out.finish_reason(), Some(FinishReason::Interrupted));
+
+    let err = ToolApproval::from_config(Some(&json!({"approved": "readInbox"}))).unwrap_err();
+    assert_eq!(err.status(), genkit_core::StatusCode::InvalidArgument);
+    assert!(err.message().contains("approved"));
+    assert!(ToolApproval::from_config(Some(&json!({"approved": [1]}))).is_err());
+    assert!(ToolApproval::from_config(None).is_ok());
+}

@@ -77,7 +77,9 @@ pub use history_summary::{HISTORY_SUMMARY_ARTIFACT, HISTORY_SUMMARY_KEY, SUMMARY
 pub use media_fetch::{DEFAULT_MEDIA_TIMEOUT, HttpMediaFetch};
 pub use retry::{DEFAULT_RETRY_STATUSES, Retry, RetryCallback, retry};
 pub use system_prompt::{SimulateSystemPrompt, simulate_system_prompt};
-pub use tool_approval::{TOOL_APPROVED_KEY, ToolApproval, approve, deny, tool_approval};
+pub use tool_approval::{
+    TOOL_APPROVED_KEY, ToolApproval, approve, define_tool_approval, deny, tool_approval,
+};
 pub use tool_cache::{Clock, SystemClock, ToolCache, canonical_json, tool_cache};
 pub use validate_support::{ValidateSupport, validate_support};
 
