@@ -35,6 +35,7 @@
 
 mod action_support;
 pub mod agent;
+pub mod chunk;
 pub mod embedder;
 pub mod extract;
 pub mod formats;

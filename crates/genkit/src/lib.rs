@@ -53,8 +53,8 @@ pub use crate::typed_stream::TypedGenerateStream;
 pub use genkit_ai::{
     agent, embedder, extract, formats, generate, middleware, model, prompt, testing, tool, types,
 };
-/// Retrieval: retrievers, indexers, rerankers, simple retrievers.
-pub use genkit_ai::{indexer, reranker, retriever, simple_retriever};
+/// Retrieval: chunking, retrievers, indexers, rerankers, simple retrievers.
+pub use genkit_ai::{chunk, indexer, reranker, retriever, simple_retriever};
 pub use genkit_core::{
     Action, ActionContext, ActionCtx, ActionDesc, ActionKind, ActionResult, ActionStream,
     CancellationToken, DynAction, ErasedAction, Error, Extensions, GENKIT_VERSION, Plugin,
