@@ -37,6 +37,7 @@ mod action_support;
 pub mod agent;
 pub mod chunk;
 pub mod embedder;
+pub mod evaluator;
 pub mod extract;
 pub mod formats;
 pub mod generate;

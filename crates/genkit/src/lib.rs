@@ -42,6 +42,7 @@
 
 mod agents;
 mod ctx_ext;
+mod evaluation;
 mod genkit;
 mod retrieval;
 mod typed_stream;
@@ -53,8 +54,9 @@ pub use crate::typed_stream::TypedGenerateStream;
 pub use genkit_ai::{
     agent, embedder, extract, formats, generate, middleware, model, prompt, testing, tool, types,
 };
-/// Retrieval: chunking, retrievers, indexers, rerankers, simple retrievers.
-pub use genkit_ai::{chunk, indexer, reranker, retriever, simple_retriever};
+/// Retrieval and evaluation: chunking, retrievers, indexers, rerankers,
+/// simple retrievers, evaluators.
+pub use genkit_ai::{chunk, evaluator, indexer, reranker, retriever, simple_retriever};
 pub use genkit_core::{
     Action, ActionContext, ActionCtx, ActionDesc, ActionKind, ActionResult, ActionStream,
     CancellationToken, DynAction, ErasedAction, Error, Extensions, GENKIT_VERSION, Plugin,

@@ -328,3 +328,54 @@ async fn defining_a_retriever_twice_panics() {
     ai.define_retriever(RetrieverOptions::new("twice"), body);
     ai.define_retriever(RetrieverOptions::new("twice"), body);
 }
+
+#[tokio::test]
+async fn evaluate_a_dataset_through_the_facade() {
+    use genkit::evaluator::builtin::{GenkitMetric, define_genkit_evaluators};
+    use genkit::evaluator::{EvaluateOptions, EvaluatorOptions};
+    use genkit::types::{BaseDataPoint, EvalStatus, Evaluation, Score};
+    let ai = instance();
+    ai.define_evaluator(
+        EvaluatorOptions::new("mentionsParis", "Mentions Paris", "The output names Paris")
+            .is_billed(false),
+        |point, _o: Option<Value>, _c| async move {
+            let text = point
+                .output
+                .as_ref()
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            Ok(Score::pass_fail(text.contains("Paris")))
+        },
+    );
+    define_genkit_evaluators(ai.registry(), &[GenkitMetric::JsonSchema]).expect("defined");
+    let dataset = [
+        BaseDataPoint::new("capital of France?").output("Paris"),
+        BaseDataPoint::new("capital of Italy?").output("Rome"),
+    ];
+    let results = ai
+        .evaluate(EvaluateOptions::new("mentionsParis", dataset))
+        .await
+        .expect("evaluated");
+    let statuses: Vec<Option<EvalStatus>> = results
+        .iter()
+        .map(|r| match &r.evaluation {
+            Evaluation::One(s) => s.status,
+            Evaluation::Many(_) => None,
+        })
+        .collect();
+    assert_eq!(statuses, [Some(EvalStatus::Pass), Some(EvalStatus::Fail)]);
+    let schema = json!({"type": "object", "required": ["answer"]});
+    let results = ai
+        .evaluate(EvaluateOptions::new(
+            "genkitEval/json_schema",
+            [BaseDataPoint::new("q")
+                .output("{\"answer\": 1}")
+                .reference(schema)],
+        ))
+        .await
+        .expect("evaluated");
+    assert_eq!(
+        results[0].evaluation,
+        Evaluation::One(Score::pass_fail(true))
+    );
+}
