@@ -42,6 +42,7 @@ pub mod extract;
 pub mod formats;
 pub mod generate;
 pub mod indexer;
+pub mod local_vector_store;
 pub mod middleware;
 pub mod model;
 pub mod prompt;

@@ -56,7 +56,9 @@ pub use genkit_ai::{
 };
 /// Retrieval and evaluation: chunking, retrievers, indexers, rerankers,
 /// simple retrievers, evaluators.
-pub use genkit_ai::{chunk, evaluator, indexer, reranker, retriever, simple_retriever};
+pub use genkit_ai::{
+    chunk, evaluator, indexer, local_vector_store, reranker, retriever, simple_retriever,
+};
 pub use genkit_core::{
     Action, ActionContext, ActionCtx, ActionDesc, ActionKind, ActionResult, ActionStream,
     CancellationToken, DynAction, ErasedAction, Error, Extensions, GENKIT_VERSION, Plugin,

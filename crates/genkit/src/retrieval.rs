@@ -6,6 +6,9 @@
 use std::future::Future;
 
 use genkit_ai::indexer::{IndexOptions, Indexer, IndexerOptions, define_indexer, index};
+use genkit_ai::local_vector_store::{
+    LocalVectorStore, LocalVectorStoreOptions, define_local_vector_store,
+};
 use genkit_ai::reranker::{RerankOptions, Reranker, RerankerOptions, define_reranker, rerank};
 use genkit_ai::retriever::{
     RetrieveOptions, Retriever, RetrieverOptions, define_retriever, retrieve,
@@ -149,6 +152,30 @@ impl Genkit {
         Fut: Future<Output = Result<RerankerResponse>> + Send + 'static,
     {
         define_reranker(self.registry(), opts, runner)
+    }
+
+    /// Defines a local vector store (Genkit JS's dev-local-vectorstore): the
+    /// indexer and retriever `devLocalVectorstore/<index>` over a registered
+    /// embedder, exact cosine search, persisted to a JSON file.
+    ///
+    /// # Panics
+    /// If either action's name is taken or invalid.
+    pub fn define_local_vector_store(&self, opts: LocalVectorStoreOptions) -> LocalVectorStore {
+        let name = format!("devLocalVectorstore/{}", opts.index_name());
+        registered(
+            "local vector store",
+            &name,
+            self.try_define_local_vector_store(opts),
+        )
+    }
+
+    /// Like [`define_local_vector_store`](Self::define_local_vector_store),
+    /// returning the error instead of panicking.
+    pub fn try_define_local_vector_store(
+        &self,
+        opts: LocalVectorStoreOptions,
+    ) -> Result<LocalVectorStore> {
+        define_local_vector_store(self.registry(), opts)
     }
 
     /// Retrieves documents with a registered retriever; `NOT_FOUND` if

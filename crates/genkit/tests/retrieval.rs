@@ -379,3 +379,133 @@ async fn evaluate_a_dataset_through_the_facade() {
         Evaluation::One(Score::pass_fail(true))
     );
 }
+
+/// Words hashed into 64 dimensions: texts sharing words are close.
+fn define_word_embedder(ai: &Genkit) {
+    use genkit::embedder::EmbedderOptions;
+    use genkit::types::{EmbedResponse, Embedding};
+    ai.define_embedder(EmbedderOptions::new("words64"), |req, _ctx| async move {
+        let embeddings = req
+            .input
+            .iter()
+            .map(|d| {
+                let mut v = vec![0.0f32; 64];
+                for w in d
+                    .text()
+                    .to_lowercase()
+                    .split(|c: char| !c.is_alphanumeric())
+                    .filter(|w| w.len() > 2)
+                {
+                    let h = w
+                        .bytes()
+                        .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
+                    v[(h % 64) as usize] += 1.0;
+                }
+                Embedding {
+                    embedding: v,
+                    metadata: None,
+                }
+            })
+            .collect();
+        Ok(EmbedResponse { embeddings })
+    });
+}
+
+#[tokio::test]
+async fn rag_over_a_folder_of_markdown() {
+    use genkit::chunk::{ChunkOptions, markdown_documents};
+    use genkit::local_vector_store::LocalVectorStoreOptions;
+    let dir = std::env::temp_dir().join(format!(
+        "genkit-rag-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let docs_dir = dir.join("docs");
+    std::fs::create_dir_all(&docs_dir).expect("dir");
+    std::fs::write(
+        docs_dir.join("install.md"),
+        "# Installing\n\nRun the installer with cargo install widget.\n\n## Upgrading\n\nUpgrading keeps your settings.",
+    )
+    .expect("written");
+    std::fs::write(
+        docs_dir.join("colors.md"),
+        "# Colors\n\nThe widget comes in red and blue.",
+    )
+    .expect("written");
+
+    let ai = Genkit::builder()
+        .default_model("scripted")
+        .no_prompt_dir()
+        .build()
+        .expect("instance");
+    define_word_embedder(&ai);
+    let store = ai.define_local_vector_store(
+        LocalVectorStoreOptions::new("docs", "words64").path(dir.join("db.json")),
+    );
+    let model = ProgrammableModel::define(ai.registry(), "scripted")
+        .respond_text("Use cargo install widget [install.md#0].");
+
+    // Index the folder: a few lines.
+    let opts = ChunkOptions::new(200, 20).expect("options");
+    let mut entries: Vec<_> = std::fs::read_dir(&docs_dir)
+        .expect("read")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let text = std::fs::read_to_string(&path).expect("read");
+        ai.index(IndexOptions::new(
+            store.indexer.name(),
+            markdown_documents(&name, &text, &opts),
+        ))
+        .await
+        .expect("indexed");
+    }
+
+    let question = "How do I install the widget with cargo?";
+    let docs = ai
+        .retrieve(
+            RetrieveOptions::new(store.retriever.name(), question)
+                .options(CommonRetrieverOptions { k: Some(1) }),
+        )
+        .await
+        .expect("retrieved");
+    assert_eq!(docs.len(), 1);
+    let meta = docs[0].metadata.clone().expect("metadata");
+    assert_eq!(meta["source"], "install.md");
+    assert_eq!(meta["headings"], json!(["Installing"]));
+    // Cite each document by its source and chunk.
+    let docs: Vec<DocumentData> = docs
+        .into_iter()
+        .map(|mut d| {
+            if let Some(m) = d.metadata.as_mut() {
+                let cite = format!(
+                    "{}#{}",
+                    m["source"].as_str().unwrap_or_default(),
+                    m["chunk"]
+                );
+                m.insert("ref".into(), json!(cite));
+            }
+            d
+        })
+        .collect();
+    let reply = ai
+        .generate(GenerateOptions::prompt(question).docs(docs))
+        .await
+        .expect("generated");
+    assert_eq!(reply.text(), "Use cargo install widget [install.md#0].");
+    let prompt = model.requests()[0].messages.last().expect("message").text();
+    assert!(
+        prompt.contains(
+            "- [install.md#0]: # Installing\n\nRun the installer with cargo install widget."
+        ),
+        "{prompt}"
+    );
+    assert!(!prompt.contains("red and blue"), "{prompt}");
+    let _ = std::fs::remove_dir_all(dir);
+}
