@@ -3,8 +3,8 @@
 //! in memory and persisted to one JSON file — Genkit JS's
 //! `@genkit-ai/dev-local-vectorstore`, with its action names
 //! (`devLocalVectorstore/<index>`), its default file (`__db_<index>.json`)
-//! and its file layout (`{id: {doc, embedding}}`), so either runtime reads
-//! the other's file.
+//! and its file layout (`{id: {doc, embedding}}`): it reads the files
+//! Genkit JS writes (checked against a recording) and writes the same layout.
 //!
 //! Differences from Genkit JS, on purpose: the file is read once (on first
 //! use) rather than on every query, and written atomically (a temporary

@@ -242,3 +242,66 @@ async fn the_actions_are_listed_as_genkit_jss() {
     assert_eq!(err.status(), StatusCode::NotFound);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A file written by Genkit JS's `@genkit-ai/dev-local-vectorstore`
+/// (recorded by `genkit_js_eval/vectorstore.mjs` with the same letter-count
+/// embedder) is read here and answers the same queries with the same
+/// documents.
+#[tokio::test]
+async fn reads_genkit_jss_file_and_answers_as_it_does() {
+    let recorded: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/genkit_js_eval/vectorstore.json"
+        ))
+        .expect("recording"),
+    )
+    .expect("json");
+    let dir = temp_dir("js");
+    let path = dir.join("__db_facts.json");
+    std::fs::write(&path, recorded["db"].to_string()).expect("written");
+    let registry = setup(&path);
+    let queries = recorded["queries"].as_array().expect("queries");
+    assert_eq!(queries.len(), 4);
+    for q in queries {
+        let query = q["query"].as_str().expect("query");
+        let mut params = RetrieveOptions::new(NAME, query);
+        if let Some(k) = q.get("k").and_then(Value::as_u64) {
+            params = params.options(json!({"k": k}));
+        }
+        let docs = retrieve(&registry, params).await.expect("retrieved");
+        assert_eq!(
+            serde_json::to_value(&docs).expect("json"),
+            q["documents"],
+            "{query}"
+        );
+    }
+    // Indexing more keeps JS's entries and adds the new one.
+    index(
+        &registry,
+        IndexOptions::new(NAME, [DocumentData::from_text("new")]),
+    )
+    .await
+    .expect("indexed");
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("file")).expect("json");
+    let before = recorded["db"].as_object().expect("db");
+    assert_eq!(file.as_object().map(|m| m.len()), Some(before.len() + 1));
+    // Vectors are f32 here: compare them as numbers (4.0 is JS's 4).
+    let floats = |v: &Value| -> Vec<f64> {
+        v.as_array()
+            .map(|a| a.iter().filter_map(Value::as_f64).collect())
+            .unwrap_or_default()
+    };
+    for (id, entry) in before {
+        assert_eq!(file[id]["doc"], entry["doc"], "{id} kept");
+        let theirs = floats(&entry["embedding"]["embedding"]);
+        assert_eq!(theirs.len(), 26);
+        assert_eq!(
+            floats(&file[id]["embedding"]["embedding"]),
+            theirs,
+            "{id} kept"
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
