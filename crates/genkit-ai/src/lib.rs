@@ -33,14 +33,22 @@
 //! # Ok::<(), genkit_ai::formats::FormatError>(())
 //! ```
 
+mod action_support;
 pub mod agent;
+pub mod chunk;
 pub mod embedder;
+pub mod evaluator;
 pub mod extract;
 pub mod formats;
 pub mod generate;
+pub mod indexer;
+pub mod local_vector_store;
 pub mod middleware;
 pub mod model;
 pub mod prompt;
+pub mod reranker;
+pub mod retriever;
+pub mod simple_retriever;
 pub mod testing;
 pub mod tool;
 pub mod types;

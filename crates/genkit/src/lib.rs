@@ -89,7 +89,9 @@
 
 mod agents;
 mod ctx_ext;
+mod evaluation;
 mod genkit;
+mod retrieval;
 mod typed_stream;
 
 pub use crate::ctx_ext::ActionCtxExt;
@@ -98,6 +100,11 @@ pub use crate::typed_stream::TypedGenerateStream;
 
 pub use genkit_ai::{
     agent, embedder, extract, formats, generate, middleware, model, prompt, testing, tool, types,
+};
+/// Retrieval and evaluation: chunking, retrievers, indexers, rerankers,
+/// simple retrievers, evaluators.
+pub use genkit_ai::{
+    chunk, evaluator, indexer, local_vector_store, reranker, retriever, simple_retriever,
 };
 pub use genkit_core::{
     Action, ActionContext, ActionCtx, ActionDesc, ActionKind, ActionResult, ActionStream,

@@ -58,6 +58,18 @@ impl DocumentData {
     }
 }
 
+impl From<&str> for DocumentData {
+    fn from(text: &str) -> Self {
+        Self::from_text(text)
+    }
+}
+
+impl From<String> for DocumentData {
+    fn from(text: String) -> Self {
+        Self::from_text(text)
+    }
+}
+
 /// Input of an embedder action.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EmbedRequest {

@@ -6,12 +6,18 @@
 //! own (zod) parsing does, and keeps extra fields where the schema allows them.
 
 mod document;
+mod eval;
 mod generate;
 mod message;
 mod model;
 mod part;
+mod retrieval;
 
 pub use document::{DocumentData, EmbedRequest, EmbedResponse, Embedding};
+pub use eval::{
+    BaseDataPoint, EvalDataPoint, EvalFnResponse, EvalRequest, EvalResponse, EvalStatus,
+    Evaluation, Score, ScoreDetails, ScoreValue,
+};
 pub use generate::{
     GenerateActionOptions, GenerateActionOutputConfig, GenerateActionResume, MiddlewareRef,
     OutputInstructions,
@@ -26,6 +32,10 @@ pub use model::{
 pub use part::{
     Media, MultipartToolResponse, Part, PartExtensions, PartKind, ResourceRef, ToolRequest,
     ToolResponse,
+};
+pub use retrieval::{
+    CommonRerankerOptions, CommonRetrieverOptions, IndexerRequest, RankedDocumentData,
+    RankedDocumentMetadata, RerankerRequest, RerankerResponse, RetrieverRequest, RetrieverResponse,
 };
 
 /// A free-form JSON object (`metadata`, `custom` ...).

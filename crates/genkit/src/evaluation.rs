@@ -1,0 +1,54 @@
+//! The facade's evaluators (Genkit's `defineEvaluator` and `evaluate`).
+
+use std::future::Future;
+
+use genkit_ai::evaluator::{
+    EvaluateOptions, Evaluator, EvaluatorOptions, define_evaluator, evaluate,
+};
+use genkit_ai::types::{EvalDataPoint, EvalResponse, Evaluation};
+use genkit_core::Result;
+use genkit_core::action::ActionCtx;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+
+use crate::genkit::{Genkit, registered};
+
+impl Genkit {
+    /// Defines an evaluator, registered as `/evaluator/<name>`: the function
+    /// scores one test case; the action runs whole datasets, in batches.
+    ///
+    /// # Panics
+    /// If an evaluator with this name is already defined or the name is invalid.
+    pub fn define_evaluator<O, E, F, Fut>(&self, opts: EvaluatorOptions, runner: F) -> Evaluator<O>
+    where
+        O: DeserializeOwned + JsonSchema + Clone + Send + Sync + 'static,
+        E: Into<Evaluation>,
+        F: Fn(EvalDataPoint, Option<O>, ActionCtx) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<E>> + Send + 'static,
+    {
+        let name = opts.name.clone();
+        registered("evaluator", &name, self.try_define_evaluator(opts, runner))
+    }
+
+    /// Like [`define_evaluator`](Self::define_evaluator), returning the
+    /// error instead of panicking.
+    pub fn try_define_evaluator<O, E, F, Fut>(
+        &self,
+        opts: EvaluatorOptions,
+        runner: F,
+    ) -> Result<Evaluator<O>>
+    where
+        O: DeserializeOwned + JsonSchema + Clone + Send + Sync + 'static,
+        E: Into<Evaluation>,
+        F: Fn(EvalDataPoint, Option<O>, ActionCtx) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<E>> + Send + 'static,
+    {
+        define_evaluator(self.registry(), opts, runner)
+    }
+
+    /// Scores a dataset with a registered evaluator: one result per test
+    /// case, in order.
+    pub async fn evaluate(&self, params: EvaluateOptions) -> Result<EvalResponse> {
+        evaluate(self.registry(), params).await
+    }
+}
