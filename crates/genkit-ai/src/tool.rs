@@ -16,6 +16,9 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+mod marks;
+pub use marks::{NEEDS_APPROVAL_KEY, SIDE_EFFECTS_KEY, has_side_effects, needs_approval};
+
 /// What a tool receives besides its input: the one [`ActionCtx`] (context,
 /// cancellation, trace ids, registry, extensions — reached through `Deref`)
 /// viewed as a tool call, which adds [`interrupt`](Self::interrupt).
@@ -283,6 +286,18 @@ pub trait ToolImpl: Send + Sync + 'static {
         input: Self::Input,
         ctx: ToolCtx,
     ) -> impl Future<Output = Result<Self::Output>> + Send;
+
+    /// Whether calls need a human's approval before they run (see
+    /// [`Tool::needs_approval`]); no by default.
+    fn needs_approval(&self) -> bool {
+        false
+    }
+
+    /// Whether the tool changes the world, so its results are never cached
+    /// (see [`Tool::side_effecting`]); no by default.
+    fn side_effecting(&self) -> bool {
+        false
+    }
 }
 
 impl<I: Payload + JsonSchema, O: Payload + JsonSchema> Tool<I, O> {
@@ -292,11 +307,19 @@ impl<I: Payload + JsonSchema, O: Payload + JsonSchema> Tool<I, O> {
         T: ToolImpl<Input = I, Output = O>,
     {
         let (name, description) = (tool.name().to_owned(), tool.description());
+        let (approval, side_effects) = (tool.needs_approval(), tool.side_effecting());
         let tool = Arc::new(tool);
-        Self::new(name, description, move |input, ctx| {
+        let mut out = Self::new(name, description, move |input, ctx| {
             let tool = tool.clone();
             async move { tool.call(input, ctx).await }
-        })
+        });
+        if approval {
+            out = out.needs_approval();
+        }
+        if side_effects {
+            out = out.side_effecting();
+        }
+        out
     }
 }
 

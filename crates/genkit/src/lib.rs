@@ -39,6 +39,53 @@
 //! assert_eq!(shout.run("hi".into()).await?, "HI");
 //! # Ok(()) }
 //! ```
+//!
+//! ## Long conversations and risky tools
+//!
+//! [`middleware`] has what an agent that talks for long and acts on the
+//! world needs: [`history_policy`](middleware::history_policy) trims what the
+//! model sees (last turns, a token budget, important messages and the
+//! system prompt kept, tool calls never split from their results, an
+//! optional cached summary), [`tool_approval`](middleware::tool_approval)
+//! interrupts before tools marked [`needs_approval`](tool::Tool::needs_approval)
+//! run, and [`tool_cache`](middleware::tool_cache) reuses tool results for a
+//! time to live (never for tools marked
+//! [`side_effecting`](tool::Tool::side_effecting)).
+//!
+//! ```
+//! use genkit::middleware::{approve, history_policy, tool_approval, tool_cache};
+//! use genkit::prelude::*;
+//! use std::time::Duration;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> genkit::Result<()> {
+//! let ai = Genkit::builder().default_model("scripted").build()?;
+//! ProgrammableModel::define(ai.registry(), "scripted")
+//!     .respond_tool_call("restartService", json!("api"))
+//!     .respond_text("The api service was restarted.");
+//!
+//! // Marked before it is registered, so every use of it is marked.
+//! let restart = Tool::new("restartService", "Restarts a service.", |service: String, _ctx| async move {
+//!     Ok(format!("{service} restarted"))
+//! })
+//! .needs_approval()
+//! .side_effecting()
+//! .register(ai.registry())?;
+//!
+//! let options = |messages: Vec<Message>| {
+//!     GenerateOptions::messages(messages)
+//!         .tool(&restart)
+//!         .use_middleware(history_policy().last_turns(20).max_tokens(8_000))
+//!         .use_middleware(tool_approval())
+//!         .use_middleware(tool_cache().ttl("getServiceStatus", Duration::from_secs(30)))
+//! };
+//! let first = ai.generate(options(vec![Message::user("Restart the api service.")])).await?;
+//! let interrupt = first.interrupts()[0].clone(); // ask the user about this request
+//! let history = first.messages().unwrap_or_default();
+//! let done = ai.generate(options(history).resume_restart([approve(&interrupt)?])).await?;
+//! assert_eq!(done.text(), "The api service was restarted.");
+//! # Ok(()) }
+//! ```
 
 mod agents;
 mod ctx_ext;

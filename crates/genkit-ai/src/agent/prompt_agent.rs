@@ -18,7 +18,7 @@ use crate::types::{GenerateResponseChunk, Message, Part, PartKind, Role};
 use serde_json::Value;
 
 /// The metadata key marking the messages a prompt contributes to a turn.
-const PREAMBLE: &str = "agentPreamble";
+pub(crate) const PREAMBLE: &str = "agentPreamble";
 
 /// Defines an agent whose turns generate with `prompt` (defined in code or
 /// loaded from a `.prompt` file) rendered on an empty input object, and

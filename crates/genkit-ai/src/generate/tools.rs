@@ -89,6 +89,7 @@ async fn run_tool_request(
         context: ctx.context.clone(),
         cancel: ctx.cancel.clone(),
         metadata: part.metadata.clone().map(Value::Object),
+        tool: Some(tool.clone()),
     };
     let result = if engine.middleware.is_empty() {
         // No middleware to wrap the call: run the tool directly.

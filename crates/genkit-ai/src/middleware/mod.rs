@@ -16,8 +16,11 @@
 //!
 //! The built-ins live one per module: [`retry`], [`fallback`],
 //! [`simulate_system_prompt`], [`augment_with_context`],
-//! [`simulate_constrained_generation`], [`download_request_media`] and
-//! [`validate_support`].
+//! [`simulate_constrained_generation`], [`download_request_media`],
+//! [`validate_support`], and for long-running agents [`history_policy`]
+//! (trim what the model sees), [`tool_approval`] (interrupt before tools
+//! that need approval) and [`tool_cache`] (reuse tool results for a time
+//! to live).
 
 /// Implements [`GenerateMiddleware`] for a [`ModelMiddleware`] by using it as the model hook.
 macro_rules! as_generate_middleware {
@@ -45,10 +48,14 @@ mod constrained;
 mod context;
 mod download_media;
 mod fallback;
+mod history;
+mod history_summary;
 #[cfg(feature = "download-media")]
 mod media_fetch;
 mod retry;
 mod system_prompt;
+mod tool_approval;
+mod tool_cache;
 mod validate_support;
 
 pub use chain::{GenerateTurn, Hook, ModelCall, Next, Tail, ToolCall};
@@ -63,8 +70,15 @@ pub use download_media::{DownloadMedia, MediaFetcher, PartFilter, download_reque
 pub use fallback::{DEFAULT_FALLBACK_STATUSES, ErrorCallback, Fallback, fallback};
 #[cfg(feature = "download-media")]
 pub use media_fetch::{DEFAULT_MEDIA_TIMEOUT, HttpMediaFetch};
+pub use history::{
+    CharEstimator, HistoryPolicy, IMPORTANT_KEY, TokenEstimator, Trimmed, history_policy, important,
+    is_important,
+};
+pub use history_summary::{HISTORY_SUMMARY_ARTIFACT, HISTORY_SUMMARY_KEY, SUMMARY_PREFACE};
 pub use retry::{DEFAULT_RETRY_STATUSES, Retry, RetryCallback, retry};
 pub use system_prompt::{SimulateSystemPrompt, simulate_system_prompt};
+pub use tool_approval::{TOOL_APPROVED_KEY, ToolApproval, approve, deny, tool_approval};
+pub use tool_cache::{Clock, SystemClock, ToolCache, canonical_json, tool_cache};
 pub use validate_support::{ValidateSupport, validate_support};
 
 use crate::types::{
@@ -166,6 +180,10 @@ pub struct ToolCallCtx {
     pub cancel: CancellationToken,
     /// The tool request part's metadata (`resumed` after a restart).
     pub metadata: Option<Value>,
+    /// The tool about to run (its description carries its marks: see
+    /// [`needs_approval`](crate::tool::needs_approval)); `None` only in
+    /// chains built by hand.
+    pub tool: Option<DynAction>,
 }
 
 /// The rest of a tool chain, ending in the tool itself. Returns the tool

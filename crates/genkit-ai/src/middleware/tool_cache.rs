@@ -1,0 +1,260 @@
+//! Tool result cache: answers a repeated tool call (same tool, same input)
+//! from an earlier result while it is younger than that tool's time to
+//! live, without running the tool again.
+//!
+//! Calls are keyed by the tool's name and its input as canonical JSON
+//! ([`canonical_json`]: object keys sorted, so `{"a":1,"b":2}` and
+//! `{"b":2,"a":1}` are one call). Only tools given a time to live
+//! ([`ToolCache::ttl`], or all with [`ToolCache::default_ttl`]) are cached;
+//! tools marked [`side_effecting`](crate::tool::Tool::side_effecting) never
+//! are, nor are failures or interrupts, nor restarted calls (a human asked
+//! for that call to run). Put it inside [`tool_approval`](super::tool_approval)
+//! so approval is asked before the cache answers.
+
+use super::{GenerateMiddleware, ToolCallCtx, ToolNext};
+use crate::tool::has_side_effects;
+use crate::types::{Part, PartKind};
+use async_trait::async_trait;
+use genkit_core::Result;
+use parking_lot::Mutex;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Where the cache reads the time: [`SystemClock`] by default, a hand-moved
+/// clock in tests.
+pub trait Clock: Send + Sync + 'static {
+    /// Now.
+    fn now(&self) -> Instant;
+}
+
+/// Tokio's clock (so a paused test runtime's time applies too).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+}
+
+/// How many results a cache keeps unless told otherwise.
+const DEFAULT_MAX_ENTRIES: usize = 1024;
+
+struct Entry {
+    expires: Instant,
+    response: Part,
+}
+
+/// Caches tool results per tool for a time to live (see the module docs).
+pub struct ToolCache {
+    ttls: HashMap<String, Duration>,
+    default_ttl: Option<Duration>,
+    max_entries: usize,
+    clock: Arc<dyn Clock>,
+    entries: Mutex<HashMap<(String, String), Entry>>,
+}
+
+/// A tool result cache that caches nothing until given a time to live.
+///
+/// ```
+/// use genkit_ai::middleware::tool_cache;
+/// use std::time::Duration;
+///
+/// let cache = tool_cache()
+///     .ttl("getServiceStatus", Duration::from_secs(30))
+///     .ttl("listServices", Duration::from_secs(300));
+/// // GenerateOptions::prompt(..).use_middleware(cache)
+/// # let _ = cache;
+/// ```
+pub fn tool_cache() -> ToolCache {
+    ToolCache {
+        ttls: HashMap::new(),
+        default_ttl: None,
+        max_entries: DEFAULT_MAX_ENTRIES,
+        clock: Arc::new(SystemClock),
+        entries: Mutex::new(HashMap::new()),
+    }
+}
+
+impl ToolCache {
+    /// Caches results of the tool `name` for `ttl`.
+    pub fn ttl(mut self, name: impl Into<String>, ttl: Duration) -> Self {
+        self.ttls.insert(name.into(), ttl);
+        self
+    }
+
+    /// Caches results of tools without their own time to live for `ttl`.
+    pub fn default_ttl(mut self, ttl: Duration) -> Self {
+        self.default_ttl = Some(ttl);
+        self
+    }
+
+    /// Keeps at most `n` results (the ones expiring first go first); 1024
+    /// by default.
+    pub fn max_entries(mut self, n: usize) -> Self {
+        self.max_entries = n.max(1);
+        self
+    }
+
+    /// Reads the time from `clock`.
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// How many results are kept now (expired ones included until touched).
+    pub fn len(&self) -> usize {
+        self.entries.lock().len()
+    }
+
+    /// Whether nothing is kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Forgets every result.
+    pub fn clear(&self) {
+        self.entries.lock().clear();
+    }
+
+    fn ttl_of(&self, name: &str) -> Option<Duration> {
+        self.ttls.get(name).copied().or(self.default_ttl)
+    }
+
+    fn lookup(&self, key: &(String, String), now: Instant) -> Option<Part> {
+        let mut entries = self.entries.lock();
+        match entries.get(key) {
+            Some(e) if e.expires > now => Some(e.response.clone()),
+            Some(_) => {
+                entries.remove(key);
+                None
+            }
+            None => None,
+        }
+    }
+
+    fn store(&self, key: (String, String), response: Part, expires: Instant, now: Instant) {
+        let mut entries = self.entries.lock();
+        if entries.len() >= self.max_entries && !entries.contains_key(&key) {
+            entries.retain(|_, e| e.expires > now);
+            while entries.len() >= self.max_entries {
+                let Some(first) = entries
+                    .iter()
+                    .min_by_key(|(_, e)| e.expires)
+                    .map(|(k, _)| k.clone())
+                else {
+                    break;
+                };
+                entries.remove(&first);
+            }
+        }
+        entries.insert(key, Entry { expires, response });
+    }
+}
+
+/// Whether the call is a restart (its metadata has `resumed`).
+fn is_restart(ctx: &ToolCallCtx) -> bool {
+    ctx.metadata
+        .as_ref()
+        .is_some_and(|m| m.get("resumed").is_some())
+}
+
+#[async_trait]
+impl GenerateMiddleware for ToolCache {
+    fn name(&self) -> &str {
+        "toolCache"
+    }
+
+    async fn tool(&self, part: Part, ctx: ToolCallCtx, next: ToolNext) -> Result<Option<Part>> {
+        let Some(request) = part.as_tool_request() else {
+            return next.run(part, ctx).await;
+        };
+        let side_effects = ctx.tool.as_ref().is_some_and(|t| has_side_effects(t.desc()));
+        let ttl = match self.ttl_of(&request.name) {
+            Some(ttl) if !side_effects && !ttl.is_zero() && !is_restart(&ctx) => ttl,
+            _ => return next.run(part, ctx).await,
+        };
+        let key = (
+            request.name.clone(),
+            canonical_json(request.input.as_ref().unwrap_or(&Value::Null)),
+        );
+        let reference = request.reference.clone();
+        if let Some(mut hit) = self.lookup(&key, self.clock.now()) {
+            tracing::debug!("tool '{}' answered from the cache", request.name);
+            // The cached answer now answers this call.
+            if let PartKind::ToolResponse(r) = &mut hit.kind {
+                r.reference = reference;
+            }
+            return Ok(Some(hit));
+        }
+        let response = next.run(part, ctx).await?;
+        if let Some(response) = &response {
+            let now = self.clock.now();
+            if let Some(expires) = now.checked_add(ttl) {
+                self.store(key, response.clone(), expires, now);
+            }
+        }
+        Ok(response)
+    }
+}
+
+/// `value` as canonical JSON: object keys sorted at every level, no
+/// whitespace. Two inputs that differ only in key order have one text.
+pub fn canonical_json(value: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(value, &mut out);
+    out
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                if let Some(v) = map.get(key) {
+                    write_canonical(v, out);
+                }
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(v, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn canonical_json_sorts_keys_at_every_level() {
+        let a = json!({"b": 1, "a": {"d": [1, {"y": 2, "x": 1}], "c": "s"}});
+        let b = json!({"a": {"c": "s", "d": [1, {"x": 1, "y": 2}]}, "b": 1});
+        assert_eq!(canonical_json(&a), canonical_json(&b));
+        assert_eq!(
+            canonical_json(&a),
+            r#"{"a":{"c":"s","d":[1,{"x":1,"y":2}]},"b":1}"#
+        );
+        assert_ne!(canonical_json(&json!([1, 2])), canonical_json(&json!([2, 1])));
+    }
+}

@@ -1,0 +1,187 @@
+//! Tool result cache: a repeated call (same tool, same input, in any key
+//! order) is answered from the cache until the tool's time to live passes;
+//! side-effecting tools are never cached.
+
+use genkit_ai::generate::{GenerateOptions, generate};
+use genkit_ai::middleware::{Clock, ToolCache, tool_cache};
+use genkit_ai::testing::ProgrammableModel;
+use genkit_ai::tool::Tool;
+use genkit_ai::types::{Role, ToolRequest};
+use genkit_core::{Error, Registry};
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// A clock the test moves by hand.
+#[derive(Clone)]
+struct ManualClock(Arc<Mutex<Instant>>);
+
+impl ManualClock {
+    fn new() -> Self {
+        Self(Arc::new(Mutex::new(Instant::now())))
+    }
+    fn advance(&self, by: Duration) {
+        *self.0.lock() += by;
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Instant {
+        *self.0.lock()
+    }
+}
+
+/// A tool named `name` answering `<name> call <n>`, counting its runs.
+fn counted(name: &str) -> (Tool<Value, Value>, Arc<AtomicUsize>) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = runs.clone();
+    let label = name.to_owned();
+    let tool = Tool::from_json_schema(name, "A tool.", None, None, move |_input, _ctx| {
+        let n = r.fetch_add(1, Ordering::SeqCst) + 1;
+        let label = label.clone();
+        async move { Ok(json!(format!("{label} call {n}"))) }
+    })
+    .unwrap();
+    (tool, runs)
+}
+
+/// Runs one generate call in which the model calls `tool` with `input`
+/// (ref `id`), through `cache`; returns the output the model got back.
+async fn call_through(
+    cache: &Arc<ToolCache>,
+    tool: &Tool<Value, Value>,
+    input: Value,
+    id: &str,
+) -> (Value, Option<String>) {
+    let reg = Registry::new();
+    let model = ProgrammableModel::define(&reg, "m")
+        .respond_tool_calls(vec![ToolRequest::new(tool.name(), input).with_ref(id)])
+        .respond_text("done");
+    generate(
+        &reg,
+        GenerateOptions::prompt("go")
+            .model("m")
+            .tool(tool)
+            .use_middleware(cache.clone()),
+    )
+    .await
+    .unwrap();
+    let seen = model.requests()[1].messages.clone();
+    let tool_message = seen.last().unwrap().clone();
+    assert_eq!(tool_message.role, Role::Tool);
+    let response = tool_message.content[0].as_tool_response().unwrap().clone();
+    (response.output.unwrap(), response.reference)
+}
+
+#[tokio::test]
+async fn repeated_calls_are_answered_from_the_cache_until_the_ttl_passes() {
+    let clock = ManualClock::new();
+    let cache = Arc::new(
+        tool_cache()
+            .ttl("getServiceStatus", Duration::from_secs(30))
+            .clock(clock.clone()),
+    );
+    let (tool, runs) = counted("getServiceStatus");
+    let input = json!({"service": "api", "level": "error"});
+    let (first, _) = call_through(&cache, &tool, input.clone(), "a").await;
+    assert_eq!(first, json!("getServiceStatus call 1"));
+
+    // Same input in another key order, 29 s later: from the cache, with
+    // this call's ref.
+    clock.advance(Duration::from_secs(29));
+    let reordered = json!({"level": "error", "service": "api"});
+    let (second, reference) = call_through(&cache, &tool, reordered, "b").await;
+    assert_eq!(second, first);
+    assert_eq!(reference.as_deref(), Some("b"));
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    // Another input is another call.
+    let (other, _) = call_through(&cache, &tool, json!({"service": "db"}), "c").await;
+    assert_eq!(other, json!("getServiceStatus call 2"));
+
+    // Past the time to live the tool runs again.
+    clock.advance(Duration::from_secs(2));
+    let (third, _) = call_through(&cache, &tool, input, "d").await;
+    assert_eq!(third, json!("getServiceStatus call 3"));
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn side_effecting_tools_are_never_cached() {
+    let cache = Arc::new(
+        tool_cache()
+            .default_ttl(Duration::from_secs(3600))
+            .clock(ManualClock::new()),
+    );
+    let (tool, runs) = counted("restartService");
+    let tool = tool.side_effecting();
+    for (i, id) in ["a", "b", "c"].into_iter().enumerate() {
+        let (out, _) = call_through(&cache, &tool, json!({"service": "api"}), id).await;
+        assert_eq!(out, json!(format!("restartService call {}", i + 1)));
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+    assert!(cache.is_empty());
+}
+
+#[tokio::test]
+async fn tools_without_a_ttl_and_failures_are_not_cached() {
+    let cache = Arc::new(
+        tool_cache()
+            .ttl("getServiceStatus", Duration::from_secs(60))
+            .clock(ManualClock::new()),
+    );
+    let (tool, runs) = counted("queryLogs");
+    call_through(&cache, &tool, json!({}), "a").await;
+    call_through(&cache, &tool, json!({}), "b").await;
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+
+    let fails = Arc::new(AtomicUsize::new(0));
+    let f = fails.clone();
+    let failing = Tool::from_json_schema(
+        "getServiceStatus",
+        "Fails.",
+        None,
+        None,
+        move |_input: Value, _ctx| {
+            f.fetch_add(1, Ordering::SeqCst);
+            async move { Err::<Value, _>(Error::internal("monitoring is down")) }
+        },
+    )
+    .unwrap();
+    for _ in 0..2 {
+        let reg = Registry::new();
+        ProgrammableModel::define(&reg, "m")
+            .respond_tool_call("getServiceStatus", json!({}))
+            .respond_text("done");
+        let out = generate(
+            &reg,
+            GenerateOptions::prompt("go")
+                .model("m")
+                .tool(&failing)
+                .use_middleware(cache.clone()),
+        )
+        .await;
+        assert!(out.is_err());
+    }
+    assert_eq!(fails.load(Ordering::SeqCst), 2);
+    assert!(cache.is_empty());
+}
+
+#[tokio::test]
+async fn the_cache_keeps_at_most_max_entries() {
+    let cache = Arc::new(
+        tool_cache()
+            .default_ttl(Duration::from_secs(60))
+            .max_entries(2)
+            .clock(ManualClock::new()),
+    );
+    let (tool, runs) = counted("t");
+    for i in 0..5 {
+        call_through(&cache, &tool, json!(i), "r").await;
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 5);
+    assert_eq!(cache.len(), 2);
+}
