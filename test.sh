@@ -35,6 +35,12 @@ FIRESTORE_EMULATOR_HOST=$(head -n1 "$emulator_out")
 export FIRESTORE_EMULATOR_HOST
 echo "Firestore emulator at $FIRESTORE_EMULATOR_HOST"
 
+if ! command -v tmux >/dev/null 2>&1; then
+  step "installing tmux (Debian package; the ops-agent test drives the chat in a real terminal)"
+  sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get install -y -qq tmux >/dev/null 2>&1 || { $sudo apt-get update -qq && $sudo apt-get install -y -qq tmux; }
+fi
+
 step "cargo fmt --check"
 cargo fmt --all --check
 

@@ -1,0 +1,94 @@
+//! The app's Genkit instance: the model, the tools, the middleware, the
+//! prompt, and the `opsAgent` agent whose sessions live in the store.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use genkit::agent::store::SessionStore;
+use genkit::middleware::{GenerateMiddleware, history_policy, tool_approval, tool_cache};
+use genkit::prelude::*;
+use genkit::prompt::PromptConfig;
+
+use crate::fleet::Fleet;
+use crate::models::{self, ModelChoice};
+use crate::offline_model;
+use crate::tools::{self, TOOLS};
+
+/// The agent's name (`/agent/opsAgent`, `POST /opsAgent` when served).
+pub const AGENT: &str = "opsAgent";
+
+/// The history the model sees: the last turns that fit, tool pairs whole.
+pub const KEEP_TURNS: usize = 20;
+/// The token budget of the history the model sees.
+pub const KEEP_TOKENS: usize = 8_000;
+
+const SYSTEM: &str = "You are an operations assistant for a fleet of four services: api, worker, \
+scheduler and db. Use the tools to answer: getServiceStatus for health, queryLogs for causes \
+(windows relative to now, like \"15m\"), restartService only when the user asks for a restart \
+or agrees to one you proposed (the user approves every restart). When the user says \"it\" or \
+\"that one\", they mean the service you were discussing. Answer briefly, from the tool results.";
+
+/// The built app.
+pub struct App {
+    /// The Genkit instance.
+    pub ai: Genkit,
+    /// The agent.
+    pub agent: Agent,
+    /// The model the agent uses.
+    pub model: ModelChoice,
+}
+
+/// Builds the app on `store`, talking to `model`; every tool call waits
+/// `latency` (0 but for demos of cancelling).
+pub fn build(store: Arc<dyn SessionStore>, model: ModelChoice, latency: Duration) -> Result<App> {
+    let builder = models::with_provider(Genkit::builder().no_prompt_dir(), &model.name)?;
+    let ai = builder.default_model(model.name.clone()).build()?;
+    offline_model::define_offline_model(&ai);
+    let fleet = Arc::new(Fleet::new(latency));
+    tools::define_tools(&ai, &fleet);
+
+    // Named middleware, so the prompt (and the Dev UI) can refer to them.
+    ai.define_middleware(
+        "historyPolicy",
+        "Keeps the last turns within a token budget, tool pairs whole",
+        |_config| {
+            let policy = history_policy()
+                .last_turns(KEEP_TURNS)
+                .max_tokens(KEEP_TOKENS);
+            Ok(Arc::new(policy) as Arc<dyn GenerateMiddleware>)
+        },
+    );
+    ai.define_middleware(
+        "toolApproval",
+        "Interrupts before tools that need approval",
+        |_config| Ok(Arc::new(tool_approval()) as Arc<dyn GenerateMiddleware>),
+    );
+    // One cache for the app's life: log queries are reused for 15 s;
+    // restartService is side-effecting, so never cached.
+    let cache: Arc<dyn GenerateMiddleware> =
+        Arc::new(tool_cache().ttl("queryLogs", Duration::from_secs(15)));
+    ai.define_middleware(
+        "toolCache",
+        "Reuses log query results for 15 s",
+        move |_config| Ok(cache.clone()),
+    );
+
+    let prompt = ai.define_prompt::<Value, Value>(
+        PromptConfig::new(AGENT)
+            .model(model.name.clone())
+            .system(SYSTEM)
+            .tools(TOOLS)
+            .max_turns(6)
+            .use_middleware("historyPolicy", None)
+            .use_middleware("toolApproval", None)
+            .use_middleware("toolCache", None),
+    );
+    let agent = ai.define_prompt_agent(
+        AGENT,
+        &prompt,
+        AgentOptions::new()
+            .store(store)
+            .description("Operations assistant: service status, logs, restarts (approved)"),
+    );
+    Ok(App { ai, agent, model })
+}
