@@ -389,6 +389,9 @@ fn recall(earlier: &[Message]) -> String {
             _ => {}
         }
     }
+    // The same fact twice (a log line seen by two queries) is said once.
+    let mut seen = std::collections::HashSet::new();
+    facts.retain(|f| seen.insert(f.clone()));
     let mut answer = format!(
         "Earlier in this session you asked {}.",
         asked.join(", then ")
