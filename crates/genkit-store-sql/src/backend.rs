@@ -35,6 +35,13 @@ pub(crate) struct Loaded {
     pub chain: Vec<Link>,
 }
 
+/// A session's row.
+#[derive(Debug, Clone)]
+pub(crate) struct SessionRow {
+    pub leaves: u64,
+    pub latest_id: String,
+}
+
 /// A new or rewritten snapshot row.
 pub(crate) struct Row<'a> {
     pub snapshot_id: &'a str,
@@ -54,22 +61,24 @@ pub(crate) struct Row<'a> {
 pub(crate) trait Tx: Send {
     /// The snapshot and its chain, if it exists.
     async fn load(&mut self, snapshot_id: &str) -> Result<Option<Loaded>>;
-    /// Up to two leaves of the session, newest first.
-    async fn leaves(&mut self, session_id: &str) -> Result<Vec<String>>;
+    /// The session's row, if it exists.
+    async fn session(&mut self, session_id: &str) -> Result<Option<SessionRow>>;
     /// The session's version, if it exists.
     async fn session_version(&mut self, session_id: &str) -> Result<Option<u64>>;
     /// The session's version, its row locked until the transaction ends.
     async fn lock_session(&mut self, session_id: &str) -> Result<Option<u64>>;
-    /// Creates the session at version 1; false if it exists.
-    async fn create_session(&mut self, session_id: &str) -> Result<bool>;
+    /// Creates the session at version 1 with `latest` its only snapshot;
+    /// false if it exists.
+    async fn create_session(&mut self, session_id: &str, latest: &str) -> Result<bool>;
     /// Bumps the session's version from `base`; false if it is not at `base`.
     async fn bump_session(&mut self, session_id: &str, base: u64) -> Result<bool>;
+    /// Records the session's newest snapshot, and one more leaf if it does
+    /// not continue a leaf.
+    async fn set_latest(&mut self, session_id: &str, latest: &str, new_leaf: bool) -> Result<()>;
     /// The session of a snapshot, if the snapshot exists.
     async fn snapshot_session(&mut self, snapshot_id: &str) -> Result<Option<String>>;
-    /// Inserts a snapshot row (a leaf).
+    /// Inserts a snapshot row.
     async fn insert_snapshot(&mut self, row: &Row<'_>) -> Result<()>;
-    /// Marks a snapshot as continued.
-    async fn clear_leaf(&mut self, snapshot_id: &str) -> Result<()>;
     /// Rewrites a snapshot still at revision `base`; false if it is not.
     async fn rewrite_snapshot(&mut self, row: &Row<'_>, base: u64) -> Result<bool>;
     /// Records an effect unless one is recorded under the key.
@@ -107,7 +116,8 @@ WITH RECURSIVE chain (snapshot_id, parent_id, kind, body, n) AS (
       FROM genkit_snapshots s JOIN chain ON s.snapshot_id = chain.parent_id
      WHERE chain.kind = 'diff' AND chain.n < 100000
 )
-SELECT chain.kind, chain.body, t.session_id, t.parent_id, t.revision, t.is_leaf, t.meta,
+SELECT chain.kind, chain.body, t.session_id, t.parent_id, t.revision,
+       NOT EXISTS (SELECT 1 FROM genkit_snapshots c WHERE c.parent_id = t.snapshot_id), t.meta,
        (SELECT v.version FROM genkit_sessions v WHERE v.session_id = t.session_id)
   FROM chain JOIN genkit_snapshots t ON t.snapshot_id = $1
  ORDER BY chain.n DESC";
@@ -147,15 +157,21 @@ macro_rules! shared_sql_tx {
                 }))
             }
 
-            async fn leaves(&mut self, session_id: &str) -> genkit_core::Result<Vec<String>> {
-                sqlx::query_scalar(
-                    "SELECT snapshot_id FROM genkit_snapshots \
-                     WHERE session_id = $1 AND is_leaf ORDER BY seq DESC LIMIT 2",
+            async fn session(&mut self, session_id: &str) -> genkit_core::Result<Option<$crate::backend::SessionRow>> {
+                let row: Option<(i64, String)> = sqlx::query_as(
+                    "SELECT leaves, latest_id FROM genkit_sessions WHERE session_id = $1",
                 )
                 .bind(session_id)
-                .fetch_all(&mut *self.0)
+                .fetch_optional(&mut *self.0)
                 .await
-                .map_err(|e| $crate::error::db(e, "reading a session"))
+                .map_err(|e| $crate::error::db(e, "reading a session"))?;
+                row.map(|(leaves, latest_id)| {
+                    Ok($crate::backend::SessionRow {
+                        leaves: $crate::backend::to_u64(leaves, "leaf count")?,
+                        latest_id,
+                    })
+                })
+                .transpose()
             }
 
             async fn session_version(&mut self, session_id: &str) -> genkit_core::Result<Option<u64>> {
@@ -177,12 +193,13 @@ macro_rules! shared_sql_tx {
                 v.map(|v| $crate::backend::to_u64(v, "version")).transpose()
             }
 
-            async fn create_session(&mut self, session_id: &str) -> genkit_core::Result<bool> {
+            async fn create_session(&mut self, session_id: &str, latest: &str) -> genkit_core::Result<bool> {
                 let done = sqlx::query(
-                    "INSERT INTO genkit_sessions (session_id, version) VALUES ($1, 1) \
-                     ON CONFLICT (session_id) DO NOTHING",
+                    "INSERT INTO genkit_sessions (session_id, version, leaves, latest_id) \
+                     VALUES ($1, 1, 1, $2) ON CONFLICT (session_id) DO NOTHING",
                 )
                 .bind(session_id)
+                .bind(latest)
                 .execute(&mut *self.0)
                 .await
                 .map_err(|e| $crate::error::db(e, "creating a session"))?;
@@ -202,6 +219,19 @@ macro_rules! shared_sql_tx {
                 Ok(done.rows_affected() == 1)
             }
 
+            async fn set_latest(&mut self, session_id: &str, latest: &str, new_leaf: bool) -> genkit_core::Result<()> {
+                sqlx::query(
+                    "UPDATE genkit_sessions SET latest_id = $2, leaves = leaves + $3 WHERE session_id = $1",
+                )
+                .bind(session_id)
+                .bind(latest)
+                .bind(i64::from(new_leaf))
+                .execute(&mut *self.0)
+                .await
+                .map_err(|e| $crate::error::db(e, "advancing a session"))?;
+                Ok(())
+            }
+
             async fn snapshot_session(&mut self, snapshot_id: &str) -> genkit_core::Result<Option<String>> {
                 sqlx::query_scalar("SELECT session_id FROM genkit_snapshots WHERE snapshot_id = $1")
                     .bind(snapshot_id)
@@ -213,8 +243,8 @@ macro_rules! shared_sql_tx {
             async fn insert_snapshot(&mut self, row: &$crate::backend::Row<'_>) -> genkit_core::Result<()> {
                 sqlx::query(
                     "INSERT INTO genkit_snapshots \
-                     (snapshot_id, session_id, parent_id, seq, revision, is_leaf, kind, status, meta, body) \
-                     VALUES ($1, $2, $3, $4, $5, TRUE, $6, $7, $8, $9)",
+                     (snapshot_id, session_id, parent_id, seq, revision, kind, status, meta, body) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
                 )
                 .bind(row.snapshot_id)
                 .bind(row.session_id)
@@ -228,15 +258,6 @@ macro_rules! shared_sql_tx {
                 .execute(&mut *self.0)
                 .await
                 .map_err(|e| $crate::error::db(e, "storing a snapshot"))?;
-                Ok(())
-            }
-
-            async fn clear_leaf(&mut self, snapshot_id: &str) -> genkit_core::Result<()> {
-                sqlx::query("UPDATE genkit_snapshots SET is_leaf = FALSE WHERE snapshot_id = $1")
-                    .bind(snapshot_id)
-                    .execute(&mut *self.0)
-                    .await
-                    .map_err(|e| $crate::error::db(e, "linking a snapshot"))?;
                 Ok(())
             }
 

@@ -76,16 +76,17 @@ pub(crate) fn db(e: sqlx::Error, doing: &str) -> Error {
 /// SQLite's BUSY (5) and LOCKED (6) with their extended codes; PostgreSQL's
 /// serialization_failure, deadlock_detected and lock_not_available.
 fn is_contention(code: &str) -> bool {
-    if let Ok(n) = code.parse::<i64>() {
-        return matches!(n & 0xff, 5 | 6);
+    if code.len() == 5 {
+        // A PostgreSQL SQLSTATE (SQLite's codes have at most 4 digits).
+        return matches!(code, "40001" | "40P01" | "55P03");
     }
-    matches!(code, "40001" | "40P01" | "55P03")
+    code.parse::<i64>().is_ok_and(|n| matches!(n & 0xff, 5 | 6))
 }
 
 /// PostgreSQL's connection exceptions (08…), shutdowns (57P01–57P03) and
 /// too many connections (53300).
 fn is_unavailable(code: &str) -> bool {
-    code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03" | "53300")
+    (code.len() == 5 && code.starts_with("08")) || matches!(code, "57P01" | "57P02" | "57P03" | "53300")
 }
 
 #[cfg(test)]

@@ -55,19 +55,23 @@
 //! `genkit_store_migrations`, so an app's own sqlx migrations on the same
 //! database are not disturbed; concurrent servers migrate one at a time):
 //!
-//! - `genkit_sessions(session_id, version)`: the session version, the
-//!   number of snapshots appended to the session.
+//! - `genkit_sessions(session_id, version, leaves, latest_id)`: the
+//!   session version (the number of snapshots appended to the session), how
+//!   many of its snapshots no other continues, and its newest snapshot. With
+//!   one leaf, `latest` is the newest snapshot; with more the session is
+//!   branched (`FAILED_PRECONDITION`). This row is the only one an append
+//!   changes.
 //! - `genkit_snapshots(snapshot_id, session_id, parent_id, seq, revision,
-//!   is_leaf, kind, status, meta, body)`: `seq` is the session version the
+//!   kind, status, meta, body)`: `seq` is the session version the
 //!   snapshot's append produced (unique per session), `revision` 1 plus its
-//!   rewrites, `is_leaf` whether no snapshot continues it (the leaves give
-//!   `latest`; a session with two is branched, `FAILED_PRECONDITION`),
-//!   `meta` the snapshot without its state as JSON, and `body` its state:
-//!   the whole state's JSON for `kind = 'checkpoint'`, else the JSON Patch
-//!   from the parent's state (`diff`, computed with the same
-//!   [`diff`](genkit_ai::agent::json_patch::diff) as Genkit JS). Reading a
-//!   snapshot reads its chain up to its checkpoint in one recursive query
-//!   and applies the patches in one pass.
+//!   rewrites, `meta` the snapshot without its state as JSON, and `body` its
+//!   state: the whole state's JSON for `kind = 'checkpoint'`, else the JSON
+//!   Patch from the parent's state (`diff`, computed with the same
+//!   [`diff`](genkit_ai::agent::json_patch::diff) as Genkit JS). Rows are
+//!   inserted once and never changed by later turns (only a pending
+//!   snapshot's own rewrites change its row). Reading a snapshot reads its
+//!   chain up to its checkpoint in one recursive query and applies the
+//!   patches in one pass.
 //! - `genkit_effects(session_id, effect_key, result, recorded_at)`.
 //!
 //! When a snapshot is stored as a checkpoint and when as a diff (so the

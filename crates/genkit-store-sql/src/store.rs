@@ -81,20 +81,22 @@ impl<B: Backend> Core<B> {
 
     pub async fn latest(&self, session_id: &str) -> Result<StoredSnapshot> {
         let mut tx = self.backend.read().await?;
-        let leaves = tx.leaves(session_id).await?;
-        let leaf = match leaves.as_slice() {
-            [] => return Err(not_found_session(session_id)),
-            [leaf] => leaf,
-            _ => {
-                return Err(Error::user_facing(
-                    StatusCode::FailedPrecondition,
-                    format!(
-                        "Session '{session_id}' has branching snapshots (several leaves), so there is \
-                         no single latest snapshot. Resume by snapshotId instead."
-                    ),
-                ));
-            }
-        };
+        let session = tx
+            .session(session_id)
+            .await?
+            .ok_or_else(|| not_found_session(session_id))?;
+        if session.leaves != 1 {
+            return Err(Error::user_facing(
+                StatusCode::FailedPrecondition,
+                format!(
+                    "Session '{session_id}' has branching snapshots ({} leaves), so there is \
+                     no single latest snapshot. Resume by snapshotId instead.",
+                    session.leaves
+                ),
+            ));
+        }
+        // The newest snapshot is always a leaf: with one leaf, it is it.
+        let leaf = session.latest_id.as_str();
         let loaded = tx.load(leaf).await?.ok_or_else(|| {
             Error::internal(format!("leaf {leaf} of session {session_id} vanished"))
         })?;
@@ -116,7 +118,7 @@ impl<B: Backend> Core<B> {
         // The version check first: it takes the session's row lock, so the
         // reads below see the session as this append extends it.
         let advanced = if base == 0 {
-            tx.create_session(&session_id).await?
+            tx.create_session(&session_id, id).await?
         } else {
             tx.bump_session(&session_id, base).await?
         };
@@ -128,7 +130,13 @@ impl<B: Backend> Core<B> {
             return Err(already_exists(id));
         }
         let (kind, body) = match &snapshot.parent_id {
-            None => codec::place(None, &encoded.state)?,
+            None => {
+                if base > 0 {
+                    // A second root: one more leaf.
+                    tx.set_latest(&session_id, id, true).await?;
+                }
+                codec::place(None, &encoded.state)?
+            }
             Some(parent) => {
                 let loaded = tx
                     .load(parent)
@@ -144,8 +152,10 @@ impl<B: Backend> Core<B> {
                     ));
                 }
                 let parent_state = codec::reconstruct(&loaded.chain)?;
-                if loaded.is_leaf {
-                    tx.clear_leaf(parent).await?;
+                if base > 0 {
+                    // Continuing a leaf keeps the count; continuing an
+                    // inner snapshot branches the session.
+                    tx.set_latest(&session_id, id, !loaded.is_leaf).await?;
                 }
                 codec::place(Some((&loaded.chain, &parent_state)), &encoded.state)?
             }

@@ -75,9 +75,10 @@ fn with_database(url: &str, name: &str) -> String {
 
 /// Every row of the store's tables, as text, in a fixed order.
 const DUMP: &[&str] = &[
-    "SELECT session_id || '|' || CAST(version AS TEXT) FROM genkit_sessions ORDER BY session_id",
+    "SELECT session_id || '|' || CAST(version AS TEXT) || '|' || CAST(leaves AS TEXT) || '|' || \
+     latest_id FROM genkit_sessions ORDER BY session_id",
     "SELECT snapshot_id || '|' || session_id || '|' || COALESCE(parent_id, '-') || '|' || \
-     CAST(seq AS TEXT) || '|' || CAST(revision AS TEXT) || '|' || CAST(is_leaf AS TEXT) || '|' || \
+     CAST(seq AS TEXT) || '|' || CAST(revision AS TEXT) || '|' || \
      kind || '|' || COALESCE(status, '-') || '|' || meta || '|' || body \
      FROM genkit_snapshots ORDER BY snapshot_id",
     "SELECT session_id || '|' || effect_key || '|' || result || '|' || recorded_at \
