@@ -203,8 +203,9 @@ impl<I: Payload, O: Payload> Tool<I, O> {
     }
 
     /// A restart part that re-runs an interrupted call of this tool, with
-    /// `resumed` metadata (visible as [`ToolCtx::resumed`]) and optionally a
-    /// replaced input.
+    /// `resumed` metadata (the tool sees it as
+    /// [`ActionCtx::resumed`](genkit_core::action::ActionCtx::resumed)
+    /// through its [`ToolCtx`]) and optionally a replaced input.
     pub fn restart(
         &self,
         interrupt: &Part,

@@ -23,7 +23,11 @@ enum Step {
     ModelText(usize, bool),
     /// A model message calling `n` tools, answered by one tool message
     /// (or `n` tool messages when `split`).
-    Tools { n: usize, split: bool, important: bool },
+    Tools {
+        n: usize,
+        split: bool,
+        important: bool,
+    },
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -57,7 +61,11 @@ fn history(system: bool, steps: &[Step], important_rate: u8) -> Vec<Message> {
         match s {
             Step::User(len, f) => out.push(mark(Message::user("u".repeat(*len)), imp(*f))),
             Step::ModelText(len, f) => out.push(mark(Message::model("m".repeat(*len)), imp(*f))),
-            Step::Tools { n, split, important } => {
+            Step::Tools {
+                n,
+                split,
+                important,
+            } => {
                 let reqs: Vec<ToolRequest> = (0..*n)
                     .map(|_| {
                         refs += 1;
@@ -67,9 +75,7 @@ fn history(system: bool, steps: &[Step], important_rate: u8) -> Vec<Message> {
                     .collect();
                 let responses: Vec<Part> = reqs
                     .iter()
-                    .map(|r| {
-                        Part::tool_response(ToolResponse::for_request(r, json!({"up": true})))
-                    })
+                    .map(|r| Part::tool_response(ToolResponse::for_request(r, json!({"up": true}))))
                     .collect();
                 let request = Message::new(
                     Role::Model,
@@ -142,7 +148,11 @@ fn check(policy: &HistoryPolicy, messages: &[Message], budget: Option<usize>) {
     assert!(is_subsequence(kept, messages));
     // Pairs are never split: every kept request has its kept response and
     // the other way round, and tool messages follow their requests.
-    assert_eq!(request_refs(kept), response_refs(kept), "split pair in {kept:#?}");
+    assert_eq!(
+        request_refs(kept),
+        response_refs(kept),
+        "split pair in {kept:#?}"
+    );
     assert!(tool_messages_follow_their_requests(kept));
     // The system prompt, important messages and the newest message stay.
     for m in messages {
@@ -151,12 +161,25 @@ fn check(policy: &HistoryPolicy, messages: &[Message], budget: Option<usize>) {
         }
     }
     assert_eq!(kept.last(), messages.last());
+    // So does the current turn, from the last user message on.
+    let current = messages
+        .iter()
+        .rposition(|m| m.role == Role::User)
+        .unwrap_or(messages.len());
+    assert!(
+        kept.ends_with(&messages[current..]),
+        "the current turn was cut"
+    );
     // The budget holds, unless the messages that must stay (what a zero
     // budget keeps) exceed it alone; then only they are kept.
     if let Some(budget) = budget {
         let minimal = history_policy().max_tokens(0).trim(messages).kept;
         if tokens(&minimal) <= budget {
-            assert!(tokens(kept) <= budget, "over budget: {} > {budget}", tokens(kept));
+            assert!(
+                tokens(kept) <= budget,
+                "over budget: {} > {budget}",
+                tokens(kept)
+            );
         } else {
             assert_eq!(kept, &minimal);
         }
@@ -210,14 +233,30 @@ fn last_turns_keeps_whole_turns_with_their_tool_calls() {
         Message::new(Role::Model, vec![Part::tool_request(req.clone())]),
         Message::new(
             Role::Tool,
-            vec![Part::tool_response(ToolResponse::for_request(&req, json!(1)))],
+            vec![Part::tool_response(ToolResponse::for_request(
+                &req,
+                json!(1),
+            ))],
         ),
         Message::model("2"),
         Message::user("three"),
     ];
     let kept = history_policy().last_turns(2).trim(&messages).kept;
-    let texts: Vec<String> = kept.iter().map(|m| format!("{}:{}", m.role, m.text())).collect();
-    assert_eq!(texts, ["system:sys", "user:two", "model:", "tool:", "model:2", "user:three"]);
+    let texts: Vec<String> = kept
+        .iter()
+        .map(|m| format!("{}:{}", m.role, m.text()))
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "system:sys",
+            "user:two",
+            "model:",
+            "tool:",
+            "model:2",
+            "user:three"
+        ]
+    );
 }
 
 #[test]
@@ -232,7 +271,11 @@ fn a_custom_estimator_is_used() {
         }
     }
     let messages: Vec<Message> = (0..10).map(|i| Message::user(format!("{i}"))).collect();
-    let kept = history_policy().estimator(PerMessage).max_tokens(3).trim(&messages).kept;
+    let kept = history_policy()
+        .estimator(PerMessage)
+        .max_tokens(3)
+        .trim(&messages)
+        .kept;
     assert_eq!(kept.len(), 3);
     assert_eq!(kept[0].text(), "7");
 }
@@ -307,7 +350,10 @@ async fn summaries_replace_what_was_dropped_and_are_written_once() {
             seen[1].text(),
             format!("{SUMMARY_PREFACE}The user asked questions 0 to 2.")
         );
-        assert_eq!(seen[1].metadata_value(HISTORY_SUMMARY_KEY), Some(&json!(true)));
+        assert_eq!(
+            seen[1].metadata_value(HISTORY_SUMMARY_KEY),
+            Some(&json!(true))
+        );
         assert_eq!(seen[2].text(), "question 3");
         assert!(tokens(seen) <= 400);
     }
@@ -322,7 +368,9 @@ async fn a_growing_conversation_extends_the_cached_summary() {
     ProgrammableModel::define(&reg, "m")
         .respond_text("a")
         .respond_text("b");
-    let policy = history_policy().last_turns(1).summarize_with(&reg, "summarizer");
+    let policy = history_policy()
+        .last_turns(1)
+        .summarize_with(&reg, "summarizer");
     for turns in [2, 3] {
         generate(
             &reg,
@@ -347,7 +395,9 @@ async fn an_agent_keeps_its_summary_in_the_session() {
         .respond_text("unused");
     let model = ProgrammableModel::define(&reg, "m");
     let model = (0..4).fold(model, |m, i| m.respond_text(&format!("reply {i}")));
-    let policy = history_policy().last_turns(1).summarize_with(&reg, "summarizer");
+    let policy = history_policy()
+        .last_turns(1)
+        .summarize_with(&reg, "summarizer");
     let agent = define_prompt_agent_with(&reg, "ops", AgentOptions::new(), move || {
         let policy = policy.clone();
         async move {
@@ -376,4 +426,24 @@ async fn an_agent_keeps_its_summary_in_the_session() {
     assert_eq!(seen[0].role, Role::System);
     assert!(seen[1].text().starts_with(SUMMARY_PREFACE));
     assert_eq!(seen.last().unwrap().text(), "status?");
+}
+
+#[test]
+fn the_current_turn_stays_whole_even_over_budget() {
+    let req = ToolRequest::new("queryLogs", json!({})).with_ref("q");
+    let messages = vec![
+        Message::user("old question"),
+        Message::model("old answer"),
+        Message::user("why is the api slow?"),
+        Message::new(Role::Model, vec![Part::tool_request(req.clone())]),
+        Message::new(
+            Role::Tool,
+            vec![Part::tool_response(ToolResponse::for_request(
+                &req,
+                json!("x".repeat(400)),
+            ))],
+        ),
+    ];
+    let kept = history_policy().max_tokens(10).trim(&messages).kept;
+    assert_eq!(kept, messages[2..].to_vec());
 }

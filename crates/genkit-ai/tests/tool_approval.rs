@@ -31,9 +31,11 @@ fn restart_tool_counted() -> (Tool<String, String>, Arc<AtomicUsize>) {
 }
 
 fn status_tool() -> Tool<String, String> {
-    Tool::new("getServiceStatus", "Status.", |s: String, _ctx| async move {
-        Ok(format!("{s} is up"))
-    })
+    Tool::new(
+        "getServiceStatus",
+        "Status.",
+        |s: String, _ctx| async move { Ok(format!("{s} is up")) },
+    )
 }
 
 fn options(history: Option<Vec<Message>>, tool: &Tool<String, String>) -> GenerateOptions {
@@ -43,7 +45,7 @@ fn options(history: Option<Vec<Message>>, tool: &Tool<String, String>) -> Genera
     };
     base.model("m")
         .tool(tool)
-        .tool(&status_tool())
+        .tool(status_tool())
         .use_middleware(tool_approval())
 }
 
@@ -83,7 +85,9 @@ async fn a_marked_tool_interrupts_and_runs_once_approved() {
     assert_eq!(done.text(), "The api was restarted.");
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     let tool_msg = &model.requests()[1].messages;
-    let response = tool_msg.last().unwrap().content[0].as_tool_response().unwrap();
+    let response = tool_msg.last().unwrap().content[0]
+        .as_tool_response()
+        .unwrap();
     assert_eq!(response.output, Some(json!("api restarted")));
 }
 
@@ -99,8 +103,11 @@ async fn a_denial_reaches_the_model_and_the_tool_never_runs() {
 
     let done = generate(
         &reg,
-        options(first.messages(), &tool)
-            .resume_respond([deny(&interrupt, Some("not during business hours")).unwrap()]),
+        options(first.messages(), &tool).resume_respond([deny(
+            &interrupt,
+            Some("not during business hours"),
+        )
+        .unwrap()]),
     )
     .await
     .unwrap();
@@ -164,7 +171,7 @@ async fn an_approved_list_interrupts_every_other_tool_as_genkit_js_does() {
         &reg,
         GenerateOptions::prompt("status")
             .model("m")
-            .tool(&status_tool())
+            .tool(status_tool())
             .use_middleware(tool_approval().approved(["readInbox"])),
     )
     .await
@@ -239,7 +246,10 @@ async fn an_agent_turn_interrupts_and_resumes_with_the_approval() {
     assert_eq!(out.finish_reason, Some(AgentFinishReason::Interrupted));
     assert_eq!(runs.load(Ordering::SeqCst), 0);
     let interrupt = interrupt_of(out.message.as_ref().unwrap());
-    assert_eq!(interrupt.as_tool_request().unwrap().input, Some(json!("v2")));
+    assert_eq!(
+        interrupt.as_tool_request().unwrap().input,
+        Some(json!("v2"))
+    );
     let out = chat
         .resume(AgentResume {
             restart: Some(vec![approve(&interrupt).unwrap()]),
@@ -285,7 +295,44 @@ fn interrupt_of(message: &Message) -> Part {
     message
         .content
         .iter()
-        .find(|p| p.metadata.as_ref().is_some_and(|m| m.contains_key("interrupt")))
+        .find(|p| {
+            p.metadata
+                .as_ref()
+                .is_some_and(|m| m.contains_key("interrupt"))
+        })
         .cloned()
         .expect("an interrupted tool request")
+}
+
+#[tokio::test]
+async fn serialized_requests_use_tool_approval_by_name_with_genkit_js_config() {
+    use genkit_ai::generate::define_generate_action;
+    use genkit_ai::middleware::{ToolApproval, define_tool_approval};
+    use genkit_ai::types::{GenerateActionOptions, GenerateResponse, MiddlewareRef};
+    let reg = Registry::new();
+    define_generate_action(&reg).unwrap();
+    define_tool_approval(&reg);
+    ProgrammableModel::define(&reg, "m")
+        .respond_tool_call("getServiceStatus", json!("db"))
+        .respond_text("unused");
+    status_tool().register(&reg).unwrap();
+    let mut opts = GenerateActionOptions::new(vec![Message::user("status")]).with_model("m");
+    opts.tools = Some(vec!["getServiceStatus".into()]);
+    opts.middleware = Some(vec![MiddlewareRef {
+        name: "toolApproval".into(),
+        config: Some(json!({"approved": ["readInbox"]})),
+    }]);
+    let action = reg.require_action("/util/generate").await.unwrap();
+    let out = action
+        .run_json(serde_json::to_value(&opts).unwrap(), Default::default())
+        .await
+        .unwrap();
+    let out: GenerateResponse = serde_json::from_value(out.output).unwrap();
+    assert_eq!(out.finish_reason(), Some(FinishReason::Interrupted));
+
+    let err = ToolApproval::from_config(Some(&json!({"approved": "readInbox"}))).unwrap_err();
+    assert_eq!(err.status(), genkit_core::StatusCode::InvalidArgument);
+    assert!(err.message().contains("approved"));
+    assert!(ToolApproval::from_config(Some(&json!({"approved": [1]}))).is_err());
+    assert!(ToolApproval::from_config(None).is_ok());
 }

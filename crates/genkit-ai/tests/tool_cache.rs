@@ -124,6 +124,15 @@ async fn side_effecting_tools_are_never_cached() {
     }
     assert_eq!(runs.load(Ordering::SeqCst), 3);
     assert!(cache.is_empty());
+
+    // Nor are tools that need approval (each call is asked for).
+    let (tool, runs) = counted("deploy");
+    let tool = tool.needs_approval();
+    for id in ["a", "b"] {
+        call_through(&cache, &tool, json!({"version": "v2"}), id).await;
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    assert!(cache.is_empty());
 }
 
 #[tokio::test]

@@ -6,7 +6,8 @@
 //! - system messages and the messages a prompt agent's prompt contributes;
 //! - messages marked important: `metadata.important = true` (see
 //!   [`important`], [`IMPORTANT_KEY`]);
-//! - the newest message (the question being asked).
+//! - the current turn: everything from the last user message on (the
+//!   question being asked and the tool calls made for it).
 //!
 //! It never splits a tool request from its response: a model message with
 //! `toolRequest` parts and the `tool` messages right after it are kept or
@@ -19,7 +20,7 @@
 //! itself: the generate loop and an agent's session keep every message. The
 //! same rules are a plain function in [`HistoryPolicy::trim`].
 
-use super::history_summary::{SummaryCache, Summarizer};
+use super::history_summary::{Summarizer, SummaryCache};
 use super::{GenerateMiddleware, ModelCallCtx, ModelMiddleware, ModelNext};
 use crate::types::{GenerateRequest, GenerateResponse, Message, PartKind, Role};
 use async_trait::async_trait;
@@ -199,7 +200,7 @@ impl HistoryPolicy {
     }
 
     /// Keeps what fits `tokens` (as the estimator counts), newest first.
-    /// Pinned messages and the newest message count too and are kept even
+    /// Pinned messages and the current turn count too and are kept even
     /// when they alone exceed it.
     pub fn max_tokens(mut self, tokens: usize) -> Self {
         self.max_tokens = Some(tokens);
@@ -252,15 +253,21 @@ impl HistoryPolicy {
             return Vec::new();
         };
         let total_turns = units[last].turn;
+        // The current turn: from the unit of the last user message on (or
+        // just the last unit when there is no user message).
+        let current = units
+            .iter()
+            .rposition(|u| messages[u.range.start].role == Role::User)
+            .unwrap_or(last);
         let mut tokens = 0;
         for (i, unit) in units.iter().enumerate() {
-            if unit.pinned || i == last {
+            if unit.pinned || i >= current {
                 keep[i] = true;
                 tokens += unit.tokens;
             }
         }
         let budget = self.trim_budget();
-        for i in (0..last).rev() {
+        for i in (0..current).rev() {
             if keep[i] {
                 continue;
             }

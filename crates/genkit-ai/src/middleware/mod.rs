@@ -68,16 +68,18 @@ pub use context::{AugmentWithContext, CONTEXT_PREFACE, augment_with_context};
 pub use download_media::download_request_media_http;
 pub use download_media::{DownloadMedia, MediaFetcher, PartFilter, download_request_media};
 pub use fallback::{DEFAULT_FALLBACK_STATUSES, ErrorCallback, Fallback, fallback};
-#[cfg(feature = "download-media")]
-pub use media_fetch::{DEFAULT_MEDIA_TIMEOUT, HttpMediaFetch};
 pub use history::{
-    CharEstimator, HistoryPolicy, IMPORTANT_KEY, TokenEstimator, Trimmed, history_policy, important,
-    is_important,
+    CharEstimator, HistoryPolicy, IMPORTANT_KEY, TokenEstimator, Trimmed, history_policy,
+    important, is_important,
 };
 pub use history_summary::{HISTORY_SUMMARY_ARTIFACT, HISTORY_SUMMARY_KEY, SUMMARY_PREFACE};
+#[cfg(feature = "download-media")]
+pub use media_fetch::{DEFAULT_MEDIA_TIMEOUT, HttpMediaFetch};
 pub use retry::{DEFAULT_RETRY_STATUSES, Retry, RetryCallback, retry};
 pub use system_prompt::{SimulateSystemPrompt, simulate_system_prompt};
-pub use tool_approval::{TOOL_APPROVED_KEY, ToolApproval, approve, deny, tool_approval};
+pub use tool_approval::{
+    TOOL_APPROVED_KEY, ToolApproval, approve, define_tool_approval, deny, tool_approval,
+};
 pub use tool_cache::{Clock, SystemClock, ToolCache, canonical_json, tool_cache};
 pub use validate_support::{ValidateSupport, validate_support};
 

@@ -86,6 +86,29 @@ impl ToolApproval {
         self
     }
 
+    /// The middleware from the JSON config a request names it with
+    /// (`{"use": [{"name": "toolApproval", "config": {"approved": [..]}}]}`,
+    /// Genkit JS's config shape); no config means marked tools only. See
+    /// [`define_tool_approval`].
+    pub fn from_config(config: Option<&Value>) -> Result<Self> {
+        let Some(config) = config.filter(|c| !c.is_null()) else {
+            return Ok(tool_approval());
+        };
+        let bad = || {
+            Error::invalid_argument(
+                "toolApproval config: `approved` must be an array of tool names",
+            )
+        };
+        match config.get("approved") {
+            None => Ok(tool_approval()),
+            Some(Value::Array(names)) => {
+                let names: Option<Vec<&str>> = names.iter().map(Value::as_str).collect();
+                Ok(tool_approval().approved(names.ok_or_else(bad)?))
+            }
+            Some(_) => Err(bad()),
+        }
+    }
+
     /// Why a call of `name` must wait for approval, if it must.
     fn reason(&self, name: &str, ctx: &ToolCallCtx) -> Option<String> {
         let marked = ctx.tool.as_ref().is_some_and(|t| needs_approval(t.desc()));
@@ -96,6 +119,18 @@ impl ToolApproval {
             None => None,
         }
     }
+}
+
+/// Registers `toolApproval` as a named middleware, so serialized requests
+/// (`/util/generate`, the Dev UI) can use it by name with Genkit JS's config
+/// (`{"approved": ["readInbox"]}`).
+pub fn define_tool_approval(registry: &genkit_core::Registry) {
+    super::define_middleware(
+        registry,
+        "toolApproval",
+        "Interrupts tool execution unless the tool is in the approved list or approved via metadata.",
+        |config| Ok(std::sync::Arc::new(ToolApproval::from_config(config)?)),
+    );
 }
 
 /// What the caller decided, read from the restart's `resumed` metadata.
@@ -147,11 +182,7 @@ fn denial(tool: &str, reason: Option<&str>) -> Value {
 /// Approves an interrupted call: a restart part (for `resume.restart`) with
 /// `resumed = {"toolApproved": true}`; the tool runs on resume.
 pub fn approve(interrupt: &Part) -> Result<Part> {
-    restart_tool(
-        interrupt,
-        Some(json!({ TOOL_APPROVED_KEY: true })),
-        None,
-    )
+    restart_tool(interrupt, Some(json!({ TOOL_APPROVED_KEY: true })), None)
 }
 
 /// Denies an interrupted call: a tool response part (for `resume.respond`)

@@ -7,12 +7,13 @@
 //! `{"b":2,"a":1}` are one call). Only tools given a time to live
 //! ([`ToolCache::ttl`], or all with [`ToolCache::default_ttl`]) are cached;
 //! tools marked [`side_effecting`](crate::tool::Tool::side_effecting) never
-//! are, nor are failures or interrupts, nor restarted calls (a human asked
-//! for that call to run). Put it inside [`tool_approval`](super::tool_approval)
-//! so approval is asked before the cache answers.
+//! are, nor tools marked [`needs_approval`](crate::tool::Tool::needs_approval)
+//! (each call is asked for, whatever the order of the middleware), nor
+//! failures or interrupts, nor restarted calls (a human asked for that call
+//! to run).
 
 use super::{GenerateMiddleware, ToolCallCtx, ToolNext};
-use crate::tool::has_side_effects;
+use crate::tool::{has_side_effects, needs_approval};
 use crate::types::{Part, PartKind};
 use async_trait::async_trait;
 use genkit_core::Result;
@@ -172,9 +173,12 @@ impl GenerateMiddleware for ToolCache {
         let Some(request) = part.as_tool_request() else {
             return next.run(part, ctx).await;
         };
-        let side_effects = ctx.tool.as_ref().is_some_and(|t| has_side_effects(t.desc()));
+        let uncacheable = ctx
+            .tool
+            .as_ref()
+            .is_some_and(|t| has_side_effects(t.desc()) || needs_approval(t.desc()));
         let ttl = match self.ttl_of(&request.name) {
-            Some(ttl) if !side_effects && !ttl.is_zero() && !is_restart(&ctx) => ttl,
+            Some(ttl) if !uncacheable && !ttl.is_zero() && !is_restart(&ctx) => ttl,
             _ => return next.run(part, ctx).await,
         };
         let key = (
@@ -255,6 +259,9 @@ mod tests {
             canonical_json(&a),
             r#"{"a":{"c":"s","d":[1,{"x":1,"y":2}]},"b":1}"#
         );
-        assert_ne!(canonical_json(&json!([1, 2])), canonical_json(&json!([2, 1])));
+        assert_ne!(
+            canonical_json(&json!([1, 2])),
+            canonical_json(&json!([2, 1]))
+        );
     }
 }
