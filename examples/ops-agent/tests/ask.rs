@@ -112,6 +112,48 @@ fn ask_and_json_answer_in_a_session_that_carries_over() {
     );
 }
 
+/// `--database postgres://…`: the same conversation, kept in PostgreSQL (the
+/// private server test.sh starts; skipped without one, failed under CI).
+#[test]
+fn a_postgres_database_keeps_the_session() {
+    let Some(url) = std::env::var("GENKIT_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+    else {
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+        assert!(
+            !ci,
+            "GENKIT_TEST_POSTGRES_URL is not set under CI; test.sh sets it"
+        );
+        eprintln!("SKIPPED: GENKIT_TEST_POSTGRES_URL is not set (test.sh starts PostgreSQL)");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let run = |args: &[&str]| {
+        let mut all = vec!["--database", url.as_str()];
+        all.extend_from_slice(args);
+        let out = ask(dir.path(), &all);
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (first, _) = run(&["--ask", "is the api up?", "--json"]);
+    let first: Value = serde_json::from_str(first.trim()).expect("JSON");
+    let session = first["sessionId"]
+        .as_str()
+        .expect("a session id")
+        .to_owned();
+    let (answer, stderr) = run(&["--ask", "and its warnings?", "--session", &session]);
+    assert!(
+        stderr.contains(&format!("session: {session} (resumed: 4 messages)")),
+        "{stderr}"
+    );
+    assert!(answer.contains("p99 latency 870ms"), "{answer}");
+    // Nothing went to a SQLite file.
+    assert!(!dir.path().join("sessions.db").exists());
+}
+
 #[test]
 fn bad_flags_are_refused_with_the_flag_named() {
     let dir = tempfile::tempdir().expect("temp dir");
