@@ -92,3 +92,48 @@ pub fn build(store: Arc<dyn SessionStore>, model: ModelChoice, latency: Duration
     );
     Ok(App { ai, agent, model })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use genkit::agent::store::InMemorySessionStore;
+
+    /// The model sees at most the last KEEP_TURNS turns (and the system
+    /// prompt); the session keeps every message.
+    #[tokio::test]
+    async fn the_model_sees_a_trimmed_history_and_the_session_keeps_it_all() -> Result<()> {
+        let store = Arc::new(InMemorySessionStore::new());
+        let model = ModelChoice {
+            name: "offline/recorder".into(),
+            reason: "test".into(),
+        };
+        let app = build(store, model, Duration::ZERO)?;
+        let turns = KEEP_TURNS + 5;
+        let mut recorder = ProgrammableModel::define(app.ai.registry(), "offline/recorder");
+        for i in 0..turns {
+            recorder = recorder.respond_text(&format!("answer {i}"));
+        }
+        let chat = app.agent.chat();
+        for i in 0..turns {
+            chat.send(Message::user(format!("question {i}"))).await?;
+        }
+        let requests = recorder.requests();
+        let last = requests
+            .last()
+            .map(|r| r.messages.clone())
+            .unwrap_or_default();
+        assert_eq!(last.first().map(|m| m.role), Some(Role::System));
+        let questions: Vec<String> = last
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .map(Message::text)
+            .collect();
+        let expected: Vec<String> = (turns - KEEP_TURNS..turns)
+            .map(|i| format!("question {i}"))
+            .collect();
+        assert_eq!(questions, expected);
+        let stored = chat.snapshot().await?.state.unwrap_or_default();
+        assert_eq!(stored.messages().len(), 2 * turns);
+        Ok(())
+    }
+}

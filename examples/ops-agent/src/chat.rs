@@ -75,8 +75,9 @@ impl TurnUi for Terminal<'_> {
     }
 }
 
-/// Runs the chat on `session` until Ctrl-D; line history in `history`.
-pub fn run(rt: &Runtime, agent: &Agent, session: &str, history: &Path) -> Result<()> {
+/// Runs the chat on `session` until Ctrl-D; line history in `history`;
+/// `resume` is the command line that continues the session.
+pub fn run(rt: &Runtime, agent: &Agent, session: &str, history: &Path, resume: &str) -> Result<()> {
     let mut editor = DefaultEditor::new()
         .map_err(|e| Error::internal(format!("cannot open the terminal: {e}")))?;
     // No history yet is fine: it is written when the chat ends.
@@ -119,6 +120,6 @@ pub fn run(rt: &Runtime, agent: &Agent, session: &str, history: &Path) -> Result
             history.display()
         );
     }
-    println!("bye. Resume with: ops-agent --session {session}");
+    println!("bye. Resume with: {resume}");
     Ok(())
 }

@@ -86,6 +86,7 @@ fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
         .with_max_level(level)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     match run(args, serving) {
         Ok(code) => code,
@@ -177,7 +178,21 @@ fn run(args: Args, serving: bool) -> Result<std::process::ExitCode> {
 
     println!("ops-agent: an operations assistant. Ctrl-D leaves, Ctrl-C cancels a running turn.");
     println!("{model_line}\nstore:   {store_label}\n{session_line}");
-    chat::run(&rt, &app.agent, &session, &data_dir.join("history.txt"))?;
+    // How to come back: the same session, and the same store if not the default.
+    let mut resume = format!("ops-agent --session {session}");
+    if let Some(dir) = &args.data_dir {
+        resume.push_str(&format!(" --data-dir {}", dir.display()));
+    }
+    if args.database.is_some() {
+        resume.push_str(" --database …");
+    }
+    chat::run(
+        &rt,
+        &app.agent,
+        &session,
+        &data_dir.join("history.txt"),
+        &resume,
+    )?;
     Ok(std::process::ExitCode::SUCCESS)
 }
 

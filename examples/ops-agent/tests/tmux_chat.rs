@@ -185,7 +185,9 @@ fn a_person_chats_approves_a_restart_quits_and_resumes_the_session() {
     tmux.key("C-c");
     tmux.wait_for_nth("you> ", 5);
     tmux.key("C-d");
-    let screen = tmux.wait_for(&format!("bye. Resume with: ops-agent --session {session}"));
+    let screen = tmux.wait_for(&format!(
+        "bye. Resume with: ops-agent --session {session} --data-dir {data_arg}"
+    ));
     assert!(!screen.contains("you> never sent\nagent>"), "{screen}");
 
     // Second run: the same session, after a restart; tools are slow now.
