@@ -38,14 +38,12 @@ pub struct App {
     pub model: ModelChoice,
 }
 
-/// Builds the app on `store`, talking to `model`; every tool call waits
-/// `latency` (0 but for demos of cancelling).
-pub fn build(store: Arc<dyn SessionStore>, model: ModelChoice, latency: Duration) -> Result<App> {
+/// Builds the app on `store`, talking to `model`, its tools acting on `fleet`.
+pub fn build(store: Arc<dyn SessionStore>, model: ModelChoice, fleet: Arc<Fleet>) -> Result<App> {
     let builder = models::with_provider(Genkit::builder().no_prompt_dir(), &model.name)?;
     let ai = builder.default_model(model.name.clone()).build()?;
     offline_model::define_offline_model(&ai);
-    let fleet = Arc::new(Fleet::new(latency));
-    tools::define_tools(&ai, &fleet);
+    tools::define_tools(&ai, &fleet, &store);
 
     // Named middleware, so the prompt (and the Dev UI) can refer to them.
     ai.define_middleware(
@@ -107,7 +105,7 @@ mod tests {
             name: "offline/recorder".into(),
             reason: "test".into(),
         };
-        let app = build(store, model, Duration::ZERO)?;
+        let app = build(store, model, Arc::new(Fleet::default()))?;
         let turns = KEEP_TURNS + 5;
         let mut recorder = ProgrammableModel::define(app.ai.registry(), "offline/recorder");
         for i in 0..turns {
@@ -134,6 +132,59 @@ mod tests {
         assert_eq!(questions, expected);
         let stored = chat.snapshot().await?.state.unwrap_or_default();
         assert_eq!(stored.messages().len(), 2 * turns);
+        Ok(())
+    }
+
+    /// A restart is recorded the moment it runs: when the turn then fails
+    /// and is retried, the retry finds the record and the service is not
+    /// restarted twice.
+    #[tokio::test]
+    async fn a_retried_turn_does_not_restart_the_service_again() -> Result<()> {
+        use genkit::agent::types::{AgentFinishReason, AgentInit};
+        use genkit::middleware::approve;
+
+        let store = Arc::new(InMemorySessionStore::new());
+        let model = ModelChoice {
+            name: "offline/recorder".into(),
+            reason: "test".into(),
+        };
+        let fleet = Arc::new(Fleet::default());
+        let app = build(store, model, fleet.clone())?;
+        ProgrammableModel::define(app.ai.registry(), "offline/recorder")
+            .respond_tool_call("restartService", json!({"service": "db"}))
+            .respond_error(Error::new(StatusCode::Unavailable, "the model went away"))
+            .respond_text("db restarted");
+        let session = "s1".to_owned();
+        let chat = || {
+            app.agent.chat_from(AgentInit {
+                session_id: Some(session.clone()),
+                ..AgentInit::default()
+            })
+        };
+        let asked = chat().send(Message::user("restart the db")).await?;
+        assert_eq!(asked.finish_reason, Some(AgentFinishReason::Interrupted));
+        let interrupt = asked
+            .message
+            .iter()
+            .flat_map(|m| m.content.iter())
+            .find(|p| p.metadata_value("interrupt").is_some())
+            .cloned()
+            .ok_or_else(|| Error::internal("no interrupt"))?;
+        let resume = || AgentResume {
+            restart: approve(&interrupt).ok().map(|p| vec![p]),
+            ..AgentResume::default()
+        };
+        // Approved: the restart runs, then the model fails; the turn fails.
+        let failed = chat().resume(resume()).await?;
+        assert_eq!(failed.finish_reason, Some(AgentFinishReason::Failed));
+        assert_eq!(fleet.restarts(), 1);
+        // The retry (from the interrupted turn again) reuses the record.
+        let retried = chat().resume(resume()).await?;
+        assert_eq!(
+            retried.message.map(|m| m.text()).as_deref(),
+            Some("db restarted")
+        );
+        assert_eq!(fleet.restarts(), 1, "restarted twice");
         Ok(())
     }
 }

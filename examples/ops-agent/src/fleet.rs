@@ -119,6 +119,7 @@ struct LogLine {
 pub struct Fleet {
     states: Mutex<HashMap<Service, State>>,
     restarted: Mutex<Vec<Service>>,
+    restarts: std::sync::atomic::AtomicUsize,
     latency: Duration,
 }
 
@@ -150,6 +151,7 @@ impl Fleet {
         Self {
             states: Mutex::new(states),
             restarted: Mutex::new(Vec::new()),
+            restarts: std::sync::atomic::AtomicUsize::new(0),
             latency,
         }
     }
@@ -211,12 +213,22 @@ impl Fleet {
             _ => state(true, 0.12, 0.20),
         };
         self.states.lock().insert(service, fresh);
+        self.restarts
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let mut restarted = self.restarted.lock();
         if !restarted.contains(&service) {
             restarted.push(service);
         }
         drop(restarted);
         self.status(service)
+    }
+}
+
+#[cfg(test)]
+impl Fleet {
+    /// How many restarts ran.
+    pub fn restarts(&self) -> usize {
+        self.restarts.load(std::sync::atomic::Ordering::SeqCst)
     }
 }
 

@@ -133,7 +133,11 @@ fn run(args: Args, serving: bool) -> Result<std::process::ExitCode> {
     };
     let store: Arc<dyn SessionStore> = rt.block_on(genkit_store_sql::open(&location))?;
     let model = models::choose(args.model.as_deref(), |v| std::env::var(v).ok());
-    let app = app::build(store, model, Duration::from_millis(args.tool_latency_ms))?;
+    // Every tool call waits --tool-latency-ms (0 but for demos of cancelling).
+    let fleet = Arc::new(fleet::Fleet::new(Duration::from_millis(
+        args.tool_latency_ms,
+    )));
+    let app = app::build(store, model, fleet)?;
     let model_line = format!("model:   {} ({})", app.model.name, app.model.reason);
 
     if serving {

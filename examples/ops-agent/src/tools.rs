@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use genkit::agent::store::SessionStore;
 use genkit::prelude::*;
 
 use crate::fleet::{Fleet, Level, Service, Status, parse_window};
@@ -129,7 +130,32 @@ pub struct Restarted {
 }
 
 /// `restartService`: restarts a service, once a person approved it.
-pub struct RestartService(pub Arc<Fleet>);
+///
+/// A restart is recorded in the session store the moment it ran, outside
+/// the turn's snapshot (`record_effect`): if the turn then fails (the
+/// model errors on the follow-up call, the process dies) the session goes
+/// back to before the turn, and the retried turn finds the record instead
+/// of restarting the service a second time.
+pub struct RestartService {
+    /// The fleet.
+    pub fleet: Arc<Fleet>,
+    /// Where restarts are recorded.
+    pub store: Arc<dyn SessionStore>,
+}
+
+impl RestartService {
+    /// The session and the key this call's record goes under: one per
+    /// service and point in the session's history, so a retry of the same
+    /// turn finds it and a later turn's restart does not.
+    fn effect_key(ctx: &ToolCtx, service: Service) -> Option<(String, String)> {
+        let session = ctx.extension::<AgentSession>()?;
+        let at = session.messages().len();
+        Some((
+            session.session_id(),
+            format!("restartService/{}/{at}", service.name()),
+        ))
+    }
+}
 
 impl ToolImpl for RestartService {
     type Input = RestartInput;
@@ -153,19 +179,39 @@ impl ToolImpl for RestartService {
         true
     }
 
-    async fn call(&self, input: RestartInput, _ctx: ToolCtx) -> Result<Restarted> {
-        self.0.call_latency().await;
-        let status = self.0.restart(input.service);
-        Ok(Restarted {
+    async fn call(&self, input: RestartInput, ctx: ToolCtx) -> Result<Restarted> {
+        let key = Self::effect_key(&ctx, input.service);
+        if let Some((session, key)) = &key
+            && let Some(done) = self.store.effect(session, key).await?
+        {
+            return Ok(serde_json::from_value(done)?);
+        }
+        self.fleet.call_latency().await;
+        let status = self.fleet.restart(input.service);
+        let done = Restarted {
             service: input.service,
             status,
-        })
+        };
+        match &key {
+            // The first record under a key wins; report what it says.
+            Some((session, key)) => {
+                let recorded = self
+                    .store
+                    .record_effect(session, key, serde_json::to_value(&done)?)
+                    .await?;
+                Ok(serde_json::from_value(recorded)?)
+            }
+            None => Ok(done),
+        }
     }
 }
 
-/// Registers the three tools over `fleet`.
-pub fn define_tools(ai: &Genkit, fleet: &Arc<Fleet>) {
+/// Registers the three tools over `fleet`; restarts are recorded in `store`.
+pub fn define_tools(ai: &Genkit, fleet: &Arc<Fleet>, store: &Arc<dyn SessionStore>) {
     ai.define_tool_impl(GetServiceStatus(fleet.clone()));
     ai.define_tool_impl(QueryLogs(fleet.clone()));
-    ai.define_tool_impl(RestartService(fleet.clone()));
+    ai.define_tool_impl(RestartService {
+        fleet: fleet.clone(),
+        store: store.clone(),
+    });
 }
