@@ -75,6 +75,18 @@ impl TurnUi for Terminal<'_> {
     }
 }
 
+/// Ends a turn's output: a cancelled turn and an error are said so.
+fn report(terminal: &mut Terminal<'_>, outcome: Result<Outcome>) {
+    terminal.end_line();
+    match outcome {
+        Ok(Outcome::Answered(_)) => {}
+        Ok(Outcome::Cancelled) => {
+            terminal.print("(cancelled; nothing was stored for this turn)\n");
+        }
+        Err(e) => terminal.print(&format!("error: {e}\n")),
+    }
+}
+
 /// Runs the chat on `session` until Ctrl-D; line history in `history`;
 /// `resume` is the command line that continues the session.
 pub fn run(rt: &Runtime, agent: &Agent, session: &str, history: &Path, resume: &str) -> Result<()> {
@@ -82,6 +94,19 @@ pub fn run(rt: &Runtime, agent: &Agent, session: &str, history: &Path, resume: &
         .map_err(|e| Error::internal(format!("cannot open the terminal: {e}")))?;
     // No history yet is fine: it is written when the chat ends.
     let _ = editor.load_history(history);
+    {
+        // A restart the last run left waiting for approval is asked first.
+        let mut terminal = Terminal {
+            editor: &mut editor,
+            at_line_start: true,
+            labelled: false,
+        };
+        match turn::settle_pending(rt, agent, session, &mut terminal, true) {
+            Ok(None) => {}
+            Ok(Some(outcome)) => report(&mut terminal, Ok(outcome)),
+            Err(e) => report(&mut terminal, Err(e)),
+        }
+    }
     loop {
         let line = match editor.readline(PROMPT) {
             Ok(line) => line,
@@ -102,17 +127,8 @@ pub fn run(rt: &Runtime, agent: &Agent, session: &str, history: &Path, resume: &
             at_line_start: true,
             labelled: false,
         };
-        match turn::run(rt, agent, session, line, &mut terminal, true) {
-            Ok(Outcome::Answered(_)) => terminal.end_line(),
-            Ok(Outcome::Cancelled) => {
-                terminal.end_line();
-                terminal.print("(cancelled; nothing was stored for this turn)\n");
-            }
-            Err(e) => {
-                terminal.end_line();
-                terminal.print(&format!("error: {e}\n"));
-            }
-        }
+        let outcome = turn::run(rt, agent, session, line, &mut terminal, true);
+        report(&mut terminal, outcome);
     }
     if let Err(e) = editor.save_history(history) {
         eprintln!(

@@ -167,6 +167,11 @@ fn run(args: Args, serving: bool) -> Result<std::process::ExitCode> {
             print: !args.json,
             approve: args.yes,
         };
+        // A restart an earlier run left waiting is settled first (--yes or not).
+        let settled = turn::settle_pending(&rt, &app.agent, &session, &mut ui, false)?;
+        if settled.is_some() && ui.print {
+            println!(); // its answer ends before this question's starts
+        }
         let answer = match turn::run(&rt, &app.agent, &session, question, &mut ui, false)? {
             Outcome::Answered(text) => text,
             Outcome::Cancelled => return Ok(std::process::ExitCode::FAILURE),

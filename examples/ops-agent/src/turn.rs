@@ -7,7 +7,7 @@
 //! cancelled turn (nothing stored) and a completed one (stored) both leave
 //! the next turn on the right history.
 
-use genkit::agent::types::{AgentFinishReason, AgentInit};
+use genkit::agent::types::{AgentFinishReason, AgentInit, GetSnapshotRequest};
 use genkit::middleware::{approve, deny};
 use genkit::prelude::*;
 use tokio::runtime::Runtime;
@@ -50,7 +50,84 @@ pub fn run(
     ui: &mut dyn TurnUi,
     cancellable: bool,
 ) -> Result<Outcome> {
-    let mut input = AgentInput::message(Message::user(message));
+    let input = AgentInput::message(Message::user(message));
+    run_input(rt, agent, session, input, ui, cancellable)
+}
+
+/// Settles approvals the session's last turn left waiting (the app was
+/// closed at the question): asks `ui` about each and resumes with the
+/// answers. `Ok(None)` when nothing waits.
+pub fn settle_pending(
+    rt: &Runtime,
+    agent: &Agent,
+    session: &str,
+    ui: &mut dyn TurnUi,
+    cancellable: bool,
+) -> Result<Option<Outcome>> {
+    let request = GetSnapshotRequest {
+        session_id: Some(session.to_owned()),
+        snapshot_id: None,
+    };
+    let snapshot = match rt.block_on(agent.get_snapshot(request)) {
+        Ok(snapshot) => snapshot,
+        Err(e) if e.status() == StatusCode::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if snapshot.finish_reason != Some(AgentFinishReason::Interrupted) {
+        return Ok(None);
+    }
+    let last = snapshot.state.as_ref().and_then(|s| s.messages().last());
+    let interrupts = interrupts_of(last);
+    if interrupts.is_empty() {
+        return Ok(None);
+    }
+    let resume = decide(&interrupts, ui)?;
+    run_input(
+        rt,
+        agent,
+        session,
+        AgentInput::resume(resume),
+        ui,
+        cancellable,
+    )
+    .map(Some)
+}
+
+/// Asks `ui` about each interrupted request; the resume that carries out
+/// the answers.
+fn decide(interrupts: &[Part], ui: &mut dyn TurnUi) -> Result<AgentResume> {
+    let mut resume = AgentResume::default();
+    for part in interrupts {
+        let Some(request) = part.as_tool_request() else {
+            continue;
+        };
+        let why = part
+            .metadata_value("interrupt")
+            .and_then(|i| i.get("message"))
+            .and_then(Value::as_str)
+            .unwrap_or("this tool needs approval");
+        match ui.approve(request, why) {
+            Decision::Approve => resume
+                .restart
+                .get_or_insert_with(Vec::new)
+                .push(approve(part)?),
+            Decision::Deny(reason) => resume
+                .respond
+                .get_or_insert_with(Vec::new)
+                .push(deny(part, reason.as_deref())?),
+        }
+    }
+    Ok(resume)
+}
+
+fn run_input(
+    rt: &Runtime,
+    agent: &Agent,
+    session: &str,
+    mut input: AgentInput,
+    ui: &mut dyn TurnUi,
+    cancellable: bool,
+) -> Result<Outcome> {
     loop {
         let streamed = rt.block_on(async {
             let step = stream_step(agent, session, input, ui);
@@ -80,28 +157,7 @@ pub fn run(
                         "the turn was interrupted without a tool request to approve",
                     ));
                 }
-                let mut resume = AgentResume::default();
-                for part in &interrupts {
-                    let Some(request) = part.as_tool_request() else {
-                        continue;
-                    };
-                    let why = part
-                        .metadata_value("interrupt")
-                        .and_then(|i| i.get("message"))
-                        .and_then(Value::as_str)
-                        .unwrap_or("this tool needs approval");
-                    match ui.approve(request, why) {
-                        Decision::Approve => resume
-                            .restart
-                            .get_or_insert_with(Vec::new)
-                            .push(approve(part)?),
-                        Decision::Deny(reason) => resume
-                            .respond
-                            .get_or_insert_with(Vec::new)
-                            .push(deny(part, reason.as_deref())?),
-                    }
-                }
-                input = AgentInput::resume(resume);
+                input = AgentInput::resume(decide(&interrupts, ui)?);
             }
             _ => {
                 let text = output.message.as_ref().map(Message::text);
@@ -172,5 +228,65 @@ pub fn describe(request: &ToolRequest) -> String {
     match &request.input {
         Some(input) => format!("{} {input}", request.name),
         None => request.name.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app;
+    use crate::fleet::Fleet;
+    use crate::models::ModelChoice;
+    use crate::offline_model::OFFLINE_MODEL;
+    use genkit::agent::store::InMemorySessionStore;
+    use std::sync::Arc;
+
+    struct Approver(Vec<String>);
+
+    impl TurnUi for Approver {
+        fn text(&mut self, text: &str) {
+            self.0.push(text.to_owned());
+        }
+        fn tool_call(&mut self, _request: &ToolRequest) {}
+        fn approve(&mut self, _request: &ToolRequest, _why: &str) -> Decision {
+            Decision::Approve
+        }
+    }
+
+    /// A session left waiting at an approval (the app was closed at the
+    /// question) is settled first when it is resumed.
+    #[test]
+    fn an_approval_left_waiting_is_asked_again_on_resume() -> Result<()> {
+        let rt = tokio::runtime::Runtime::new().map_err(|e| Error::internal(e.to_string()))?;
+        let model = ModelChoice {
+            name: OFFLINE_MODEL.into(),
+            reason: "test".into(),
+        };
+        let app = {
+            let _guard = rt.enter();
+            app::build(
+                Arc::new(InMemorySessionStore::new()),
+                model,
+                Arc::new(Fleet::default()),
+            )?
+        };
+        let chat = app.agent.chat_from(AgentInit {
+            session_id: Some("s".into()),
+            ..AgentInit::default()
+        });
+        let asked = rt.block_on(chat.send(Message::user("restart the worker")))?;
+        assert_eq!(asked.finish_reason, Some(AgentFinishReason::Interrupted));
+
+        let mut ui = Approver(Vec::new());
+        let settled = settle_pending(&rt, &app.agent, "s", &mut ui, false)?;
+        assert_eq!(
+            settled,
+            Some(Outcome::Answered(
+                "- Restarted worker: worker is healthy (cpu 12%, memory 20%).".into()
+            ))
+        );
+        // Nothing waits any more.
+        assert_eq!(settle_pending(&rt, &app.agent, "s", &mut ui, false)?, None);
+        Ok(())
     }
 }
