@@ -69,6 +69,9 @@ pub fn respond(messages: &[Message]) -> Message {
     if targets.is_empty() && (intent.any() || words.refers_back()) {
         targets = focus(earlier);
     }
+    if targets.is_empty() && words.has(&["thanks", "thank", "thx"]) {
+        return Message::model("You're welcome.");
+    }
     if targets.is_empty() {
         return Message::model(if intent.any() {
             format!("Which service do you mean? {HELP}")
