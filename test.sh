@@ -24,7 +24,13 @@ step "starting the Firestore emulator (@firestore-emulator/server) on a free 127
 emulator_out=$(mktemp)
 node "$fsjs/emulator.mjs" >"$emulator_out" &
 emulator_pid=$!
-trap 'kill "$emulator_pid" 2>/dev/null || true; rm -f "$emulator_out"' EXIT
+GENKIT_TEST_POSTGRES_DIR=
+cleanup() {
+  kill "$emulator_pid" 2>/dev/null || true
+  rm -f "$emulator_out"
+  [ -z "$GENKIT_TEST_POSTGRES_DIR" ] || bash tests-support/postgres/stop.sh "$GENKIT_TEST_POSTGRES_DIR"
+}
+trap cleanup EXIT
 for _ in $(seq 1 100); do
   [ -s "$emulator_out" ] && break
   kill -0 "$emulator_pid" 2>/dev/null || { echo "the Firestore emulator did not start" >&2; exit 1; }
@@ -35,14 +41,26 @@ FIRESTORE_EMULATOR_HOST=$(head -n1 "$emulator_out")
 export FIRESTORE_EMULATOR_HOST
 echo "Firestore emulator at $FIRESTORE_EMULATOR_HOST"
 
+step "starting a private PostgreSQL server for the SQL session store tests (installs postgresql if missing)"
+pg_env=$(bash tests-support/postgres/start.sh)
+eval "$pg_env"
+export GENKIT_TEST_POSTGRES_URL GENKIT_TEST_POSTGRES_DIR
+echo "PostgreSQL at $GENKIT_TEST_POSTGRES_URL"
+
+if ! command -v tmux >/dev/null 2>&1; then
+  step "installing tmux (Debian package; the ops-agent test drives the chat in a real terminal)"
+  sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get install -y -qq tmux >/dev/null 2>&1 || { $sudo apt-get update -qq && $sudo apt-get install -y -qq tmux; }
+fi
+
 step "cargo fmt --check"
 cargo fmt --all --check
 
 step "cargo clippy (all crates, all targets, OTLP export and media download included; warnings are errors)"
-cargo clippy --workspace --all-targets --features genkit-server/otlp,genkit-ai/download-media -- -D warnings
+cargo clippy --workspace --all-targets --features genkit-server/otlp,genkit-ai/download-media,genkit-store-sql/postgres -- -D warnings
 
 step "cargo test (unit, integration, conformance, official genkit CLI and JS client, doc tests)"
-cargo test --workspace --features genkit-server/otlp,genkit-ai/download-media
+cargo test --workspace --features genkit-server/otlp,genkit-ai/download-media,genkit-store-sql/postgres
 
 step "cargo package: every library crate packs and builds alone, as crates.io would get it"
 # Verification builds each packed crate against the others (not yet

@@ -1,145 +1,274 @@
-//! ops-agent: an operations assistant built with Genkit for Rust.
+//! ops-agent: an operations assistant built on Genkit for Rust's Agent API.
 //!
-//! `cargo run -p ops-agent` answers a few questions about a simulated fleet
-//! with flows, tools and a model, streaming one answer, and prints the trace
-//! of each run. `cargo run -p ops-agent -- --serve` serves the flows over
-//! HTTP on `PORT` (default 3400); under `genkit start -- cargo run -p
-//! ops-agent -- --serve` the official Genkit CLI and Dev UI see every action.
+//! `cargo run -p ops-agent` opens a terminal chat over the `opsAgent` agent:
+//! tools for service status, logs and restarts (approved in the terminal),
+//! history trimmed for the model, answers streamed, and every turn stored
+//! in a SQLite file (or PostgreSQL) so `--session ID` continues a
+//! conversation after a restart. `--ask` answers one question for scripts;
+//! `--serve` serves the agent over HTTP (and to `genkit start`).
 
-mod demo_model;
+mod app;
+mod chat;
+mod fleet;
+mod models;
+mod offline_model;
 mod tools;
+mod turn;
 
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use genkit::agent::store::{SessionStore, new_snapshot_id};
+use genkit::agent::types::GetSnapshotRequest;
 use genkit::prelude::*;
+use tracing_subscriber::filter::LevelFilter;
 
-/// The app: a Genkit instance with its flows.
-struct App {
-    ai: Genkit,
-    diagnose: genkit::Action<String, String>,
-    stream_diagnose: genkit::Action<String, String, String>,
+use crate::app::{AGENT, App};
+use crate::turn::{Decision, Outcome, TurnUi};
+
+/// An operations assistant: chat about the fleet's services, check their
+/// status and logs, restart them with your approval.
+#[derive(Debug, Parser)]
+#[command(name = "ops-agent", version)]
+struct Args {
+    /// Continue the session with this id (printed when a chat starts), or
+    /// start one under it.
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
+    /// Where the sessions and the line history are kept [default: the
+    /// platform's data directory, e.g. ~/.local/share/ops-agent].
+    #[arg(long, value_name = "DIR", env = "OPS_AGENT_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// The session store: a postgres://… URL, or a SQLite file [default:
+    /// sessions.db in the data directory].
+    #[arg(long, value_name = "URL", env = "OPS_AGENT_DATABASE")]
+    database: Option<String>,
+    /// The model, e.g. openai/gpt-4o [default: from OPENAI_API_KEY,
+    /// GEMINI_API_KEY, ANTHROPIC_API_KEY or OLLAMA_HOST; else the offline
+    /// rule-based model].
+    #[arg(long, value_name = "NAME", env = "OPS_AGENT_MODEL")]
+    model: Option<String>,
+    /// Answer this one question (in the session given by --session, or a
+    /// new one) and exit.
+    #[arg(long, value_name = "QUESTION", conflicts_with = "serve")]
+    ask: Option<String>,
+    /// With --ask: print {"answer": …, "sessionId": …}.
+    #[arg(long, requires = "ask")]
+    json: bool,
+    /// With --ask: approve tool calls that need approval (denied otherwise,
+    /// as no one is there to ask).
+    #[arg(long, requires = "ask")]
+    yes: bool,
+    /// Serve the agent over HTTP (POST /opsAgent, as Genkit's remoteAgent
+    /// expects) instead of chatting; also what `genkit start` runs.
+    #[arg(long)]
+    serve: bool,
+    /// The HTTP port of --serve.
+    #[arg(long, env = "PORT", default_value_t = 3400)]
+    port: u16,
+    /// Make every tool call take this long (milliseconds), as a slow
+    /// monitoring API would: shows Ctrl-C cancelling a turn.
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    tool_latency_ms: u64,
 }
 
-/// The system prompt of every diagnosis.
-const SYSTEM: &str = "You are an operations assistant. Use the tools, then answer briefly.";
-
-fn build() -> genkit::Result<App> {
-    let ai = Genkit::builder()
-        .default_model(demo_model::DEMO_MODEL)
-        .build()?;
-    demo_model::define_demo_model(&ai);
-    tools::define_tools(&ai);
-
-    // Flow bodies reach the Genkit instance from their context and name the
-    // registered tools: nothing is cloned into the closures.
-    let diagnose = ai.define_flow("diagnose", |question: String, ctx| async move {
-        let reply = ctx
-            .genkit()?
-            .generate(
-                GenerateOptions::prompt(question)
-                    .system(SYSTEM)
-                    .tools(tools::TOOLS)
-                    .max_turns(3),
-            )
-            .await?;
-        Ok(reply.text())
-    });
-
-    let stream_diagnose = ai.define_streaming_flow(
-        "streamDiagnose",
-        |question: String, ctx: FlowContext<String>| async move {
-            let mut stream = ctx
-                .genkit()?
-                .generate_stream(GenerateOptions::prompt(question).tools(tools::TOOLS));
-            while let Some(chunk) = stream.next().await {
-                let text = chunk?.text();
-                if !text.is_empty() {
-                    ctx.send_chunk(text);
-                }
-            }
-            Ok(stream.response().await?.text())
-        },
-    );
-    Ok(App {
-        ai,
-        diagnose,
-        stream_diagnose,
-    })
-}
-
-#[tokio::main]
-async fn main() -> Result<()> {
-    tracing_subscriber::fmt::init(); // the log, with the details of internal errors
-    let App {
-        ai,
-        diagnose,
-        stream_diagnose,
-    } = build()?;
-
-    if std::env::args().any(|a| a == "--serve") || genkit_server::is_dev_env() {
-        let _dev = genkit_server::start_dev_tooling(ai.registry()).await?;
-        let port = std::env::var("PORT").unwrap_or_else(|_| "3400".into());
-        println!("serving flows on http://127.0.0.1:{port} (Ctrl-C to stop)");
-        return Ok(genkit_server::serve(ai.registry(), format!("127.0.0.1:{port}")).await?);
-    }
-
-    for question in ["Is the database healthy?", "Why is the scheduler down?"] {
-        let result = diagnose
-            .run_with(question.to_owned(), Default::default())
-            .await?;
-        println!(
-            "> {question}\n{}\n(trace {})\n",
-            result.output, result.trace.trace_id
-        );
-    }
-
-    println!("> (streaming) How are the api and worker doing?");
-    let mut stream = stream_diagnose.stream("How are the api and worker doing?".to_owned());
-    while let Some(chunk) = stream.next().await {
-        print!("{}", chunk?);
-    }
-    let answer = stream.output().await?;
-    println!("\n({} characters streamed)", answer.len());
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn diagnose_uses_the_tools_and_names_the_culprit() -> Result<()> {
-        let app = build()?;
-        let answer = app.diagnose.run("Is the database healthy?".into()).await?;
-        assert!(answer.contains("db is overloaded (cpu 97%)"), "{answer}");
-        assert!(answer.contains("connection pool exhausted"), "{answer}");
-        Ok(())
-    }
-
-    #[tokio::test]
-    async fn stream_diagnose_streams_the_answer_it_returns() -> Result<()> {
-        let app = build()?;
-        let mut stream = app.stream_diagnose.stream("Is the scheduler up?".into());
-        let mut streamed = String::new();
-        while let Some(chunk) = stream.next().await {
-            streamed.push_str(&chunk?);
+fn main() -> std::process::ExitCode {
+    let args = Args::parse();
+    let serving = args.serve || (args.ask.is_none() && genkit_server::is_dev_env());
+    // The terminal is the chat's: only warnings go to stderr, unless serving.
+    let level = if serving {
+        LevelFilter::INFO
+    } else {
+        LevelFilter::WARN
+    };
+    tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    match run(args, serving) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("ops-agent: {e}");
+            std::process::ExitCode::FAILURE
         }
-        let answer = stream.output().await?;
-        assert_eq!(streamed, answer);
-        assert!(answer.contains("scheduler is DOWN"), "{answer}");
-        Ok(())
+    }
+}
+
+fn run(args: Args, serving: bool) -> Result<std::process::ExitCode> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::internal(format!("cannot start the async runtime: {e}")))?;
+    let data_dir = match &args.data_dir {
+        Some(dir) => dir.clone(),
+        None => dirs::data_dir()
+            .map(|d| d.join("ops-agent"))
+            .ok_or_else(|| {
+                Error::failed_precondition(
+                    "no platform data directory (is HOME set?); pass --data-dir",
+                )
+            })?,
+    };
+    std::fs::create_dir_all(&data_dir).map_err(|e| {
+        Error::failed_precondition(format!(
+            "--data-dir: cannot create {}: {e}",
+            data_dir.display()
+        ))
+    })?;
+    let (location, store_label) = match &args.database {
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            (url.clone(), "PostgreSQL (--database)".to_owned())
+        }
+        Some(path) => (path.clone(), format!("SQLite {path}")),
+        None => {
+            let path = data_dir.join("sessions.db");
+            (
+                path.to_string_lossy().into_owned(),
+                format!("SQLite {}", path.display()),
+            )
+        }
+    };
+    let store: Arc<dyn SessionStore> = rt.block_on(genkit_store_sql::open(&location))?;
+    let model = models::choose(args.model.as_deref(), |v| std::env::var(v).ok());
+    // Every tool call waits --tool-latency-ms (0 but for demos of cancelling).
+    let fleet = Arc::new(fleet::Fleet::new(Duration::from_millis(
+        args.tool_latency_ms,
+    )));
+    let app = app::build(store, model, fleet)?;
+    let model_line = format!("model:   {} ({})", app.model.name, app.model.reason);
+
+    if serving {
+        println!("{model_line}\nstore:   {store_label}");
+        rt.block_on(serve(&app, args.port))?;
+        return Ok(std::process::ExitCode::SUCCESS);
     }
 
-    #[tokio::test]
-    async fn flows_are_served_by_key() -> Result<()> {
-        let app = build()?;
-        let flow = app.ai.registry().require_action("/flow/diagnose").await?;
-        let out = flow
-            .run_json(json!("How is the worker?"), Default::default())
-            .await?;
-        assert!(
-            out.output
-                .as_str()
-                .is_some_and(|s| s.contains("worker looks healthy"))
-        );
-        Ok(())
+    let session = match &args.session {
+        Some(id) if id.trim().is_empty() => {
+            return Err(Error::invalid_argument("--session: the id is empty"));
+        }
+        Some(id) => id.trim().to_owned(),
+        None => new_snapshot_id(),
+    };
+    let earlier = rt.block_on(stored_messages(&app.agent, &session))?;
+    let session_line = match (&args.session, earlier) {
+        (None, _) => format!("session: {session} (new)"),
+        (Some(_), 0) => format!("session: {session} (new: nothing stored under this id yet)"),
+        (Some(_), n) => format!("session: {session} (resumed: {n} messages)"),
+    };
+
+    if let Some(question) = &args.ask {
+        // Scripts read stdout: the banner goes to stderr.
+        eprintln!("{model_line}\n{session_line}");
+        let mut ui = Unattended {
+            print: !args.json,
+            approve: args.yes,
+        };
+        // A restart an earlier run left waiting is settled first (--yes or not).
+        let settled = turn::settle_pending(&rt, &app.agent, &session, &mut ui, false)?;
+        if settled.is_some() && ui.print {
+            println!(); // its answer ends before this question's starts
+        }
+        let answer = match turn::run(&rt, &app.agent, &session, question, &mut ui, false)? {
+            Outcome::Answered(text) => text,
+            Outcome::Cancelled => return Ok(std::process::ExitCode::FAILURE),
+        };
+        if args.json {
+            let out = json!({"answer": answer, "sessionId": session});
+            println!("{out}");
+        } else {
+            println!();
+        }
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
+
+    println!("ops-agent: an operations assistant. Ctrl-D leaves, Ctrl-C cancels a running turn.");
+    println!("{model_line}\nstore:   {store_label}\n{session_line}");
+    // How to come back: the same session, and the same store if not the default.
+    let mut resume = format!("ops-agent --session {session}");
+    if let Some(dir) = &args.data_dir {
+        resume.push_str(&format!(" --data-dir {}", dir.display()));
+    }
+    if args.database.is_some() {
+        resume.push_str(" --database …");
+    }
+    chat::run(
+        &rt,
+        &app.agent,
+        &session,
+        &data_dir.join("history.txt"),
+        &resume,
+    )?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// How many messages the session has stored (0 for a new one).
+async fn stored_messages(agent: &Agent, session: &str) -> Result<usize> {
+    let request = GetSnapshotRequest {
+        session_id: Some(session.to_owned()),
+        snapshot_id: None,
+    };
+    match agent.get_snapshot(request).await {
+        Ok(snapshot) => Ok(snapshot.state.map_or(0, |s| s.messages().len())),
+        Err(e) if e.status() == StatusCode::NotFound => Ok(0),
+        Err(e) => Err(e),
+    }
+}
+
+/// `--serve`: the agent over HTTP, plus the Reflection API under `genkit start`.
+async fn serve(app: &App, port: u16) -> Result<()> {
+    let registry = app.ai.registry();
+    let _dev = genkit_server::start_dev_tooling(registry).await?;
+    genkit_server::telemetry::init_from_env()?;
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .map_err(|e| Error::failed_precondition(format!("--port: cannot listen on {port}: {e}")))?;
+    // Announced once bound, so whoever waits for this line can connect.
+    println!(
+        "serving agent {AGENT} on http://127.0.0.1:{port}/{AGENT} (Genkit JS: remoteAgent({{url: 'http://127.0.0.1:{port}/{AGENT}'}})); Ctrl-C stops"
+    );
+    Ok(genkit_server::FlowServer::new(registry)
+        .agent(AGENT)
+        .serve_with_shutdown(listener, genkit_server::shutdown::signal())
+        .await?)
+}
+
+/// `--ask`: streams the answer to stdout (unless printing JSON) and decides
+/// approvals by the `--yes` flag.
+struct Unattended {
+    print: bool,
+    approve: bool,
+}
+
+impl TurnUi for Unattended {
+    fn text(&mut self, text: &str) {
+        if self.print {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+        }
+    }
+
+    fn tool_call(&mut self, request: &ToolRequest) {
+        eprintln!("  [tool] {}", turn::describe(request));
+    }
+
+    fn approve(&mut self, request: &ToolRequest, _why: &str) -> Decision {
+        if self.approve {
+            eprintln!(
+                "  [approval] approved by --yes: {}",
+                turn::describe(request)
+            );
+            Decision::Approve
+        } else {
+            eprintln!(
+                "  [approval] denied (no one to ask; pass --yes to approve): {}",
+                turn::describe(request)
+            );
+            Decision::Deny(Some("ops-agent ran with --ask and without --yes".into()))
+        }
     }
 }

@@ -1,40 +1,17 @@
-//! The assistant's tools: read-only views of a (simulated) fleet.
+//! The assistant's tools over the simulated fleet: two read-only ones and
+//! `restartService`, which changes the world and so is marked as needing a
+//! person's approval (the `toolApproval` middleware interrupts before it
+//! runs) and as side-effecting (never served from a cache).
 
+use std::sync::Arc;
+
+use genkit::agent::store::SessionStore;
 use genkit::prelude::*;
 
-/// A service of the fleet.
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema, PartialEq)]
-#[serde(rename_all = "lowercase")]
-pub enum Service {
-    /// The public API.
-    Api,
-    /// Background workers.
-    Worker,
-    /// The job scheduler.
-    Scheduler,
-    /// The database.
-    Db,
-}
+use crate::fleet::{Fleet, Level, Service, Status, parse_window};
 
-impl Service {
-    /// All services.
-    pub const ALL: [Service; 4] = [
-        Service::Api,
-        Service::Worker,
-        Service::Scheduler,
-        Service::Db,
-    ];
-
-    /// The service's name as the tools spell it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Service::Api => "api",
-            Service::Worker => "worker",
-            Service::Scheduler => "scheduler",
-            Service::Db => "db",
-        }
-    }
-}
+/// The tools' names, as the prompt lists them.
+pub const TOOLS: [&str; 3] = ["getServiceStatus", "queryLogs", "restartService"];
 
 /// Input of `getServiceStatus`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
@@ -43,71 +20,10 @@ pub struct StatusInput {
     pub service: Service,
 }
 
-/// What `getServiceStatus` reports.
-#[derive(Debug, Deserialize, Serialize, JsonSchema)]
-pub struct Status {
-    /// Whether the service answers health checks.
-    pub online: bool,
-    /// CPU use, 0..1.
-    pub cpu: f64,
-    /// Memory use, 0..1.
-    pub memory: f64,
-}
+/// `getServiceStatus`: whether a service is up, and its load.
+pub struct GetServiceStatus(pub Arc<Fleet>);
 
-/// Input of `queryLogs`.
-#[derive(Debug, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct LogsInput {
-    /// Which service's logs.
-    pub service: Service,
-    /// How far back to look, in minutes (1..=1440).
-    #[schemars(range(min = 1, max = 1440))]
-    pub recent_minutes: u32,
-}
-
-/// The simulated state of the fleet: the database is struggling.
-pub fn status_of(service: Service) -> Status {
-    match service {
-        Service::Db => Status {
-            online: true,
-            cpu: 0.97,
-            memory: 0.91,
-        },
-        Service::Api => Status {
-            online: true,
-            cpu: 0.42,
-            memory: 0.55,
-        },
-        Service::Worker => Status {
-            online: true,
-            cpu: 0.18,
-            memory: 0.33,
-        },
-        Service::Scheduler => Status {
-            online: false,
-            cpu: 0.0,
-            memory: 0.0,
-        },
-    }
-}
-
-/// Recent error lines of a service.
-pub fn logs_of(service: Service, minutes: u32) -> Vec<String> {
-    match service {
-        Service::Db => vec![
-            format!("[last {minutes}m] ERROR slow query: 12.4s on orders (seq scan)"),
-            "ERROR connection pool exhausted (100/100)".into(),
-        ],
-        Service::Scheduler => vec!["ERROR process exited with code 137 (out of memory)".into()],
-        _ => vec![],
-    }
-}
-
-/// `getServiceStatus`: a tool as a type (its input and output types give
-/// the schemas the model sees).
-pub struct ServiceStatus;
-
-impl ToolImpl for ServiceStatus {
+impl ToolImpl for GetServiceStatus {
     type Input = StatusInput;
     type Output = Status;
 
@@ -116,42 +32,186 @@ impl ToolImpl for ServiceStatus {
     }
 
     fn description(&self) -> String {
-        "Current status of a service: whether it is online, CPU and memory use. \
-         Use it when the user asks whether a service is healthy."
+        "Current status of one service: whether it is online, its CPU and memory use, and a \
+         one-line summary. Use it when the user asks whether a service is up, healthy or slow."
             .into()
     }
 
     async fn call(&self, input: StatusInput, _ctx: ToolCtx) -> Result<Status> {
-        Ok(status_of(input.service))
+        self.0.call_latency().await;
+        Ok(self.0.status(input.service))
     }
 }
 
-/// `queryLogs`: recent error lines of a service.
-pub struct QueryLogs;
+fn default_window() -> String {
+    "1h".into()
+}
+
+/// Input of `queryLogs`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+pub struct LogsInput {
+    /// Whose logs.
+    pub service: Service,
+    /// The least severe level to include (`error` by default; `warn`
+    /// adds warnings, `info` everything).
+    #[serde(default)]
+    pub level: Level,
+    /// How far back to look, relative to now: "15m", "2h", "1d" (1m..24h;
+    /// "1h" by default). The tool works out the times itself.
+    #[serde(default = "default_window")]
+    pub window: String,
+}
+
+/// What `queryLogs` returns.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+pub struct Logs {
+    /// Whose logs.
+    pub service: Service,
+    /// The level asked for.
+    pub level: Level,
+    /// The window asked for, as given.
+    pub window: String,
+    /// Matching lines, newest first (at most 20).
+    pub lines: Vec<String>,
+    /// How many lines matched.
+    pub total: usize,
+}
+
+/// `queryLogs`: recent log lines of a service.
+pub struct QueryLogs(pub Arc<Fleet>);
 
 impl ToolImpl for QueryLogs {
     type Input = LogsInput;
-    type Output = Vec<String>;
+    type Output = Logs;
 
     fn name(&self) -> &str {
         "queryLogs"
     }
 
     fn description(&self) -> String {
-        "Recent error log lines of a service. Use it to find out why a service misbehaves.".into()
+        "Recent log lines of one service, newest first. Use it to find out why a service is down \
+         or misbehaving. Give the window relative to now (\"15m\", \"2h\"); do not compute times."
+            .into()
     }
 
-    async fn call(&self, input: LogsInput, _ctx: ToolCtx) -> Result<Vec<String>> {
-        Ok(logs_of(input.service, input.recent_minutes))
+    async fn call(&self, input: LogsInput, _ctx: ToolCtx) -> Result<Logs> {
+        let minutes = parse_window(&input.window)?;
+        self.0.call_latency().await;
+        let mut lines = self.0.logs(input.service, input.level, minutes);
+        let total = lines.len();
+        lines.truncate(20);
+        Ok(Logs {
+            service: input.service,
+            level: input.level,
+            window: input.window,
+            lines,
+            total,
+        })
     }
 }
 
-/// The names flows hand to `generate`: registered tools are found by name,
-/// so no flow needs a tool handle.
-pub const TOOLS: [&str; 2] = ["getServiceStatus", "queryLogs"];
+/// Input of `restartService`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+pub struct RestartInput {
+    /// Which service to restart.
+    pub service: Service,
+    /// Why, in a few words (shown to the person approving).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
 
-/// Registers the tools.
-pub fn define_tools(ai: &Genkit) {
-    ai.define_tool_impl(ServiceStatus);
-    ai.define_tool_impl(QueryLogs);
+/// What `restartService` returns.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+pub struct Restarted {
+    /// The service restarted.
+    pub service: Service,
+    /// Its status right after the restart.
+    pub status: Status,
+}
+
+/// `restartService`: restarts a service, once a person approved it.
+///
+/// A restart is recorded in the session store the moment it ran, outside
+/// the turn's snapshot (`record_effect`): if the turn then fails (the
+/// model errors on the follow-up call, the process dies) the session goes
+/// back to before the turn, and the retried turn finds the record instead
+/// of restarting the service a second time.
+pub struct RestartService {
+    /// The fleet.
+    pub fleet: Arc<Fleet>,
+    /// Where restarts are recorded.
+    pub store: Arc<dyn SessionStore>,
+}
+
+impl RestartService {
+    /// The session and the key this call's record goes under: one per
+    /// service and point in the session's history, so a retry of the same
+    /// turn finds it and a later turn's restart does not.
+    fn effect_key(ctx: &ToolCtx, service: Service) -> Option<(String, String)> {
+        let session = ctx.extension::<AgentSession>()?;
+        let at = session.messages().len();
+        Some((
+            session.session_id(),
+            format!("restartService/{}/{at}", service.name()),
+        ))
+    }
+}
+
+impl ToolImpl for RestartService {
+    type Input = RestartInput;
+    type Output = Restarted;
+
+    fn name(&self) -> &str {
+        "restartService"
+    }
+
+    fn description(&self) -> String {
+        "Restarts one service. Disruptive: the user is asked to approve every call. Use it when \
+         the user asks for a restart, or after proposing one the user agreed to."
+            .into()
+    }
+
+    fn needs_approval(&self) -> bool {
+        true
+    }
+
+    fn side_effecting(&self) -> bool {
+        true
+    }
+
+    async fn call(&self, input: RestartInput, ctx: ToolCtx) -> Result<Restarted> {
+        let key = Self::effect_key(&ctx, input.service);
+        if let Some((session, key)) = &key
+            && let Some(done) = self.store.effect(session, key).await?
+        {
+            return Ok(serde_json::from_value(done)?);
+        }
+        self.fleet.call_latency().await;
+        let status = self.fleet.restart(input.service);
+        let done = Restarted {
+            service: input.service,
+            status,
+        };
+        match &key {
+            // The first record under a key wins; report what it says.
+            Some((session, key)) => {
+                let recorded = self
+                    .store
+                    .record_effect(session, key, serde_json::to_value(&done)?)
+                    .await?;
+                Ok(serde_json::from_value(recorded)?)
+            }
+            None => Ok(done),
+        }
+    }
+}
+
+/// Registers the three tools over `fleet`; restarts are recorded in `store`.
+pub fn define_tools(ai: &Genkit, fleet: &Arc<Fleet>, store: &Arc<dyn SessionStore>) {
+    ai.define_tool_impl(GetServiceStatus(fleet.clone()));
+    ai.define_tool_impl(QueryLogs(fleet.clone()));
+    ai.define_tool_impl(RestartService {
+        fleet: fleet.clone(),
+        store: store.clone(),
+    });
 }

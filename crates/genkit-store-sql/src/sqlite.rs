@@ -1,0 +1,144 @@
+//! [`SqliteSessionStore`]: sessions in a SQLite file.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use genkit_core::Result;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+
+use crate::backend::{Backend, shared_sql_tx};
+use crate::error::db;
+use crate::store::{Core, delegate_session_store};
+
+/// How long a connection waits for another process's write lock before the
+/// write is refused (`ABORTED`, retry).
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a write waits for this process's writer connection.
+const WRITER_WAIT: Duration = Duration::from_secs(120);
+
+/// Connections for reads (WAL readers never block the writer or each other).
+const READERS: u32 = 4;
+
+/// A [`SessionStore`](genkit_ai::agent::store::SessionStore) in one SQLite
+/// file: no server, the default persistent store. See the
+/// [crate docs](crate) for what it guarantees.
+///
+/// ```no_run
+/// # async fn demo() -> genkit_core::Result<()> {
+/// use std::sync::Arc;
+/// use genkit_store_sql::SqliteSessionStore;
+///
+/// let store = Arc::new(SqliteSessionStore::open("sessions.db").await?);
+/// // AgentOptions::new().store(store)
+/// # Ok(()) }
+/// ```
+pub struct SqliteSessionStore {
+    core: Core<Sqlite>,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for SqliteSessionStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteSessionStore")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) struct Sqlite {
+    /// One connection: this process's writes queue here instead of
+    /// contending for SQLite's lock.
+    writer: SqlitePool,
+    readers: SqlitePool,
+}
+
+/// A transaction on one of the store's connections.
+pub(crate) struct SqliteTx(sqlx::Transaction<'static, sqlx::Sqlite>);
+
+shared_sql_tx!(
+    SqliteTx,
+    sqlx::Sqlite,
+    // The writer holds SQLite's database-wide write lock already.
+    lock_session: "SELECT version FROM genkit_sessions WHERE session_id = $1",
+    migration_lock: None
+);
+
+#[async_trait]
+impl Backend for Sqlite {
+    type Tx = SqliteTx;
+
+    async fn read(&self) -> Result<SqliteTx> {
+        let tx = self
+            .readers
+            .begin()
+            .await
+            .map_err(|e| db(e, "starting a read"))?;
+        Ok(SqliteTx(tx))
+    }
+
+    async fn write(&self) -> Result<SqliteTx> {
+        // IMMEDIATE: the write lock is taken now (waiting up to the busy
+        // timeout for another process), never upgraded from a read lock
+        // mid-transaction, where SQLite would fail with SQLITE_BUSY.
+        let tx = self
+            .writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| db(e, "starting a write"))?;
+        Ok(SqliteTx(tx))
+    }
+}
+
+impl SqliteSessionStore {
+    /// Opens (creating it if needed) the SQLite database at `path`, in WAL
+    /// mode, and applies the crate's migrations.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        let options = SqliteConnectOptions::new()
+            .filename(&path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            // FULL: a committed turn survives a power loss, not only a crash.
+            .synchronous(SqliteSynchronous::Full)
+            .foreign_keys(true)
+            .busy_timeout(BUSY_TIMEOUT);
+        let opening = |e| db(e, &format!("opening {}", path.display()));
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .acquire_timeout(WRITER_WAIT)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(options.clone())
+            .await
+            .map_err(opening)?;
+        let readers = SqlitePoolOptions::new()
+            .max_connections(READERS)
+            .acquire_timeout(WRITER_WAIT)
+            .connect_with(options)
+            .await
+            .map_err(opening)?;
+        let core = Core {
+            backend: Sqlite { writer, readers },
+        };
+        core.migrate().await?;
+        Ok(Self { core, path })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Closes the connections (waiting for running operations).
+    pub async fn close(&self) {
+        self.core.backend.writer.close().await;
+        self.core.backend.readers.close().await;
+    }
+}
+
+delegate_session_store!(SqliteSessionStore);

@@ -1,0 +1,351 @@
+//! The [`SessionStore`] contract on any [`Backend`], written once: version
+//! checks, chains of checkpoints and diffs, validation, in one transaction
+//! per write.
+
+use genkit_ai::agent::clock::now_rfc3339;
+use genkit_ai::agent::json_patch;
+use genkit_ai::agent::store::StoredSnapshot;
+use genkit_ai::agent::types::SessionSnapshot;
+use genkit_core::{Error, Result, StatusCode};
+use serde_json::Value;
+
+use crate::backend::{Backend, Loaded, Row, Tx};
+use crate::codec::{self, Kind};
+use crate::error::{data_loss, not_found_session, not_found_snapshot, stale};
+
+/// The store's logic over a backend.
+pub(crate) struct Core<B> {
+    pub backend: B,
+}
+
+/// The session a snapshot belongs to (`sessionId`, else its state's; the
+/// two agree when both are set).
+fn session_of(snapshot: &SessionSnapshot) -> Result<String> {
+    let inner = snapshot
+        .state
+        .as_ref()
+        .and_then(|s| s.session_id.as_deref());
+    if let (Some(outer), Some(inner)) = (snapshot.session_id.as_deref(), inner)
+        && outer != inner
+    {
+        return Err(Error::user_facing(
+            StatusCode::InvalidArgument,
+            format!(
+                "snapshot {} says it belongs to session {outer} but its state to {inner}",
+                snapshot.snapshot_id
+            ),
+        ));
+    }
+    match snapshot.owner_session_id() {
+        Some(id) if !id.trim().is_empty() => Ok(id.to_owned()),
+        _ => Err(Error::user_facing(
+            StatusCode::InvalidArgument,
+            format!(
+                "snapshot {} has no session id; every stored snapshot belongs to a session",
+                snapshot.snapshot_id
+            ),
+        )),
+    }
+}
+
+fn status_str(snapshot: &SessionSnapshot) -> Option<&'static str> {
+    snapshot.status.map(|s| s.as_str())
+}
+
+fn stored(loaded: &Loaded) -> Result<StoredSnapshot> {
+    let state = codec::reconstruct(&loaded.chain)?;
+    Ok(StoredSnapshot {
+        snapshot: codec::decode(&loaded.meta, state)?,
+        revision: loaded.revision,
+        session_version: loaded.session_version,
+    })
+}
+
+impl<B: Backend> Core<B> {
+    /// Applies the crate's migrations (in one write transaction).
+    pub async fn migrate(&self) -> Result<()> {
+        let mut tx = self.backend.write().await?;
+        tx.migrate().await?;
+        tx.commit().await
+    }
+
+    pub async fn get(&self, snapshot_id: &str) -> Result<StoredSnapshot> {
+        let mut tx = self.backend.read().await?;
+        let loaded = tx
+            .load(snapshot_id)
+            .await?
+            .ok_or_else(|| not_found_snapshot(snapshot_id))?;
+        drop(tx);
+        stored(&loaded)
+    }
+
+    pub async fn latest(&self, session_id: &str) -> Result<StoredSnapshot> {
+        let mut tx = self.backend.read().await?;
+        let session = tx
+            .session(session_id)
+            .await?
+            .ok_or_else(|| not_found_session(session_id))?;
+        if session.leaves != 1 {
+            return Err(Error::user_facing(
+                StatusCode::FailedPrecondition,
+                format!(
+                    "Session '{session_id}' has branching snapshots ({} leaves), so there is \
+                     no single latest snapshot. Resume by snapshotId instead.",
+                    session.leaves
+                ),
+            ));
+        }
+        // The newest snapshot is always a leaf: with one leaf, it is it.
+        let leaf = session.latest_id.as_str();
+        let loaded = tx.load(leaf).await?.ok_or_else(|| {
+            Error::internal(format!("leaf {leaf} of session {session_id} vanished"))
+        })?;
+        drop(tx);
+        stored(&loaded)
+    }
+
+    pub async fn append(&self, snapshot: SessionSnapshot, base: u64) -> Result<StoredSnapshot> {
+        let id = snapshot.snapshot_id.as_str();
+        if id.trim().is_empty() {
+            return Err(Error::user_facing(
+                StatusCode::InvalidArgument,
+                "a snapshot needs a non-empty snapshotId",
+            ));
+        }
+        let session_id = session_of(&snapshot)?;
+        let encoded = codec::encode(&snapshot)?;
+        let mut tx = self.backend.write().await?;
+        // The version check first: it takes the session's row lock, so the
+        // reads below see the session as this append extends it.
+        let advanced = if base == 0 {
+            tx.create_session(&session_id, id).await?
+        } else {
+            tx.bump_session(&session_id, base).await?
+        };
+        if !advanced {
+            let current = tx.session_version(&session_id).await?.unwrap_or(0);
+            return Err(stale(&format!("Session {session_id}"), base, current));
+        }
+        if tx.snapshot_session(id).await?.is_some() {
+            return Err(already_exists(id));
+        }
+        let (kind, body) = match &snapshot.parent_id {
+            None => {
+                if base > 0 {
+                    // A second root: one more leaf.
+                    tx.set_latest(&session_id, id, true).await?;
+                }
+                codec::place(None, &encoded.state)?
+            }
+            Some(parent) => {
+                let loaded = tx
+                    .load(parent)
+                    .await?
+                    .ok_or_else(|| not_found_snapshot(parent))?;
+                if loaded.session_id != session_id {
+                    return Err(Error::user_facing(
+                        StatusCode::InvalidArgument,
+                        format!(
+                            "Snapshot {parent} belongs to session {}, not {session_id}",
+                            loaded.session_id
+                        ),
+                    ));
+                }
+                let parent_state = codec::reconstruct(&loaded.chain)?;
+                if base > 0 {
+                    // Continuing a leaf keeps the count; continuing an
+                    // inner snapshot branches the session.
+                    tx.set_latest(&session_id, id, !loaded.is_leaf).await?;
+                }
+                codec::place(Some((&loaded.chain, &parent_state)), &encoded.state)?
+            }
+        };
+        let row = Row {
+            snapshot_id: id,
+            session_id: &session_id,
+            parent_id: snapshot.parent_id.as_deref(),
+            seq: base + 1,
+            revision: 1,
+            kind: kind.as_str(),
+            status: status_str(&snapshot),
+            meta: &encoded.meta,
+            body: &body,
+        };
+        match tx.insert_snapshot(&row).await {
+            // Another session's append took the id meanwhile.
+            Err(e) if e.status() == StatusCode::AlreadyExists => return Err(already_exists(id)),
+            r => r?,
+        }
+        tx.commit().await?;
+        Ok(StoredSnapshot {
+            snapshot,
+            revision: 1,
+            session_version: base + 1,
+        })
+    }
+
+    pub async fn update(&self, snapshot: SessionSnapshot, base: u64) -> Result<StoredSnapshot> {
+        let id = snapshot.snapshot_id.as_str();
+        let encoded = codec::encode(&snapshot)?;
+        let mut tx = self.backend.write().await?;
+        let session_id = tx
+            .snapshot_session(id)
+            .await?
+            .ok_or_else(|| not_found_snapshot(id))?;
+        // Every write of a session locks its row first: this rewrite and the
+        // session's appends (which may continue this snapshot) serialize.
+        tx.lock_session(&session_id).await?;
+        let loaded = tx.load(id).await?.ok_or_else(|| not_found_snapshot(id))?;
+        if loaded.revision != base {
+            return Err(stale(&format!("Snapshot {id}"), base, loaded.revision));
+        }
+        let old_state = codec::reconstruct(&loaded.chain)?;
+        let old = codec::decode(&loaded.meta, Value::Null)?;
+        if session_of(&snapshot)? != session_id
+            || snapshot.parent_id != old.parent_id
+            || snapshot.created_at != old.created_at
+        {
+            return Err(Error::user_facing(
+                StatusCode::InvalidArgument,
+                format!(
+                    "an update of snapshot {id} must keep its session, parent and creation time"
+                ),
+            ));
+        }
+        if let Some(status) = old.status.filter(|s| s.is_terminal()) {
+            return Err(Error::user_facing(
+                StatusCode::FailedPrecondition,
+                format!("Snapshot {id} is {status}; a finished snapshot is not rewritten"),
+            ));
+        }
+        let own = loaded
+            .chain
+            .last()
+            .ok_or_else(|| data_loss(format!("snapshot {id} has no stored state")))?;
+        let (kind, body) = if json_patch::json_equal(&old_state, &encoded.state) {
+            // Only metadata changes: the stored state stays as it is.
+            (own.kind, own.body.clone())
+        } else if !loaded.is_leaf {
+            // Its children's diffs assume its state.
+            return Err(Error::user_facing(
+                StatusCode::FailedPrecondition,
+                format!("Snapshot {id} is continued by other snapshots; its state is not rewritten"),
+            ));
+        } else {
+            let parent_state = match (&loaded.parent_id, own.kind) {
+                (Some(parent), Kind::Diff) => {
+                    let parent = tx
+                        .load(parent)
+                        .await?
+                        .ok_or_else(|| data_loss(format!("the parent {parent} of {id} is missing")))?;
+                    Some(codec::reconstruct(&parent.chain)?)
+                }
+                _ => None,
+            };
+            codec::rewrite(own.kind, parent_state.as_ref(), &encoded.state)?
+        };
+        let row = Row {
+            snapshot_id: id,
+            session_id: &session_id,
+            parent_id: snapshot.parent_id.as_deref(),
+            seq: 0,
+            revision: base + 1,
+            kind: kind.as_str(),
+            status: status_str(&snapshot),
+            meta: &encoded.meta,
+            body: &body,
+        };
+        if !tx.rewrite_snapshot(&row, base).await? {
+            return Err(stale(&format!("Snapshot {id}"), base, loaded.revision));
+        }
+        tx.commit().await?;
+        Ok(StoredSnapshot {
+            snapshot,
+            revision: base + 1,
+            session_version: loaded.session_version,
+        })
+    }
+
+    pub async fn record_effect(&self, session_id: &str, key: &str, result: Value) -> Result<Value> {
+        if session_id.trim().is_empty() || key.is_empty() {
+            return Err(Error::user_facing(
+                StatusCode::InvalidArgument,
+                "a side-effect record needs a session id and a key",
+            ));
+        }
+        let text = result.to_string();
+        // Its own transaction, outside any turn's: the first record wins.
+        let mut tx = self.backend.write().await?;
+        tx.insert_effect(session_id, key, &text, &now_rfc3339()).await?;
+        let recorded = tx.effect(session_id, key).await?;
+        tx.commit().await?;
+        match recorded {
+            Some(t) if t == text => Ok(result),
+            Some(t) => parse_effect(&t),
+            None => Err(Error::internal(format!(
+                "the side effect {key} of session {session_id} vanished"
+            ))),
+        }
+    }
+
+    pub async fn effect(&self, session_id: &str, key: &str) -> Result<Option<Value>> {
+        let mut tx = self.backend.read().await?;
+        let recorded = tx.effect(session_id, key).await?;
+        drop(tx);
+        recorded.as_deref().map(parse_effect).transpose()
+    }
+}
+
+fn parse_effect(text: &str) -> Result<Value> {
+    serde_json::from_str(text).map_err(|e| data_loss(format!("side-effect result: {e}")))
+}
+
+fn already_exists(id: &str) -> Error {
+    Error::user_facing(
+        StatusCode::AlreadyExists,
+        format!("Snapshot {id} already exists"),
+    )
+}
+
+/// Implements [`SessionStore`](genkit_ai::agent::store::SessionStore) for a
+/// public store type by delegating to its `core`.
+macro_rules! delegate_session_store {
+    ($store:ty) => {
+        #[async_trait::async_trait]
+        impl genkit_ai::agent::store::SessionStore for $store {
+            async fn get(&self, snapshot_id: &str) -> genkit_core::Result<genkit_ai::agent::store::StoredSnapshot> {
+                self.core.get(snapshot_id).await
+            }
+            async fn latest(&self, session_id: &str) -> genkit_core::Result<genkit_ai::agent::store::StoredSnapshot> {
+                self.core.latest(session_id).await
+            }
+            async fn append(
+                &self,
+                snapshot: genkit_ai::agent::types::SessionSnapshot,
+                base: u64,
+            ) -> genkit_core::Result<genkit_ai::agent::store::StoredSnapshot> {
+                self.core.append(snapshot, base).await
+            }
+            async fn update(
+                &self,
+                snapshot: genkit_ai::agent::types::SessionSnapshot,
+                base: u64,
+            ) -> genkit_core::Result<genkit_ai::agent::store::StoredSnapshot> {
+                self.core.update(snapshot, base).await
+            }
+            async fn record_effect(
+                &self,
+                session_id: &str,
+                key: &str,
+                result: serde_json::Value,
+            ) -> genkit_core::Result<serde_json::Value> {
+                self.core.record_effect(session_id, key, result).await
+            }
+            async fn effect(&self, session_id: &str, key: &str) -> genkit_core::Result<Option<serde_json::Value>> {
+                self.core.effect(session_id, key).await
+            }
+        }
+    };
+}
+
+pub(crate) use delegate_session_store;

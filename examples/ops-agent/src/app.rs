@@ -1,0 +1,190 @@
+//! The app's Genkit instance: the model, the tools, the middleware, the
+//! prompt, and the `opsAgent` agent whose sessions live in the store.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use genkit::agent::store::SessionStore;
+use genkit::middleware::{GenerateMiddleware, history_policy, tool_approval, tool_cache};
+use genkit::prelude::*;
+use genkit::prompt::PromptConfig;
+
+use crate::fleet::Fleet;
+use crate::models::{self, ModelChoice};
+use crate::offline_model;
+use crate::tools::{self, TOOLS};
+
+/// The agent's name (`/agent/opsAgent`, `POST /opsAgent` when served).
+pub const AGENT: &str = "opsAgent";
+
+/// The history the model sees: the last turns that fit, tool pairs whole.
+pub const KEEP_TURNS: usize = 20;
+/// The token budget of the history the model sees.
+pub const KEEP_TOKENS: usize = 8_000;
+
+const SYSTEM: &str = "You are an operations assistant for a fleet of four services: api, worker, \
+scheduler and db. Use the tools to answer: getServiceStatus for health, queryLogs for causes \
+(windows relative to now, like \"15m\"), restartService only when the user asks for a restart \
+or agrees to one you proposed (the user approves every restart). When the user says \"it\" or \
+\"that one\", they mean the service you were discussing. Answer briefly, from the tool results.";
+
+/// The built app.
+pub struct App {
+    /// The Genkit instance.
+    pub ai: Genkit,
+    /// The agent.
+    pub agent: Agent,
+    /// The model the agent uses.
+    pub model: ModelChoice,
+}
+
+/// Builds the app on `store`, talking to `model`, its tools acting on `fleet`.
+pub fn build(store: Arc<dyn SessionStore>, model: ModelChoice, fleet: Arc<Fleet>) -> Result<App> {
+    let builder = models::with_provider(Genkit::builder().no_prompt_dir(), &model.name)?;
+    let ai = builder.default_model(model.name.clone()).build()?;
+    offline_model::define_offline_model(&ai);
+    tools::define_tools(&ai, &fleet, &store);
+
+    // Named middleware, so the prompt (and the Dev UI) can refer to them.
+    ai.define_middleware(
+        "historyPolicy",
+        "Keeps the last turns within a token budget, tool pairs whole",
+        |_config| {
+            let policy = history_policy()
+                .last_turns(KEEP_TURNS)
+                .max_tokens(KEEP_TOKENS);
+            Ok(Arc::new(policy) as Arc<dyn GenerateMiddleware>)
+        },
+    );
+    ai.define_middleware(
+        "toolApproval",
+        "Interrupts before tools that need approval",
+        |_config| Ok(Arc::new(tool_approval()) as Arc<dyn GenerateMiddleware>),
+    );
+    // One cache for the app's life: log queries are reused for 15 s;
+    // restartService is side-effecting, so never cached.
+    let cache: Arc<dyn GenerateMiddleware> =
+        Arc::new(tool_cache().ttl("queryLogs", Duration::from_secs(15)));
+    ai.define_middleware(
+        "toolCache",
+        "Reuses log query results for 15 s",
+        move |_config| Ok(cache.clone()),
+    );
+
+    let prompt = ai.define_prompt::<Value, Value>(
+        PromptConfig::new(AGENT)
+            .model(model.name.clone())
+            .system(SYSTEM)
+            .tools(TOOLS)
+            .max_turns(6)
+            .use_middleware("historyPolicy", None)
+            .use_middleware("toolApproval", None)
+            .use_middleware("toolCache", None),
+    );
+    let agent = ai.define_prompt_agent(
+        AGENT,
+        &prompt,
+        AgentOptions::new()
+            .store(store)
+            .description("Operations assistant: service status, logs, restarts (approved)"),
+    );
+    Ok(App { ai, agent, model })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use genkit::agent::store::InMemorySessionStore;
+
+    /// The model sees at most the last KEEP_TURNS turns (and the system
+    /// prompt); the session keeps every message.
+    #[tokio::test]
+    async fn the_model_sees_a_trimmed_history_and_the_session_keeps_it_all() -> Result<()> {
+        let store = Arc::new(InMemorySessionStore::new());
+        let model = ModelChoice {
+            name: "offline/recorder".into(),
+            reason: "test".into(),
+        };
+        let app = build(store, model, Arc::new(Fleet::default()))?;
+        let turns = KEEP_TURNS + 5;
+        let mut recorder = ProgrammableModel::define(app.ai.registry(), "offline/recorder");
+        for i in 0..turns {
+            recorder = recorder.respond_text(&format!("answer {i}"));
+        }
+        let chat = app.agent.chat();
+        for i in 0..turns {
+            chat.send(Message::user(format!("question {i}"))).await?;
+        }
+        let requests = recorder.requests();
+        let last = requests
+            .last()
+            .map(|r| r.messages.clone())
+            .unwrap_or_default();
+        assert_eq!(last.first().map(|m| m.role), Some(Role::System));
+        let questions: Vec<String> = last
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .map(Message::text)
+            .collect();
+        let expected: Vec<String> = (turns - KEEP_TURNS..turns)
+            .map(|i| format!("question {i}"))
+            .collect();
+        assert_eq!(questions, expected);
+        let stored = chat.snapshot().await?.state.unwrap_or_default();
+        assert_eq!(stored.messages().len(), 2 * turns);
+        Ok(())
+    }
+
+    /// A restart is recorded the moment it runs: when the turn then fails
+    /// and is retried, the retry finds the record and the service is not
+    /// restarted twice.
+    #[tokio::test]
+    async fn a_retried_turn_does_not_restart_the_service_again() -> Result<()> {
+        use genkit::agent::types::{AgentFinishReason, AgentInit};
+        use genkit::middleware::approve;
+
+        let store = Arc::new(InMemorySessionStore::new());
+        let model = ModelChoice {
+            name: "offline/recorder".into(),
+            reason: "test".into(),
+        };
+        let fleet = Arc::new(Fleet::default());
+        let app = build(store, model, fleet.clone())?;
+        ProgrammableModel::define(app.ai.registry(), "offline/recorder")
+            .respond_tool_call("restartService", json!({"service": "db"}))
+            .respond_error(Error::new(StatusCode::Unavailable, "the model went away"))
+            .respond_text("db restarted");
+        let session = "s1".to_owned();
+        let chat = || {
+            app.agent.chat_from(AgentInit {
+                session_id: Some(session.clone()),
+                ..AgentInit::default()
+            })
+        };
+        let asked = chat().send(Message::user("restart the db")).await?;
+        assert_eq!(asked.finish_reason, Some(AgentFinishReason::Interrupted));
+        let interrupt = asked
+            .message
+            .iter()
+            .flat_map(|m| m.content.iter())
+            .find(|p| p.metadata_value("interrupt").is_some())
+            .cloned()
+            .ok_or_else(|| Error::internal("no interrupt"))?;
+        let resume = || AgentResume {
+            restart: approve(&interrupt).ok().map(|p| vec![p]),
+            ..AgentResume::default()
+        };
+        // Approved: the restart runs, then the model fails; the turn fails.
+        let failed = chat().resume(resume()).await?;
+        assert_eq!(failed.finish_reason, Some(AgentFinishReason::Failed));
+        assert_eq!(fleet.restarts(), 1);
+        // The retry (from the interrupted turn again) reuses the record.
+        let retried = chat().resume(resume()).await?;
+        assert_eq!(
+            retried.message.map(|m| m.text()).as_deref(),
+            Some("db restarted")
+        );
+        assert_eq!(fleet.restarts(), 1, "restarted twice");
+        Ok(())
+    }
+}

@@ -1,0 +1,76 @@
+// Genkit JS's own agent client (`remoteAgent` from `genkit/beta/client`)
+// talking to `ops-agent --serve`: a question answered from the tools, a
+// follow-up that needs the earlier turn, a restart that waits for approval
+// and runs once the client approves it, and the stored snapshot.
+//
+// Run by tests/remote_agent.rs with the agent's URL in OPS_AGENT_URL, from
+// crates/genkit-server/tests/js (where the npm packages are). Exits non-zero
+// if any check fails.
+import { remoteAgent } from 'genkit/beta/client';
+
+const url = process.env.OPS_AGENT_URL;
+if (!url) {
+  console.error('OPS_AGENT_URL is not set');
+  process.exit(2);
+}
+const agent = remoteAgent({ url });
+
+function eq(got, want, what) {
+  const g = JSON.stringify(got);
+  const w = JSON.stringify(want);
+  if (g !== w) throw new Error(`${what}: got ${g}, want ${w}`);
+}
+function ok(cond, what) {
+  if (!cond) throw new Error(what);
+}
+
+try {
+  const chat = agent.chat();
+  const first = await chat.send('Why is the scheduler down?');
+  eq(first.finishReason, 'stop', 'first finishReason');
+  ok(first.text.includes('scheduler is DOWN'), `first text: ${first.text}`);
+  ok(first.text.includes('exited with code 137'), `first text: ${first.text}`);
+
+  const turn = chat.sendStream('restart it');
+  let streamedInterrupt = false;
+  const seen = [];
+  for await (const chunk of turn.stream) {
+    seen.push(chunk);
+    // The client wraps chunks; their JSON carries the interrupt as sent.
+    const json = JSON.stringify(chunk);
+    if (json.includes('"restartService"') && json.includes('"interrupt"')) {
+      streamedInterrupt = true;
+    }
+  }
+  const asked = await turn.response;
+  eq(asked.finishReason, 'interrupted', 'restart waits for approval');
+  ok(streamedInterrupt, `the restart request was streamed: ${JSON.stringify(seen)}`);
+  eq(asked.interrupts.length, 1, 'one interrupt');
+  const interrupt = asked.interrupts[0];
+  eq(interrupt.name, 'restartService', 'interrupted tool');
+  eq(interrupt.input.service, 'scheduler', '"it" is the scheduler');
+
+  const done = await chat.resume({
+    restart: [
+      {
+        toolRequest: { name: interrupt.name, ref: interrupt.ref, input: interrupt.input },
+        metadata: { resumed: { toolApproved: true } },
+      },
+    ],
+  });
+  eq(done.finishReason, 'stop', 'resumed finishReason');
+  ok(done.text.includes('Restarted scheduler: scheduler is healthy'), `resumed text: ${done.text}`);
+  eq(done.sessionId, first.sessionId, 'one session');
+
+  const snapshot = await agent.getSnapshot({ snapshotId: done.snapshotId });
+  eq(snapshot.status, 'completed', 'snapshot status');
+  eq(
+    snapshot.state.messages.filter((m) => m.role === 'user').map((m) => m.content[0].text),
+    ['Why is the scheduler down?', 'restart it'],
+    'stored questions',
+  );
+  console.log('remoteAgent: all checks passed');
+} catch (e) {
+  console.log(`remoteAgent: ${e?.stack ?? e}`);
+  process.exit(1);
+}
