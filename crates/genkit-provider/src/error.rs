@@ -130,12 +130,14 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 /// (`501` and `504` included) is a transient `UNAVAILABLE` the retry
 /// middleware retries: 400 `INVALID_ARGUMENT`, 401 `UNAUTHENTICATED`, 403
 /// `PERMISSION_DENIED`, 404 `NOT_FOUND`, 408 `DEADLINE_EXCEEDED`, 429
-/// `RESOURCE_EXHAUSTED`, 499 `CANCELLED`; a redirect (never followed: the
+/// `RESOURCE_EXHAUSTED`, 499 `CANCELLED`; 413 (a request too large: the
+/// caller's to fix) `INVALID_ARGUMENT`; a redirect (never followed: the
 /// base URL needs fixing) `FAILED_PRECONDITION`; anything else as
 /// [`StatusCode::from_http_status`].
 pub fn status_for_http(http_status: u16) -> StatusCode {
     match http_status {
         300..=399 => StatusCode::FailedPrecondition,
+        413 => StatusCode::InvalidArgument,
         500..=599 => StatusCode::Unavailable,
         other => StatusCode::from_http_status(other),
     }

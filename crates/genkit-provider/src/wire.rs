@@ -97,17 +97,20 @@ pub fn wants_json(output: &OutputConfig) -> bool {
 }
 
 /// The start of a text embedding request as OpenAI's and Ollama's APIs
-/// take it: `{"model": <version or the embedder's name>, "input": [texts]}`.
+/// take it: `{"model": <version or the embedder's name>, "input": [texts],
+/// "dimensions": <when given>}`.
 pub fn text_embed_body(
     spec: &EmbedderSpec,
     request: &EmbedRequest,
     version: Option<String>,
+    dimensions: Option<u32>,
 ) -> Result<Map<String, Value>> {
     let mut body = Map::new();
     let model = version.unwrap_or_else(|| spec.name.clone());
     body.insert("model".into(), Value::from(model));
     let texts = embed_texts(request, &spec.name)?;
     body.insert("input".into(), Value::Array(texts));
+    put_some(&mut body, "dimensions", dimensions);
     Ok(body)
 }
 

@@ -2,7 +2,6 @@
 //! API's error body (`{"type": "error", "error": {"type", "message"},
 //! "request_id"}`).
 
-use genkit_core::StatusCode;
 use genkit_provider::provider_error::ErrorFields;
 use genkit_provider::{ErrorBody, ErrorResponse, ProviderError};
 use serde_json::Value;
@@ -59,15 +58,6 @@ impl ErrorBody for AnthropicErrorBody {
         self.kind.as_deref()
     }
 
-    /// `413 request_too_large` is the caller's to fix: `INVALID_ARGUMENT`.
-    fn status(&self, http_status: Option<u16>) -> StatusCode {
-        match http_status {
-            Some(413) => StatusCode::InvalidArgument,
-            Some(other) => genkit_provider::error::status_for_http(other),
-            None => StatusCode::Unavailable,
-        }
-    }
-
     fn details(&self) -> Vec<(&'static str, Option<Value>)> {
         vec![
             ("type", self.kind.clone().map(Value::from)),
@@ -101,6 +91,7 @@ pub(crate) fn stream_error(kind: String, message: String) -> AnthropicError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use genkit_core::StatusCode;
     use reqwest::header::HeaderMap;
     use serde_json::json;
 

@@ -11,7 +11,8 @@ use genkit_provider::{
 
 use crate::config::{EmbedConfig, GeminiConfig};
 use crate::convert::ToolNames;
-use crate::convert::embed::{embed_call, embeddings, model_path};
+use crate::convert::embed::{embed_call, embeddings};
+use crate::convert::model_path;
 use crate::convert::request::{RequestShape, to_gemini_request};
 use crate::convert::response::to_genkit_response;
 use crate::error::{GeminiError, GeminiErrorBody};

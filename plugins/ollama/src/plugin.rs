@@ -2,13 +2,14 @@
 //! its builder, and what the provider declares.
 
 use crate::config::{EmbedConfig, OllamaConfig};
-use crate::convert::request::{chat_request, embed_body};
+use crate::convert::request::chat_request;
 use crate::convert::response::ChatState;
 use crate::error::{OllamaError, OllamaErrorBody};
 use crate::models::{looks_like_embedder, supports};
 use crate::wire::{EmbedResponse as WireEmbedResponse, TagsResponse};
 use genkit_ai::types::GenerateResponse;
 use genkit_core::{ActionKind, Result};
+use genkit_provider::wire::{put_some, text_embed_body};
 use genkit_provider::{
     Chat, Embed, ModelSpec, Provider, ProviderClient, ProviderInfo, StreamFormat, WireCall,
 };
@@ -76,9 +77,16 @@ impl Provider for OllamaProvider {
         Ok(state.into_response()?)
     }
 
+    /// `POST /api/embed`; options without a field of their own go to `options`.
     fn embed_request(&self, embed: Embed<'_, Self>) -> Result<WireCall<()>> {
-        let body = embed_body(embed.spec, embed.request, embed.options)?;
-        Ok(WireCall::new("api/embed", body, ()))
+        let o = embed.options;
+        let mut body = text_embed_body(embed.spec, embed.request, o.version, o.dimensions)?;
+        put_some(&mut body, "truncate", o.truncate);
+        put_some(&mut body, "keep_alive", o.keep_alive);
+        if !o.extra.is_empty() {
+            body.insert("options".into(), Value::Object(o.extra));
+        }
+        Ok(WireCall::new("api/embed", Value::Object(body), ()))
     }
 
     fn embed_response(&self, body: &[u8]) -> Result<Vec<Vec<f32>>> {

@@ -56,17 +56,6 @@ pub enum VisualDetailLevel {
     High,
 }
 
-impl VisualDetailLevel {
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            VisualDetailLevel::Auto => "auto",
-            VisualDetailLevel::Low => "low",
-            VisualDetailLevel::High => "high",
-        }
-    }
-}
-
 /// Options of an embedding request (`EmbedRequest.options`). Unknown keys are
 /// sent as they are.
 #[genkit_provider::skip_serializing_none]

@@ -3,15 +3,17 @@
 //! declares.
 
 use crate::config::{EmbedConfig, OpenAiConfig, StructuredOutputStyle};
-use crate::convert::request::{chat_body, embed_body};
-use crate::convert::response::{embeddings, from_completion};
+use crate::convert::request::chat_body;
+use crate::convert::response::from_completion;
 use crate::error::{OpenAiErrorBody, ProviderError};
 use crate::models::{ModelSpec, openai_embedders, openai_models};
 use crate::stream::StreamState;
+use crate::wire::EmbeddingsResponse;
 use genkit_ai::embedder::EmbedderInfo;
 use genkit_ai::types::GenerateResponse;
 use genkit_core::Result;
 use genkit_provider::plugin::text_embedder_info;
+use genkit_provider::wire::{put_some, text_embed_body};
 use genkit_provider::{Chat, Embed, EmbedderSpec, Provider, ProviderInfo, WireCall};
 use serde_json::Value;
 
@@ -87,12 +89,20 @@ impl Provider for OpenAiProvider {
         text_embedder_info(label, spec.dimensions)
     }
 
+    /// `POST /embeddings`; other options are sent as they are.
     fn embed_request(&self, embed: Embed<'_, Self>) -> Result<WireCall<()>> {
-        let body = embed_body(embed.spec, embed.request, embed.options)?;
-        Ok(WireCall::new("embeddings", body, ()))
+        let o = embed.options;
+        let mut body = text_embed_body(embed.spec, embed.request, o.version, o.dimensions)?;
+        put_some(&mut body, "user", o.user);
+        body.extend(o.extra);
+        Ok(WireCall::new("embeddings", Value::Object(body), ()))
     }
 
+    /// The vectors in document (`index`) order.
     fn embed_response(&self, body: &[u8]) -> Result<Vec<Vec<f32>>> {
-        Ok(embeddings(body)?)
+        let parsed: EmbeddingsResponse = ProviderError::parse_body("the embeddings", body)?;
+        let mut data = parsed.data;
+        data.sort_by_key(|d| d.index.unwrap_or(usize::MAX));
+        Ok(data.into_iter().map(|d| d.embedding).collect())
     }
 }

@@ -2,6 +2,7 @@
 //! plugin reads or writes). Response types are lenient: unknown fields are
 //! ignored and explicit `null`s read as absent, as compatible servers vary.
 
+use crate::config::VisualDetailLevel;
 use serde::{Deserialize, Serialize};
 
 // ---------------------------------------------------------------- request
@@ -49,7 +50,7 @@ pub(crate) enum ContentPart {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct ImageUrl {
     pub url: String,
-    pub detail: Option<&'static str>,
+    pub detail: Option<VisualDetailLevel>,
 }
 
 /// Base64 audio.

@@ -2,9 +2,11 @@
 //! bench/js/lib/harness.mjs does (warm up, then time sequential awaited ops)
 //! and prints one JSON line with time per op and peak memory.
 //!
-//! `peer <bench> [--seconds S] [--exporter]` where bench is one of
+//! `peer <bench> [--seconds S | --ops N] [--exporter]` where bench is one of
 //! flow_echo, generate_plain, generate_tools, generate_stream, agent_turn,
-//! agent_session_50.
+//! agent_session_50. `--ops N` runs exactly N ops with no warm-up, for
+//! instruction counting (`valgrind --tool=callgrind`): the difference
+//! between two op counts is the cost of the extra ops alone.
 
 use genkit_bench::*;
 use std::time::{Duration, Instant};
@@ -24,11 +26,29 @@ fn peak_rss_mb() -> f64 {
         .unwrap_or(f64::NAN)
 }
 
-async fn time<F, Fut>(seconds: f64, mut op: F) -> (u64, f64)
+/// How long a workload runs: for a time (after a 500 ms warm-up), or for a
+/// fixed number of ops.
+#[derive(Clone, Copy)]
+enum Budget {
+    Seconds(f64),
+    Ops(u64),
+}
+
+async fn time<F, Fut>(budget: Budget, mut op: F) -> (u64, f64)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future,
 {
+    let seconds = match budget {
+        Budget::Seconds(s) => s,
+        Budget::Ops(n) => {
+            let start = Instant::now();
+            for _ in 0..n {
+                op().await;
+            }
+            return (n, start.elapsed().as_nanos() as f64 / n.max(1) as f64);
+        }
+    };
     let warm = Instant::now();
     while warm.elapsed() < Duration::from_millis(500) {
         op().await;
@@ -50,7 +70,7 @@ async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(name) = args.first().cloned() else {
         eprintln!(
-            "usage: peer <flow_echo|generate_plain|generate_tools|generate_stream|agent_turn|agent_session_50> [--seconds S] [--exporter]"
+            "usage: peer <flow_echo|generate_plain|generate_tools|generate_stream|agent_turn|agent_session_50> [--seconds S | --ops N] [--exporter]"
         );
         std::process::exit(2);
     };
@@ -60,6 +80,12 @@ async fn main() {
         .and_then(|i| args.get(i + 1))
         .and_then(|s| s.parse().ok())
         .unwrap_or(3.0);
+    let budget = args
+        .iter()
+        .position(|a| a == "--ops")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| s.parse().ok())
+        .map_or(Budget::Seconds(seconds), Budget::Ops);
     let exporter = args.iter().any(|a| a == "--exporter");
     if exporter {
         install_exporter();
@@ -68,32 +94,32 @@ async fn main() {
         "flow_echo" => {
             let ai = flow_echo();
             assert_eq!(call_flow_echo(&ai).await, "hello");
-            time(seconds, || call_flow_echo(&ai)).await
+            time(budget, || call_flow_echo(&ai)).await
         }
         "generate_plain" => {
             let ai = generate_plain();
             assert_eq!(call_generate_plain(&ai).await, "hello");
-            time(seconds, || call_generate_plain(&ai)).await
+            time(budget, || call_generate_plain(&ai)).await
         }
         "generate_tools" => {
             let (ai, a, b) = generate_tools();
             assert_eq!(call_generate_tools(&ai, &a, &b).await, "done");
-            time(seconds, || call_generate_tools(&ai, &a, &b)).await
+            time(budget, || call_generate_tools(&ai, &a, &b)).await
         }
         "generate_stream" => {
             let ai = generate_stream();
             assert_eq!(call_generate_stream(&ai).await, STREAM_CHUNKS);
-            time(seconds, || call_generate_stream(&ai)).await
+            time(budget, || call_generate_stream(&ai)).await
         }
         "agent_turn" => {
             let (_ai, agent) = agent_assistant();
             assert_eq!(call_agent_turn(&agent).await, "hello");
-            time(seconds, || call_agent_turn(&agent)).await
+            time(budget, || call_agent_turn(&agent)).await
         }
         "agent_session_50" => {
             let (_ai, agent) = agent_assistant();
             assert_eq!(call_agent_session(&agent).await, AGENT_SESSION_TURNS);
-            time(seconds, || call_agent_session(&agent)).await
+            time(budget, || call_agent_session(&agent)).await
         }
         other => {
             eprintln!("unknown bench {other}");

@@ -1,10 +1,11 @@
 //! Genkit embed requests → `embedContent` / `batchEmbedContents`, and their
-//! answers → vectors; the model resource paths both calls use.
+//! answers → vectors.
 
 use genkit_ai::types::EmbedRequest;
 use genkit_core::Result;
 use genkit_provider::{EmbedderSpec, WireCall};
 
+use super::model_path;
 use super::request::to_gemini_part;
 use crate::config::EmbedConfig;
 use crate::error::GeminiError;
@@ -63,26 +64,4 @@ pub(crate) fn embeddings(body: &[u8]) -> Result<Vec<Vec<f32>>> {
 enum EmbedAnswer {
     One(EmbedContentResponse),
     Batch(BatchEmbedContentsResponse),
-}
-
-/// `models/<name>`, unless the name is already a resource path
-/// (`models/...`, `tunedModels/...`).
-pub(crate) fn model_path(model: &str) -> String {
-    if model.starts_with("models/") || model.starts_with("tunedModels/") {
-        model.to_owned()
-    } else {
-        format!("models/{model}")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn model_paths() {
-        assert_eq!(model_path("gemini-2.5-flash"), "models/gemini-2.5-flash");
-        assert_eq!(model_path("models/x"), "models/x");
-        assert_eq!(model_path("tunedModels/t"), "tunedModels/t");
-    }
 }

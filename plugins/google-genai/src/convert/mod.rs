@@ -40,3 +40,25 @@ impl ToolNames {
 pub(crate) fn to_gemini_name(name: &str) -> String {
     name.replace('/', "__")
 }
+
+/// `models/<name>`, unless the name is already a resource path
+/// (`models/...`, `tunedModels/...`).
+pub(crate) fn model_path(model: &str) -> String {
+    if model.starts_with("models/") || model.starts_with("tunedModels/") {
+        model.to_owned()
+    } else {
+        format!("models/{model}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_paths() {
+        assert_eq!(model_path("gemini-2.5-flash"), "models/gemini-2.5-flash");
+        assert_eq!(model_path("models/x"), "models/x");
+        assert_eq!(model_path("tunedModels/t"), "tunedModels/t");
+    }
+}

@@ -1,17 +1,13 @@
-//! Genkit [`GenerateRequest`] → `/api/chat` request body, and
-//! [`EmbedRequest`] → `/api/embed` request body.
+//! Genkit [`GenerateRequest`] → `/api/chat` request body.
 
-use crate::config::{EmbedConfig, OllamaConfig};
+use crate::config::OllamaConfig;
 use crate::wire::{ChatMessage, FunctionCall, ToolCall};
 use genkit_ai::types::{
-    EmbedRequest, GenerateRequest, Message, OutputConfig, Part, PartKind, Role, ToolDefinition,
-    ToolRequest, ToolResponse,
+    GenerateRequest, Message, OutputConfig, Part, PartKind, Role, ToolDefinition, ToolRequest,
+    ToolResponse,
 };
 use genkit_core::{Error, Result};
-use genkit_provider::EmbedderSpec;
-use genkit_provider::wire::{
-    FunctionTool, parameters_schema, put_some, text_embed_body, tool_output_text, wants_json,
-};
+use genkit_provider::wire::{FunctionTool, parameters_schema, tool_output_text, wants_json};
 use serde_json::{Map, Value, json};
 
 /// Builds the body of `POST /api/chat` for `request` (its config parsed
@@ -151,22 +147,6 @@ fn tool_message(r: &ToolResponse) -> ChatMessage {
         tool_name: Some(r.name.clone()),
         tool_call_id: r.reference.clone(),
     }
-}
-
-/// Builds the body of `POST /api/embed` for `request` to `spec`.
-pub(crate) fn embed_body(
-    spec: &EmbedderSpec,
-    request: &EmbedRequest,
-    options: EmbedConfig,
-) -> Result<Value> {
-    let mut body = text_embed_body(spec, request, options.version)?;
-    put_some(&mut body, "truncate", options.truncate);
-    put_some(&mut body, "dimensions", options.dimensions);
-    put_some(&mut body, "keep_alive", options.keep_alive);
-    if !options.extra.is_empty() {
-        body.insert("options".into(), Value::Object(options.extra));
-    }
-    Ok(Value::Object(body))
 }
 
 #[cfg(test)]

@@ -1,20 +1,18 @@
-//! Genkit [`GenerateRequest`] → Chat Completions request body, and
-//! [`EmbedRequest`] → Embeddings request body.
+//! Genkit [`GenerateRequest`] → Chat Completions request body.
 
-use crate::config::{EmbedConfig, OpenAiConfig, StructuredOutputStyle, VisualDetailLevel};
+use crate::config::{OpenAiConfig, StructuredOutputStyle, VisualDetailLevel};
 use crate::models::{ModelSpec, TokenLimitField};
 use crate::wire::{
     ChatMessage, ContentPart, FileData, FunctionCall, ImageUrl, InputAudio, MessageContent,
     ToolCall,
 };
 use genkit_ai::types::{
-    EmbedRequest, GenerateRequest, Media, Message, OutputConfig, Part, PartKind, Role, ToolChoice,
+    GenerateRequest, Media, Message, OutputConfig, Part, PartKind, Role, ToolChoice,
     ToolDefinition, ToolRequest, ToolResponse,
 };
 use genkit_core::{Error, Result};
-use genkit_provider::EmbedderSpec;
 use genkit_provider::wire::{
-    FunctionTool, parameters_schema, put_some, text_embed_body, tool_output_text, wants_json,
+    FunctionTool, parameters_schema, put_some, tool_output_text, wants_json,
 };
 use serde_json::{Map, Value, json};
 
@@ -228,7 +226,7 @@ fn media_part(
         return Ok(ContentPart::ImageUrl {
             image_url: ImageUrl {
                 url: media.url.clone(),
-                detail: detail.map(VisualDetailLevel::as_str),
+                detail,
             },
         });
     }
@@ -309,19 +307,6 @@ fn tool_message(r: &ToolResponse) -> ChatMessage {
         tool_calls: None,
         tool_call_id: Some(call_id(r.reference.as_ref(), &r.name)),
     }
-}
-
-/// Builds the body of `POST /embeddings` for `request` to `spec`.
-pub(crate) fn embed_body(
-    spec: &EmbedderSpec,
-    request: &EmbedRequest,
-    options: EmbedConfig,
-) -> Result<Value> {
-    let mut body = text_embed_body(spec, request, options.version)?;
-    put_some(&mut body, "dimensions", options.dimensions);
-    put_some(&mut body, "user", options.user);
-    body.extend(options.extra);
-    Ok(Value::Object(body))
 }
 
 #[cfg(test)]

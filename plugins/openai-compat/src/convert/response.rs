@@ -1,8 +1,7 @@
-//! Chat Completions response → Genkit [`GenerateResponse`]; Embeddings
-//! response → vectors.
+//! Chat Completions response → Genkit [`GenerateResponse`].
 
 use crate::error::ProviderError;
-use crate::wire::{ChatCompletion, EmbeddingsResponse, Usage};
+use crate::wire::{ChatCompletion, Usage};
 use genkit_ai::types::{
     FinishReason, GenerateResponse, GenerationUsage, Message, Part, Role, ToolRequest,
 };
@@ -140,14 +139,6 @@ pub(crate) fn to_usage(u: &Usage) -> GenerationUsage {
             .and_then(|d| d.cached_tokens),
         ..GenerationUsage::default()
     }
-}
-
-/// The vectors of an Embeddings answer, in document (`index`) order.
-pub(crate) fn embeddings(body: &[u8]) -> Result<Vec<Vec<f32>>, ProviderError> {
-    let parsed: EmbeddingsResponse = ProviderError::parse_body("the embeddings", body)?;
-    let mut data = parsed.data;
-    data.sort_by_key(|d| d.index.unwrap_or(usize::MAX));
-    Ok(data.into_iter().map(|d| d.embedding).collect())
 }
 
 #[cfg(test)]
