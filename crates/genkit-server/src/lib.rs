@@ -63,6 +63,7 @@ pub mod flow_server;
 pub mod reflection;
 mod run;
 pub mod runtime_file;
+pub mod serving;
 pub mod shutdown;
 pub mod sse;
 pub mod telemetry;
@@ -72,6 +73,7 @@ pub use dev::{
 };
 pub use error::ServerError;
 pub use flow_server::FlowServer;
+pub use serving::ServeOptions;
 pub use tower_http::cors;
 
 use genkit_core::Registry;
