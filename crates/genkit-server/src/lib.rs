@@ -8,6 +8,10 @@
 //!   with [context providers](context_providers) for auth, CORS, a body limit
 //!   and graceful shutdown; an axum [`Router`](axum::Router) you can serve or
 //!   merge into your app.
+//! - [`ServeOptions`]: what both servers do against slow, greedy or buggy
+//!   peers (header-read and request timeouts, a concurrency limit answering
+//!   503, panics answered as Genkit's 500) and on shutdown (a drain deadline,
+//!   then a flush of the trace exporters).
 //! - [`start_dev_tooling`]: in dev mode (`GENKIT_ENV=dev`, as set by
 //!   `genkit start -- <cmd>`), the [Reflection API](reflection), the
 //!   [runtime file](runtime_file) and [trace export](telemetry).
