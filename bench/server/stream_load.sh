@@ -10,6 +10,7 @@
 #   bench/server/stream_load.sh
 #   CLIENTS=200 DURATION=10 bench/server/stream_load.sh
 #   SKIP_BUILD=1 bench/server/stream_load.sh
+#   PROFILE=debug CLIENTS=50 DURATION=5 bench/server/stream_load.sh   # a smoke run
 #
 # Everything runs on 127.0.0.1. Prints the client's JSON summary line (and
 # appends it to bench/.results/stream_load.jsonl); exits non-zero on any error.
@@ -21,6 +22,8 @@ TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}"
 PORT="${PORT:-3490}"
 export CLIENTS="${CLIENTS:-1000}" DURATION="${DURATION:-60}" CHUNKS="${CHUNKS:-20}"
 OUT="${OUT:-$REPO/bench/.results/stream_load.jsonl}"
+PROFILE="${PROFILE:-release}"
+if [ "$PROFILE" = release ]; then BUILD_FLAG=--release; else BUILD_FLAG=; fi
 
 # Each client holds a socket, and so does the server for it: raise the
 # open-file limit to the hard limit if the soft one is too low.
@@ -34,14 +37,12 @@ if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt "$need" ]; then
 fi
 
 if [ -z "${SKIP_BUILD:-}" ]; then
-  echo "building the server and the load client (release)..." >&2
-  (cd "$REPO" && CARGO_TARGET_DIR="$TARGET_DIR" cargo build --release -q \
-    -p genkit-server --example bench_flow_server)
-  (cd "$REPO" && CARGO_TARGET_DIR="$TARGET_DIR" cargo build --release -q \
-    -p genkit-bench --bin stream_load)
+  echo "building the server and the load client ($PROFILE)..." >&2
+  (cd "$REPO" && CARGO_TARGET_DIR="$TARGET_DIR" cargo build $BUILD_FLAG -q \
+    -p genkit-server --example bench_flow_server -p genkit-bench --bin stream_load)
 fi
 
-PORT="$PORT" "$TARGET_DIR/release/examples/bench_flow_server" &
+PORT="$PORT" "$TARGET_DIR/$PROFILE/examples/bench_flow_server" &
 SERVER_PID=$!
 trap 'kill "$SERVER_PID" 2>/dev/null || true' EXIT
 for _ in $(seq 1 200); do
@@ -49,10 +50,10 @@ for _ in $(seq 1 200); do
   sleep 0.05
 done
 
-echo "load: $CLIENTS clients x ${DURATION}s, $CHUNKS chunks per stream; load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+echo "load ($PROFILE build): $CLIENTS clients x ${DURATION}s, $CHUNKS chunks per stream; load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 set +e
 line="$(URL="http://127.0.0.1:$PORT/ticks" SERVER_PID="$SERVER_PID" \
-  "$TARGET_DIR/release/stream_load")"
+  "$TARGET_DIR/$PROFILE/stream_load")"
 status=$?
 set -e
 echo "$line"
