@@ -11,6 +11,7 @@
 use crate::error::ServerError;
 use crate::reflection::{self, ReflectionState};
 use crate::runtime_file::{RuntimeFile, RuntimeInfo, epoch_millis, find_project_root, iso8601_utc};
+use crate::serving::{self, ServeOptions};
 use crate::shutdown;
 use genkit_core::Registry;
 use parking_lot::Mutex;
@@ -36,6 +37,9 @@ pub struct DevToolingOptions {
     pub exit_on_signal: bool,
     /// Start even if `GENKIT_ENV` is not `dev` (for tests and embedding).
     pub force: bool,
+    /// Timeouts, concurrency limit and shutdown drain deadline of the
+    /// Reflection API's server ([`ServeOptions::default`]).
+    pub serve: ServeOptions,
 }
 
 impl Default for DevToolingOptions {
@@ -46,6 +50,7 @@ impl Default for DevToolingOptions {
             name: None,
             exit_on_signal: true,
             force: false,
+            serve: ServeOptions::default(),
         }
     }
 }
@@ -100,10 +105,10 @@ pub async fn start_dev_tooling_with(
     let router = reflection::router(state.clone());
     let stop = CancellationToken::new();
     let stopped = stop.clone();
+    let serve_options = options.serve.clone();
     let server = tokio::spawn(async move {
-        let r = axum::serve(listener, router)
-            .with_graceful_shutdown(async move { stopped.cancelled().await })
-            .await;
+        let stop = async move { stopped.cancelled().await };
+        let r = serving::serve(listener, router, &serve_options, stop, "reflection server").await;
         if let Err(e) = r {
             ::tracing::error!("reflection server failed: {e}");
         }

@@ -19,6 +19,7 @@
 use crate::context_providers::{ContextProvider, RequestData, SharedContextProvider};
 use crate::error::ServerError;
 use crate::run::{self, Event};
+use crate::serving::{self, ServeOptions};
 use crate::shutdown;
 use crate::sse;
 use axum::Router;
@@ -80,6 +81,7 @@ pub struct FlowServer {
     cors: Option<CorsLayer>,
     body_limit: usize,
     path_prefix: String,
+    options: ServeOptions,
 }
 
 impl FlowServer {
@@ -93,6 +95,7 @@ impl FlowServer {
             cors: None,
             body_limit: DEFAULT_BODY_LIMIT,
             path_prefix: String::new(),
+            options: ServeOptions::default(),
         }
     }
 
@@ -183,9 +186,20 @@ impl FlowServer {
         self
     }
 
+    /// Timeouts, the concurrency limit and the shutdown drain deadline
+    /// ([`ServeOptions::default`] unless set), used by [`serve`](Self::serve)
+    /// and [`serve_with_shutdown`](Self::serve_with_shutdown).
+    pub fn serve_options(mut self, options: ServeOptions) -> Self {
+        self.options = options;
+        self
+    }
+
     /// The router, for serving it yourself or merging it into a larger app.
     /// Serves every flow and agent of the registry unless some were named.
-    /// Fails if a named flow or agent is not registered.
+    /// Fails if a named flow or agent is not registered. The per-request
+    /// limits of the [serve options](Self::serve_options) are not in it:
+    /// add them with [`ServeOptions::apply`] (connection timeouts and
+    /// graceful shutdown are up to the server you use).
     pub async fn into_router(self) -> Result<Router, ServerError> {
         let mut routes = HashMap::new();
         let default = self.provider.clone();
@@ -246,8 +260,10 @@ impl FlowServer {
     }
 
     /// Binds `addr` and serves until Ctrl-C or SIGTERM, then finishes the
-    /// requests in flight (streams included) and returns. Also installs the
-    /// trace exporters configured in the environment
+    /// requests in flight (streams included) until the
+    /// [drain deadline](ServeOptions::drain_timeout), flushes the trace
+    /// exporters and returns. Also installs the trace exporters configured
+    /// in the environment
     /// ([`telemetry::init_from_env`](crate::telemetry::init_from_env)).
     pub async fn serve(self, addr: impl ToSocketAddrs) -> Result<(), ServerError> {
         let listener = TcpListener::bind(addr)
@@ -262,20 +278,20 @@ impl FlowServer {
     }
 
     /// Serves on `listener` until `signal` resolves, then stops accepting
-    /// connections and waits for the requests in flight (streams included).
+    /// connections, waits for the requests in flight (streams included) until
+    /// the [drain deadline](ServeOptions::drain_timeout), closes the rest and
+    /// flushes the installed trace exporters.
     pub async fn serve_with_shutdown(
         self,
         listener: TcpListener,
         signal: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServerError> {
+        let options = self.options.clone();
         let router = self.into_router().await?;
         if let Ok(addr) = listener.local_addr() {
             ::tracing::info!("flow server listening on http://{addr}");
         }
-        axum::serve(listener, router)
-            .with_graceful_shutdown(signal)
-            .await
-            .map_err(ServerError::Serve)
+        serving::serve(listener, router, &options, signal, "flow server").await
     }
 }
 

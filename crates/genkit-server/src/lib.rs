@@ -8,6 +8,10 @@
 //!   with [context providers](context_providers) for auth, CORS, a body limit
 //!   and graceful shutdown; an axum [`Router`](axum::Router) you can serve or
 //!   merge into your app.
+//! - [`ServeOptions`]: what both servers do against slow, greedy or buggy
+//!   peers (header-read and request timeouts, a concurrency limit answering
+//!   503, panics answered as Genkit's 500) and on shutdown (a drain deadline,
+//!   then a flush of the trace exporters).
 //! - [`start_dev_tooling`]: in dev mode (`GENKIT_ENV=dev`, as set by
 //!   `genkit start -- <cmd>`), the [Reflection API](reflection), the
 //!   [runtime file](runtime_file) and [trace export](telemetry).
@@ -63,6 +67,7 @@ pub mod flow_server;
 pub mod reflection;
 mod run;
 pub mod runtime_file;
+pub mod serving;
 pub mod shutdown;
 pub mod sse;
 pub mod telemetry;
@@ -72,6 +77,7 @@ pub use dev::{
 };
 pub use error::ServerError;
 pub use flow_server::FlowServer;
+pub use serving::ServeOptions;
 pub use tower_http::cors;
 
 use genkit_core::Registry;

@@ -16,6 +16,7 @@ use genkit_core::{ActionStream, DynAction, Error, RunOptions};
 use parking_lot::Mutex;
 use serde_json::Value;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::task::Poll;
 
@@ -90,7 +91,27 @@ pub async fn start(
 }
 
 impl Events {
+    /// The next event. A panic of the action while it is polled ends the run
+    /// with an internal error (the client gets Genkit's `Internal Error`
+    /// body or frame); the panic message goes to the log.
     fn poll_event(&mut self, cx: &mut std::task::Context<'_>) -> Poll<Option<Event>> {
+        match std::panic::catch_unwind(AssertUnwindSafe(|| self.poll_source(cx))) {
+            Ok(poll) => poll,
+            Err(panic) => {
+                let message = crate::serving::panic_message(panic.as_ref()).to_owned();
+                // The source is broken; drop it (guarding against its drop
+                // panicking as well) and never poll it again.
+                let source = self.source.take();
+                let _ = std::panic::catch_unwind(AssertUnwindSafe(move || drop(source)));
+                ::tracing::error!("an action panicked: {message}");
+                Poll::Ready(Some(Event::Done(Err(Error::internal(format!(
+                    "the action panicked: {message}"
+                ))))))
+            }
+        }
+    }
+
+    fn poll_source(&mut self, cx: &mut std::task::Context<'_>) -> Poll<Option<Event>> {
         if let Some(ev) = self.ready.take() {
             return Poll::Ready(Some(ev));
         }
@@ -110,7 +131,7 @@ impl Events {
                         return Poll::Ready(None);
                     };
                     self.source = Some(Source::Once(Box::pin(s.output())));
-                    self.poll_event(cx)
+                    self.poll_source(cx)
                 }
             },
             Source::Stream(s) => match s.poll_next_unpin(cx) {

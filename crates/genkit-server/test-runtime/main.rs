@@ -6,7 +6,9 @@
 //! for i < n, then `"done n, streamed: k times"`), `fail` (internal error
 //! `boom`), `denied` (user-facing PERMISSION_DENIED), `nested` (a flow step
 //! and a call of `hello`), `whoami` (returns the action context; served with
-//! the API key `test-key`). Models: `customReflector` (echoes the request as
+//! the API key `test-key`), `forever` (streams one chunk, then never ends;
+//! for shutdown tests). With `GENKIT_TEST_DRAIN_MS`, the flow server's drain
+//! deadline is that many milliseconds. Models: `customReflector` (echoes the request as
 //! canonical JSON, with character usage) and `echoModel` (a deterministic
 //! model for `genkit dev:test-model`).
 
@@ -14,7 +16,7 @@ use genkit_core::flow::{define_flow, define_streaming_flow};
 use genkit_core::tracing::run;
 use genkit_core::{Action, ActionDesc, ActionKind, Error, Registry, StatusCode};
 use genkit_server::context_providers::api_key;
-use genkit_server::{FlowServer, shutdown};
+use genkit_server::{FlowServer, ServeOptions, shutdown};
 use serde_json::{Map, Value, json};
 use std::time::Duration;
 
@@ -40,9 +42,16 @@ async fn run_app() -> Result<(), Box<dyn std::error::Error>> {
     match std::env::var("GENKIT_TEST_FLOW_PORT") {
         Ok(port) => {
             let port: u16 = port.trim().parse()?;
+            let mut options = ServeOptions::new();
+            if let Ok(ms) = std::env::var("GENKIT_TEST_DRAIN_MS") {
+                options = options.drain_timeout(Duration::from_millis(ms.trim().parse()?));
+            }
             let server = FlowServer::new(&registry)
-                .flows(["hello", "streamy", "fail", "denied", "nested", "slow"])
-                .flow_with_context("whoami", api_key("test-key"));
+                .flows([
+                    "hello", "streamy", "fail", "denied", "nested", "slow", "forever",
+                ])
+                .flow_with_context("whoami", api_key("test-key"))
+                .serve_options(options);
             eprintln!("flow server on http://127.0.0.1:{port}");
             server.serve(("127.0.0.1", port)).await?;
         }
@@ -86,6 +95,11 @@ fn define(registry: &Registry) -> Result<(), Error> {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         Ok(ms)
+    })?;
+    define_streaming_flow(registry, "forever", |_: Value, ctx| async move {
+        ctx.send_chunk(json!("started"));
+        std::future::pending::<()>().await;
+        Ok(json!("unreachable"))
     })?;
     let hello_key = "/flow/hello";
     let reg = registry.clone();

@@ -368,3 +368,87 @@ async fn notify_answers_ok() {
     assert_eq!(r.status(), 200);
     assert_eq!(r.text().await.unwrap(), "OK");
 }
+
+/// Requests a web page could make (a simple `text/plain` POST, a foreign
+/// `Origin`, a DNS-rebound `Host`) are refused before the action runs; the
+/// official CLI's (JSON, loopback `Host`, no `Origin`) and the Dev UI's
+/// loopback origin get through.
+#[tokio::test]
+async fn pages_and_rebound_hosts_cannot_drive_the_api() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = Registry::new();
+    let counter = runs.clone();
+    define_flow(&r, "diagnose", move |_: Value, _| {
+        let counter = counter.clone();
+        async move {
+            counter.fetch_add(1, Ordering::SeqCst);
+            Ok(json!("ran"))
+        }
+    })
+    .unwrap();
+    let api = start(&r).await;
+    let url = format!("{}/api/runAction", api.base);
+    let body = r#"{"key":"/flow/diagnose","input":null,"context":{"auth":{"admin":true}}}"#;
+    let port = api.base.rsplit(':').next().unwrap().to_owned();
+    let refused = [
+        client()
+            .post(&url)
+            .header("content-type", "text/plain")
+            .body(body),
+        client().post(&url).body(body),
+        client()
+            .post(&url)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body),
+        client()
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("origin", "http://evil.example")
+            .body(body),
+        client()
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("origin", "null")
+            .body(body),
+        client()
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("host", format!("evil.example:{port}"))
+            .body(body),
+    ];
+    for request in refused {
+        let r = request.send().await.unwrap();
+        assert_eq!(r.status(), 403);
+        assert!(r.text().await.unwrap().starts_with("Forbidden: "));
+    }
+    // Reading answers through a rebound name is refused too.
+    let r = client()
+        .get(format!("{}/api/actions", api.base))
+        .header("host", "evil.example:3100")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+
+    for (host, origin) in [
+        (format!("localhost:{port}"), None),
+        (format!("127.0.0.1:{port}"), Some("http://localhost:4000")),
+        (format!("localhost:{port}"), Some("http://127.0.0.1:4000")),
+    ] {
+        let mut request = client()
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("host", host)
+            .body(body);
+        if let Some(o) = origin {
+            request = request.header("origin", o);
+        }
+        let r = request.send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["result"], "ran");
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+}

@@ -190,3 +190,62 @@ async fn env_url_wins_over_notify() {
     rt.signal("INT");
     rt.wait().await;
 }
+
+/// `/api/notify` from a request a web page could make changes nothing: the
+/// trace export stays where it was (here: nowhere, so nothing arrives),
+/// while the same notify from the CLI takes effect.
+#[tokio::test]
+async fn notify_from_a_page_changes_nothing() {
+    let (fake, url) = FakeTelemetryServer::start().await;
+    let mut rt = RuntimeProcess::start(false, &[]).await;
+    let base = rt.reflection_url();
+    let notify = json!({"telemetryServerUrl": url, "reflectionApiSpecVersion": 1}).to_string();
+    let port = base.rsplit(':').next().unwrap().to_owned();
+    let forged = [
+        client()
+            .post(format!("{base}/api/notify"))
+            .header("content-type", "text/plain")
+            .body(notify.clone()),
+        client()
+            .post(format!("{base}/api/notify"))
+            .header("content-type", "application/json")
+            .header("origin", "https://evil.example")
+            .body(notify.clone()),
+        client()
+            .post(format!("{base}/api/notify"))
+            .header("content-type", "application/json")
+            .header("host", format!("evil.example:{port}"))
+            .body(notify.clone()),
+    ];
+    for request in forged {
+        assert_eq!(request.send().await.unwrap().status(), 403);
+    }
+    let run = || async {
+        let body: Value = client()
+            .post(format!("{base}/api/runAction"))
+            .json(&json!({"key": "/flow/hello", "input": "x"}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        body["telemetry"]["traceId"].as_str().unwrap().to_owned()
+    };
+    let before = run().await;
+    assert!(fake.posts.lock().is_empty());
+    assert!(fake.records(&before).is_empty());
+
+    let r = client()
+        .post(format!("{base}/api/notify"))
+        .header("content-type", "application/json")
+        .body(notify)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let after = run().await;
+    assert_eq!(fake.merged(&after).len(), 1);
+    rt.signal("INT");
+    rt.wait().await;
+}

@@ -1,5 +1,9 @@
 //! The Reflection API (v1) the `genkit` CLI and Dev UI use to list and run a
-//! dev-mode app's actions. Served on 127.0.0.1 only (it is unauthenticated).
+//! dev-mode app's actions. Served on 127.0.0.1 only (it is unauthenticated),
+//! and only to local tools: a request whose `Host` or `Origin` is not
+//! loopback, or a `POST` that is not `application/json`, is refused with 403
+//! before it reaches an endpoint (see the `guard` module source: this keeps
+//! web pages and DNS rebinding out).
 //!
 //! | endpoint | |
 //! |---|---|
@@ -11,6 +15,7 @@
 //! | `GET /api/values?type=` | `defaultModel` / `middleware` values |
 //! | `GET /api/envs` | configured environments (`["dev"]`) |
 
+mod guard;
 mod routes;
 pub mod run_action;
 
@@ -83,6 +88,7 @@ pub fn router(state: Arc<ReflectionState>) -> Router {
         .route("/api/runAction", post(run_action::run_action))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::map_response(version_header))
+        .layer(axum::middleware::from_fn(guard::local_tools_only))
         .with_state(state)
 }
 

@@ -85,6 +85,12 @@ impl Telemetry {
 
 static INSTALLED: Mutex<Option<Arc<Telemetry>>> = Mutex::new(None);
 
+/// The exporters [`init_from_env`] installed, if it was called (servers
+/// flush them on shutdown).
+pub fn installed() -> Option<Arc<Telemetry>> {
+    INSTALLED.lock().clone()
+}
+
 /// Installs the exporters the environment asks for, once per process (later
 /// calls return the same handle). Call it inside a tokio runtime.
 pub fn init_from_env() -> Result<Arc<Telemetry>, ServerError> {

@@ -187,6 +187,12 @@ pub struct FakeTelemetryServer {
 
 impl FakeTelemetryServer {
     pub async fn start() -> (Self, String) {
+        Self::start_with_delay(std::time::Duration::ZERO).await
+    }
+
+    /// A server that takes `delay` to answer each post (so a queue of spans
+    /// builds up in the exporter).
+    pub async fn start_with_delay(delay: std::time::Duration) -> (Self, String) {
         let me = Self::default();
         let posts = me.posts.clone();
         let app = axum::Router::new().route(
@@ -194,6 +200,7 @@ impl FakeTelemetryServer {
             axum::routing::post(move |body: axum::body::Bytes| {
                 let posts = posts.clone();
                 async move {
+                    tokio::time::sleep(delay).await;
                     let v: serde_json::Value =
                         serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
                     posts.lock().push(v);

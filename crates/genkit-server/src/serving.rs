@@ -1,0 +1,324 @@
+//! How the servers of this crate (the [flow server](crate::FlowServer) and the
+//! [Reflection API](crate::reflection)) hold up against slow, greedy or
+//! buggy peers and shut down: [`ServeOptions`].
+//!
+//! Each connection is served by hyper's HTTP/1 server with a header-read
+//! timer; each request passes, outermost first, a concurrency limit that
+//! answers 503 when full, a panic catcher answering Genkit's 500 body, and a
+//! timeout answering 504. On the shutdown signal the server stops accepting,
+//! lets the requests in flight finish until the drain deadline, closes what
+//! is still open, then flushes the trace exporters.
+
+use crate::error::ServerError;
+use axum::Router;
+use axum::body::{Body, HttpBody};
+use axum::error_handling::HandleErrorLayer;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, header::RETRY_AFTER};
+use axum::middleware::Next;
+use axum::response::Response;
+use genkit_core::{Error, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
+use tower::ServiceBuilder;
+use tower_http::catch_panic::CatchPanicLayer;
+
+/// Default [`ServeOptions::header_read_timeout`]: 10 s.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default [`ServeOptions::request_timeout`]: 5 min (model calls can be slow).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
+/// Default [`ServeOptions::concurrency_limit`]: 1024 requests in flight.
+pub const DEFAULT_CONCURRENCY_LIMIT: usize = 1024;
+/// Default [`ServeOptions::drain_timeout`]: 10 s (well inside the 30 s a
+/// container orchestrator usually grants between SIGTERM and SIGKILL).
+pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long shutdown waits, after the drain, for the trace exporters to send
+/// what is queued.
+pub const SHUTDOWN_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Timeouts, limits and shutdown behaviour of a server of this crate.
+///
+/// The defaults suit production: every limit is on.
+///
+/// ```
+/// use genkit_server::ServeOptions;
+/// use std::time::Duration;
+/// let options = ServeOptions::new()
+///     .request_timeout(Duration::from_secs(60))
+///     .concurrency_limit(256)
+///     .drain_timeout(Duration::from_secs(20));
+/// # let _ = options;
+/// ```
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    header_read_timeout: Option<Duration>,
+    request_timeout: Option<Duration>,
+    concurrency_limit: Option<usize>,
+    drain_timeout: Duration,
+    keep_alive: bool,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        Self {
+            header_read_timeout: Some(DEFAULT_HEADER_READ_TIMEOUT),
+            request_timeout: Some(DEFAULT_REQUEST_TIMEOUT),
+            concurrency_limit: Some(DEFAULT_CONCURRENCY_LIMIT),
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+            keep_alive: true,
+        }
+    }
+}
+
+impl ServeOptions {
+    /// The defaults (see each setter).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How long a client has to send a request's headers, from the moment
+    /// the connection opens or, on a kept-alive connection, from the end of
+    /// the previous response: so this is also the **idle keep-alive
+    /// timeout** (hyper runs one timer for both). A connection that runs out
+    /// of time is closed without an answer. Default
+    /// [`DEFAULT_HEADER_READ_TIMEOUT`]; `None` waits forever (not advised:
+    /// a client trickling headers then holds its connection for good).
+    pub fn header_read_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.header_read_timeout = timeout.into();
+        self
+    }
+
+    /// How long a request may take until its response starts: reading the
+    /// body, context providers and, for a non-streaming flow, the whole run.
+    /// Past it the run is cancelled and the client gets 504 with Genkit's
+    /// error body (`{"status":"DEADLINE_EXCEEDED",...}`).
+    ///
+    /// Streaming responses (SSE, the Reflection API's chunked answers) start
+    /// as soon as the run does, so this does not cut them: a stream lasts
+    /// until its run ends, its client leaves, or shutdown's
+    /// [drain deadline](Self::drain_timeout) passes. Bound a streaming run
+    /// inside the flow if it needs a time limit. Default
+    /// [`DEFAULT_REQUEST_TIMEOUT`]; `None` for no limit.
+    pub fn request_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.request_timeout = timeout.into();
+        self
+    }
+
+    /// Most requests served at once; one more is answered at once with 503
+    /// and Genkit's error body (`{"status":"UNAVAILABLE",...}`, with
+    /// `Retry-After: 1`) instead of waiting. A streaming response counts
+    /// until its body ends (or its client leaves), not only until its
+    /// headers. Default [`DEFAULT_CONCURRENCY_LIMIT`]; `None` for no limit.
+    /// The value 0 is taken as 1.
+    pub fn concurrency_limit(mut self, limit: impl Into<Option<usize>>) -> Self {
+        self.concurrency_limit = limit.into().map(|n| n.max(1));
+        self
+    }
+
+    /// On shutdown, how long the requests in flight (streams included) may
+    /// go on after the server stops accepting connections. What is still
+    /// open then is closed (its runs cancelled), and the trace exporters get
+    /// up to [`SHUTDOWN_FLUSH_TIMEOUT`] more to send the queued spans.
+    /// Default [`DEFAULT_DRAIN_TIMEOUT`].
+    pub fn drain_timeout(mut self, timeout: Duration) -> Self {
+        self.drain_timeout = timeout;
+        self
+    }
+
+    /// Whether connections are kept open between requests (HTTP/1.1
+    /// keep-alive; default `true`). Idle ones close after the
+    /// [header read timeout](Self::header_read_timeout).
+    pub fn keep_alive(mut self, on: bool) -> Self {
+        self.keep_alive = on;
+        self
+    }
+
+    /// The router with the per-request layers of these options: the
+    /// concurrency limit (outermost), the panic catcher and the request
+    /// timeout. [`serve`] applies them; use this when serving the router
+    /// with your own server.
+    pub fn apply(&self, router: Router) -> Router {
+        let mut router = router;
+        if let Some(timeout) = self.request_timeout {
+            router = router.layer(
+                ServiceBuilder::new()
+                    .layer(HandleErrorLayer::new(|_: tower::BoxError| async {
+                        crate::flow_server::error_response(&Error::user_facing(
+                            StatusCode::DeadlineExceeded,
+                            "the request took too long",
+                        ))
+                    }))
+                    .timeout(timeout),
+            );
+        }
+        router = router.layer(CatchPanicLayer::custom(answer_panic));
+        if let Some(limit) = self.concurrency_limit {
+            let permits = Arc::new(Semaphore::new(limit));
+            router = router.layer(axum::middleware::from_fn_with_state(
+                permits,
+                limit_in_flight,
+            ));
+        }
+        router
+    }
+}
+
+/// A panic while handling a request: Genkit's internal error, as for any
+/// other unexpected failure; the panic message goes to the log only.
+fn answer_panic(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    ::tracing::error!(
+        "a request handler panicked (the caller got `500 Internal Error`): {}",
+        panic_message(panic.as_ref())
+    );
+    crate::flow_server::error_response(&Error::internal("request handler panicked"))
+}
+
+/// The text of a panic payload (`panic!` gives a `&str` or a `String`).
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        s
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s
+    } else {
+        "(no message)"
+    }
+}
+
+/// Takes a permit for the request, held until its response body ends;
+/// answers 503 when none is left.
+async fn limit_in_flight(
+    State(permits): State<Arc<Semaphore>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Ok(permit) = permits.try_acquire_owned() else {
+        let mut r = crate::flow_server::error_response(&Error::user_facing(
+            StatusCode::Unavailable,
+            "the server is at its concurrency limit; retry later",
+        ));
+        r.headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+        return r;
+    };
+    let response = next.run(request).await;
+    if response.body().is_end_stream() {
+        return response;
+    }
+    response.map(|body| {
+        Body::new(PermitBody {
+            inner: body,
+            _permit: permit,
+        })
+    })
+}
+
+/// A response body holding a concurrency permit until it is dropped.
+struct PermitBody {
+    inner: Body,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl HttpBody for PermitBody {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.get_mut().inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// Serves `router` (with the layers of `options`) on `listener` until
+/// `signal` resolves, then shuts down as [`ServeOptions::drain_timeout`]
+/// says. `what` names the server in logs.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    router: Router,
+    options: &ServeOptions,
+    signal: impl Future<Output = ()> + Send,
+    what: &'static str,
+) -> Result<(), ServerError> {
+    let service = TowerToHyperService::new(options.apply(router));
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(options.header_read_timeout)
+        .keep_alive(options.keep_alive);
+    let graceful = GracefulShutdown::new();
+    let mut connections = JoinSet::new();
+    let mut signal = std::pin::pin!(signal);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _peer)) => {
+                    // Stream frames go out as they are written.
+                    let _ = stream.set_nodelay(true);
+                    let conn = http.serve_connection(TokioIo::new(stream), service.clone());
+                    let conn = graceful.watch(conn);
+                    connections.spawn(async move {
+                        if let Err(e) = conn.await {
+                            ::tracing::debug!("{what}: connection closed: {e}");
+                        }
+                    });
+                }
+                Err(e) => {
+                    // Out of file descriptors and the like: let some close.
+                    ::tracing::warn!("{what}: accepting a connection failed: {e}");
+                    if !is_connection_error(&e) {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+            },
+            // Forget finished connections as they end.
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            () = &mut signal => break,
+        }
+    }
+    drop(listener);
+    let open = graceful.count();
+    ::tracing::info!(
+        "{what}: shutting down; {open} connection(s) open, draining for at most {:?}",
+        options.drain_timeout
+    );
+    if tokio::time::timeout(options.drain_timeout, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        ::tracing::warn!(
+            "{what}: {} connection(s) still open at the drain deadline: closing them",
+            connections.len()
+        );
+    }
+    // Closing a connection drops its response, which cancels its run.
+    connections.shutdown().await;
+    if let Some(telemetry) = crate::telemetry::installed() {
+        telemetry.flush(SHUTDOWN_FLUSH_TIMEOUT).await;
+    }
+    Ok(())
+}
+
+fn is_connection_error(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        ConnectionRefused | ConnectionAborted | ConnectionReset
+    )
+}
