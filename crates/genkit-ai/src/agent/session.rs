@@ -94,18 +94,25 @@ impl AgentSession {
         self.inner.live.lock().state.messages().to_vec()
     }
 
+    /// The conversation so far, shared (no copy).
+    pub(crate) fn history(&self) -> Arc<Vec<Message>> {
+        self.inner
+            .live
+            .lock()
+            .state
+            .messages
+            .clone()
+            .unwrap_or_default()
+    }
+
     /// Appends messages to the conversation.
     pub fn add_messages(&self, messages: impl IntoIterator<Item = Message>) {
-        let mut live = self.inner.live.lock();
-        live.state
-            .messages
-            .get_or_insert_with(Vec::new)
-            .extend(messages);
+        self.inner.live.lock().state.messages_mut().extend(messages);
     }
 
     /// Replaces the conversation.
     pub fn set_messages(&self, messages: Vec<Message>) {
-        self.inner.live.lock().state.messages = Some(messages);
+        self.inner.live.lock().state.set_messages(messages);
     }
 
     /// The custom state as JSON, if set.
