@@ -74,7 +74,7 @@ async fn prompt_turn(
     input: AgentInput,
     mut options: GenerateOptions,
 ) -> Result<AgentResult> {
-    let history = session.history();
+    let history = session.messages();
     if let Some(resume) = &input.resume {
         check_resume(&history, resume)?;
     }
@@ -85,8 +85,7 @@ async fn prompt_turn(
         .into_iter()
         .chain(std::mem::take(&mut options.messages))
         .map(|m| m.with_metadata(PREAMBLE, Value::Bool(true)));
-    options.messages = preamble.chain(history.iter().cloned()).collect();
-    drop(history);
+    options.messages = preamble.chain(history).collect();
     if let Some(resume) = input.resume {
         if let Some(respond) = resume.respond.filter(|r| !r.is_empty()) {
             options = options.resume_respond(respond);

@@ -690,7 +690,7 @@ async fn run(
                     finish_reason: Some(AgentFinishReason::Failed),
                 }));
                 let mut output = output_of(&shared, &session, &progress);
-                output.message = session.messages().last().cloned();
+                output.message = session.last_message();
                 output.artifacts = None;
                 output.finish_reason = Some(AgentFinishReason::Failed);
                 output.error = Some(runtime_error);

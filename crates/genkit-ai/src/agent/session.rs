@@ -33,12 +33,30 @@ struct Shared {
 }
 
 struct Live {
+    /// The state, but for `added`. Its history is shared with the snapshot
+    /// it came from (and the store), so it is not changed in place.
     state: SessionState,
+    /// Messages added since `state`'s history was last set: appending them
+    /// to a shared history would copy all of it, and a prompt turn replaces
+    /// the whole history with the model's anyway. Merged into `state` when
+    /// a whole state is read.
+    added: Vec<Message>,
     /// Where chunks go; `None` once the turn is detached (nobody listens).
     sink: Option<ActionCtx<AgentStreamChunk>>,
     /// The custom state as last streamed in this turn; `None` until the
     /// turn's first patch (which replaces the whole document).
     streamed_custom: Option<Value>,
+}
+
+impl Live {
+    /// Appends the added messages to the state's history (copying it if
+    /// it is shared).
+    fn merge_added(&mut self) {
+        if !self.added.is_empty() {
+            let added = std::mem::take(&mut self.added);
+            self.state.messages_mut().extend(added);
+        }
+    }
 }
 
 impl std::fmt::Debug for AgentSession {
@@ -59,6 +77,7 @@ impl AgentSession {
             inner: Arc::new(Shared {
                 live: Mutex::new(Live {
                     state,
+                    added: Vec::new(),
                     sink,
                     streamed_custom: None,
                 }),
@@ -84,35 +103,47 @@ impl AgentSession {
         self.inner.registry.as_ref()
     }
 
-    /// A copy of the whole state.
+    /// A copy of the whole state (sharing its history).
     pub fn state(&self) -> SessionState {
-        self.inner.live.lock().state.clone()
+        let mut live = self.inner.live.lock();
+        live.merge_added();
+        live.state.clone()
     }
 
     /// The conversation so far.
     pub fn messages(&self) -> Vec<Message> {
-        self.inner.live.lock().state.messages().to_vec()
+        let live = self.inner.live.lock();
+        let history = live.state.messages();
+        let mut messages = Vec::with_capacity(history.len() + live.added.len());
+        messages.extend_from_slice(history);
+        messages.extend_from_slice(&live.added);
+        messages
     }
 
-    /// The conversation so far, shared (no copy).
-    pub(crate) fn history(&self) -> Arc<Vec<Message>> {
-        self.inner
-            .live
-            .lock()
-            .state
-            .messages
-            .clone()
-            .unwrap_or_default()
+    /// The last message of the conversation.
+    pub(crate) fn last_message(&self) -> Option<Message> {
+        let live = self.inner.live.lock();
+        live.added
+            .last()
+            .or_else(|| live.state.messages().last())
+            .cloned()
     }
 
     /// Appends messages to the conversation.
     pub fn add_messages(&self, messages: impl IntoIterator<Item = Message>) {
-        self.inner.live.lock().state.messages_mut().extend(messages);
+        let mut live = self.inner.live.lock();
+        live.added.extend(messages);
+        if live.state.messages.is_none() {
+            // As when appending to an absent history: it exists from now on.
+            live.state.messages = Some(Arc::default());
+        }
     }
 
     /// Replaces the conversation.
     pub fn set_messages(&self, messages: Vec<Message>) {
-        self.inner.live.lock().state.set_messages(messages);
+        let mut live = self.inner.live.lock();
+        live.added.clear();
+        live.state.set_messages(messages);
     }
 
     /// The custom state as JSON, if set.
@@ -225,6 +256,8 @@ impl AgentSession {
     }
 
     pub(crate) fn restore(&self, state: SessionState) {
-        self.inner.live.lock().state = state;
+        let mut live = self.inner.live.lock();
+        live.added.clear();
+        live.state = state;
     }
 }
