@@ -101,8 +101,8 @@ async fn main() {
         warmup: flag(&args, "--warmup-iterations"),
         iterations: flag(&args, "--iterations"),
     };
-    // RSS before the first operation (the agent benches re-read it once
-    // their registry is set up).
+    // RSS before the first operation (the agent benches re-read it after
+    // their setup and check, where bench/js/lib/harness.mjs reads it).
     let mut rss_start = status_mb("VmRSS:");
     let exporter = args.iter().any(|a| a == "--exporter");
     if exporter {
@@ -131,14 +131,14 @@ async fn main() {
         }
         "agent_turn" => {
             let (_ai, agent) = agent_assistant();
-            rss_start = status_mb("VmRSS:");
             assert_eq!(call_agent_turn(&agent).await, "hello");
+            rss_start = status_mb("VmRSS:");
             time(plan, || call_agent_turn(&agent)).await
         }
         "agent_session_50" => {
             let (_ai, agent) = agent_assistant();
-            rss_start = status_mb("VmRSS:");
             assert_eq!(call_agent_session(&agent).await, AGENT_SESSION_TURNS);
+            rss_start = status_mb("VmRSS:");
             time(plan, || call_agent_session(&agent)).await
         }
         other => {
