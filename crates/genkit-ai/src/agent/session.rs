@@ -261,3 +261,49 @@ impl AgentSession {
         live.state = state;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(messages: &[Message]) -> Vec<String> {
+        messages.iter().map(Message::text).collect()
+    }
+
+    #[test]
+    fn added_messages_leave_the_shared_history_alone() {
+        let shared = Arc::new(vec![Message::user("a"), Message::model("b")]);
+        let state = SessionState {
+            messages: Some(shared.clone()),
+            ..SessionState::default()
+        };
+        let session = AgentSession::new(state, None, None);
+        session.add_messages([Message::user("c")]);
+        assert_eq!(texts(&session.messages()), ["a", "b", "c"]);
+        assert_eq!(
+            session.last_message().map(|m| m.text()).as_deref(),
+            Some("c")
+        );
+        // The history the session started from (the stored snapshot's) is
+        // not changed; the whole state has the added message.
+        assert_eq!(texts(&shared), ["a", "b"]);
+        let whole = session.state();
+        assert_eq!(texts(whole.messages()), ["a", "b", "c"]);
+        assert_eq!(texts(&session.messages()), ["a", "b", "c"]);
+
+        session.add_messages([Message::model("d")]);
+        session.set_messages(vec![Message::user("x")]);
+        assert_eq!(texts(&session.messages()), ["x"]);
+        session.add_messages([Message::model("y")]);
+        session.restore(whole);
+        assert_eq!(texts(&session.messages()), ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn adding_to_an_absent_history_creates_it() {
+        let session = AgentSession::new(SessionState::default(), None, None);
+        assert_eq!(session.state().messages, None);
+        session.add_messages([Message::user("a")]);
+        assert_eq!(texts(session.state().messages()), ["a"]);
+    }
+}
