@@ -24,17 +24,47 @@ def load(name):
 
 def agents_section():
     rows = load("agents.jsonl")
-    by = {(r.get("side"), r.get("bench")): r for r in rows if "bench" in r}
-    load_avg = next((r["load_average"] for r in rows if "load_average" in r), "?")
-    if not any(side == "rust" for side, _ in by):
+    loads = [r["load_average"] for r in rows if "load_average" in r]
+    timed = {}
+    memory = {}
+    for r in rows:
+        if "bench" not in r:
+            continue
+        key = (r.get("side"), r["bench"])
+        if r.get("run") == "memory":
+            memory[key] = r
+        else:
+            timed.setdefault(key, []).append(r)
+    if not any(side == "rust" for side, _ in timed):
         return []
+
+    def per_turn(r):
+        if "ns_per_turn" in r:
+            return r["ns_per_turn"]
+        return r["ns_per_op"] / r.get("turns_per_op", 1)
+
+    def median(xs):
+        xs = sorted(xs)
+        n = len(xs)
+        return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+    def turns_stored(r):
+        # Every operation run (the check before warm-up, the warm-up and the
+        # timed ones) left its snapshots in the store.
+        if "turns_run" in r:
+            return r["turns_run"]
+        return (1 + r.get("warmup_iterations", 0) + r["iterations"]) * r.get("turns_per_op", 1)
+
+    rounds = min((len(v) for v in timed.values()), default=0)
     out = [
         "",
         "## Agents (time per turn)",
         "",
-        f"Load average during the run: {load_avg} (the machine was also running CI).",
+        f"Load average (1, 5, 15 min) before and after the run: {' / '.join(loads) or '?'} "
+        "(a 2-core machine shared with other builds). Medians of "
+        f"{rounds} rounds, Rust and JS interleaved.",
         "",
-        "| work | Rust per turn | JS per turn | Rust vs JS | peak RSS Rust / JS |",
+        "| work | Rust per turn | JS per turn | Rust vs JS (median) | rounds: Rust vs JS |",
         "|---|---|---|---|---|",
     ]
     labels = {
@@ -42,25 +72,44 @@ def agents_section():
         "agent_session_50": "a 50-turn session, history growing",
     }
     for bench, label in labels.items():
-        r, j = by.get(("rust", bench)), by.get(("js", bench))
-        if not (r and j):
+        rs, js = timed.get(("rust", bench), []), timed.get(("js", bench), [])
+        if not (rs and js):
             continue
-        turns = j.get("turns_per_op", 1)
-        rt = r.get("ns_per_turn", r["ns_per_op"])
-        jt = j["ns_per_op"] / turns
+        rt = median([per_turn(r) for r in rs])
+        jt = median([per_turn(j) for j in js])
+        each = ", ".join(f"{per_turn(j) / per_turn(r):.1f}x" for r, j in zip(rs, js))
         out.append(
-            f"| {label} | {rt / 1000:,.1f} µs | {jt / 1000:,.1f} µs | **{jt / rt:.1f}x** | "
-            f"{r['rss_mb_peak']:.0f} MB / {j['rss_mb_peak']:.0f} MB |"
+            f"| {label} | {rt / 1000:,.1f} µs | {jt / 1000:,.1f} µs | **{jt / rt:.1f}x** | {each} |"
         )
+    if memory:
+        out += [
+            "",
+            "Memory, both sides doing the same work (the same numbers of warm-up and timed operations, every",
+            "snapshot kept by the in-memory store):",
+            "",
+            "| work | turns stored | peak RSS Rust / JS | RSS growth per stored turn Rust / JS |",
+            "|---|---|---|---|",
+        ]
+        for bench, label in labels.items():
+            r, j = memory.get(("rust", bench)), memory.get(("js", bench))
+            if not (r and j):
+                continue
+            growth = [
+                (x["rss_mb_peak"] - x["rss_mb_start"]) * 1024 / turns_stored(x) for x in (r, j)
+            ]
+            out.append(
+                f"| {label} | {turns_stored(r):,.0f} / {turns_stored(j):,.0f} | "
+                f"{r['rss_mb_peak']:.0f} MB / {j['rss_mb_peak']:.0f} MB | "
+                f"{growth[0]:.1f} kB / {growth[1]:.1f} kB |"
+            )
     out += [
         "",
         "Both sides: a prompt agent on a scripted model answering \"hello\", sessions kept by the agent",
         "(server managed) in an in-memory store, each turn a bidi run with one input whose every chunk is consumed",
         "before the output. `agent_turn` starts a fresh session per operation; `agent_session_50` runs 50 turns per",
         "operation, each continuing the previous turn's snapshot, and reports the time per turn (the average over the",
-        "50 turns, so the later, longer histories count). The store keeps every snapshot of the run, so peak RSS grows",
-        "with the number of turns timed: Rust times many more turns in the same seconds, so its RSS is not the",
-        "memory of one session.",
+        "50 turns, so the later, longer histories count). RSS growth per stored turn is (peak RSS - RSS before the",
+        "first operation) / turns stored; JS's peak includes garbage not yet collected.",
     ]
     return out
 

@@ -49,11 +49,23 @@ if [ "${SKIP_SERVER:-0}" != 1 ]; then
 fi
 
 if [ "${SKIP_AGENTS:-0}" != 1 ]; then
+  # Timing: AGENT_ROUNDS rounds, Rust and JS interleaved (the report takes
+  # medians). Memory: one run per side of the same fixed work (warm-up and
+  # timed operation counts), since the in-memory store keeps every snapshot
+  # and a time-boxed run would store ~20x more turns on the Rust side.
   echo "bench: agents (one turn on a fresh session; a 50-turn session)" >&2
   : > "$out/agents.jsonl"
-  for b in agent_turn agent_session_50; do
-    "$peer" "$b" --seconds "$secs" | sed 's/^{/{"side":"rust",/' >> "$out/agents.jsonl"
-    "$here/js/run_all.sh" "$b" --seconds "$secs" | grep '^{' | sed 's/^{/{"side":"js",/' >> "$out/agents.jsonl"
+  uptime | sed 's/.*load average: \(.*\)/{"load_average":"\1"}/' >> "$out/agents.jsonl"
+  for round in $(seq "${AGENT_ROUNDS:-3}"); do
+    for b in agent_turn agent_session_50; do
+      "$peer" "$b" --seconds "$secs" | sed 's/^{/{"side":"rust","run":"time",/' >> "$out/agents.jsonl"
+      "$here/js/run_all.sh" "$b" --seconds "$secs" | grep '^{' | sed 's/^{/{"side":"js","run":"time",/' >> "$out/agents.jsonl"
+    done
+  done
+  for spec in "agent_turn 200 2000" "agent_session_50 4 40"; do
+    set -- $spec
+    "$peer" "$1" --warmup-iterations "$2" --iterations "$3" | sed 's/^{/{"side":"rust","run":"memory",/' >> "$out/agents.jsonl"
+    "$here/js/run_all.sh" "$1" --warmup-iterations "$2" --iterations "$3" | grep '^{' | sed 's/^{/{"side":"js","run":"memory",/' >> "$out/agents.jsonl"
   done
   uptime | sed 's/.*load average: \(.*\)/{"load_average":"\1"}/' >> "$out/agents.jsonl"
 fi

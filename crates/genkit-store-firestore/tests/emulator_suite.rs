@@ -135,7 +135,9 @@ async fn missing_documents_are_data_loss() {
         s.session_id = Some(session.clone());
         s.parent_id = ids.last().cloned();
         s.state = Some(SessionState {
-            messages: Some(vec![Message::user(format!("turn {i}"))]),
+            messages: Some(std::sync::Arc::new(vec![Message::user(format!(
+                "turn {i}"
+            ))])),
             ..SessionState::default()
         });
         store.append(s.clone(), i).await.expect("append");

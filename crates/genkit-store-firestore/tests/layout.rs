@@ -25,7 +25,7 @@ fn snapshot(session: &str, parent: Option<&str>, messages: &[Message], n: u64) -
     s.finish_reason = Some(AgentFinishReason::Stop);
     s.state = Some(SessionState {
         session_id: Some(session.to_owned()),
-        messages: Some(messages.to_vec()),
+        messages: Some(std::sync::Arc::new(messages.to_vec())),
         custom: Some(json!({"turn": n, "ratio": 0.5, "tags": ["a", {"b": null}]})),
         artifacts: None,
     });

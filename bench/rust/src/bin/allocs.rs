@@ -74,4 +74,8 @@ async fn main() {
     count("generate_tools", || call_generate_tools(&ai, &a, &b)).await;
     let ai = generate_stream();
     count("generate_stream", || call_generate_stream(&ai)).await;
+    let (_ai, agent) = agent_assistant();
+    count("agent_turn", || call_agent_turn(&agent)).await;
+    // Per session of AGENT_SESSION_TURNS turns (divide for a turn).
+    count("agent_session_50", || call_agent_session(&agent)).await;
 }

@@ -2,21 +2,21 @@
 //! bench/js/lib/harness.mjs does (warm up, then time sequential awaited ops)
 //! and prints one JSON line with time per op and peak memory.
 //!
-//! `peer <bench> [--seconds S | --ops N] [--exporter]` where bench is one of
-//! flow_echo, generate_plain, generate_tools, generate_stream, agent_turn,
-//! agent_session_50. `--ops N` runs exactly N ops with no warm-up, for
-//! instruction counting (`valgrind --tool=callgrind`): the difference
-//! between two op counts is the cost of the extra ops alone.
+//! `peer <bench> [--seconds S | --warmup-iterations W --iterations N | --ops N]
+//! [--exporter]` where bench is one of flow_echo, generate_plain,
+//! generate_tools, generate_stream, agent_turn, agent_session_50. `--ops N`
+//! runs exactly N ops with no warm-up, for instruction counting
+//! (`valgrind --tool=callgrind`).
 
 use genkit_bench::*;
 use std::time::{Duration, Instant};
 
-fn peak_rss_mb() -> f64 {
-    // VmHWM: the peak resident set size, in kB.
+/// A field of /proc/self/status in MB (`VmHWM`: peak RSS; `VmRSS`: now).
+fn status_mb(field: &str) -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
-            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| {
+            s.lines().find(|l| l.starts_with(field)).and_then(|l| {
                 l.split_whitespace()
                     .nth(1)
                     .and_then(|v| v.parse::<f64>().ok())
@@ -26,43 +26,67 @@ fn peak_rss_mb() -> f64 {
         .unwrap_or(f64::NAN)
 }
 
-/// How long a workload runs: for a time (after a 500 ms warm-up), or for a
-/// fixed number of ops.
+/// How many operations to run: time-boxed (warm up 500 ms, then batches
+/// until `seconds`), or fixed counts (`--warmup-iterations W --iterations
+/// N`, as bench/js/lib/harness.mjs takes them), so both peers can do the
+/// same work, e.g. for comparable memory figures.
 #[derive(Clone, Copy)]
-enum Budget {
-    Seconds(f64),
-    Ops(u64),
+struct Plan {
+    seconds: f64,
+    warmup: Option<u64>,
+    iterations: Option<u64>,
 }
 
-async fn time<F, Fut>(budget: Budget, mut op: F) -> (u64, f64)
+/// Runs the plan; returns (warm-up ops, timed ops, ns per timed op).
+async fn time<F, Fut>(plan: Plan, mut op: F) -> (u64, u64, f64)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future,
 {
-    let seconds = match budget {
-        Budget::Seconds(s) => s,
-        Budget::Ops(n) => {
-            let start = Instant::now();
-            for _ in 0..n {
+    let warm = Instant::now();
+    let mut warmed = 0u64;
+    match plan.warmup {
+        Some(w) => {
+            for _ in 0..w {
                 op().await;
             }
-            return (n, start.elapsed().as_nanos() as f64 / n.max(1) as f64);
+            warmed = w;
         }
-    };
-    let warm = Instant::now();
-    while warm.elapsed() < Duration::from_millis(500) {
-        op().await;
+        None => {
+            while warm.elapsed() < Duration::from_millis(500) {
+                op().await;
+                warmed += 1;
+            }
+        }
     }
-    let budget = Duration::from_secs_f64(seconds);
     let start = Instant::now();
     let mut n = 0u64;
-    while start.elapsed() < budget {
-        for _ in 0..64 {
+    if let Some(fixed) = plan.iterations {
+        for _ in 0..fixed {
             op().await;
         }
-        n += 64;
+        n = fixed;
+    } else {
+        let budget = Duration::from_secs_f64(plan.seconds);
+        while start.elapsed() < budget {
+            for _ in 0..64 {
+                op().await;
+            }
+            n += 64;
+        }
     }
-    (n, start.elapsed().as_nanos() as f64 / n as f64)
+    (
+        warmed,
+        n,
+        start.elapsed().as_nanos() as f64 / n.max(1) as f64,
+    )
+}
+
+fn flag<T: std::str::FromStr>(args: &[String], name: &str) -> Option<T> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| s.parse().ok())
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -70,56 +94,64 @@ async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(name) = args.first().cloned() else {
         eprintln!(
-            "usage: peer <flow_echo|generate_plain|generate_tools|generate_stream|agent_turn|agent_session_50> [--seconds S | --ops N] [--exporter]"
+            "usage: peer <flow_echo|generate_plain|generate_tools|generate_stream|agent_turn|agent_session_50> [--seconds S | --warmup-iterations W --iterations N | --ops N] [--exporter]"
         );
         std::process::exit(2);
     };
-    let seconds = args
-        .iter()
-        .position(|a| a == "--seconds")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(3.0);
-    let budget = args
-        .iter()
-        .position(|a| a == "--ops")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|s| s.parse().ok())
-        .map_or(Budget::Seconds(seconds), Budget::Ops);
+    let plan = Plan {
+        seconds: flag(&args, "--seconds").unwrap_or(3.0),
+        warmup: flag(&args, "--warmup-iterations"),
+        iterations: flag(&args, "--iterations"),
+    };
+    // `--ops N`: exactly N ops and no warm-up, for instruction counting
+    // (the difference between two op counts is the cost of the extra ops).
+    let plan = match flag::<u64>(&args, "--ops") {
+        Some(n) => Plan {
+            warmup: Some(0),
+            iterations: Some(n),
+            ..plan
+        },
+        None => plan,
+    };
+    // RSS before the first operation (the agent benches re-read it after
+    // their setup and check, where bench/js/lib/harness.mjs reads it).
+    let mut rss_start = status_mb("VmRSS:");
     let exporter = args.iter().any(|a| a == "--exporter");
     if exporter {
         install_exporter();
     }
-    let (n, ns) = match name.as_str() {
+    let (warmed, n, ns) = match name.as_str() {
         "flow_echo" => {
             let ai = flow_echo();
             assert_eq!(call_flow_echo(&ai).await, "hello");
-            time(budget, || call_flow_echo(&ai)).await
+            time(plan, || call_flow_echo(&ai)).await
         }
         "generate_plain" => {
             let ai = generate_plain();
             assert_eq!(call_generate_plain(&ai).await, "hello");
-            time(budget, || call_generate_plain(&ai)).await
+            time(plan, || call_generate_plain(&ai)).await
         }
         "generate_tools" => {
             let (ai, a, b) = generate_tools();
             assert_eq!(call_generate_tools(&ai, &a, &b).await, "done");
-            time(budget, || call_generate_tools(&ai, &a, &b)).await
+            time(plan, || call_generate_tools(&ai, &a, &b)).await
         }
         "generate_stream" => {
             let ai = generate_stream();
             assert_eq!(call_generate_stream(&ai).await, STREAM_CHUNKS);
-            time(budget, || call_generate_stream(&ai)).await
+            time(plan, || call_generate_stream(&ai)).await
         }
         "agent_turn" => {
             let (_ai, agent) = agent_assistant();
             assert_eq!(call_agent_turn(&agent).await, "hello");
-            time(budget, || call_agent_turn(&agent)).await
+            rss_start = status_mb("VmRSS:");
+            time(plan, || call_agent_turn(&agent)).await
         }
         "agent_session_50" => {
             let (_ai, agent) = agent_assistant();
             assert_eq!(call_agent_session(&agent).await, AGENT_SESSION_TURNS);
-            time(budget, || call_agent_session(&agent)).await
+            rss_start = status_mb("VmRSS:");
+            time(plan, || call_agent_session(&agent)).await
         }
         other => {
             eprintln!("unknown bench {other}");
@@ -132,14 +164,20 @@ async fn main() {
     } else {
         1.0
     };
+    // Every operation ran (the check, the warm-up and the timed ones) is
+    // what the in-memory session store of the agent benches holds.
+    let ops_run = 1 + warmed + n;
     println!(
         "{}",
         serde_json::json!({
             "bench": name,
             "iterations": n,
+            "warmup_iterations": warmed,
             "ns_per_op": ns,
             "ns_per_turn": ns / turns,
-            "rss_mb_peak": peak_rss_mb(),
+            "rss_mb_peak": status_mb("VmHWM:"),
+            "rss_mb_start": rss_start,
+            "turns_run": ops_run as f64 * turns,
             "exporter": exporter,
         })
     );

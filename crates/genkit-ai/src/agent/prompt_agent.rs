@@ -5,6 +5,7 @@
 //! `resume.respond` / `resume.restart`, checked against the history first.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use futures::StreamExt;
 use genkit_core::{Error, Registry, Result, StatusCode};
@@ -14,7 +15,7 @@ use super::session::AgentSession;
 use super::types::{AgentInput, AgentResult, AgentResume, AgentStreamChunk};
 use crate::generate::{GenerateOptions, generate_stream};
 use crate::prompt::ExecutablePrompt;
-use crate::types::{GenerateResponseChunk, Message, Part, PartKind, Role};
+use crate::types::{GenerateResponse, GenerateResponseChunk, Message, Part, PartKind, Role};
 use serde_json::Value;
 
 /// The metadata key marking the messages a prompt contributes to a turn.
@@ -52,7 +53,7 @@ where
     R: Fn() -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<GenerateOptions>> + Send + 'static,
 {
-    let render = std::sync::Arc::new(render);
+    let render = Arc::new(render);
     let fallback = registry.clone();
     define_agent(registry, name, options, move |session, input| {
         let render = render.clone();
@@ -97,8 +98,8 @@ async fn prompt_turn(
     while let Some(chunk) = stream.next().await {
         session.send_chunk(AgentStreamChunk::model_chunk(chunk?.into_chunk()));
     }
-    let response = stream.response().await?;
-    if let Some(messages) = response.messages() {
+    let mut response = stream.response().await?;
+    if let Some(messages) = take_history(&mut response) {
         session.set_messages(
             messages
                 .into_iter()
@@ -122,6 +123,17 @@ async fn prompt_turn(
         artifacts: None,
         finish_reason: response.finish_reason().map(Into::into),
     })
+}
+
+/// The response's history (its request's messages, then the reply; as
+/// [`GenerateResponse::messages`]), taken out of the response rather than
+/// copied: the request is not needed after the turn.
+fn take_history(response: &mut GenerateResponse) -> Option<Vec<Message>> {
+    let reply = response.message()?.clone();
+    let request = response.request.take()?;
+    let mut messages = Arc::try_unwrap(request.messages).unwrap_or_else(|shared| (*shared).clone());
+    messages.push(reply);
+    Some(messages)
 }
 
 /// Refuses resume input that answers no tool request of the last model

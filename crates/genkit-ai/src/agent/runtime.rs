@@ -318,14 +318,12 @@ impl Shared {
         })
     }
 
-    /// The session a run starts from, and the snapshot it continues.
+    /// The session a run starts from, the snapshot it continues, and the
+    /// session's version as read (the base of the run's first append).
     /// `Err` is misuse of the init (the invocation fails); `Ok(Err)` a
     /// snapshot that cannot be resumed (the run ends as a failed turn, as
     /// in Genkit JS).
-    async fn resolve(
-        &self,
-        init: AgentInit,
-    ) -> Result<std::result::Result<(SessionState, Option<String>), Error>> {
+    async fn resolve(&self, init: AgentInit) -> Result<std::result::Result<Start, Error>> {
         let Some(store) = &self.store else {
             if init.snapshot_id.is_some() {
                 return Err(precondition(format!(
@@ -343,7 +341,7 @@ impl Shared {
                 Some(state) => with_session_id(state, None),
                 None => fresh(None),
             };
-            return Ok(Ok((state, None)));
+            return Ok(Ok(Start::new(state, None, None)));
         };
         if init.state.is_some() {
             return Err(precondition(format!(
@@ -366,17 +364,26 @@ impl Shared {
                 Err(e) => return Err(e),
             },
             (None, Some(session)) => match store.latest(session).await {
-                Ok(stored) => match self.resumable_ancestor(store, stored).await? {
-                    Some(stored) => stored,
-                    None => return Ok(Ok((fresh(Some(session.clone())), None))),
-                },
+                Ok(stored) => {
+                    let version = stored.session_version;
+                    match self.resumable_ancestor(store, stored).await? {
+                        Some(stored) => stored,
+                        None => {
+                            let state = fresh(Some(session.clone()));
+                            return Ok(Ok(Start::new(state, None, Some(version))));
+                        }
+                    }
+                }
                 Err(e) if e.status() == StatusCode::NotFound => {
-                    return Ok(Ok((fresh(Some(session.clone())), None)));
+                    let state = fresh(Some(session.clone()));
+                    return Ok(Ok(Start::new(state, None, Some(0))));
                 }
                 Err(e) => return Err(e),
             },
-            (None, None) => return Ok(Ok((fresh(None), None))),
+            // A new session under a new random id: nothing appended yet.
+            (None, None) => return Ok(Ok(Start::new(fresh(None), None, Some(0)))),
         };
+        let version = stored.session_version;
         let snapshot = stored.snapshot;
         if let Some(session) = &init.session_id
             && snapshot.owner_session_id() != Some(session.as_str())
@@ -404,7 +411,11 @@ impl Shared {
         }
         let owner = snapshot.owner_session_id().map(str::to_owned);
         let state = with_session_id(snapshot.state.unwrap_or_default(), owner);
-        Ok(Ok((state, Some(snapshot.snapshot_id))))
+        Ok(Ok(Start::new(
+            state,
+            Some(snapshot.snapshot_id),
+            Some(version),
+        )))
     }
 
     /// The snapshot a session resumed by id continues: its latest, or past
@@ -437,26 +448,42 @@ impl Shared {
     }
 
     /// Appends a snapshot after `parent` in the session; returns its id.
+    ///
+    /// The base version is the one this run last saw (`progress.version`:
+    /// read when the run started, or returned by its previous append),
+    /// else read from the store. A stale one is refused by the store like
+    /// any concurrent write, and the append retries from a fresh read.
     async fn append(
         &self,
         store: &Arc<dyn SessionStore>,
+        progress: &mut Progress,
         mut snapshot: SessionSnapshot,
     ) -> Result<String> {
         let session = snapshot.session_id.clone().unwrap_or_default();
+        let mut known = progress.version.take();
         let mut attempts = 0;
         loop {
-            let base = match &snapshot.parent_id {
-                Some(parent) => store.get(parent).await?.session_version,
-                None => match store.latest(&session).await {
-                    Ok(s) => s.session_version,
-                    Err(e) if e.status() == StatusCode::NotFound => 0,
-                    Err(e) => return Err(e),
+            let guessed = known.is_some();
+            let base = match known.take() {
+                Some(version) => version,
+                None => match &snapshot.parent_id {
+                    Some(parent) => store.get(parent).await?.session_version,
+                    None => match store.latest(&session).await {
+                        Ok(s) => s.session_version,
+                        Err(e) if e.status() == StatusCode::NotFound => 0,
+                        Err(e) => return Err(e),
+                    },
                 },
             };
             match store.append(snapshot.clone(), base).await {
-                Ok(stored) => return Ok(stored.snapshot.snapshot_id),
-                Err(e) if is_conflict(&e) && attempts < 16 => {
-                    attempts += 1;
+                Ok(stored) => {
+                    progress.version = Some(stored.session_version);
+                    return Ok(stored.snapshot.snapshot_id);
+                }
+                Err(e) if is_conflict(&e) && (guessed || attempts < 16) => {
+                    if !guessed {
+                        attempts += 1;
+                    }
                     snapshot.snapshot_id = new_snapshot_id();
                 }
                 Err(e) => return Err(e),
@@ -472,7 +499,7 @@ fn precondition(message: String) -> Error {
 /// A new session's state, with the lists Genkit JS writes for one.
 fn fresh(session_id: Option<String>) -> SessionState {
     let state = SessionState {
-        messages: Some(Vec::new()),
+        messages: Some(Arc::default()),
         artifacts: Some(Vec::new()),
         ..SessionState::default()
     };
@@ -518,8 +545,28 @@ fn start_turn(shared: &Shared, session: &AgentSession, mut input: AgentInput) ->
     with_extension(session.clone(), fut).boxed()
 }
 
+/// Where a run starts: its session's state, the snapshot it continues, and
+/// the session's version as read.
+struct Start {
+    state: SessionState,
+    parent: Option<String>,
+    version: Option<u64>,
+}
+
+impl Start {
+    fn new(state: SessionState, parent: Option<String>, version: Option<u64>) -> Self {
+        Self {
+            state,
+            parent,
+            version,
+        }
+    }
+}
+
 struct Progress {
     parent: Option<String>,
+    /// The session's version as this run last saw it (`None`: unknown).
+    version: Option<u64>,
     message: Option<crate::types::Message>,
     artifacts: Option<Vec<super::types::Artifact>>,
     finish_reason: Option<AgentFinishReason>,
@@ -531,7 +578,7 @@ async fn run(
     mut inputs: BidiInputs<AgentInput>,
     ctx: ActionCtx<AgentStreamChunk>,
 ) -> Result<AgentOutput> {
-    let (state, parent) = match shared.resolve(init).await? {
+    let start = match shared.resolve(init).await? {
         Ok(start) => start,
         Err(error) => {
             return Ok(AgentOutput {
@@ -541,9 +588,10 @@ async fn run(
             });
         }
     };
-    let session = AgentSession::new(state, Some(ctx.clone()), ctx.registry().cloned());
+    let session = AgentSession::new(start.state, Some(ctx.clone()), ctx.registry().cloned());
     let mut progress = Progress {
-        parent,
+        parent: start.parent,
+        version: start.version,
         message: None,
         artifacts: None,
         finish_reason: None,
@@ -561,7 +609,7 @@ async fn run(
         };
         if !input.has_payload() {
             if input.is_detach() {
-                return detach(&shared, &session, &progress, None).await;
+                return detach(&shared, &session, &mut progress, None).await;
             }
             continue;
         }
@@ -572,7 +620,7 @@ async fn run(
         }
         let mut turn = start_turn(&shared, &session, input);
         if detach_now {
-            return detach(&shared, &session, &progress, Some((turn, before))).await;
+            return detach(&shared, &session, &mut progress, Some((turn, before))).await;
         }
         let outcome = loop {
             if !open {
@@ -584,7 +632,8 @@ async fn run(
                 Either::Right((Some(next), _)) => {
                     let next = next?;
                     if next.is_detach() && !next.has_payload() {
-                        return detach(&shared, &session, &progress, Some((turn, before))).await;
+                        return detach(&shared, &session, &mut progress, Some((turn, before)))
+                            .await;
                     }
                     queue.push_back(next);
                 }
@@ -602,7 +651,7 @@ async fn run(
                             session.state(),
                         );
                         snap.finish_reason = finish;
-                        let id = shared.append(store, snap).await?;
+                        let id = shared.append(store, &mut progress, snap).await?;
                         progress.parent = Some(id.clone());
                         Some(id)
                     }
@@ -632,7 +681,7 @@ async fn run(
                         );
                         snap.finish_reason = Some(AgentFinishReason::Failed);
                         snap.error = Some(runtime_error.clone());
-                        Some(shared.append(store, snap).await?)
+                        Some(shared.append(store, &mut progress, snap).await?)
                     }
                     None => None,
                 };
@@ -641,7 +690,7 @@ async fn run(
                     finish_reason: Some(AgentFinishReason::Failed),
                 }));
                 let mut output = output_of(&shared, &session, &progress);
-                output.message = session.messages().last().cloned();
+                output.message = session.last_message();
                 output.artifacts = None;
                 output.finish_reason = Some(AgentFinishReason::Failed);
                 output.error = Some(runtime_error);
@@ -674,7 +723,7 @@ fn output_of(shared: &Shared, session: &AgentSession, progress: &Progress) -> Ag
 async fn detach(
     shared: &Arc<Shared>,
     session: &AgentSession,
-    progress: &Progress,
+    progress: &mut Progress,
     turn: Option<(TurnFuture, SessionState)>,
 ) -> Result<AgentOutput> {
     let store = shared.store("Detach")?.clone();
@@ -692,7 +741,7 @@ async fn detach(
     if turn.is_some() {
         snap.heartbeat_at = snap.updated_at.clone();
     }
-    let id = shared.append(&store, snap).await?;
+    let id = shared.append(&store, progress, snap).await?;
     if let Some((turn, before)) = turn {
         shared
             .running

@@ -33,12 +33,30 @@ struct Shared {
 }
 
 struct Live {
+    /// The state, but for `added`. Its history is shared with the snapshot
+    /// it came from (and the store), so it is not changed in place.
     state: SessionState,
+    /// Messages added since `state`'s history was last set: appending them
+    /// to a shared history would copy all of it, and a prompt turn replaces
+    /// the whole history with the model's anyway. Merged into `state` when
+    /// a whole state is read.
+    added: Vec<Message>,
     /// Where chunks go; `None` once the turn is detached (nobody listens).
     sink: Option<ActionCtx<AgentStreamChunk>>,
     /// The custom state as last streamed in this turn; `None` until the
     /// turn's first patch (which replaces the whole document).
     streamed_custom: Option<Value>,
+}
+
+impl Live {
+    /// Appends the added messages to the state's history (copying it if
+    /// it is shared).
+    fn merge_added(&mut self) {
+        if !self.added.is_empty() {
+            let added = std::mem::take(&mut self.added);
+            self.state.messages_mut().extend(added);
+        }
+    }
 }
 
 impl std::fmt::Debug for AgentSession {
@@ -59,6 +77,7 @@ impl AgentSession {
             inner: Arc::new(Shared {
                 live: Mutex::new(Live {
                     state,
+                    added: Vec::new(),
                     sink,
                     streamed_custom: None,
                 }),
@@ -84,28 +103,47 @@ impl AgentSession {
         self.inner.registry.as_ref()
     }
 
-    /// A copy of the whole state.
+    /// A copy of the whole state (sharing its history).
     pub fn state(&self) -> SessionState {
-        self.inner.live.lock().state.clone()
+        let mut live = self.inner.live.lock();
+        live.merge_added();
+        live.state.clone()
     }
 
     /// The conversation so far.
     pub fn messages(&self) -> Vec<Message> {
-        self.inner.live.lock().state.messages().to_vec()
+        let live = self.inner.live.lock();
+        let history = live.state.messages();
+        let mut messages = Vec::with_capacity(history.len() + live.added.len());
+        messages.extend_from_slice(history);
+        messages.extend_from_slice(&live.added);
+        messages
+    }
+
+    /// The last message of the conversation.
+    pub(crate) fn last_message(&self) -> Option<Message> {
+        let live = self.inner.live.lock();
+        live.added
+            .last()
+            .or_else(|| live.state.messages().last())
+            .cloned()
     }
 
     /// Appends messages to the conversation.
     pub fn add_messages(&self, messages: impl IntoIterator<Item = Message>) {
         let mut live = self.inner.live.lock();
-        live.state
-            .messages
-            .get_or_insert_with(Vec::new)
-            .extend(messages);
+        live.added.extend(messages);
+        if live.state.messages.is_none() {
+            // As when appending to an absent history: it exists from now on.
+            live.state.messages = Some(Arc::default());
+        }
     }
 
     /// Replaces the conversation.
     pub fn set_messages(&self, messages: Vec<Message>) {
-        self.inner.live.lock().state.messages = Some(messages);
+        let mut live = self.inner.live.lock();
+        live.added.clear();
+        live.state.set_messages(messages);
     }
 
     /// The custom state as JSON, if set.
@@ -218,6 +256,54 @@ impl AgentSession {
     }
 
     pub(crate) fn restore(&self, state: SessionState) {
-        self.inner.live.lock().state = state;
+        let mut live = self.inner.live.lock();
+        live.added.clear();
+        live.state = state;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(messages: &[Message]) -> Vec<String> {
+        messages.iter().map(Message::text).collect()
+    }
+
+    #[test]
+    fn added_messages_leave_the_shared_history_alone() {
+        let shared = Arc::new(vec![Message::user("a"), Message::model("b")]);
+        let state = SessionState {
+            messages: Some(shared.clone()),
+            ..SessionState::default()
+        };
+        let session = AgentSession::new(state, None, None);
+        session.add_messages([Message::user("c")]);
+        assert_eq!(texts(&session.messages()), ["a", "b", "c"]);
+        assert_eq!(
+            session.last_message().map(|m| m.text()).as_deref(),
+            Some("c")
+        );
+        // The history the session started from (the stored snapshot's) is
+        // not changed; the whole state has the added message.
+        assert_eq!(texts(&shared), ["a", "b"]);
+        let whole = session.state();
+        assert_eq!(texts(whole.messages()), ["a", "b", "c"]);
+        assert_eq!(texts(&session.messages()), ["a", "b", "c"]);
+
+        session.add_messages([Message::model("d")]);
+        session.set_messages(vec![Message::user("x")]);
+        assert_eq!(texts(&session.messages()), ["x"]);
+        session.add_messages([Message::model("y")]);
+        session.restore(whole);
+        assert_eq!(texts(&session.messages()), ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn adding_to_an_absent_history_creates_it() {
+        let session = AgentSession::new(SessionState::default(), None, None);
+        assert_eq!(session.state().messages, None);
+        session.add_messages([Message::user("a")]);
+        assert_eq!(texts(session.state().messages()), ["a"]);
     }
 }

@@ -85,7 +85,7 @@ fn turn(session: &str, parent: Option<&str>, text: &str) -> SessionSnapshot {
     s.finish_reason = Some(AgentFinishReason::Stop);
     s.state = Some(SessionState {
         session_id: Some(session.to_owned()),
-        messages: Some(vec![Message::user(text)]),
+        messages: Some(Arc::new(vec![Message::user(text)])),
         custom: Some(json!({"text": text})),
         artifacts: None,
     });

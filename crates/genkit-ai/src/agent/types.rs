@@ -9,6 +9,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use genkit_core::{Error, StatusCode};
 use schemars::JsonSchema;
@@ -207,9 +208,12 @@ pub struct SessionState {
     /// The session this state belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
-    /// The conversation so far.
+    /// The conversation so far. Shared rather than owned (as in
+    /// [`GenerateRequest`](crate::types::GenerateRequest)): a turn's state is
+    /// copied for its snapshot, the state to restore on failure and the
+    /// store, and the history is the part that grows with every turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub messages: Option<Vec<Message>>,
+    pub messages: Option<Arc<Vec<Message>>>,
     /// The agent's own state (any JSON; typed agents declare its schema).
     #[serde(
         default,
@@ -225,7 +229,18 @@ pub struct SessionState {
 impl SessionState {
     /// The messages (empty when absent).
     pub fn messages(&self) -> &[Message] {
-        self.messages.as_deref().unwrap_or_default()
+        self.messages.as_deref().map_or(&[], Vec::as_slice)
+    }
+
+    /// The messages to change (created empty when absent; copied first if
+    /// another state shares them).
+    pub fn messages_mut(&mut self) -> &mut Vec<Message> {
+        Arc::make_mut(self.messages.get_or_insert_with(Default::default))
+    }
+
+    /// Replaces the messages.
+    pub fn set_messages(&mut self, messages: Vec<Message>) {
+        self.messages = Some(Arc::new(messages));
     }
 
     /// The artifacts (empty when absent).
