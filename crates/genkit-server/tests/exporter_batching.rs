@@ -81,6 +81,7 @@ async fn spans_arriving_during_an_export_form_the_next_batches() {
             queue_capacity: 1000,
             max_batch: 64,
             realtime: false,
+            ..BatchConfig::default()
         },
     )
     .unwrap();
@@ -111,6 +112,7 @@ async fn a_stuck_receiver_never_blocks_and_overflow_is_counted() {
             queue_capacity: 16,
             max_batch: 4,
             realtime: true,
+            ..BatchConfig::default()
         },
     )
     .unwrap();
@@ -157,6 +159,7 @@ async fn an_unreachable_telemetry_server_fails_quietly() {
             queue_capacity: 8,
             max_batch: 8,
             realtime: false,
+            ..BatchConfig::default()
         },
     )
     .unwrap();

@@ -1,13 +1,17 @@
 //! Background batching shared by every exporter: a [`SpanProcessor`] that
 //! puts finished (and, in realtime mode, started) spans on a bounded queue and
 //! returns at once; a worker task drains the queue in batches and hands them
-//! to a [`SpanSink`]. A full queue drops the span and counts it: exporting
-//! never blocks, slows down or fails the request that produced the span.
+//! to a [`SpanSink`]. The queue is bounded in spans and in bytes (the JSON
+//! text spans hold, each input and output already cut at
+//! [`max_attribute_bytes`](genkit_core::tracing::max_attribute_bytes)), so an
+//! unreachable receiver costs a fixed amount of memory. A full queue drops
+//! the span, counts it ([`ExportStats::dropped`]) and warns: exporting never
+//! blocks, slows down or fails the request that produced the span.
 
 use futures::future::BoxFuture;
 use genkit_core::tracing::{RecordedSpan, SpanProcessor};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
@@ -37,6 +41,9 @@ pub enum ExportError {
 pub struct BatchConfig {
     /// Spans kept waiting at most; more are dropped (and counted).
     pub queue_capacity: usize,
+    /// Bytes of span data (see [`RecordedSpan::approx_bytes`]) kept waiting
+    /// or being sent at most; more are dropped (and counted).
+    pub queue_bytes: usize,
     /// Spans sent in one batch at most.
     pub max_batch: usize,
     /// Also export spans when they start (`endTime: 0`), as Genkit's
@@ -48,6 +55,7 @@ impl Default for BatchConfig {
     fn default() -> Self {
         Self {
             queue_capacity: 2048,
+            queue_bytes: 64 * 1024 * 1024,
             max_batch: 512,
             realtime: false,
         }
@@ -55,7 +63,8 @@ impl Default for BatchConfig {
 }
 
 enum Msg {
-    Span(Arc<RecordedSpan>),
+    /// A span and the bytes it was counted as.
+    Span(Arc<RecordedSpan>, usize),
     Flush(oneshot::Sender<()>),
 }
 
@@ -65,6 +74,8 @@ struct Counters {
     dropped: AtomicU64,
     exported: AtomicU64,
     failed: AtomicU64,
+    /// Bytes of the spans queued or being sent.
+    pending_bytes: AtomicUsize,
 }
 
 /// Export statistics.
@@ -72,12 +83,14 @@ struct Counters {
 pub struct ExportStats {
     /// Spans accepted into the queue.
     pub queued: u64,
-    /// Spans dropped because the queue was full.
+    /// Spans dropped because the queue was full (in spans or in bytes).
     pub dropped: u64,
     /// Spans in batches the sink accepted.
     pub exported: u64,
     /// Spans in batches the sink failed to deliver.
     pub failed: u64,
+    /// Bytes of span data queued or being sent right now.
+    pub pending_bytes: usize,
 }
 
 /// A span processor exporting through a background worker.
@@ -85,6 +98,7 @@ pub struct BatchProcessor {
     tx: mpsc::Sender<Msg>,
     counters: Arc<Counters>,
     realtime: bool,
+    queue_bytes: usize,
 }
 
 impl std::fmt::Debug for BatchProcessor {
@@ -112,23 +126,37 @@ impl BatchProcessor {
             tx,
             counters,
             realtime: config.realtime,
+            queue_bytes: config.queue_bytes.max(1),
         }))
     }
 
     fn enqueue(&self, span: &Arc<RecordedSpan>) {
-        match self.tx.try_send(Msg::Span(span.clone())) {
+        let bytes = span.approx_bytes();
+        let pending = &self.counters.pending_bytes;
+        // Reserve the bytes first; give them back if the span is not queued.
+        let before = pending.fetch_add(bytes, Ordering::Relaxed);
+        if before.saturating_add(bytes) > self.queue_bytes {
+            pending.fetch_sub(bytes, Ordering::Relaxed);
+            return self.drop_span("bytes");
+        }
+        match self.tx.try_send(Msg::Span(span.clone(), bytes)) {
             Ok(()) => {
                 self.counters.queued.fetch_add(1, Ordering::Relaxed);
             }
             Err(_) => {
-                let n = self.counters.dropped.fetch_add(1, Ordering::Relaxed);
-                if (n + 1).is_power_of_two() {
-                    ::tracing::warn!(
-                        "trace export queue is full: {} span(s) dropped so far",
-                        n + 1
-                    );
-                }
+                pending.fetch_sub(bytes, Ordering::Relaxed);
+                self.drop_span("spans");
             }
+        }
+    }
+
+    fn drop_span(&self, full_of: &str) {
+        let n = self.counters.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+        if n.is_power_of_two() {
+            ::tracing::warn!(
+                "trace export queue is full ({full_of}): {n} span(s) dropped so far \
+                 (is the receiver reachable?)"
+            );
         }
     }
 
@@ -151,6 +179,7 @@ impl BatchProcessor {
             dropped: c.dropped.load(Ordering::Relaxed),
             exported: c.exported.load(Ordering::Relaxed),
             failed: c.failed.load(Ordering::Relaxed),
+            pending_bytes: c.pending_bytes.load(Ordering::Relaxed),
         }
     }
 }
@@ -180,12 +209,16 @@ async fn worker(
     counters: Arc<Counters>,
 ) {
     let mut batch = Vec::with_capacity(max_batch);
+    let mut batch_bytes = 0usize;
     let mut acks = Vec::new();
     while let Some(first) = rx.recv().await {
         let mut next = Some(first);
         while let Some(msg) = next.take() {
             match msg {
-                Msg::Span(s) => batch.push(s),
+                Msg::Span(s, bytes) => {
+                    batch.push(s);
+                    batch_bytes += bytes;
+                }
                 Msg::Flush(ack) => {
                     acks.push(ack);
                     break;
@@ -199,7 +232,12 @@ async fn worker(
         if !batch.is_empty() {
             let spans = std::mem::replace(&mut batch, Vec::with_capacity(max_batch));
             let n = spans.len() as u64;
-            match sink.export(spans).await {
+            let result = sink.export(spans).await;
+            // The batch's memory is released once the sink is done with it.
+            counters
+                .pending_bytes
+                .fetch_sub(std::mem::take(&mut batch_bytes), Ordering::Relaxed);
+            match result {
                 Ok(()) => {
                     counters.exported.fetch_add(n, Ordering::Relaxed);
                 }
