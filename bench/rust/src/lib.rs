@@ -43,14 +43,27 @@ pub fn install_exporter() {
             .build()
             .expect("exporter runtime");
         rt.block_on(async move {
-            let processor = BatchProcessor::spawn(Arc::new(SerializingSink), BatchConfig::default())
-                .expect("exporter starts");
+            let processor =
+                BatchProcessor::spawn(Arc::new(SerializingSink), BatchConfig::default())
+                    .expect("exporter starts");
             tx.send(processor).expect("handing over the exporter");
             std::future::pending::<()>().await
         });
     });
-    let processor = rx.recv().expect("exporter started");
-    add_span_processor(processor);
+    let processor: Arc<BatchProcessor> = rx.recv().expect("exporter started");
+    add_span_processor(processor.clone());
+    let _ = EXPORTER.set(processor);
+}
+
+static EXPORTER: std::sync::OnceLock<Arc<BatchProcessor>> = std::sync::OnceLock::new();
+
+/// Spans the installed exporter accepted and dropped (a full queue drops:
+/// a bench figure is honest only if this stays 0).
+pub fn exporter_counts() -> Option<(u64, u64)> {
+    EXPORTER.get().map(|p| {
+        let s = p.stats();
+        (s.queued, s.dropped)
+    })
 }
 
 /// A registry with flow `echo` (input returned as is).

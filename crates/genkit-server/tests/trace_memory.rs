@@ -118,7 +118,10 @@ fn unreachable_telemetry_server_keeps_memory_bounded_and_counts_drops() {
         .lines()
         .find_map(|l| l.strip_prefix("RESULT "))
         .unwrap_or_else(|| panic!("no result line: {stdout}{stderr}"));
-    let n: Vec<usize> = line.split(' ').map(|v| v.parse().expect("number")).collect();
+    let n: Vec<usize> = line
+        .split(' ')
+        .map(|v| v.parse().expect("number"))
+        .collect();
     let (rss, queued, dropped, failed, pending) = (n[0], n[1], n[2], n[3], n[4]);
     eprintln!(
         "{REQUESTS} runs of {} MiB: peak RSS {} MiB, spans queued {queued}, dropped {dropped}, \
@@ -127,8 +130,15 @@ fn unreachable_telemetry_server_keeps_memory_bounded_and_counts_drops() {
         rss / MIB,
         pending / 1024
     );
-    assert_eq!(queued + dropped, REQUESTS, "every span is queued or dropped");
-    assert!(dropped > 0, "a receiver that never answers must cause drops");
+    assert_eq!(
+        queued + dropped,
+        REQUESTS,
+        "every span is queued or dropped"
+    );
+    assert!(
+        dropped > 0,
+        "a receiver that never answers must cause drops"
+    );
     assert!(
         rss < RSS_CEILING,
         "peak RSS {} MiB over the {} MiB ceiling",

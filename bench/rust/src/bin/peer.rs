@@ -115,6 +115,7 @@ async fn main() {
             "ns_per_turn": ns / turns,
             "rss_mb_peak": peak_rss_mb(),
             "exporter": exporter,
+            "spans_exported_dropped": exporter_counts(),
         })
     );
 }

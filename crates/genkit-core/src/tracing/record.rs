@@ -563,6 +563,21 @@ mod tests {
     }
 
     #[test]
+    fn a_cut_input_marks_the_span_truncated_in_both_wire_forms() {
+        let mut s = span(false, false);
+        assert_eq!(serde_json::to_value(&s).unwrap().get("truncated"), None);
+        let limit = crate::tracing::max_attribute_bytes();
+        s.input = SpanJson::serialize(&"y".repeat(limit * 2));
+        assert!(s.is_truncated());
+        let direct = serde_json::to_value(&s).unwrap();
+        assert_eq!(direct["truncated"], true);
+        let input = direct["attributes"]["genkit:input"].as_str().unwrap();
+        assert!(input.len() <= limit && input.starts_with("\"yyy"));
+        assert_eq!(direct, serde_json::to_value(s.to_span_data()).unwrap());
+        assert!(s.approx_bytes() >= limit);
+    }
+
+    #[test]
     fn trace_json_equals_assembled_trace_data() {
         let root = span(false, true);
         let mut child = span(true, false);

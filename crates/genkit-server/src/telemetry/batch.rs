@@ -10,10 +10,12 @@
 
 use futures::future::BoxFuture;
 use genkit_core::tracing::{RecordedSpan, SpanProcessor};
+use parking_lot::Mutex;
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, oneshot};
 
 /// Where batches go (the Genkit telemetry server, an OTLP collector).
 pub trait SpanSink: Send + Sync + 'static {
@@ -68,6 +70,28 @@ enum Msg {
     Flush(oneshot::Sender<()>),
 }
 
+/// How long the worker waits after being woken before it takes the queue:
+/// the spans of a burst (one request makes several) go in one batch, and the
+/// request path wakes the worker once per burst instead of once per span
+/// (a cross-thread wake-up costs more than recording a span).
+const LINGER: Duration = Duration::from_millis(2);
+
+/// The queue shared by the processor (the request path) and the worker.
+struct Queue {
+    items: Mutex<QueueState>,
+    /// Wakes the worker; a wake-up sent while it is busy is kept.
+    wake: Notify,
+}
+
+#[derive(Default)]
+struct QueueState {
+    msgs: VecDeque<Msg>,
+    /// Spans among `msgs`.
+    spans: usize,
+    /// The processor is gone: the worker exports what is left and stops.
+    closed: bool,
+}
+
 #[derive(Debug, Default)]
 struct Counters {
     queued: AtomicU64,
@@ -95,10 +119,18 @@ pub struct ExportStats {
 
 /// A span processor exporting through a background worker.
 pub struct BatchProcessor {
-    tx: mpsc::Sender<Msg>,
+    queue: Arc<Queue>,
     counters: Arc<Counters>,
     realtime: bool,
+    queue_capacity: usize,
     queue_bytes: usize,
+}
+
+impl Drop for BatchProcessor {
+    fn drop(&mut self) {
+        self.queue.items.lock().closed = true;
+        self.queue.wake.notify_one();
+    }
 }
 
 impl std::fmt::Debug for BatchProcessor {
@@ -119,13 +151,22 @@ impl BatchProcessor {
         let handle = tokio::runtime::Handle::try_current().map_err(|_| {
             crate::ServerError::Config("trace export must be started inside a tokio runtime".into())
         })?;
-        let (tx, rx) = mpsc::channel(config.queue_capacity.max(1));
+        let queue = Arc::new(Queue {
+            items: Mutex::new(QueueState::default()),
+            wake: Notify::new(),
+        });
         let counters = Arc::new(Counters::default());
-        handle.spawn(worker(rx, sink, config.max_batch.max(1), counters.clone()));
+        handle.spawn(worker(
+            queue.clone(),
+            sink,
+            config.max_batch.max(1),
+            counters.clone(),
+        ));
         Ok(Arc::new(Self {
-            tx,
+            queue,
             counters,
             realtime: config.realtime,
+            queue_capacity: config.queue_capacity.max(1),
             queue_bytes: config.queue_bytes.max(1),
         }))
     }
@@ -139,14 +180,23 @@ impl BatchProcessor {
             pending.fetch_sub(bytes, Ordering::Relaxed);
             return self.drop_span("bytes");
         }
-        match self.tx.try_send(Msg::Span(span.clone(), bytes)) {
-            Ok(()) => {
-                self.counters.queued.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(_) => {
+        let was_empty = {
+            let mut q = self.queue.items.lock();
+            if q.spans >= self.queue_capacity {
+                drop(q);
                 pending.fetch_sub(bytes, Ordering::Relaxed);
-                self.drop_span("spans");
+                return self.drop_span("spans");
             }
+            let was_empty = q.msgs.is_empty();
+            q.msgs.push_back(Msg::Span(span.clone(), bytes));
+            q.spans += 1;
+            was_empty
+        };
+        self.counters.queued.fetch_add(1, Ordering::Relaxed);
+        // Only the first span of a burst wakes the worker; it takes the
+        // others with it.
+        if was_empty {
+            self.queue.wake.notify_one();
         }
     }
 
@@ -164,11 +214,11 @@ impl BatchProcessor {
     /// been handed to the sink. Returns whether that happened in time.
     pub async fn flush(&self, timeout: Duration) -> bool {
         let (ack, done) = oneshot::channel();
-        tokio::time::timeout(timeout, async {
-            self.tx.send(Msg::Flush(ack)).await.is_ok() && done.await.is_ok()
-        })
-        .await
-        .unwrap_or(false)
+        self.queue.items.lock().msgs.push_back(Msg::Flush(ack));
+        self.queue.wake.notify_one();
+        tokio::time::timeout(timeout, done)
+            .await
+            .is_ok_and(|r| r.is_ok())
     }
 
     /// Counters since start.
@@ -200,10 +250,11 @@ impl SpanProcessor for BatchProcessor {
     }
 }
 
-/// Takes what is queued (up to `max_batch`), exports it, repeats. Spans that
-/// arrive while a batch is being sent form the next batch.
+/// Waits to be woken, lets the burst gather, then takes what is queued (up
+/// to `max_batch`, or up to a flush), exports it, repeats. Spans that arrive
+/// while a batch is being sent form the next batch.
 async fn worker(
-    mut rx: mpsc::Receiver<Msg>,
+    queue: Arc<Queue>,
     sink: Arc<dyn SpanSink>,
     max_batch: usize,
     counters: Arc<Counters>,
@@ -211,23 +262,40 @@ async fn worker(
     let mut batch = Vec::with_capacity(max_batch);
     let mut batch_bytes = 0usize;
     let mut acks = Vec::new();
-    while let Some(first) = rx.recv().await {
-        let mut next = Some(first);
-        while let Some(msg) = next.take() {
-            match msg {
-                Msg::Span(s, bytes) => {
-                    batch.push(s);
-                    batch_bytes += bytes;
+    loop {
+        let (idle, closed, flush_waiting) = {
+            let q = queue.items.lock();
+            let flush = q.msgs.iter().any(|m| matches!(m, Msg::Flush(_)));
+            (q.msgs.is_empty(), q.closed, flush)
+        };
+        if idle {
+            if closed {
+                return;
+            }
+            queue.wake.notified().await;
+            continue;
+        }
+        if !flush_waiting && !closed {
+            tokio::time::sleep(LINGER).await;
+        }
+        {
+            let mut q = queue.items.lock();
+            while let Some(msg) = q.msgs.pop_front() {
+                match msg {
+                    Msg::Span(s, bytes) => {
+                        q.spans -= 1;
+                        batch.push(s);
+                        batch_bytes += bytes;
+                    }
+                    Msg::Flush(ack) => {
+                        acks.push(ack);
+                        break;
+                    }
                 }
-                Msg::Flush(ack) => {
-                    acks.push(ack);
+                if batch.len() >= max_batch {
                     break;
                 }
             }
-            if batch.len() >= max_batch {
-                break;
-            }
-            next = rx.try_recv().ok();
         }
         if !batch.is_empty() {
             let spans = std::mem::replace(&mut batch, Vec::with_capacity(max_batch));
