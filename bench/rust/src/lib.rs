@@ -2,23 +2,68 @@
 //! and the `peer` binary, and written to do exactly what bench/js does.
 
 use genkit::prelude::*;
-use genkit::tracing::{RecordedSpan, SpanProcessor, add_span_processor};
+use genkit::tracing::{RecordedSpan, TraceJson, add_span_processor};
+use genkit_server::telemetry::{BatchConfig, BatchProcessor, ExportError, SpanSink};
 use std::sync::Arc;
 
-/// A span processor doing an exporter's work inline: each finished span is
-/// serialized in Genkit's wire form (`SpanData` JSON), then dropped. (Real
-/// exporters do this on a background task; inline is the worst case.)
-struct SerializingExporter;
+/// The Genkit telemetry exporter minus the network: the real
+/// [`BatchProcessor`] (bounded queue, background worker) in front of a sink
+/// that does what `TraceServerSink` does to a batch before posting it (group
+/// by trace, serialize each `TraceData`) and then drops the bytes. What the
+/// request path pays is exactly what it pays with the real exporter; the
+/// serialization runs on the worker, as in production.
+struct SerializingSink;
 
-impl SpanProcessor for SerializingExporter {
-    fn on_end(&self, span: &Arc<RecordedSpan>) {
-        std::hint::black_box(serde_json::to_vec(&**span).ok());
+impl SpanSink for SerializingSink {
+    fn name(&self) -> &'static str {
+        "bench"
+    }
+
+    fn export(
+        &self,
+        spans: Vec<Arc<RecordedSpan>>,
+    ) -> futures::future::BoxFuture<'_, Result<(), ExportError>> {
+        Box::pin(async move {
+            for trace in TraceJson::group(spans.iter().map(|s| &**s)) {
+                std::hint::black_box(serde_json::to_vec(&trace).ok());
+            }
+            Ok(())
+        })
     }
 }
 
-/// Installs the serializing exporter, so every span is recorded and exported.
+/// Installs the exporter, so every span is recorded and exported. Its worker
+/// runs on a runtime of its own (one thread), as an exporter in a
+/// multi-threaded server runs beside the requests rather than between them.
 pub fn install_exporter() {
-    add_span_processor(Arc::new(SerializingExporter));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("exporter runtime");
+        rt.block_on(async move {
+            let processor =
+                BatchProcessor::spawn(Arc::new(SerializingSink), BatchConfig::default())
+                    .expect("exporter starts");
+            tx.send(processor).expect("handing over the exporter");
+            std::future::pending::<()>().await
+        });
+    });
+    let processor: Arc<BatchProcessor> = rx.recv().expect("exporter started");
+    add_span_processor(processor.clone());
+    let _ = EXPORTER.set(processor);
+}
+
+static EXPORTER: std::sync::OnceLock<Arc<BatchProcessor>> = std::sync::OnceLock::new();
+
+/// Spans the installed exporter accepted and dropped (a full queue drops:
+/// a bench figure is honest only if this stays 0).
+pub fn exporter_counts() -> Option<(u64, u64)> {
+    EXPORTER.get().map(|p| {
+        let s = p.stats();
+        (s.queued, s.dropped)
+    })
 }
 
 /// A registry with flow `echo` (input returned as is).

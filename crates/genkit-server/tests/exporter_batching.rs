@@ -81,6 +81,7 @@ async fn spans_arriving_during_an_export_form_the_next_batches() {
             queue_capacity: 1000,
             max_batch: 64,
             realtime: false,
+            ..BatchConfig::default()
         },
     )
     .unwrap();
@@ -111,6 +112,7 @@ async fn a_stuck_receiver_never_blocks_and_overflow_is_counted() {
             queue_capacity: 16,
             max_batch: 4,
             realtime: true,
+            ..BatchConfig::default()
         },
     )
     .unwrap();
@@ -157,6 +159,7 @@ async fn an_unreachable_telemetry_server_fails_quietly() {
             queue_capacity: 8,
             max_batch: 8,
             realtime: false,
+            ..BatchConfig::default()
         },
     )
     .unwrap();
@@ -206,4 +209,55 @@ fn spans_group_by_trace_and_later_records_win() {
     assert_eq!(traces[0].end_time, Some(5.0));
     assert_eq!(traces[0].display_name.as_deref(), Some("root"));
     assert_eq!(traces[1].trace_id, b.to_string());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_queue_is_bounded_in_bytes_and_releases_them_after_export() {
+    // A sink that never finishes: nothing leaves the queue.
+    let p = BatchProcessor::spawn(
+        Arc::new(Stuck),
+        BatchConfig {
+            queue_capacity: 1000,
+            queue_bytes: 1024 * 1024,
+            max_batch: 1000,
+            ..BatchConfig::default()
+        },
+    )
+    .unwrap();
+    let big = |trace| {
+        let mut s = (*span(trace, "big", Some(2.0))).clone();
+        s.output = Some(format!("\"{}\"", "x".repeat(100_000)).into());
+        Arc::new(s)
+    };
+    for _ in 0..100 {
+        p.on_end(&big(TraceId::random()));
+    }
+    let stats = p.stats();
+    // About 100 KB each: ten fit in 1 MiB, the other ninety are dropped.
+    assert!((9..=10).contains(&stats.queued), "{stats:?}");
+    assert_eq!(stats.queued + stats.dropped, 100, "{stats:?}");
+    assert!(stats.pending_bytes <= 1024 * 1024, "{stats:?}");
+
+    // With a sink that accepts, the bytes are given back after each batch.
+    let sink = Arc::new(Recorder {
+        batches: Mutex::default(),
+        first_delay: Duration::ZERO,
+    });
+    let p = BatchProcessor::spawn(
+        sink,
+        BatchConfig {
+            queue_bytes: 1024 * 1024,
+            ..BatchConfig::default()
+        },
+    )
+    .unwrap();
+    for _ in 0..5 {
+        for _ in 0..5 {
+            p.on_end(&big(TraceId::random()));
+        }
+        assert!(p.flush(Duration::from_secs(5)).await);
+    }
+    let stats = p.stats();
+    assert_eq!((stats.exported, stats.dropped), (25, 0), "{stats:?}");
+    assert_eq!(stats.pending_bytes, 0, "{stats:?}");
 }

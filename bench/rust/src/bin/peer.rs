@@ -179,6 +179,7 @@ async fn main() {
             "rss_mb_start": rss_start,
             "turns_run": ops_run as f64 * turns,
             "exporter": exporter,
+            "spans_exported_dropped": exporter_counts(),
         })
     );
 }

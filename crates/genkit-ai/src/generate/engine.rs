@@ -23,7 +23,7 @@ use crate::types::{
 };
 use futures::future::BoxFuture;
 use genkit_core::schema::SchemaValidator;
-use genkit_core::tracing::{Span, SpanOptions, SpanType};
+use genkit_core::tracing::{Span, SpanJson, SpanOptions, SpanType};
 use genkit_core::{ActionKind, DynAction, Error, Registry, Result, RunOptions, StatusCode};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
@@ -80,10 +80,17 @@ fn close_turn_spans(
     spans: Vec<Span>,
     mut result: Result<GenerateResponse>,
 ) -> Result<GenerateResponse> {
+    // Serialized once for all the turns (shared, not copied).
+    let recorded = match (&result, spans.first()) {
+        (Ok(response), Some(first)) if first.is_recording() => SpanJson::serialize(response),
+        _ => None,
+    };
     for mut span in spans.into_iter().rev() {
         match &mut result {
-            Ok(response) => {
-                span.set_output(response);
+            Ok(_) => {
+                if let Some(json) = &recorded {
+                    span.set_output_json(json.clone());
+                }
                 span.end_ok();
             }
             Err(e) => span.end_err(e),

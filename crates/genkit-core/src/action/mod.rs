@@ -23,7 +23,7 @@ use crate::context::{ActionContext, Extensions};
 use crate::error::{Error, Result};
 use crate::registry::{Registry, WeakRegistry};
 use crate::schema::{SchemaValidator, schema_for};
-use crate::tracing::{Frame, Span, SpanOptions, SpanType, TraceInfo};
+use crate::tracing::{Frame, Span, SpanJson, SpanOptions, SpanType, TraceInfo};
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -343,9 +343,9 @@ impl<I: Payload, O: Payload, S: Serialize + Send + 'static> Action<I, O, S> {
             Some(v) => {
                 let json = serde_json::to_value(&input)?;
                 v.validate(&json).map_err(mark_caller_error)?;
-                recording.then(|| json.to_string())
+                recording.then(|| SpanJson::serialize(&json)).flatten()
             }
-            None if recording => Some(serde_json::to_string(&input)?),
+            None if recording => SpanJson::serialize(&input),
             None => None,
         };
         let (output, _, trace) = inner.execute(input, input_text, opts, false).await?;
@@ -415,7 +415,7 @@ impl<I: Payload, O: Payload, S: Serialize + Send + 'static> Inner<I, O, S> {
     async fn execute(
         &self,
         input: I,
-        input_text: Option<String>,
+        input_text: Option<SpanJson>,
         opts: RunOptions<S>,
         want_json: bool,
     ) -> Result<(O, Option<Value>, TraceInfo)> {
@@ -497,7 +497,7 @@ impl<I: Payload, O: Payload, S: Serialize + Send + 'static> Inner<I, O, S> {
                 };
                 if span.is_recording() {
                     match &output_json {
-                        Some(json) => span.set_output_json(json.to_string()),
+                        Some(json) => span.set_output(json),
                         None => span.set_output(&output),
                     }
                 }
@@ -538,7 +538,9 @@ impl<I: Payload, O: Payload, S: Payload> ErasedAction for Inner<I, O, S> {
             if let Some(v) = &self.input_validator {
                 v.validate(&input).map_err(mark_caller_error)?;
             }
-            let recorded = crate::tracing::is_recording().then(|| input.to_string());
+            let recorded = crate::tracing::is_recording()
+                .then(|| SpanJson::serialize(&input))
+                .flatten();
             let typed: I = serde_path_to_error::deserialize(input).map_err(|e| {
                 let path = e.path().to_string();
                 let path = if path == "." {

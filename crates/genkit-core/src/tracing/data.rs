@@ -81,6 +81,10 @@ pub struct SpanData {
     /// Exception events.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub time_events: Option<TimeEvents>,
+    /// `true` when an attribute was cut at the size cap (Genkit's
+    /// `SpanData.truncated`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<bool>,
 }
 
 impl SpanData {

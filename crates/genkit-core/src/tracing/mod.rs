@@ -8,6 +8,7 @@
 
 mod data;
 mod ids;
+mod json;
 mod processor;
 mod record;
 mod span;
@@ -18,6 +19,9 @@ pub use data::{
     TraceData,
 };
 pub use ids::{SpanId, TraceId};
+pub use json::{
+    DEFAULT_MAX_ATTRIBUTE_BYTES, SpanJson, max_attribute_bytes, set_max_attribute_bytes,
+};
 pub use processor::{SpanProcessor, add_span_processor, is_recording, remove_span_processor};
 pub use record::{RecordedSpan, SpanFailure, TraceJson};
 pub(crate) use span::Frame;

@@ -6,6 +6,7 @@ use super::data::{
     Annotation, BoolValue, InstrumentationLibrary, SpanData, SpanStatus, TimeEvent, TimeEvents,
 };
 use super::ids::{SpanId, TraceId};
+use super::json::SpanJson;
 use super::span::SpanType;
 use crate::context::ActionContext;
 use serde::ser::{SerializeMap, SerializeStruct};
@@ -54,10 +55,10 @@ pub struct RecordedSpan {
     pub start_time: f64,
     /// End, epoch milliseconds.
     pub end_time: Option<f64>,
-    /// The input, as JSON text.
-    pub input: Option<String>,
-    /// The output, as JSON text.
-    pub output: Option<String>,
+    /// The input, as JSON text (cut at the size cap).
+    pub input: Option<SpanJson>,
+    /// The output, as JSON text (cut at the size cap).
+    pub output: Option<SpanJson>,
     /// The action context (redacted when exported).
     pub context: Option<ActionContext>,
     /// Other attributes.
@@ -81,6 +82,39 @@ impl RecordedSpan {
             }
             _ => self.path.to_string(),
         }
+    }
+
+    /// Whether the input or output was cut at the size cap (the wire
+    /// form's `truncated`).
+    pub fn is_truncated(&self) -> bool {
+        self.input.as_ref().is_some_and(SpanJson::is_truncated)
+            || self.output.as_ref().is_some_and(SpanJson::is_truncated)
+    }
+
+    /// Roughly the memory this record holds, in bytes: what an export queue
+    /// bounded in bytes counts.
+    pub fn approx_bytes(&self) -> usize {
+        let text = |j: &Option<SpanJson>| j.as_ref().map_or(0, SpanJson::len);
+        let labels = self.labels.as_ref().map_or(0, |l| {
+            l.iter().map(|(k, v)| k.len() + v.len() + 64).sum::<usize>()
+        });
+        let attributes = self
+            .attributes
+            .iter()
+            .map(|(k, v)| k.len() + approx_value_bytes(v))
+            .sum::<usize>();
+        let failure = self
+            .failure
+            .as_ref()
+            .map_or(0, |f| f.message.len() + f.stack.len());
+        std::mem::size_of::<Self>()
+            + self.name.len()
+            + self.path.len()
+            + text(&self.input)
+            + text(&self.output)
+            + labels
+            + attributes
+            + failure
     }
 
     /// The wire form (`SpanData`) with every `genkit:*` attribute.
@@ -168,7 +202,18 @@ impl RecordedSpan {
             same_process_as_parent_span: Some(BoolValue { value: true }),
             status,
             time_events: Some(TimeEvents { time_event: events }),
+            truncated: self.is_truncated().then_some(true),
         }
+    }
+}
+
+/// A rough size of a JSON value in memory.
+fn approx_value_bytes(v: &Value) -> usize {
+    32 + match v {
+        Value::String(s) => s.len(),
+        Value::Array(a) => a.iter().map(approx_value_bytes).sum(),
+        Value::Object(m) => m.iter().map(|(k, v)| k.len() + approx_value_bytes(v)).sum(),
+        _ => 0,
     }
 }
 
@@ -178,7 +223,7 @@ impl RecordedSpan {
 /// [`to_span_data`](RecordedSpan::to_span_data).
 impl Serialize for RecordedSpan {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut st = s.serialize_struct("SpanData", 13)?;
+        let mut st = s.serialize_struct("SpanData", 14)?;
         st.serialize_field("spanId", &Hex(&self.span_id))?;
         st.serialize_field("traceId", &Hex(&self.trace_id))?;
         match &self.parent_span_id {
@@ -208,6 +253,11 @@ impl Serialize for RecordedSpan {
             st.skip_field("status")?;
         }
         st.serialize_field("timeEvents", &WireEvents(self))?;
+        if self.is_truncated() {
+            st.serialize_field("truncated", &true)?;
+        } else {
+            st.skip_field("truncated")?;
+        }
         st.end()
     }
 }
@@ -510,6 +560,21 @@ mod tests {
             serde_json::to_value(&started).unwrap(),
             serde_json::to_value(started.to_span_data()).unwrap()
         );
+    }
+
+    #[test]
+    fn a_cut_input_marks_the_span_truncated_in_both_wire_forms() {
+        let mut s = span(false, false);
+        assert_eq!(serde_json::to_value(&s).unwrap().get("truncated"), None);
+        let limit = crate::tracing::max_attribute_bytes();
+        s.input = SpanJson::serialize(&"y".repeat(limit * 2));
+        assert!(s.is_truncated());
+        let direct = serde_json::to_value(&s).unwrap();
+        assert_eq!(direct["truncated"], true);
+        let input = direct["attributes"]["genkit:input"].as_str().unwrap();
+        assert!(input.len() <= limit && input.starts_with("\"yyy"));
+        assert_eq!(direct, serde_json::to_value(s.to_span_data()).unwrap());
+        assert!(s.approx_bytes() >= limit);
     }
 
     #[test]

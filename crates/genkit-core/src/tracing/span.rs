@@ -3,6 +3,7 @@
 //! (Genkit JS uses AsyncLocalStorage for the same job).
 
 use super::ids::{SpanId, TraceId};
+use super::json::SpanJson;
 use super::processor::{self, is_recording};
 use super::record::{RecordedSpan, SpanFailure};
 use crate::context::{ActionContext, Extensions};
@@ -277,33 +278,35 @@ impl Span {
         }
     }
 
-    /// Records `genkit:input` as JSON text.
-    pub fn set_input_json(&mut self, input: String) {
+    /// Records `genkit:input` as JSON text (a [`SpanJson`] is shared as is;
+    /// text over [`max_attribute_bytes`](super::max_attribute_bytes) is cut).
+    pub fn set_input_json(&mut self, input: impl Into<SpanJson>) {
         if let Some(r) = &mut self.record {
-            r.input = Some(input);
+            r.input = Some(input.into());
         }
     }
 
     /// Records `genkit:input` from any serializable value (serialized only
-    /// while recording).
+    /// while recording, and only up to the size cap).
     pub fn set_input<T: Serialize + ?Sized>(&mut self, input: &T) {
         if let Some(r) = &mut self.record {
-            r.input = serde_json::to_string(input).ok();
+            r.input = SpanJson::serialize(input);
         }
     }
 
-    /// Records `genkit:output` as JSON text.
-    pub fn set_output_json(&mut self, output: String) {
+    /// Records `genkit:output` as JSON text (a [`SpanJson`] is shared as
+    /// is; text over the size cap is cut).
+    pub fn set_output_json(&mut self, output: impl Into<SpanJson>) {
         if let Some(r) = &mut self.record {
-            r.output = Some(output);
+            r.output = Some(output.into());
         }
     }
 
     /// Records `genkit:output` from any serializable value (serialized only
-    /// while recording).
+    /// while recording, and only up to the size cap).
     pub fn set_output<T: Serialize + ?Sized>(&mut self, output: &T) {
         if let Some(r) = &mut self.record {
-            r.output = serde_json::to_string(output).ok();
+            r.output = SpanJson::serialize(output);
         }
     }
 

@@ -102,6 +102,7 @@ impl OtlpConfig {
                 queue_capacity: number("OTEL_BSP_MAX_QUEUE_SIZE", defaults.queue_capacity)?,
                 max_batch: number("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", defaults.max_batch)?,
                 realtime: false,
+                ..defaults
             },
         }))
     }
