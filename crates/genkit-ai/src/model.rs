@@ -215,7 +215,7 @@ impl Model {
                     None => ChunkSender::none(),
                 });
                 inner.context = mctx.context;
-                inner.cancel = mctx.cancel;
+                inner.cancel = mctx.cancel.into();
                 Box::pin(async move {
                     let started = std::time::Instant::now();
                     let mut response = runner(req, inner).await?;
@@ -226,7 +226,7 @@ impl Model {
             let mctx = ModelCallCtx {
                 on_chunk: ctx.chunks.callback(),
                 context: ctx.context,
-                cancel: ctx.cancel,
+                cancel: ctx.cancel.token(),
             };
             ModelNext::new(chain, tail).run(req, mctx)
         };
@@ -535,7 +535,7 @@ impl BackgroundModel {
                     let start_fn = start_fn.clone();
                     let mut inner = base.clone();
                     inner.context = mctx.context;
-                    inner.cancel = mctx.cancel;
+                    inner.cancel = mctx.cancel.into();
                     Box::pin(async move {
                         let op = start_fn(req, inner).await?;
                         Ok(GenerateResponse {
@@ -547,7 +547,7 @@ impl BackgroundModel {
                 let mctx = ModelCallCtx {
                     on_chunk: None,
                     context: ctx.context,
-                    cancel: ctx.cancel,
+                    cancel: ctx.cancel.token(),
                 };
                 let run = ModelNext::new(chain.clone(), tail).run(req, mctx);
                 async move {

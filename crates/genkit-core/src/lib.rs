@@ -35,8 +35,8 @@ pub mod status;
 pub mod tracing;
 
 pub use action::{
-    Action, ActionCtx, ActionDesc, ActionKey, ActionKind, ActionResult, ActionStream, ChunkSender,
-    DynAction, ErasedAction, IntoDynAction, Payload, RunOptions,
+    Action, ActionCtx, ActionDesc, ActionKey, ActionKind, ActionResult, ActionStream, Cancellation,
+    ChunkSender, DynAction, ErasedAction, IntoDynAction, Payload, RunOptions,
 };
 pub use context::{ActionContext, Extensions};
 pub use error::{Error, Result};

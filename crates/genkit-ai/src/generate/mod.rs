@@ -138,7 +138,7 @@ pub async fn generate_action_options(
     let call = GenerateCallCtx {
         on_chunk: ctx.chunks.callback(),
         context: ctx.context,
-        cancel: ctx.cancel,
+        cancel: ctx.cancel.token(),
     };
     let engine = Engine::new(
         child,

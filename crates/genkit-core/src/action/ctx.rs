@@ -56,6 +56,55 @@ impl<S> ChunkSender<S> {
     }
 }
 
+/// The caller's cancellation of a run, as an action body sees it: cancelled
+/// when the caller cancels. A run whose caller gave no token holds none (a
+/// trivial run then allocates nothing for it); [`token`](Self::token) makes
+/// a fresh, never-cancelled one for code that needs a token to pass on.
+#[derive(Clone, Debug, Default)]
+pub struct Cancellation(Option<CancellationToken>);
+
+impl Cancellation {
+    /// Whether the caller cancelled the run.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.as_ref().is_some_and(CancellationToken::is_cancelled)
+    }
+
+    /// Resolves when the caller cancels the run (never, when it cannot).
+    pub async fn cancelled(&self) {
+        match &self.0 {
+            Some(token) => token.cancelled().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// The caller's token, if it gave one.
+    pub fn caller_token(&self) -> Option<&CancellationToken> {
+        self.0.as_ref()
+    }
+
+    /// The caller's token, else a fresh one nobody cancels.
+    pub fn token(&self) -> CancellationToken {
+        self.0.clone().unwrap_or_default()
+    }
+
+    /// The caller's token, if it gave one (for [`RunOptions::cancel`](super::RunOptions)).
+    pub fn into_option(self) -> Option<CancellationToken> {
+        self.0
+    }
+}
+
+impl From<CancellationToken> for Cancellation {
+    fn from(token: CancellationToken) -> Self {
+        Self(Some(token))
+    }
+}
+
+impl From<Option<CancellationToken>> for Cancellation {
+    fn from(token: Option<CancellationToken>) -> Self {
+        Self(token)
+    }
+}
+
 /// What an action body receives besides its input: the request data
 /// (`context`, Genkit's JSON `context` with `auth`), the chunk sender when
 /// the caller streams, cancellation, trace ids, the caller's per-run
@@ -73,7 +122,7 @@ pub struct ActionCtx<S = ()> {
     /// Stream chunks to the caller.
     pub chunks: ChunkSender<S>,
     /// Cancelled when the caller cancels the run.
-    pub cancel: CancellationToken,
+    pub cancel: Cancellation,
     /// This run's trace and span ids.
     pub trace: TraceInfo,
     /// Metadata the caller attached to this run (a tool receives its tool
@@ -113,11 +162,11 @@ impl<S> ActionCtx<S> {
     /// A context for calling a body directly (adapters, tests): not
     /// streaming, no metadata, and the registry and extensions of the action
     /// running in this task, if any.
-    pub fn new(context: ActionContext, cancel: CancellationToken, trace: TraceInfo) -> Self {
+    pub fn new(context: ActionContext, cancel: impl Into<Cancellation>, trace: TraceInfo) -> Self {
         Self {
             context,
             chunks: ChunkSender::none(),
-            cancel,
+            cancel: cancel.into(),
             trace,
             metadata: None,
             registry: crate::tracing::current_registry(),

@@ -14,7 +14,7 @@ mod kind;
 mod stream;
 
 pub use bidi::{BidiAction, BidiInputs, BidiSender, BidiStream, ErasedBidiAction, as_bidi};
-pub use ctx::{ActionCtx, ChunkCallback, ChunkSender};
+pub use ctx::{ActionCtx, Cancellation, ChunkCallback, ChunkSender};
 pub use desc::ActionDesc;
 pub use kind::{ActionKey, ActionKind, UnknownKind};
 pub use stream::ActionStream;
@@ -460,7 +460,7 @@ impl<I: Payload, O: Payload, S: Serialize + Send + 'static> Inner<I, O, S> {
             chunks: ChunkSender {
                 callback: opts.on_chunk,
             },
-            cancel: cancel.clone().unwrap_or_default(),
+            cancel: Cancellation::from(cancel.clone()),
             trace,
             metadata: opts.metadata,
             registry,

@@ -112,7 +112,7 @@ impl<P: Provider> ProviderPlugin<P> {
         embedder(options, move |request, ctx| {
             let kit = kit.clone();
             let spec = spec.clone();
-            async move { until_cancelled(&ctx.cancel, kit.embed(&spec, request)).await }
+            async move { until_cancelled(&ctx.cancel.token(), kit.embed(&spec, request)).await }
         })
     }
 
@@ -171,7 +171,7 @@ impl<P: Provider> Kit<P> {
                 self.provider.chat_response(call.state, &body)
             }
         };
-        until_cancelled(&ctx.cancel, work).await
+        until_cancelled(&ctx.cancel.token(), work).await
     }
 
     async fn embed(&self, spec: &EmbedderSpec, request: EmbedRequest) -> Result<EmbedResponse> {
