@@ -318,14 +318,15 @@ impl Shared {
         })
     }
 
-    /// The session a run starts from, and the snapshot it continues.
+    /// The session a run starts from, the snapshot it continues, and the
+    /// session version read with it (the base of the run's first append).
     /// `Err` is misuse of the init (the invocation fails); `Ok(Err)` a
     /// snapshot that cannot be resumed (the run ends as a failed turn, as
     /// in Genkit JS).
     async fn resolve(
         &self,
         init: AgentInit,
-    ) -> Result<std::result::Result<(SessionState, Option<String>), Error>> {
+    ) -> Result<std::result::Result<(SessionState, Option<String>, u64), Error>> {
         let Some(store) = &self.store else {
             if init.snapshot_id.is_some() {
                 return Err(precondition(format!(
@@ -343,7 +344,7 @@ impl Shared {
                 Some(state) => with_session_id(state, None),
                 None => fresh(None),
             };
-            return Ok(Ok((state, None)));
+            return Ok(Ok((state, None, 0)));
         };
         if init.state.is_some() {
             return Err(precondition(format!(
@@ -366,17 +367,21 @@ impl Shared {
                 Err(e) => return Err(e),
             },
             (None, Some(session)) => match store.latest(session).await {
-                Ok(stored) => match self.resumable_ancestor(store, stored).await? {
-                    Some(stored) => stored,
-                    None => return Ok(Ok((fresh(Some(session.clone())), None))),
-                },
+                Ok(stored) => {
+                    let version = stored.session_version;
+                    match self.resumable_ancestor(store, stored).await? {
+                        Some(stored) => stored,
+                        None => return Ok(Ok((fresh(Some(session.clone())), None, version))),
+                    }
+                }
                 Err(e) if e.status() == StatusCode::NotFound => {
-                    return Ok(Ok((fresh(Some(session.clone())), None)));
+                    return Ok(Ok((fresh(Some(session.clone())), None, 0)));
                 }
                 Err(e) => return Err(e),
             },
-            (None, None) => return Ok(Ok((fresh(None), None))),
+            (None, None) => return Ok(Ok((fresh(None), None, 0))),
         };
+        let version = stored.session_version;
         let snapshot = stored.snapshot;
         if let Some(session) = &init.session_id
             && snapshot.owner_session_id() != Some(session.as_str())
@@ -404,7 +409,7 @@ impl Shared {
         }
         let owner = snapshot.owner_session_id().map(str::to_owned);
         let state = with_session_id(snapshot.state.unwrap_or_default(), owner);
-        Ok(Ok((state, Some(snapshot.snapshot_id))))
+        Ok(Ok((state, Some(snapshot.snapshot_id), version)))
     }
 
     /// The snapshot a session resumed by id continues: its latest, or past
@@ -436,32 +441,20 @@ impl Shared {
         }
     }
 
-    /// Appends a snapshot after `parent` in the session; returns its id.
+    /// Appends a turn's snapshot, based on the session version the run last
+    /// read or wrote (`base`). If another turn was appended to the session
+    /// meanwhile, the store refuses it (`ABORTED`) and the run fails with
+    /// that error, nothing written: the turn was computed from a state that
+    /// is no longer the session's, so re-basing it would fork the session
+    /// behind the caller's back. The caller retries the turn from a fresh
+    /// read (e.g. resuming by session id again).
     async fn append(
         &self,
         store: &Arc<dyn SessionStore>,
-        mut snapshot: SessionSnapshot,
-    ) -> Result<String> {
-        let session = snapshot.session_id.clone().unwrap_or_default();
-        let mut attempts = 0;
-        loop {
-            let base = match &snapshot.parent_id {
-                Some(parent) => store.get(parent).await?.session_version,
-                None => match store.latest(&session).await {
-                    Ok(s) => s.session_version,
-                    Err(e) if e.status() == StatusCode::NotFound => 0,
-                    Err(e) => return Err(e),
-                },
-            };
-            match store.append(snapshot.clone(), base).await {
-                Ok(stored) => return Ok(stored.snapshot.snapshot_id),
-                Err(e) if is_conflict(&e) && attempts < 16 => {
-                    attempts += 1;
-                    snapshot.snapshot_id = new_snapshot_id();
-                }
-                Err(e) => return Err(e),
-            }
-        }
+        snapshot: SessionSnapshot,
+        base: u64,
+    ) -> Result<super::store::StoredSnapshot> {
+        store.append(snapshot, base).await
     }
 }
 
@@ -520,6 +513,8 @@ fn start_turn(shared: &Shared, session: &AgentSession, mut input: AgentInput) ->
 
 struct Progress {
     parent: Option<String>,
+    /// The session version `parent` was read at (or appended as).
+    version: u64,
     message: Option<crate::types::Message>,
     artifacts: Option<Vec<super::types::Artifact>>,
     finish_reason: Option<AgentFinishReason>,
@@ -531,7 +526,7 @@ async fn run(
     mut inputs: BidiInputs<AgentInput>,
     ctx: ActionCtx<AgentStreamChunk>,
 ) -> Result<AgentOutput> {
-    let (state, parent) = match shared.resolve(init).await? {
+    let (state, parent, version) = match shared.resolve(init).await? {
         Ok(start) => start,
         Err(error) => {
             return Ok(AgentOutput {
@@ -544,6 +539,7 @@ async fn run(
     let session = AgentSession::new(state, Some(ctx.clone()), ctx.registry().cloned());
     let mut progress = Progress {
         parent,
+        version,
         message: None,
         artifacts: None,
         finish_reason: None,
@@ -602,8 +598,10 @@ async fn run(
                             session.state(),
                         );
                         snap.finish_reason = finish;
-                        let id = shared.append(store, snap).await?;
+                        let stored = shared.append(store, snap, progress.version).await?;
+                        let id = stored.snapshot.snapshot_id;
                         progress.parent = Some(id.clone());
+                        progress.version = stored.session_version;
                         Some(id)
                     }
                     None => None,
@@ -632,7 +630,8 @@ async fn run(
                         );
                         snap.finish_reason = Some(AgentFinishReason::Failed);
                         snap.error = Some(runtime_error.clone());
-                        Some(shared.append(store, snap).await?)
+                        let stored = shared.append(store, snap, progress.version).await?;
+                        Some(stored.snapshot.snapshot_id)
                     }
                     None => None,
                 };
@@ -692,7 +691,11 @@ async fn detach(
     if turn.is_some() {
         snap.heartbeat_at = snap.updated_at.clone();
     }
-    let id = shared.append(&store, snap).await?;
+    let id = shared
+        .append(&store, snap, progress.version)
+        .await?
+        .snapshot
+        .snapshot_id;
     if let Some((turn, before)) = turn {
         shared
             .running
