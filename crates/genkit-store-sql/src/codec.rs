@@ -31,6 +31,10 @@ use crate::error::data_loss;
 /// The most diffs between a snapshot and its checkpoint.
 pub const MAX_DIFF_CHAIN: usize = 64;
 
+/// Patches up to this size are stored as diffs without comparing them with
+/// the whole state's size.
+const SMALL_PATCH: usize = 1024;
+
 /// How a snapshot's state is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -140,13 +144,14 @@ pub(crate) fn place(parent: Option<(&[Link], &Value)>, state: &Value) -> Result<
     }
     let patch = json_patch::diff(parent_state, state);
     let patch = serde_json::to_string(&patch).map_err(encoding)?;
-    let full_len = state.to_string().len();
-    if patch.len() >= full_len {
-        return whole();
-    }
     let checkpoint_len = chain.first().map_or(0, |l| l.body.len());
     let segment_len: usize = chain.iter().skip(1).map(|l| l.body.len()).sum();
     if segment_len + patch.len() > checkpoint_len {
+        return whole();
+    }
+    // Only a large patch may outweigh the state it produces; measuring the
+    // state costs a serialization, so small patches skip it.
+    if patch.len() > SMALL_PATCH && patch.len() >= state.to_string().len() {
         return whole();
     }
     Ok((Kind::Diff, patch))

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test binary uses part of it
 
+pub mod agent;
+
 use std::path::PathBuf;
 
 /// The variable test.sh sets to its private PostgreSQL server
