@@ -29,7 +29,9 @@ use serde_json::json;
 /// What one turn adds: a user message and the model's reply of about 300
 /// bytes together.
 fn text(i: usize) -> String {
-    format!("turn {i}: please summarise the incident report and list the services that were affected")
+    format!(
+        "turn {i}: please summarise the incident report and list the services that were affected"
+    )
 }
 
 async fn turns_on_one_session(store: Arc<dyn SessionStore>, turns: usize) -> f64 {
@@ -46,7 +48,11 @@ async fn turns_on_one_session(store: Arc<dyn SessionStore>, turns: usize) -> f64
     turns as f64 / started.elapsed().as_secs_f64()
 }
 
-async fn turns_on_many_sessions(store: Arc<dyn SessionStore>, sessions: usize, turns: usize) -> f64 {
+async fn turns_on_many_sessions(
+    store: Arc<dyn SessionStore>,
+    sessions: usize,
+    turns: usize,
+) -> f64 {
     let (_ai, agent) = agent::assistant(store);
     let started = Instant::now();
     let tasks: Vec<_> = (0..sessions)
@@ -83,7 +89,9 @@ async fn bytes_per_turn(
     for i in 1..=turns {
         chat.send(Message::user(text(i))).await.expect("a turn");
         let latest = store.latest(&session).await.expect("latest");
-        let state = serde_json::to_string(&latest.snapshot.state).expect("encodes").len() as u64;
+        let state = serde_json::to_string(&latest.snapshot.state)
+            .expect("encodes")
+            .len() as u64;
         full_copies += state;
         if [25, 50, 100, 200, 400].contains(&i) || i == turns {
             out.push((i, stored_bytes(&session).await, full_copies, state));
@@ -111,7 +119,10 @@ async fn run(
     parallel_turns: usize,
 ) {
     let one = turns_on_one_session(open().await, turns).await;
-    println!("{}", json!({"store": name, "bench": "one_session", "turns": turns, "turns_per_sec": one}));
+    println!(
+        "{}",
+        json!({"store": name, "bench": "one_session", "turns": turns, "turns_per_sec": one})
+    );
     let many = turns_on_many_sessions(open().await, 100, parallel_turns).await;
     println!(
         "{}",

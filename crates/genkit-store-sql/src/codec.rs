@@ -93,8 +93,8 @@ pub(crate) fn encode(snapshot: &SessionSnapshot) -> Result<Encoded> {
 
 /// The snapshot from its metadata and state.
 pub(crate) fn decode(meta: &str, state: Value) -> Result<SessionSnapshot> {
-    let mut value: Value = serde_json::from_str(meta)
-        .map_err(|e| data_loss(format!("snapshot metadata: {e}")))?;
+    let mut value: Value =
+        serde_json::from_str(meta).map_err(|e| data_loss(format!("snapshot metadata: {e}")))?;
     let Some(map) = value.as_object_mut() else {
         return Err(data_loss("snapshot metadata is not an object"));
     };
@@ -123,8 +123,8 @@ pub(crate) fn reconstruct(chain: &[Link]) -> Result<Value> {
         if link.kind != Kind::Diff {
             return Err(data_loss("a checkpoint inside a diff chain"));
         }
-        let patch: Vec<JsonPatchOperation> = serde_json::from_str(&link.body)
-            .map_err(|e| data_loss(format!("state patch: {e}")))?;
+        let patch: Vec<JsonPatchOperation> =
+            serde_json::from_str(&link.body).map_err(|e| data_loss(format!("state patch: {e}")))?;
         ops.extend(patch);
     }
     // One application of the whole chain: one copy of the state.
@@ -160,10 +160,15 @@ pub(crate) fn place(parent: Option<(&[Link], &Value)>, state: &Value) -> Result<
 /// The body of a rewritten snapshot of `kind` whose parent's state is
 /// `parent_state` (`None` for a root): a checkpoint stays one; a diff is
 /// recomputed, or becomes a checkpoint when that is smaller.
-pub(crate) fn rewrite(kind: Kind, parent_state: Option<&Value>, state: &Value) -> Result<(Kind, String)> {
+pub(crate) fn rewrite(
+    kind: Kind,
+    parent_state: Option<&Value>,
+    state: &Value,
+) -> Result<(Kind, String)> {
     match (kind, parent_state) {
         (Kind::Diff, Some(parent)) => {
-            let patch = serde_json::to_string(&json_patch::diff(parent, state)).map_err(encoding)?;
+            let patch =
+                serde_json::to_string(&json_patch::diff(parent, state)).map_err(encoding)?;
             let full = state.to_string();
             if patch.len() >= full.len() {
                 Ok((Kind::Checkpoint, full))

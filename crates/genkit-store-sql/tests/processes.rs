@@ -28,7 +28,9 @@ async fn child_agent_server() {
     let Ok(location) = std::env::var(CHILD_VAR) else {
         panic!("{CHILD_VAR} is not set: this is the child server of tests/processes.rs");
     };
-    let store = genkit_store_sql::open(&location).await.expect("the store opens");
+    let store = genkit_store_sql::open(&location)
+        .await
+        .expect("the store opens");
     let (ai, _agent) = support::agent::assistant_reporting_blocks(store);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -53,7 +55,13 @@ impl Server {
     async fn start(location: &str) -> Self {
         let exe = std::env::current_exe().expect("the test binary");
         let mut child = Command::new(exe)
-            .args(["child_agent_server", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+            .args([
+                "child_agent_server",
+                "--exact",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(CHILD_VAR, location)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -162,7 +170,11 @@ async fn killed_mid_turn(location: &str, dump: impl AsyncFn() -> Vec<String>) {
             "data": {"message": {"role": "user", "content": [{"text": "block"}]}},
             "init": {"sessionId": s},
         });
-        client().post(format!("{url}/assistant")).json(&body).send().await
+        client()
+            .post(format!("{url}/assistant"))
+            .json(&body)
+            .send()
+            .await
     });
     server.wait_for("BLOCKED").await;
     server.kill().await;
@@ -170,7 +182,11 @@ async fn killed_mid_turn(location: &str, dump: impl AsyncFn() -> Vec<String>) {
         blocked.await.expect("joins").is_err(),
         "the killed server answered the blocked turn"
     );
-    assert_eq!(dump().await, before, "the killed turn left the database as it was");
+    assert_eq!(
+        dump().await,
+        before,
+        "the killed turn left the database as it was"
+    );
 
     let server = Server::start(location).await;
     turn(&server.url, &session, "three").await;

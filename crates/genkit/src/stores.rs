@@ -41,7 +41,11 @@ pub async fn open_store(location: &str) -> crate::Result<Arc<dyn SessionStore>> 
 /// `None` when the environment names no home. [`open_store`] creates the
 /// directory and the file.
 pub fn default_sqlite_path(app: &str) -> Option<PathBuf> {
-    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
     let base = if cfg!(windows) {
         env("APPDATA")
     } else if cfg!(target_os = "macos") {

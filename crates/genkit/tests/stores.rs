@@ -20,7 +20,10 @@ async fn open_store_gives_sqlite_for_paths_and_sqlite_urls() {
         let reopened = open_store(&location).await.expect("reopens");
         assert_eq!(reopened.latest("s").await.expect("latest").snapshot, snap);
     }
-    assert!(dir.join("a/sessions.db").is_file(), "the directory and file are created");
+    assert!(
+        dir.join("a/sessions.db").is_file(),
+        "the directory and file are created"
+    );
     let _ = std::fs::remove_dir_all(&dir);
     let empty = open_store("  ").await.map(|_| ()).map_err(|e| e.status());
     assert_eq!(empty, Err(StatusCode::InvalidArgument));
