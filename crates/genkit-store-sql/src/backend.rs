@@ -82,7 +82,13 @@ pub(crate) trait Tx: Send {
     /// Rewrites a snapshot still at revision `base`; false if it is not.
     async fn rewrite_snapshot(&mut self, row: &Row<'_>, base: u64) -> Result<bool>;
     /// Records an effect unless one is recorded under the key.
-    async fn insert_effect(&mut self, session_id: &str, key: &str, result: &str, at: &str) -> Result<()>;
+    async fn insert_effect(
+        &mut self,
+        session_id: &str,
+        key: &str,
+        result: &str,
+        at: &str,
+    ) -> Result<()>;
     /// The effect recorded under the key.
     async fn effect(&mut self, session_id: &str, key: &str) -> Result<Option<String>>;
     /// Applies the migrations this store has not applied yet.

@@ -31,6 +31,10 @@ use crate::error::data_loss;
 /// The most diffs between a snapshot and its checkpoint.
 pub const MAX_DIFF_CHAIN: usize = 64;
 
+/// Patches up to this size are stored as diffs without comparing them with
+/// the whole state's size.
+const SMALL_PATCH: usize = 1024;
+
 /// How a snapshot's state is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -89,8 +93,8 @@ pub(crate) fn encode(snapshot: &SessionSnapshot) -> Result<Encoded> {
 
 /// The snapshot from its metadata and state.
 pub(crate) fn decode(meta: &str, state: Value) -> Result<SessionSnapshot> {
-    let mut value: Value = serde_json::from_str(meta)
-        .map_err(|e| data_loss(format!("snapshot metadata: {e}")))?;
+    let mut value: Value =
+        serde_json::from_str(meta).map_err(|e| data_loss(format!("snapshot metadata: {e}")))?;
     let Some(map) = value.as_object_mut() else {
         return Err(data_loss("snapshot metadata is not an object"));
     };
@@ -119,8 +123,8 @@ pub(crate) fn reconstruct(chain: &[Link]) -> Result<Value> {
         if link.kind != Kind::Diff {
             return Err(data_loss("a checkpoint inside a diff chain"));
         }
-        let patch: Vec<JsonPatchOperation> = serde_json::from_str(&link.body)
-            .map_err(|e| data_loss(format!("state patch: {e}")))?;
+        let patch: Vec<JsonPatchOperation> =
+            serde_json::from_str(&link.body).map_err(|e| data_loss(format!("state patch: {e}")))?;
         ops.extend(patch);
     }
     // One application of the whole chain: one copy of the state.
@@ -140,13 +144,14 @@ pub(crate) fn place(parent: Option<(&[Link], &Value)>, state: &Value) -> Result<
     }
     let patch = json_patch::diff(parent_state, state);
     let patch = serde_json::to_string(&patch).map_err(encoding)?;
-    let full_len = state.to_string().len();
-    if patch.len() >= full_len {
-        return whole();
-    }
     let checkpoint_len = chain.first().map_or(0, |l| l.body.len());
     let segment_len: usize = chain.iter().skip(1).map(|l| l.body.len()).sum();
     if segment_len + patch.len() > checkpoint_len {
+        return whole();
+    }
+    // Only a large patch may outweigh the state it produces; measuring the
+    // state costs a serialization, so small patches skip it.
+    if patch.len() > SMALL_PATCH && patch.len() >= state.to_string().len() {
         return whole();
     }
     Ok((Kind::Diff, patch))
@@ -155,10 +160,15 @@ pub(crate) fn place(parent: Option<(&[Link], &Value)>, state: &Value) -> Result<
 /// The body of a rewritten snapshot of `kind` whose parent's state is
 /// `parent_state` (`None` for a root): a checkpoint stays one; a diff is
 /// recomputed, or becomes a checkpoint when that is smaller.
-pub(crate) fn rewrite(kind: Kind, parent_state: Option<&Value>, state: &Value) -> Result<(Kind, String)> {
+pub(crate) fn rewrite(
+    kind: Kind,
+    parent_state: Option<&Value>,
+    state: &Value,
+) -> Result<(Kind, String)> {
     match (kind, parent_state) {
         (Kind::Diff, Some(parent)) => {
-            let patch = serde_json::to_string(&json_patch::diff(parent, state)).map_err(encoding)?;
+            let patch =
+                serde_json::to_string(&json_patch::diff(parent, state)).map_err(encoding)?;
             let full = state.to_string();
             if patch.len() >= full.len() {
                 Ok((Kind::Checkpoint, full))

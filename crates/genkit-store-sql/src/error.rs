@@ -23,7 +23,10 @@ pub(crate) fn not_found_session(id: &str) -> Error {
 
 /// Stored data that does not decode: `DATA_LOSS`, never a wrong value.
 pub(crate) fn data_loss(what: impl std::fmt::Display) -> Error {
-    Error::new(StatusCode::DataLoss, format!("corrupt session data: {what}"))
+    Error::new(
+        StatusCode::DataLoss,
+        format!("corrupt session data: {what}"),
+    )
 }
 
 /// A database error as a status:
@@ -68,7 +71,9 @@ pub(crate) fn db(e: sqlx::Error, doing: &str) -> Error {
         | sqlx::Error::WorkerCrashed => {
             Error::new(StatusCode::Unavailable, format!("{doing}: {e}"))
         }
-        sqlx::Error::ColumnDecode { .. } | sqlx::Error::Decode(_) => data_loss(format!("{doing}: {e}")),
+        sqlx::Error::ColumnDecode { .. } | sqlx::Error::Decode(_) => {
+            data_loss(format!("{doing}: {e}"))
+        }
         _ => Error::internal(format!("{doing}: {e}")),
     }
 }
@@ -86,7 +91,8 @@ fn is_contention(code: &str) -> bool {
 /// PostgreSQL's connection exceptions (08…), shutdowns (57P01–57P03) and
 /// too many connections (53300).
 fn is_unavailable(code: &str) -> bool {
-    (code.len() == 5 && code.starts_with("08")) || matches!(code, "57P01" | "57P02" | "57P03" | "53300")
+    (code.len() == 5 && code.starts_with("08"))
+        || matches!(code, "57P01" | "57P02" | "57P03" | "53300")
 }
 
 #[cfg(test)]

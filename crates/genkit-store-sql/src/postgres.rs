@@ -32,7 +32,8 @@ pub struct PostgresSessionStore {
 
 impl std::fmt::Debug for PostgresSessionStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PostgresSessionStore").finish_non_exhaustive()
+        f.debug_struct("PostgresSessionStore")
+            .finish_non_exhaustive()
     }
 }
 

@@ -94,10 +94,18 @@ impl Backend for Sqlite {
 }
 
 impl SqliteSessionStore {
-    /// Opens (creating it if needed) the SQLite database at `path`, in WAL
-    /// mode, and applies the crate's migrations.
+    /// Opens (creating it and its directory if needed) the SQLite database
+    /// at `path`, in WAL mode, and applies the crate's migrations.
     pub async fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                genkit_core::Error::new(
+                    genkit_core::StatusCode::FailedPrecondition,
+                    format!("creating the directory of {}: {e}", path.display()),
+                )
+            })?;
+        }
         let options = SqliteConnectOptions::new()
             .filename(&path)
             .create_if_missing(true)

@@ -229,15 +229,16 @@ impl<B: Backend> Core<B> {
             // Its children's diffs assume its state.
             return Err(Error::user_facing(
                 StatusCode::FailedPrecondition,
-                format!("Snapshot {id} is continued by other snapshots; its state is not rewritten"),
+                format!(
+                    "Snapshot {id} is continued by other snapshots; its state is not rewritten"
+                ),
             ));
         } else {
             let parent_state = match (&loaded.parent_id, own.kind) {
                 (Some(parent), Kind::Diff) => {
-                    let parent = tx
-                        .load(parent)
-                        .await?
-                        .ok_or_else(|| data_loss(format!("the parent {parent} of {id} is missing")))?;
+                    let parent = tx.load(parent).await?.ok_or_else(|| {
+                        data_loss(format!("the parent {parent} of {id} is missing"))
+                    })?;
                     Some(codec::reconstruct(&parent.chain)?)
                 }
                 _ => None,
@@ -276,7 +277,8 @@ impl<B: Backend> Core<B> {
         let text = result.to_string();
         // Its own transaction, outside any turn's: the first record wins.
         let mut tx = self.backend.write().await?;
-        tx.insert_effect(session_id, key, &text, &now_rfc3339()).await?;
+        tx.insert_effect(session_id, key, &text, &now_rfc3339())
+            .await?;
         let recorded = tx.effect(session_id, key).await?;
         tx.commit().await?;
         match recorded {
@@ -313,10 +315,16 @@ macro_rules! delegate_session_store {
     ($store:ty) => {
         #[async_trait::async_trait]
         impl genkit_ai::agent::store::SessionStore for $store {
-            async fn get(&self, snapshot_id: &str) -> genkit_core::Result<genkit_ai::agent::store::StoredSnapshot> {
+            async fn get(
+                &self,
+                snapshot_id: &str,
+            ) -> genkit_core::Result<genkit_ai::agent::store::StoredSnapshot> {
                 self.core.get(snapshot_id).await
             }
-            async fn latest(&self, session_id: &str) -> genkit_core::Result<genkit_ai::agent::store::StoredSnapshot> {
+            async fn latest(
+                &self,
+                session_id: &str,
+            ) -> genkit_core::Result<genkit_ai::agent::store::StoredSnapshot> {
                 self.core.latest(session_id).await
             }
             async fn append(
@@ -341,7 +349,11 @@ macro_rules! delegate_session_store {
             ) -> genkit_core::Result<serde_json::Value> {
                 self.core.record_effect(session_id, key, result).await
             }
-            async fn effect(&self, session_id: &str, key: &str) -> genkit_core::Result<Option<serde_json::Value>> {
+            async fn effect(
+                &self,
+                session_id: &str,
+                key: &str,
+            ) -> genkit_core::Result<Option<serde_json::Value>> {
                 self.core.effect(session_id, key).await
             }
         }

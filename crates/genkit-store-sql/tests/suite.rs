@@ -41,7 +41,11 @@ async fn sqlite_reopens_with_its_sessions_and_two_stores_share_a_file() {
     first.close().await;
     let third = SqliteSessionStore::open(&path).await.expect("reopens");
     drop(third);
-    assert_eq!(support::dump_sqlite(&path).await, before, "reopening changes nothing");
+    assert_eq!(
+        support::dump_sqlite(&path).await,
+        before,
+        "reopening changes nothing"
+    );
 }
 
 #[cfg(feature = "postgres")]
@@ -72,7 +76,8 @@ mod postgres {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn postgres_stores_connecting_at_once_migrate_once() {
-        let Some(server) = support::postgres_server("postgres_stores_connecting_at_once_migrate_once")
+        let Some(server) =
+            support::postgres_server("postgres_stores_connecting_at_once_migrate_once")
         else {
             return;
         };

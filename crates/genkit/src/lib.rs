@@ -113,6 +113,11 @@ pub use genkit_core::{
     status, tracing,
 };
 
+#[cfg(feature = "sql-store")]
+pub mod stores;
+#[cfg(feature = "sql-store")]
+pub use crate::stores::open_store;
+
 /// The AI layer crate (models, tools, generate, prompts), for APIs not re-exported here.
 pub use genkit_ai as ai;
 /// The core crate (actions, registry, tracing), for APIs not re-exported here.

@@ -319,11 +319,14 @@ impl Shared {
     }
 
     /// The session a run starts from, the snapshot it continues, and the
-    /// session's version as read (the base of the run's first append).
+    /// session version read with it (the base of the run's first append).
     /// `Err` is misuse of the init (the invocation fails); `Ok(Err)` a
     /// snapshot that cannot be resumed (the run ends as a failed turn, as
     /// in Genkit JS).
-    async fn resolve(&self, init: AgentInit) -> Result<std::result::Result<Start, Error>> {
+    async fn resolve(
+        &self,
+        init: AgentInit,
+    ) -> Result<std::result::Result<(SessionState, Option<String>, u64), Error>> {
         let Some(store) = &self.store else {
             if init.snapshot_id.is_some() {
                 return Err(precondition(format!(
@@ -341,7 +344,7 @@ impl Shared {
                 Some(state) => with_session_id(state, None),
                 None => fresh(None),
             };
-            return Ok(Ok(Start::new(state, None, None)));
+            return Ok(Ok((state, None, 0)));
         };
         if init.state.is_some() {
             return Err(precondition(format!(
@@ -368,20 +371,15 @@ impl Shared {
                     let version = stored.session_version;
                     match self.resumable_ancestor(store, stored).await? {
                         Some(stored) => stored,
-                        None => {
-                            let state = fresh(Some(session.clone()));
-                            return Ok(Ok(Start::new(state, None, Some(version))));
-                        }
+                        None => return Ok(Ok((fresh(Some(session.clone())), None, version))),
                     }
                 }
                 Err(e) if e.status() == StatusCode::NotFound => {
-                    let state = fresh(Some(session.clone()));
-                    return Ok(Ok(Start::new(state, None, Some(0))));
+                    return Ok(Ok((fresh(Some(session.clone())), None, 0)));
                 }
                 Err(e) => return Err(e),
             },
-            // A new session under a new random id: nothing appended yet.
-            (None, None) => return Ok(Ok(Start::new(fresh(None), None, Some(0)))),
+            (None, None) => return Ok(Ok((fresh(None), None, 0))),
         };
         let version = stored.session_version;
         let snapshot = stored.snapshot;
@@ -411,11 +409,7 @@ impl Shared {
         }
         let owner = snapshot.owner_session_id().map(str::to_owned);
         let state = with_session_id(snapshot.state.unwrap_or_default(), owner);
-        Ok(Ok(Start::new(
-            state,
-            Some(snapshot.snapshot_id),
-            Some(version),
-        )))
+        Ok(Ok((state, Some(snapshot.snapshot_id), version)))
     }
 
     /// The snapshot a session resumed by id continues: its latest, or past
@@ -447,48 +441,20 @@ impl Shared {
         }
     }
 
-    /// Appends a snapshot after `parent` in the session; returns its id.
-    ///
-    /// The base version is the one this run last saw (`progress.version`:
-    /// read when the run started, or returned by its previous append),
-    /// else read from the store. A stale one is refused by the store like
-    /// any concurrent write, and the append retries from a fresh read.
+    /// Appends a turn's snapshot, based on the session version the run last
+    /// read or wrote (`base`). If another turn was appended to the session
+    /// meanwhile, the store refuses it (`ABORTED`) and the run fails with
+    /// that error, nothing written: the turn was computed from a state that
+    /// is no longer the session's, so re-basing it would fork the session
+    /// behind the caller's back. The caller retries the turn from a fresh
+    /// read (e.g. resuming by session id again).
     async fn append(
         &self,
         store: &Arc<dyn SessionStore>,
-        progress: &mut Progress,
-        mut snapshot: SessionSnapshot,
-    ) -> Result<String> {
-        let session = snapshot.session_id.clone().unwrap_or_default();
-        let mut known = progress.version.take();
-        let mut attempts = 0;
-        loop {
-            let guessed = known.is_some();
-            let base = match known.take() {
-                Some(version) => version,
-                None => match &snapshot.parent_id {
-                    Some(parent) => store.get(parent).await?.session_version,
-                    None => match store.latest(&session).await {
-                        Ok(s) => s.session_version,
-                        Err(e) if e.status() == StatusCode::NotFound => 0,
-                        Err(e) => return Err(e),
-                    },
-                },
-            };
-            match store.append(snapshot.clone(), base).await {
-                Ok(stored) => {
-                    progress.version = Some(stored.session_version);
-                    return Ok(stored.snapshot.snapshot_id);
-                }
-                Err(e) if is_conflict(&e) && (guessed || attempts < 16) => {
-                    if !guessed {
-                        attempts += 1;
-                    }
-                    snapshot.snapshot_id = new_snapshot_id();
-                }
-                Err(e) => return Err(e),
-            }
-        }
+        snapshot: SessionSnapshot,
+        base: u64,
+    ) -> Result<super::store::StoredSnapshot> {
+        store.append(snapshot, base).await
     }
 }
 
@@ -545,28 +511,10 @@ fn start_turn(shared: &Shared, session: &AgentSession, mut input: AgentInput) ->
     with_extension(session.clone(), fut).boxed()
 }
 
-/// Where a run starts: its session's state, the snapshot it continues, and
-/// the session's version as read.
-struct Start {
-    state: SessionState,
-    parent: Option<String>,
-    version: Option<u64>,
-}
-
-impl Start {
-    fn new(state: SessionState, parent: Option<String>, version: Option<u64>) -> Self {
-        Self {
-            state,
-            parent,
-            version,
-        }
-    }
-}
-
 struct Progress {
     parent: Option<String>,
-    /// The session's version as this run last saw it (`None`: unknown).
-    version: Option<u64>,
+    /// The session version `parent` was read at (or appended as).
+    version: u64,
     message: Option<crate::types::Message>,
     artifacts: Option<Vec<super::types::Artifact>>,
     finish_reason: Option<AgentFinishReason>,
@@ -578,7 +526,7 @@ async fn run(
     mut inputs: BidiInputs<AgentInput>,
     ctx: ActionCtx<AgentStreamChunk>,
 ) -> Result<AgentOutput> {
-    let start = match shared.resolve(init).await? {
+    let (state, parent, version) = match shared.resolve(init).await? {
         Ok(start) => start,
         Err(error) => {
             return Ok(AgentOutput {
@@ -588,10 +536,10 @@ async fn run(
             });
         }
     };
-    let session = AgentSession::new(start.state, Some(ctx.clone()), ctx.registry().cloned());
+    let session = AgentSession::new(state, Some(ctx.clone()), ctx.registry().cloned());
     let mut progress = Progress {
-        parent: start.parent,
-        version: start.version,
+        parent,
+        version,
         message: None,
         artifacts: None,
         finish_reason: None,
@@ -651,8 +599,10 @@ async fn run(
                             session.state(),
                         );
                         snap.finish_reason = finish;
-                        let id = shared.append(store, &mut progress, snap).await?;
+                        let stored = shared.append(store, snap, progress.version).await?;
+                        let id = stored.snapshot.snapshot_id;
                         progress.parent = Some(id.clone());
+                        progress.version = stored.session_version;
                         Some(id)
                     }
                     None => None,
@@ -681,7 +631,8 @@ async fn run(
                         );
                         snap.finish_reason = Some(AgentFinishReason::Failed);
                         snap.error = Some(runtime_error.clone());
-                        Some(shared.append(store, &mut progress, snap).await?)
+                        let stored = shared.append(store, snap, progress.version).await?;
+                        Some(stored.snapshot.snapshot_id)
                     }
                     None => None,
                 };
@@ -741,7 +692,11 @@ async fn detach(
     if turn.is_some() {
         snap.heartbeat_at = snap.updated_at.clone();
     }
-    let id = shared.append(&store, progress, snap).await?;
+    let id = shared
+        .append(&store, snap, progress.version)
+        .await?
+        .snapshot
+        .snapshot_id;
     if let Some((turn, before)) = turn {
         shared
             .running

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test binary uses part of it
 
+pub mod agent;
+
 use std::path::PathBuf;
 
 /// The variable test.sh sets to its private PostgreSQL server
@@ -44,7 +46,10 @@ pub fn postgres_server(test: &str) -> Option<String> {
 #[cfg(feature = "postgres")]
 pub async fn fresh_postgres_db(server: &str) -> String {
     use sqlx::Connection;
-    let name = format!("t_{}", genkit_ai::agent::store::new_snapshot_id().replace('-', ""));
+    let name = format!(
+        "t_{}",
+        genkit_ai::agent::store::new_snapshot_id().replace('-', "")
+    );
     let mut admin = sqlx::PgConnection::connect(server)
         .await
         .unwrap_or_else(|e| panic!("connecting to {server}: {e}"));
@@ -108,9 +113,7 @@ pub async fn dump_sqlite(path: &std::path::Path) -> Vec<String> {
 #[cfg(feature = "postgres")]
 pub async fn dump_postgres(url: &str) -> Vec<String> {
     use sqlx::Connection;
-    let mut conn = sqlx::PgConnection::connect(url)
-        .await
-        .expect("connecting");
+    let mut conn = sqlx::PgConnection::connect(url).await.expect("connecting");
     let mut rows = Vec::new();
     for q in DUMP {
         let part: Vec<String> = sqlx::query_scalar(q)
@@ -133,5 +136,8 @@ fn database_names_replace_the_path() {
         with_database("postgres://u@h:5/postgres?host=/tmp/x", "t1"),
         "postgres://u@h:5/t1?host=/tmp/x"
     );
-    assert_eq!(with_database("postgres://u@h:5", "t1"), "postgres://u@h:5/t1");
+    assert_eq!(
+        with_database("postgres://u@h:5", "t1"),
+        "postgres://u@h:5/t1"
+    );
 }
