@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use genkit_ai::agent::clock::now_rfc3339;
 use genkit_ai::agent::json_patch;
-use genkit_ai::agent::store::{SessionStore, StoredSnapshot};
+use genkit_ai::agent::store::{SessionStore, StoredSnapshot, snapshot_session_id};
 use genkit_ai::agent::types::SessionSnapshot;
 use genkit_core::tracing::current_context;
 use genkit_core::{Error, Result, StatusCode};
@@ -144,35 +144,14 @@ fn stale(what: &str, base: u64, current: u64) -> Error {
 /// The session a snapshot belongs to (`sessionId`, else its state's; the
 /// two must agree), checked to be a usable document id.
 fn session_of(snapshot: &SessionSnapshot) -> Result<String> {
-    let inner = snapshot
-        .state
-        .as_ref()
-        .and_then(|s| s.session_id.as_deref());
-    if let (Some(outer), Some(inner)) = (snapshot.session_id.as_deref(), inner)
-        && outer != inner
-    {
+    let id = snapshot_session_id(snapshot)?;
+    if !layout::is_valid_doc_id(&id) {
         return Err(Error::user_facing(
             StatusCode::InvalidArgument,
-            format!(
-                "snapshot {} says it belongs to session {outer} but its state to {inner}",
-                snapshot.snapshot_id
-            ),
+            format!("session id {id:?} cannot name a Firestore document"),
         ));
     }
-    match snapshot.owner_session_id() {
-        Some(id) if layout::is_valid_doc_id(id) && !id.trim().is_empty() => Ok(id.to_owned()),
-        Some(id) if !id.trim().is_empty() => Err(Error::user_facing(
-            StatusCode::InvalidArgument,
-            format!("session id {id:?} cannot name a Firestore document"),
-        )),
-        _ => Err(Error::user_facing(
-            StatusCode::InvalidArgument,
-            format!(
-                "snapshot {} has no session id; every stored snapshot belongs to a session",
-                snapshot.snapshot_id
-            ),
-        )),
-    }
+    Ok(id)
 }
 
 /// The snapshot's state as JSON (`{}` when it has none, as Genkit JS).

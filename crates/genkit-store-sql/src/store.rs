@@ -4,7 +4,7 @@
 
 use genkit_ai::agent::clock::now_rfc3339;
 use genkit_ai::agent::json_patch;
-use genkit_ai::agent::store::StoredSnapshot;
+use genkit_ai::agent::store::{StoredSnapshot, snapshot_session_id};
 use genkit_ai::agent::types::SessionSnapshot;
 use genkit_core::{Error, Result, StatusCode};
 use serde_json::Value;
@@ -16,36 +16,6 @@ use crate::error::{data_loss, not_found_session, not_found_snapshot, stale};
 /// The store's logic over a backend.
 pub(crate) struct Core<B> {
     pub backend: B,
-}
-
-/// The session a snapshot belongs to (`sessionId`, else its state's; the
-/// two agree when both are set).
-fn session_of(snapshot: &SessionSnapshot) -> Result<String> {
-    let inner = snapshot
-        .state
-        .as_ref()
-        .and_then(|s| s.session_id.as_deref());
-    if let (Some(outer), Some(inner)) = (snapshot.session_id.as_deref(), inner)
-        && outer != inner
-    {
-        return Err(Error::user_facing(
-            StatusCode::InvalidArgument,
-            format!(
-                "snapshot {} says it belongs to session {outer} but its state to {inner}",
-                snapshot.snapshot_id
-            ),
-        ));
-    }
-    match snapshot.owner_session_id() {
-        Some(id) if !id.trim().is_empty() => Ok(id.to_owned()),
-        _ => Err(Error::user_facing(
-            StatusCode::InvalidArgument,
-            format!(
-                "snapshot {} has no session id; every stored snapshot belongs to a session",
-                snapshot.snapshot_id
-            ),
-        )),
-    }
 }
 
 fn status_str(snapshot: &SessionSnapshot) -> Option<&'static str> {
@@ -112,7 +82,7 @@ impl<B: Backend> Core<B> {
                 "a snapshot needs a non-empty snapshotId",
             ));
         }
-        let session_id = session_of(&snapshot)?;
+        let session_id = snapshot_session_id(&snapshot)?;
         let encoded = codec::encode(&snapshot)?;
         let mut tx = self.backend.write().await?;
         // The version check first: it takes the session's row lock, so the
@@ -201,7 +171,7 @@ impl<B: Backend> Core<B> {
         }
         let old_state = codec::reconstruct(&loaded.chain)?;
         let old = codec::decode(&loaded.meta, Value::Null)?;
-        if session_of(&snapshot)? != session_id
+        if snapshot_session_id(&snapshot)? != session_id
             || snapshot.parent_id != old.parent_id
             || snapshot.created_at != old.created_at
         {

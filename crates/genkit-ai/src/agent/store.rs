@@ -211,7 +211,10 @@ impl Memory {
     }
 }
 
-fn session_of(snapshot: &SessionSnapshot) -> Result<String> {
+/// The session a snapshot is stored under: its `sessionId`, else its
+/// state's (`INVALID_ARGUMENT` when the two disagree or neither is set).
+/// Every store checks a snapshot it writes with this.
+pub fn snapshot_session_id(snapshot: &SessionSnapshot) -> Result<String> {
     let state_session = snapshot
         .state
         .as_ref()
@@ -283,7 +286,7 @@ impl SessionStore for InMemorySessionStore {
                 "a snapshot needs a non-empty snapshotId",
             ));
         }
-        let session_id = session_of(&snapshot)?;
+        let session_id = snapshot_session_id(&snapshot)?;
         let mut mem = self.inner.lock();
         let current = mem.sessions.get(&session_id).map_or(0, |s| s.version);
         if current != base {
@@ -342,7 +345,7 @@ impl SessionStore for InMemorySessionStore {
             return Err(stale(&format!("Snapshot {id}"), base, record.revision));
         }
         let old = &record.snapshot;
-        let same_session = session_of(&snapshot)? == record.session_id;
+        let same_session = snapshot_session_id(&snapshot)? == record.session_id;
         if !same_session
             || snapshot.parent_id != old.parent_id
             || snapshot.created_at != old.created_at
