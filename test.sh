@@ -24,6 +24,12 @@ if [ ! -d "$fsjs/node_modules" ] || [ "$fsjs/package-lock.json" -nt "$fsjs/node_
   (cd "$fsjs" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
+evjs=crates/genkit-ai/tests/genkit_js_eval
+if [ ! -d "$evjs/node_modules" ] || [ "$evjs/package-lock.json" -nt "$evjs/node_modules/.package-lock.json" ]; then
+  step "installing npm packages for the evaluator tests (@genkit-ai/evaluator's judge prompts, read by the replay test)"
+  (cd "$evjs" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
 step "starting the Firestore emulator (@firestore-emulator/server) on a free 127.0.0.1 port"
 emulator_out=$(mktemp)
 node "$fsjs/emulator.mjs" >"$emulator_out" &

@@ -114,3 +114,10 @@ pub use crate::types::{
     PendingPart, PromptInput, PromptMetadata, PromptOutput, RenderedPrompt, Role, TextPart,
     ToolDefinition, ToolRequest, ToolRequestPart, ToolResponse, ToolResponsePart,
 };
+
+/// `JSON.stringify(value)`: compact JSON, numbers written as JavaScript
+/// writes them (`1` for `1.0`, `1e+21`).
+pub fn json_stringify(value: &serde_json::Value) -> String {
+    // Serializing a `Value` into memory cannot fail.
+    js::stringify(value, "").unwrap_or_default()
+}

@@ -296,3 +296,339 @@ async fn options_and_unknown_evaluators_are_refused() {
     let err = define_genkit_evaluators(&registry, &[]).expect_err("no metrics");
     assert_eq!(err.status(), genkit_core::StatusCode::InvalidArgument);
 }
+
+/// `@genkit-ai/evaluator`'s own judge prompts, from the npm package that
+/// test.sh installs (`npm ci` in tests/genkit_js_eval); not copied here.
+fn genkit_prompt_dir() -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/genkit_js_eval/node_modules/@genkit-ai/evaluator/prompts");
+    assert!(
+        dir.join("faithfulness_nli.prompt").exists(),
+        "{} is missing: run `npm ci` in tests/genkit_js_eval (test.sh does)",
+        dir.display()
+    );
+    dir
+}
+
+/// The scripted judge (`supports` as in judged.mjs) and embedder of a
+/// recording; the embedder records what it is asked.
+fn define_judge_and_embedder(
+    registry: &Registry,
+    record: &Value,
+) -> (
+    genkit_ai::testing::ProgrammableModel,
+    Arc<parking_lot::Mutex<Vec<Value>>>,
+) {
+    use genkit_ai::model::ModelOptions;
+    use genkit_ai::types::{GenerateResponse, ModelSupports};
+    let mut judge = genkit_ai::testing::ProgrammableModel::try_define_with(
+        registry,
+        ModelOptions::new("judge").supports(ModelSupports {
+            multiturn: Some(true),
+            system_role: Some(true),
+            ..ModelSupports::default()
+        }),
+    )
+    .expect("judge");
+    for r in record["judgeResponses"].as_array().expect("responses") {
+        judge = match r["error"].as_str() {
+            Some(e) => judge.respond_error(Error::internal(e)),
+            None => judge.respond(
+                serde_json::from_value::<GenerateResponse>(r.clone()).expect("a response"),
+            ),
+        };
+    }
+    // JSON in and out, so the vectors stay the doubles JavaScript has (the
+    // typed `Embedding` holds f32).
+    let vectors = record["vectors"].clone();
+    let asked = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let log = asked.clone();
+    let embedder = genkit_core::Action::<Value, Value>::from_desc_typed(
+        genkit_core::ActionDesc::new(genkit_core::ActionKind::Embedder, "embedder"),
+        move |req: Value, _ctx| {
+            log.lock().push(req.clone());
+            let embeddings: Vec<Value> = req["input"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|d| json!({"embedding": vectors[d["content"][0]["text"].as_str().unwrap_or_default()]}))
+                .collect();
+            async move { Ok(json!({ "embeddings": embeddings })) }
+        },
+    );
+    registry.register(&embedder).expect("embedder");
+    (judge, asked)
+}
+
+#[tokio::test]
+async fn judged_metrics_score_and_ask_as_genkit_ai_evaluator() {
+    use genkit_ai::evaluator::{
+        AnswerRelevancyOptions, FaithfulnessOptions, define_answer_relevancy, define_faithfulness,
+    };
+    let recorded = lines(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/genkit_js_eval/judged.jsonl"
+    ));
+    assert_eq!(recorded.len(), 2);
+    let prompts = genkit_prompt_dir();
+    for r in recorded {
+        let registry = Registry::new();
+        let (judge, embedded) = define_judge_and_embedder(&registry, &r);
+        let metric = r["metric"].as_str().expect("metric");
+        let evaluator = match metric {
+            "FAITHFULNESS" => define_faithfulness(
+                &registry,
+                FaithfulnessOptions::new("judge")
+                    .judge_config(r["judgeConfig"].clone())
+                    .prompt_dir(&prompts),
+            ),
+            "ANSWER_RELEVANCY" => define_answer_relevancy(
+                &registry,
+                AnswerRelevancyOptions::new("judge", "embedder")
+                    .judge_config(r["judgeConfig"].clone())
+                    .embedder_options(r["embedderOptions"].clone())
+                    .prompt_dir(&prompts),
+            ),
+            other => panic!("unknown metric {other}"),
+        }
+        .expect("defined");
+        assert_eq!(evaluator.name(), r["evaluator"]);
+        assert_eq!(
+            evaluator.action().desc().to_descriptor()["metadata"],
+            r["metadata"],
+            "{metric}"
+        );
+        let dataset: Vec<BaseDataPoint> =
+            serde_json::from_value(r["dataset"].clone()).expect("dataset");
+        let response = evaluate(
+            &registry,
+            EvaluateOptions::new(evaluator.name(), dataset).eval_run_id("run"),
+        )
+        .await
+        .expect("evaluated");
+        let ours = normalized(&response);
+        let theirs = r["response"].as_array().expect("array");
+        assert_eq!(ours.as_array().map(Vec::len), Some(theirs.len()));
+        for (o, t) in ours.as_array().expect("array").iter().zip(theirs) {
+            let id = t["testCaseId"].as_str().expect("id");
+            let (mut o, mut t) = (o.clone(), t.clone());
+            // The JSON schema validators (ajv, jsonschema) word their
+            // findings differently: the list of them is left out.
+            for v in [&mut o, &mut t] {
+                if let Some(e) = v["evaluation"]["error"].as_str()
+                    && let Some((head, rest)) = e.split_once("Parse Errors:")
+                    && let Some((_, tail)) = rest.split_once("\n\nProvided data:")
+                {
+                    v["evaluation"]["error"] = json!(format!("{head}Parse Errors: ...{tail}"));
+                }
+            }
+            assert_eq!(sorted(o), sorted(t), "{metric} {id}");
+        }
+        // The judge was asked what Genkit JS asks it, word for word.
+        let asked: Vec<Value> = judge
+            .requests()
+            .iter()
+            .map(|q| serde_json::to_value(q).expect("json"))
+            .collect();
+        let expected = r["judgeRequests"].as_array().expect("requests");
+        assert_eq!(asked.len(), expected.len(), "{metric}: judge calls");
+        for (i, (o, t)) in asked.iter().zip(expected).enumerate() {
+            assert_eq!(
+                sorted(o.clone()),
+                sorted(t.clone()),
+                "{metric}: judge request {i}"
+            );
+        }
+        let embedded = embedded.lock().clone();
+        assert_eq!(
+            sorted(Value::Array(embedded)),
+            sorted(r["embedRequests"].clone()),
+            "{metric}: embedder requests"
+        );
+    }
+}
+
+/// `genkit eval:flow` (genkit-cli 1.43, `@genkit-ai/tools-common`'s default
+/// flow extractors) reads a test case's input and output from the root
+/// span's `genkit:input` / `genkit:output`, and its context from every span
+/// whose `genkit:metadata:subtype` is `retriever`: the texts of the
+/// documents in its `genkit:output`. A Rust RAG flow's trace carries them
+/// (tests/eval_cli.rs in genkit-server runs the CLI itself on one).
+#[tokio::test]
+async fn retriever_spans_carry_what_genkit_eval_flow_reads() {
+    use genkit_ai::retriever::{RetrieveOptions, RetrieverOptions, define_retriever, retrieve};
+    use genkit_ai::types::{DocumentData, RetrieverResponse};
+    let store = Arc::new(InMemoryTraceStore::default());
+    add_span_processor(store.clone());
+    let registry = Registry::new();
+    define_retriever(
+        &registry,
+        RetrieverOptions::new("docs"),
+        |q: DocumentData, _o: Option<Value>, _c| async move {
+            Ok(RetrieverResponse {
+                documents: vec![
+                    DocumentData::from_text(format!("about {}", q.text())),
+                    DocumentData::from_text("second"),
+                ],
+            })
+        },
+    )
+    .expect("retriever");
+    let r = registry.clone();
+    let flow = genkit_core::flow::define_flow(&registry, "rag", move |q: String, _c| {
+        let r = r.clone();
+        async move {
+            let docs = retrieve(&r, RetrieveOptions::new("docs", q.as_str())).await?;
+            let more = retrieve(&r, RetrieveOptions::new("docs", "more")).await?;
+            Ok(format!("{} docs", docs.len() + more.len()))
+        }
+    })
+    .expect("flow");
+    let out = flow
+        .run_json(json!("paris"), Default::default())
+        .await
+        .expect("ran");
+    let trace = store
+        .get(&out.trace.trace_id.to_string())
+        .expect("trace recorded");
+    let parse = |v: Option<&Value>| -> Value {
+        v.and_then(Value::as_str)
+            .map(|s| serde_json::from_str(s).expect("JSON attribute"))
+            .unwrap_or(Value::Null)
+    };
+    let root = trace
+        .spans
+        .values()
+        .find(|s| s.parent_span_id.is_none())
+        .expect("root span");
+    assert_eq!(parse(root.attributes.get("genkit:input")), json!("paris"));
+    assert_eq!(parse(root.attributes.get("genkit:output")), json!("4 docs"));
+    let mut retrievers: Vec<_> = trace
+        .spans
+        .values()
+        .filter(|s| s.attributes.get("genkit:metadata:subtype") == Some(&json!("retriever")))
+        .collect();
+    retrievers.sort_by(|a, b| a.start_time.total_cmp(&b.start_time));
+    assert_eq!(retrievers.len(), 2);
+    let mut context = Vec::new();
+    for s in retrievers {
+        assert_eq!(s.attributes["genkit:type"], "action");
+        assert_eq!(s.attributes["genkit:name"], "docs");
+        assert_eq!(s.display_name, "docs");
+        let output = parse(s.attributes.get("genkit:output"));
+        for d in output["documents"].as_array().expect("documents") {
+            for c in d["content"].as_array().expect("content") {
+                if let Some(t) = c["text"].as_str() {
+                    context.push(t.to_owned());
+                }
+            }
+        }
+    }
+    assert_eq!(context, ["about paris", "second", "about more", "second"]);
+}
+
+/// The built-in judge prompts (our wording) get the same inputs and ask for
+/// the same JSON; a status override replaces the threshold; a prompt
+/// directory without the files is refused when the evaluator is defined.
+#[tokio::test]
+async fn builtin_judge_prompts_and_status_override() {
+    use genkit_ai::evaluator::{
+        AnswerRelevancyOptions, FaithfulnessOptions, define_answer_relevancy, define_faithfulness,
+    };
+    use genkit_ai::types::EvalStatus;
+    let registry = Registry::new();
+    let record = json!({
+        "judgeResponses": [
+            {"message": {"role": "model", "content": [{"text": "{\"statements\": [\"Rome is in Italy.\"]}"}]}, "finishReason": "stop"},
+            {"message": {"role": "model", "content": [{"text": "{\"responses\": [{\"statement\": \"Rome is in Italy.\", \"reason\": \"said\", \"verdict\": true}]}"}]}, "finishReason": "stop"},
+            {"message": {"role": "model", "content": [{"text": "{\"question\": \"Where is Rome?\", \"answered\": true, \"noncommittal\": false}"}]}, "finishReason": "stop"},
+        ],
+        "vectors": {"Where is Rome?": [1.0, 0.0], "In which country is Rome?": [1.0, 0.0]},
+    });
+    let (judge, _) = define_judge_and_embedder(&registry, &record);
+    define_faithfulness(
+        &registry,
+        FaithfulnessOptions::new("judge").status_override(|s| {
+            if s.score == Some(1.0.into()) {
+                EvalStatus::Unknown
+            } else {
+                EvalStatus::Pass
+            }
+        }),
+    )
+    .expect("faithfulness");
+    define_answer_relevancy(&registry, AnswerRelevancyOptions::new("judge", "embedder"))
+        .expect("answer relevancy");
+    let point = BaseDataPoint::new("In which country is Rome?")
+        .output("Rome is in Italy.")
+        .context(["Rome is the capital of Italy.", "Italy is in Europe."])
+        .test_case_id("t");
+    let faith = evaluate(
+        &registry,
+        EvaluateOptions::new("genkitEval/faithfulness", [point.clone()]),
+    )
+    .await
+    .expect("evaluated");
+    assert_eq!(
+        faith[0].evaluation,
+        Evaluation::One(Score::new(1.0, EvalStatus::Unknown).reasoning("said"))
+    );
+    let relevancy = evaluate(
+        &registry,
+        EvaluateOptions::new("genkitEval/answer_relevancy", [point]),
+    )
+    .await
+    .expect("evaluated");
+    assert_eq!(
+        relevancy[0].evaluation,
+        Evaluation::One(Score::new(1.0, EvalStatus::Pass).reasoning("Cosine similarity"))
+    );
+    let asked: Vec<String> = judge
+        .requests()
+        .iter()
+        .map(|r| {
+            r.messages[0].content[0]
+                .as_text()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(asked.len(), 3);
+    assert!(
+        asked[0].contains("In which country is Rome?") && asked[0].contains("Rome is in Italy.")
+    );
+    // Context items go in as JSON, one per line; statements one per line.
+    assert!(
+        asked[1].contains("\"Rome is the capital of Italy.\"\n\"Italy is in Europe.\""),
+        "{}",
+        asked[1]
+    );
+    assert!(asked[1].contains("statement: Rome is in Italy."));
+    assert!(asked[2].contains("\"Rome is the capital of Italy.\" \"Italy is in Europe.\""));
+    // The schema reaches the model in the format instructions.
+    let requests = judge.requests();
+    let instructions = requests[1].messages[0].content[1]
+        .as_text()
+        .unwrap_or_default();
+    assert!(
+        instructions.contains(r#""required":["responses"]"#),
+        "{instructions}"
+    );
+    let empty = tempfile_dir();
+    let err = define_faithfulness(
+        &Registry::new(),
+        FaithfulnessOptions::new("judge").prompt_dir(&empty),
+    )
+    .expect_err("no prompt files");
+    assert!(
+        err.message().contains("faithfulness_long_form.prompt"),
+        "{}",
+        err.message()
+    );
+}
+
+fn tempfile_dir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("genkit-eval-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}

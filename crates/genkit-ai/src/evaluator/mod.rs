@@ -9,6 +9,9 @@
 //! function fails is scored with the error, and the others go on — as
 //! Genkit JS does.
 //!
+//! Model-judged metrics: [`define_faithfulness`] and
+//! [`define_answer_relevancy`] (`@genkit-ai/evaluator`'s RAG metrics).
+//!
 //! ```
 //! # async fn demo() -> genkit_core::Result<()> {
 //! use genkit_ai::evaluator::{EvaluateOptions, EvaluatorOptions, define_evaluator, evaluate};
@@ -31,7 +34,14 @@
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(demo()).unwrap();
 //! ```
 
+pub mod answer_relevancy;
 pub mod builtin;
+pub mod faithfulness;
+mod judge;
+
+pub use answer_relevancy::{AnswerRelevancyOptions, define_answer_relevancy};
+pub use faithfulness::{FaithfulnessOptions, define_faithfulness};
+pub use judge::StatusOverride;
 
 use crate::action_support::{TypedOptions, call, options_to_value, resolve, with_options_schema};
 use crate::types::{
@@ -317,8 +327,8 @@ async fn run_test_case<O: Send + 'static>(
     let evaluation = match result {
         Ok(evaluation) => evaluation,
         Err(e) => Evaluation::One(Score::error(format!(
-            "Evaluation of test case {id} failed: \nError: {}",
-            e.message()
+            "Evaluation of test case {id} failed: \n{}",
+            js_error_text(&e)
         ))),
     };
     let response = EvalFnResponse {
@@ -331,6 +341,22 @@ async fn run_test_case<O: Send + 'static>(
     span.set_output(&response);
     span.end_ok();
     response
+}
+
+/// Marks an error that Genkit JS raises as a `GenkitError` (one of its own
+/// checks, such as a judge's output failing its schema) rather than as a
+/// plain `Error`: test case errors then read as JavaScript prints it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GenkitErrorName;
+
+/// An error as JavaScript's `${error}` prints Genkit JS's: `GenkitError:
+/// STATUS: message` for its own errors, `Error: message` for the others.
+fn js_error_text(e: &genkit_core::Error) -> String {
+    if e.payload::<GenkitErrorName>().is_some() {
+        format!("GenkitError: {}: {}", e.status().name(), e.message())
+    } else {
+        format!("Error: {}", e.message())
+    }
 }
 
 /// What to evaluate, with which evaluator (Genkit's `EvaluatorParams`).
