@@ -1,7 +1,11 @@
 //! Evaluators against Genkit JS 1.42: `defineEvaluator`'s metadata and
 //! responses (recorded by `genkit_js/retrieval.mjs`), and the built-in
 //! metrics against `@genkit-ai/evaluator` 1.42's scores for the same data
-//! points (recorded by `genkit_js_eval/record.mjs`).
+//! points (recorded by `genkit_js_eval/record.mjs`), and the model-judged
+//! metrics (faithfulness, answer relevancy) against its scores, reasoning
+//! and judge and embedder requests with the same scripted judge and
+//! embedder (recorded by `genkit_js_eval/judged.mjs`; the judge prompts are
+//! read from the npm package in `genkit_js_eval/node_modules`).
 
 use genkit_ai::evaluator::builtin::{GenkitMetric, define_genkit_evaluators};
 use genkit_ai::evaluator::{EvaluateOptions, EvaluatorOptions, define_evaluator, evaluate};

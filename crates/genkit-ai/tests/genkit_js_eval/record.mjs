@@ -5,7 +5,8 @@
 //   cd crates/genkit-ai/tests/genkit_js_eval && npm ci && node record.mjs > recorded.jsonl
 //
 // One JSON line per metric: {metric, evaluator, metadata, dataset,
-// response} (trace and span ids replaced by "<id>").
+// response} (trace and span ids replaced by "<id>"). The model-judged
+// metrics are recorded by judged.mjs.
 import { genkitEval, GenkitMetric } from '@genkit-ai/evaluator';
 import { genkit } from 'genkit';
 
