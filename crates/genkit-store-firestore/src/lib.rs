@@ -53,9 +53,11 @@
 //! They are kept where Genkit JS neither looks nor is disturbed:
 //!
 //! - the **session version** is the number of the session's snapshot
-//!   documents (a `sessionId ==` query, which also yields the leaves for
-//!   `latest`: a branched session has no latest, `FAILED_PRECONDITION`,
-//!   where Genkit JS returns the pointer's leaf). So turns appended by Genkit
+//!   documents (a `sessionId ==` query, which also yields the parents,
+//!   statuses and creation times `latest` chooses from with the shared
+//!   [`latest_leaf`](genkit_ai::agent::store::latest_leaf) rule: a branched
+//!   session has no latest, `FAILED_PRECONDITION`, where Genkit JS returns
+//!   the pointer's leaf). So turns appended by Genkit
 //!   JS count too. The query makes `append`, `get` and `latest` read one small
 //!   projection per snapshot of the session.
 //! - each append also creates a marker `C-markers/P/markers/s:<session>:<n>`

@@ -343,25 +343,10 @@ impl SessionStore for FirestoreSessionStore {
         let paths = self.paths()?;
         self.transact(true, async |tx: &Tx<'_>| {
             let index = tx.session_index(&paths, session_id).await?;
-            let leaves = index.leaves();
-            let leaf = match leaves.as_slice() {
-                [] if index.ids.is_empty() => return Err(not_found()),
-                [leaf] => (*leaf).clone(),
-                _ => {
-                    return Err(Error::user_facing(
-                        StatusCode::FailedPrecondition,
-                        format!(
-                            "Session '{session_id}' has branching snapshots ({} leaves), so there is no \
-                             single latest snapshot. Resume by snapshotId instead.",
-                            leaves.len()
-                        ),
-                    ));
-                }
-            };
-            let loaded = tx
-                .reconstruct(&paths, &leaf)
-                .await?
-                .ok_or_else(|| Error::internal(format!("leaf {leaf} of session {session_id} vanished")))?;
+            let leaf = index.latest(session_id)?.ok_or_else(not_found)?;
+            let loaded = tx.reconstruct(&paths, &leaf).await?.ok_or_else(|| {
+                Error::internal(format!("leaf {leaf} of session {session_id} vanished"))
+            })?;
             let stored = StoredSnapshot {
                 snapshot: loaded.snapshot()?,
                 revision: loaded.revision(),

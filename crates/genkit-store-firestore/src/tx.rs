@@ -4,7 +4,8 @@
 use std::collections::{HashMap, HashSet};
 
 use genkit_ai::agent::json_patch;
-use genkit_ai::agent::types::{SessionSnapshot, SessionState};
+use genkit_ai::agent::store::{SnapshotLink, latest_leaf};
+use genkit_ai::agent::types::{SessionSnapshot, SessionState, SnapshotStatus};
 use genkit_core::{Error, Result, StatusCode};
 use serde_json::{Value as Json, json};
 
@@ -44,7 +45,12 @@ impl Tx<'_> {
         };
         let query = StructuredQuery {
             select: Some(Projection {
-                fields: vec![field("snapshotId"), field("parentId")],
+                fields: vec![
+                    field("snapshotId"),
+                    field("parentId"),
+                    field("status"),
+                    field("createdAt"),
+                ],
             }),
             from: vec![CollectionSelector {
                 collection_id: "snapshots".to_owned(),
@@ -62,17 +68,33 @@ impl Tx<'_> {
             .client
             .run_query(paths.snapshots_parent(), query, Some(self.id))
             .await?;
+        let text = |doc: &crate::proto::Document, name: &str| match doc.fields.get(name) {
+            Some(Value {
+                kind: Some(ValueKind::StringValue(v)),
+            }) => Some(v.clone()),
+            _ => None,
+        };
         let mut index = SessionIndex::default();
         for doc in docs {
             let id = doc.name.rsplit('/').next().unwrap_or_default().to_owned();
-            if let Some(Value {
-                kind: Some(ValueKind::StringValue(parent)),
-            }) = doc.fields.get("parentId")
-            {
+            let parent = text(&doc, "parentId");
+            if let Some(parent) = &parent {
                 index.parents.insert(parent.clone());
             }
-            index.ids.insert(id);
+            index.ids.insert(id.clone());
+            index.entries.push(IndexEntry {
+                created_at: text(&doc, "createdAt").unwrap_or_default(),
+                id,
+                parent,
+                // A status this crate does not know (a newer Genkit's) is
+                // not one of the two the latest rule passes over.
+                status: text(&doc, "status").and_then(|s| s.parse().ok()),
+            });
         }
+        // Append order, as far as the documents tell: creation time, then id.
+        index
+            .entries
+            .sort_by(|a, b| (&a.created_at, &a.id).cmp(&(&b.created_at, &b.id)));
         Ok(index)
     }
 
@@ -173,6 +195,16 @@ impl Tx<'_> {
 pub(crate) struct SessionIndex {
     pub(crate) ids: HashSet<String>,
     pub(crate) parents: HashSet<String>,
+    /// Every snapshot of the session, in append order.
+    pub(crate) entries: Vec<IndexEntry>,
+}
+
+/// What the session index keeps of one snapshot document.
+pub(crate) struct IndexEntry {
+    pub(crate) id: String,
+    pub(crate) parent: Option<String>,
+    pub(crate) status: Option<SnapshotStatus>,
+    pub(crate) created_at: String,
 }
 
 impl SessionIndex {
@@ -180,10 +212,22 @@ impl SessionIndex {
         self.ids.len() as u64
     }
 
-    pub(crate) fn leaves(&self) -> Vec<&String> {
-        let mut leaves: Vec<&String> = self.ids.difference(&self.parents).collect();
-        leaves.sort();
-        leaves
+    /// The session's latest snapshot by the shared rule
+    /// ([`latest_leaf`]); `None` when the session has no snapshots.
+    pub(crate) fn latest(&self, session_id: &str) -> Result<Option<String>> {
+        if self.entries.is_empty() {
+            return Ok(None);
+        }
+        let links: Vec<SnapshotLink<'_>> = self
+            .entries
+            .iter()
+            .map(|e| SnapshotLink {
+                snapshot_id: &e.id,
+                parent_id: e.parent.as_deref(),
+                status: e.status,
+            })
+            .collect();
+        latest_leaf(session_id, &links).map(|id| Some(id.to_owned()))
     }
 }
 

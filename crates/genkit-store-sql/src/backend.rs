@@ -28,6 +28,8 @@ pub(crate) struct Loaded {
     pub parent_id: Option<String>,
     pub revision: u64,
     pub is_leaf: bool,
+    /// Its status column.
+    pub status: Option<String>,
     pub meta: String,
     /// The session's version.
     pub session_version: u64,
@@ -72,9 +74,19 @@ pub(crate) trait Tx: Send {
     async fn create_session(&mut self, session_id: &str, latest: &str) -> Result<bool>;
     /// Bumps the session's version from `base`; false if it is not at `base`.
     async fn bump_session(&mut self, session_id: &str, base: u64) -> Result<bool>;
-    /// Records the session's newest snapshot, and one more leaf if it does
-    /// not continue a leaf.
-    async fn set_latest(&mut self, session_id: &str, latest: &str, new_leaf: bool) -> Result<()>;
+    /// Records the session's newest snapshot, with `leaves_added` (0 or 1)
+    /// more counted leaves.
+    async fn set_latest(&mut self, session_id: &str, latest: &str, leaves_added: u64)
+    -> Result<()>;
+    /// Whether the newest snapshot continuing `parent` is a failed or
+    /// aborted leaf (false when nothing continues it).
+    async fn newest_child_is_dead_leaf(&mut self, parent: &str) -> Result<bool>;
+    /// Every snapshot of the session, oldest append first: (id, parent,
+    /// status).
+    async fn links(
+        &mut self,
+        session_id: &str,
+    ) -> Result<Vec<(String, Option<String>, Option<String>)>>;
     /// The session of a snapshot, if the snapshot exists.
     async fn snapshot_session(&mut self, snapshot_id: &str) -> Result<Option<String>>;
     /// Inserts a snapshot row.
@@ -124,7 +136,7 @@ WITH RECURSIVE chain (snapshot_id, parent_id, kind, body, n) AS (
 )
 SELECT chain.kind, chain.body, t.session_id, t.parent_id, t.revision,
        NOT EXISTS (SELECT 1 FROM genkit_snapshots c WHERE c.parent_id = t.snapshot_id), t.meta,
-       (SELECT v.version FROM genkit_sessions v WHERE v.session_id = t.session_id)
+       (SELECT v.version FROM genkit_sessions v WHERE v.session_id = t.session_id), t.status
   FROM chain JOIN genkit_snapshots t ON t.snapshot_id = $1
  ORDER BY chain.n DESC";
 
@@ -157,6 +169,7 @@ macro_rules! shared_sql_tx {
                     parent_id: head.try_get(3).map_err(get)?,
                     revision: $crate::backend::to_u64(head.try_get(4).map_err(get)?, "revision")?,
                     is_leaf: head.try_get(5).map_err(get)?,
+                    status: head.try_get(8).map_err(get)?,
                     meta: head.try_get(6).map_err(get)?,
                     session_version: $crate::backend::to_u64(version.unwrap_or(0), "version")?,
                     chain,
@@ -225,17 +238,44 @@ macro_rules! shared_sql_tx {
                 Ok(done.rows_affected() == 1)
             }
 
-            async fn set_latest(&mut self, session_id: &str, latest: &str, new_leaf: bool) -> genkit_core::Result<()> {
+            async fn set_latest(&mut self, session_id: &str, latest: &str, leaves_added: u64) -> genkit_core::Result<()> {
                 sqlx::query(
                     "UPDATE genkit_sessions SET latest_id = $2, leaves = leaves + $3 WHERE session_id = $1",
                 )
                 .bind(session_id)
                 .bind(latest)
-                .bind(i64::from(new_leaf))
+                .bind($crate::backend::to_i64(leaves_added))
                 .execute(&mut *self.0)
                 .await
                 .map_err(|e| $crate::error::db(e, "advancing a session"))?;
                 Ok(())
+            }
+
+            async fn newest_child_is_dead_leaf(&mut self, parent: &str) -> genkit_core::Result<bool> {
+                let dead: Option<bool> = sqlx::query_scalar(
+                    "SELECT s.status IN ('failed', 'aborted') AND NOT EXISTS \
+                     (SELECT 1 FROM genkit_snapshots c WHERE c.parent_id = s.snapshot_id) \
+                     FROM genkit_snapshots s WHERE s.parent_id = $1 ORDER BY s.seq DESC LIMIT 1",
+                )
+                .bind(parent)
+                .fetch_optional(&mut *self.0)
+                .await
+                .map_err(|e| $crate::error::db(e, "reading a snapshot's children"))?;
+                Ok(dead == Some(true))
+            }
+
+            async fn links(
+                &mut self,
+                session_id: &str,
+            ) -> genkit_core::Result<Vec<(String, Option<String>, Option<String>)>> {
+                sqlx::query_as(
+                    "SELECT snapshot_id, parent_id, status FROM genkit_snapshots \
+                     WHERE session_id = $1 ORDER BY seq",
+                )
+                .bind(session_id)
+                .fetch_all(&mut *self.0)
+                .await
+                .map_err(|e| $crate::error::db(e, "reading a session's snapshots"))
             }
 
             async fn snapshot_session(&mut self, snapshot_id: &str) -> genkit_core::Result<Option<String>> {

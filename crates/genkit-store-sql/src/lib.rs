@@ -57,10 +57,13 @@
 //!
 //! - `genkit_sessions(session_id, version, leaves, latest_id)`: the
 //!   session version (the number of snapshots appended to the session), how
-//!   many of its snapshots no other continues, and its newest snapshot. With
-//!   one leaf, `latest` is the newest snapshot; with more the session is
-//!   branched (`FAILED_PRECONDITION`). This row is the only one an append
-//!   changes.
+//!   many of its snapshots no other continues (not counting a failed or
+//!   aborted leaf once a retry continued its parent; the count may be high,
+//!   never low), and its newest snapshot. With one leaf, `latest` is the
+//!   newest snapshot; with more it applies
+//!   [`latest_leaf`](genkit_ai::agent::store::latest_leaf) to the session's
+//!   snapshots (a branched session is `FAILED_PRECONDITION`). This row is the
+//!   only one an append changes.
 //! - `genkit_snapshots(snapshot_id, session_id, parent_id, seq, revision,
 //!   kind, status, meta, body)`: `seq` is the session version the
 //!   snapshot's append produced (unique per session), `revision` 1 plus its

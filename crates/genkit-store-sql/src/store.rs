@@ -4,7 +4,7 @@
 
 use genkit_ai::agent::clock::now_rfc3339;
 use genkit_ai::agent::json_patch;
-use genkit_ai::agent::store::{StoredSnapshot, snapshot_session_id};
+use genkit_ai::agent::store::{SnapshotLink, StoredSnapshot, latest_leaf, snapshot_session_id};
 use genkit_ai::agent::types::SessionSnapshot;
 use genkit_core::{Error, Result, StatusCode};
 use serde_json::Value;
@@ -55,18 +55,27 @@ impl<B: Backend> Core<B> {
             .session(session_id)
             .await?
             .ok_or_else(|| not_found_session(session_id))?;
-        if session.leaves != 1 {
-            return Err(Error::user_facing(
-                StatusCode::FailedPrecondition,
-                format!(
-                    "Session '{session_id}' has branching snapshots ({} leaves), so there is \
-                     no single latest snapshot. Resume by snapshotId instead.",
-                    session.leaves
-                ),
-            ));
-        }
-        // The newest snapshot is always a leaf: with one leaf, it is it.
-        let leaf = session.latest_id.as_str();
+        // The newest snapshot is always a counted leaf: with one, it is it.
+        // With more (a branch, or a failed leaf the count could not pass
+        // over), the shared rule decides from the whole session.
+        let chosen;
+        let leaf = if session.leaves == 1 {
+            session.latest_id.as_str()
+        } else {
+            let rows = tx.links(session_id).await?;
+            let mut links = Vec::with_capacity(rows.len());
+            for (id, parent, status) in &rows {
+                links.push(SnapshotLink {
+                    snapshot_id: id,
+                    parent_id: parent.as_deref(),
+                    status: status.as_deref().map(str::parse).transpose().map_err(|_| {
+                        data_loss(format!("snapshot {id} has an unknown status {status:?}"))
+                    })?,
+                });
+            }
+            chosen = latest_leaf(session_id, &links)?.to_owned();
+            chosen.as_str()
+        };
         let loaded = tx.load(leaf).await?.ok_or_else(|| {
             Error::internal(format!("leaf {leaf} of session {session_id} vanished"))
         })?;
@@ -103,7 +112,7 @@ impl<B: Backend> Core<B> {
             None => {
                 if base > 0 {
                     // A second root: one more leaf.
-                    tx.set_latest(&session_id, id, true).await?;
+                    tx.set_latest(&session_id, id, 1).await?;
                 }
                 codec::place(None, &encoded.state)?
             }
@@ -124,8 +133,17 @@ impl<B: Backend> Core<B> {
                 let parent_state = codec::reconstruct(&loaded.chain)?;
                 if base > 0 {
                     // Continuing a leaf keeps the count; continuing an
-                    // inner snapshot branches the session.
-                    tx.set_latest(&session_id, id, !loaded.is_leaf).await?;
+                    // inner snapshot adds a leaf, unless it continues past a
+                    // failed or aborted leaf (the retry of a failed turn),
+                    // which the count then drops (`latest_leaf`'s rule 2).
+                    // A failed or aborted parent may have been dropped so:
+                    // count its continuation, as over-counting only sends
+                    // `latest` to the exact rule.
+                    let dead_parent =
+                        matches!(loaded.status.as_deref(), Some("failed" | "aborted"));
+                    let added = dead_parent
+                        || (!loaded.is_leaf && !tx.newest_child_is_dead_leaf(parent).await?);
+                    tx.set_latest(&session_id, id, u64::from(added)).await?;
                 }
                 codec::place(Some((&loaded.chain, &parent_state)), &encoded.state)?
             }

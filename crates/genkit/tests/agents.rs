@@ -368,3 +368,58 @@ async fn a_prompt_agent_on_a_prompt_file() -> Result<()> {
     assert_eq!(kept, ["help", "sure"]);
     Ok(())
 }
+
+#[tokio::test]
+async fn a_session_resumed_by_id_goes_on_after_a_failed_turn() -> Result<()> {
+    let ai = instance();
+    let (options, store) = server();
+    let agent = ai.define_custom_agent("flaky", options, |session, input| async move {
+        let message = input.message.expect("every turn here sends a message");
+        if message.text() == "fail" {
+            return Err(Error::new(StatusCode::Unavailable, "the model is down"));
+        }
+        // The runtime has added the user's message to the session already.
+        session.add_messages([Message::model(format!("ok: {}", message.text()))]);
+        Ok(AgentResult::default())
+    });
+    let first = agent.chat();
+    first.send(Message::user("one")).await?;
+    let session_id = first.session_id().expect("a server-managed session");
+    // Every later turn resumes by session id, as an app restarted with
+    // `--session ID` does.
+    let by_session = || {
+        agent.chat_from(AgentInit {
+            session_id: Some(session_id.clone()),
+            ..AgentInit::default()
+        })
+    };
+    let failed = by_session().send(Message::user("fail")).await?;
+    assert_eq!(failed.finish_reason, Some(AgentFinishReason::Failed));
+    for text in ["two", "three"] {
+        let output = by_session().send(Message::user(text)).await?;
+        assert_ne!(
+            output.finish_reason,
+            Some(AgentFinishReason::Failed),
+            "{text}: {:?}",
+            output.error
+        );
+        assert!(output.snapshot_id.is_some(), "{text} is stored");
+    }
+    let latest = store.latest(&session_id).await?;
+    let texts: Vec<String> = latest
+        .snapshot
+        .state
+        .and_then(|s| s.messages)
+        .map(|m| m.iter().map(|m| m.text()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        texts,
+        ["one", "ok: one", "two", "ok: two", "three", "ok: three"],
+        "the failed turn left no trace in the history"
+    );
+    assert_eq!(
+        latest.session_version, 4,
+        "one, the failed turn, two, three"
+    );
+    Ok(())
+}

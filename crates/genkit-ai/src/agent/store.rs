@@ -29,7 +29,7 @@
 //! keys by the running action's context
 //! ([`genkit_core::tracing::current_context`]).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use async_trait::async_trait;
 use genkit_core::{Error, Result, StatusCode};
@@ -69,12 +69,14 @@ pub trait SessionStore: Send + Sync + 'static {
     /// The snapshot with this id.
     async fn get(&self, snapshot_id: &str) -> Result<StoredSnapshot>;
 
-    /// The session's latest snapshot: its only leaf (the snapshot no other
-    /// snapshot continues). A session that branched (resumed twice from one
-    /// snapshot) has several leaves and no latest: `FAILED_PRECONDITION`,
-    /// resume it by snapshot id instead. (Genkit JS's stores return the most
-    /// recent leaf unless built with `rejectBranchingSessions`; guessing
-    /// which branch a caller meant would silently drop the other.)
+    /// The session's latest snapshot, chosen by [`latest_leaf`]: its only
+    /// leaf (a snapshot no other continues), not counting failed or aborted
+    /// leaves that the session was continued past. A session that branched
+    /// (resumed twice from one snapshot) has several leaves and no latest:
+    /// `FAILED_PRECONDITION`, resume it by snapshot id instead. (Genkit JS's
+    /// stores return the most recent leaf unless built with
+    /// `rejectBranchingSessions`; guessing which branch a caller meant would
+    /// silently drop the other.)
     async fn latest(&self, session_id: &str) -> Result<StoredSnapshot>;
 
     /// Appends a turn's snapshot to its session, provided the session is
@@ -126,6 +128,72 @@ pub trait SessionStore: Send + Sync + 'static {
 }
 
 const MAX_ABORT_ATTEMPTS: u32 = 64;
+
+/// One snapshot of a session as [`latest_leaf`] needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotLink<'a> {
+    /// The snapshot's id.
+    pub snapshot_id: &'a str,
+    /// The snapshot it continues, if any.
+    pub parent_id: Option<&'a str>,
+    /// Its status.
+    pub status: Option<SnapshotStatus>,
+}
+
+impl SnapshotLink<'_> {
+    /// A failed or aborted turn: it left no state to continue from.
+    fn is_dead(&self) -> bool {
+        matches!(
+            self.status,
+            Some(SnapshotStatus::Failed | SnapshotStatus::Aborted)
+        )
+    }
+}
+
+/// Which snapshot is a session's latest, given all its snapshots in the
+/// order they were appended — the rule every store's
+/// [`SessionStore::latest`] applies (a store may skip it when the session
+/// has a single leaf, which is then the answer):
+///
+/// 1. the candidates are the leaves (snapshots no other continues);
+/// 2. a failed or aborted leaf is dropped when its parent was continued
+///    again by a snapshot appended after it: the run after a failed turn
+///    continues the last completed snapshot (as Genkit JS does), so the
+///    failed one stays behind as a leaf that no longer matters;
+/// 3. one candidate left is the latest (a failed leaf still standing is the
+///    latest too; the runtime resumes from its last completed ancestor);
+///    more mean the session branched: `FAILED_PRECONDITION`.
+pub fn latest_leaf<'a>(session_id: &str, snapshots: &[SnapshotLink<'a>]) -> Result<&'a str> {
+    use std::collections::HashMap;
+    // Per parent (None: the roots), the index of its newest child.
+    let mut newest_child: HashMap<Option<&str>, usize> = HashMap::new();
+    let mut continued: HashSet<&str> = HashSet::new();
+    for (i, s) in snapshots.iter().enumerate() {
+        newest_child.insert(s.parent_id, i);
+        if let Some(parent) = s.parent_id {
+            continued.insert(parent);
+        }
+    }
+    let mut candidates = snapshots.iter().enumerate().filter(|(i, s)| {
+        !continued.contains(s.snapshot_id)
+            && (!s.is_dead() || newest_child.get(&s.parent_id) == Some(i))
+    });
+    match (candidates.next(), candidates.next()) {
+        (Some((_, leaf)), None) => Ok(leaf.snapshot_id),
+        (None, _) => Err(Error::user_facing(
+            StatusCode::NotFound,
+            format!("Session {session_id} not found"),
+        )),
+        (Some(_), Some(_)) => Err(Error::user_facing(
+            StatusCode::FailedPrecondition,
+            format!(
+                "Session '{session_id}' has branching snapshots ({} leaves), so there is no \
+                 single latest snapshot. Resume by snapshotId instead.",
+                2 + candidates.count()
+            ),
+        )),
+    }
+}
 
 /// Whether a store refused a write because its base version was stale
 /// (`ABORTED`): re-read and retry, or report.
@@ -189,6 +257,8 @@ struct Record {
 struct SessionEntry {
     version: u64,
     leaves: BTreeSet<String>,
+    /// Its snapshots' ids, oldest append first.
+    members: Vec<String>,
 }
 
 impl InMemorySessionStore {
@@ -261,16 +331,23 @@ impl SessionStore for InMemorySessionStore {
                 format!("Session {session_id} not found"),
             )
         })?;
-        let mut leaves = session.leaves.iter();
-        let (Some(leaf), None) = (leaves.next(), leaves.next()) else {
-            return Err(Error::user_facing(
-                StatusCode::FailedPrecondition,
-                format!(
-                    "Session '{session_id}' has branching snapshots ({} leaves), so there is no \
-                     single latest snapshot. Resume by snapshotId instead.",
-                    session.leaves.len()
-                ),
-            ));
+        // One leaf is the answer; with more, the rule needs the whole session.
+        let leaf = match session.leaves.first() {
+            Some(only) if session.leaves.len() == 1 => only.as_str(),
+            _ => {
+                let mut links = Vec::with_capacity(session.members.len());
+                for id in &session.members {
+                    let record = mem.snapshots.get(id).ok_or_else(|| {
+                        Error::internal(format!("snapshot {id} of session {session_id} lost"))
+                    })?;
+                    links.push(SnapshotLink {
+                        snapshot_id: id,
+                        parent_id: record.snapshot.parent_id.as_deref(),
+                        status: record.snapshot.status,
+                    });
+                }
+                latest_leaf(session_id, &links)?
+            }
         };
         let record = mem
             .snapshots
@@ -320,6 +397,7 @@ impl SessionStore for InMemorySessionStore {
             session.leaves.remove(parent);
         }
         session.leaves.insert(id.clone());
+        session.members.push(id.clone());
         let record = Record {
             snapshot,
             session_id,

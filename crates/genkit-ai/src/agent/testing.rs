@@ -46,7 +46,8 @@ impl Default for SuiteConfig {
 }
 
 /// Runs every check of the [`SessionStore`] contract against `store`:
-/// create and read, parent chains, branching, lookup by session id, stale
+/// create and read, parent chains, branching, lookup by session id (also
+/// after failed and aborted turns), stale
 /// writes refused, concurrent writers (none lost), unknown ids `NOT_FOUND`,
 /// failed writes leaving the store unchanged, the detached-turn lifecycle
 /// with abort, and side-effect records.
@@ -64,6 +65,7 @@ pub async fn session_store_suite_with(store: Arc<dyn SessionStore>, config: Suit
     parent_chains(&*store).await;
     branching(&*store).await;
     lookup_by_session_id(&*store).await;
+    failed_turns_do_not_branch(&*store).await;
     stale_writes_are_refused(&*store).await;
     unknown_ids_are_not_found(&*store).await;
     failed_writes_change_nothing(&*store).await;
@@ -265,6 +267,105 @@ async fn lookup_by_session_id(store: &dyn SessionStore) {
         "latest by the state's session id",
     );
     assert_eq!(found.snapshot, snap);
+}
+
+/// A turn of `session` on `parent` that ended `status` (failed or aborted).
+fn ended_turn(session: &str, parent: &str, status: SnapshotStatus) -> SessionSnapshot {
+    let mut s = turn(session, Some(parent), "attempt");
+    s.status = Some(status);
+    s.finish_reason = Some(if status == SnapshotStatus::Failed {
+        AgentFinishReason::Failed
+    } else {
+        AgentFinishReason::Aborted
+    });
+    if status == SnapshotStatus::Failed {
+        s.error = Some(super::types::RuntimeError {
+            status: Some("INTERNAL".into()),
+            message: "the model call failed".into(),
+            details: None,
+        });
+    }
+    s
+}
+
+/// A failed or aborted turn stays behind as a leaf when the next run
+/// continues the last completed snapshot; lookup by session id must still
+/// find the continuation (and keep finding it turn after turn).
+async fn failed_turns_do_not_branch(store: &dyn SessionStore) {
+    let session = fresh_session();
+    let mut version = 0;
+    let mut append = async |snapshot: SessionSnapshot| {
+        let stored = must(store.append(snapshot, version).await, "append");
+        version += 1;
+        stored.snapshot.snapshot_id
+    };
+    let latest = async |what: &str| {
+        must(store.latest(&session).await, what)
+            .snapshot
+            .snapshot_id
+    };
+    let one = append(turn(&session, None, "one")).await;
+    let two = append(turn(&session, Some(&one), "two")).await;
+    let failed = append(ended_turn(&session, &two, SnapshotStatus::Failed)).await;
+    assert_eq!(
+        latest("after a failed turn").await,
+        failed,
+        "a failed turn that nothing continued is the latest (the runtime resumes from its parent)"
+    );
+    let three = append(turn(&session, Some(&two), "three")).await;
+    assert_eq!(
+        latest("after the turn that followed a failed one").await,
+        three,
+        "the run after a failed turn continues the last completed snapshot"
+    );
+    let four = append(turn(&session, Some(&three), "four")).await;
+    assert_eq!(latest("two turns after a failed one").await, four);
+    // The same turn failing twice, then succeeding.
+    append(ended_turn(&session, &four, SnapshotStatus::Failed)).await;
+    let again = append(ended_turn(&session, &four, SnapshotStatus::Failed)).await;
+    assert_eq!(
+        latest("after a turn failed twice").await,
+        again,
+        "the newest failure of a retried turn"
+    );
+    let five = append(turn(&session, Some(&four), "five")).await;
+    assert_eq!(latest("after retries of a failed turn").await, five);
+    append(ended_turn(&session, &five, SnapshotStatus::Aborted)).await;
+    let six = append(turn(&session, Some(&five), "six")).await;
+    assert_eq!(
+        latest("after an aborted turn").await,
+        six,
+        "an aborted leaf is passed over like a failed one"
+    );
+    // A real branch is still one: two completed continuations of `six`.
+    append(turn(&session, Some(&six), "seven a")).await;
+    append(turn(&session, Some(&six), "seven b")).await;
+    expect_status(
+        store.latest(&session).await,
+        StatusCode::FailedPrecondition,
+        "two completed leaves beside passed-over failures",
+    );
+
+    // A failure on an older snapshot, after the session went on past it, is
+    // a branch attempt: not passed over, the session has two lines.
+    let other = fresh_session();
+    let root = must(store.append(turn(&other, None, "root"), 0).await, "root");
+    let root_id = root.snapshot.snapshot_id;
+    must(
+        store.append(turn(&other, Some(&root_id), "a"), 1).await,
+        "continuing the root",
+    );
+    must(
+        store
+            .append(ended_turn(&other, &root_id, SnapshotStatus::Failed), 2)
+            .await,
+        "a failed turn on the root, after it was continued",
+    );
+    expect_status(
+        store.latest(&other).await,
+        StatusCode::FailedPrecondition,
+        "a failed branch of an older snapshot",
+    );
 }
 
 async fn stale_writes_are_refused(store: &dyn SessionStore) {
