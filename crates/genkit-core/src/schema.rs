@@ -219,8 +219,31 @@ mod tests {
             .validate(&json!({"city": 5, "inner": [{"n": "x"}]}))
             .unwrap_err();
         assert_eq!(err.status(), StatusCode::InvalidArgument);
-        assert!(err.message().contains("- city:"), "{}", err.message());
-        assert!(err.message().contains("- inner.0.n:"), "{}", err.message());
+        assert!(
+            err.message().contains("- city: must be string"),
+            "{}",
+            err.message()
+        );
+        assert!(
+            err.message().contains("- inner.0.n: must be integer"),
+            "{}",
+            err.message()
+        );
+        // Genkit JS's details: each violation, and the schema.
+        let details = err.details().expect("details");
+        assert_eq!(
+            details["errors"][0],
+            json!({"path": "city", "message": "must be string"})
+        );
+        assert_eq!(details["schema"], schema_for::<Outer>());
+        let missing = v.validate(&json!({"city": "Paris"})).unwrap_err();
+        assert!(
+            missing
+                .message()
+                .contains("- (root): must have required property 'inner'"),
+            "{}",
+            missing.message()
+        );
         let root = SchemaValidator::compile(&json!({"type": "string"}))
             .unwrap()
             .validate(&json!(1))
