@@ -3,6 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::status::StatusCode;
+use jsonschema::error::{TypeKind, ValidationErrorKind};
 use schemars::JsonSchema;
 use serde_json::Value;
 
@@ -72,8 +73,9 @@ impl SchemaValidator {
     }
 
     /// Validates `value`; on failure the error is `INVALID_ARGUMENT` and lists
-    /// every violation with its path, e.g. `- city: 5 is not of type "string"`,
-    /// then the data and the schema (as Genkit JS words it).
+    /// every violation with its path, e.g. `- city: must be string`, then the
+    /// data and the schema, with details `{errors: [{path, message}], schema}`
+    /// (as Genkit JS words and details it).
     pub fn validate(&self, value: &Value) -> Result<()> {
         let Some(v) = &self.validator else {
             return Ok(());
@@ -82,11 +84,12 @@ impl SchemaValidator {
             return Ok(());
         }
         let mut lines = Vec::new();
-        let mut paths = Vec::new();
+        let mut errors = Vec::new();
         for err in v.iter_errors(value) {
             let path = display_path(&err.instance_path().to_string());
-            lines.push(format!("- {path}: {err}"));
-            paths.push(Value::from(path));
+            let message = ajv_message(&err);
+            lines.push(format!("- {path}: {message}"));
+            errors.push(serde_json::json!({"path": path, "message": message}));
         }
         let pretty = |v: &Value| {
             truncate(
@@ -103,7 +106,57 @@ impl SchemaValidator {
                 pretty(&self.schema),
             ),
         )
-        .with_details(serde_json::json!({ "paths": paths })))
+        .with_details(serde_json::json!({ "errors": errors, "schema": self.schema })))
+    }
+}
+
+/// A violation worded as Genkit JS's validator (Ajv) words it, so callers
+/// and tools matching on Genkit's messages see the same text.
+fn ajv_message(err: &jsonschema::ValidationError<'_>) -> String {
+    use ValidationErrorKind as K;
+    match err.kind() {
+        K::Type { kind } => {
+            let types: Vec<&str> = match kind {
+                TypeKind::Single(t) => vec![t.as_str()],
+                TypeKind::Multiple(set) => set.iter().map(|t| t.as_str()).collect(),
+            };
+            format!("must be {}", types.join(","))
+        }
+        K::Required { property } => match property {
+            Value::String(name) => format!("must have required property '{name}'"),
+            other => format!("must have required property '{other}'"),
+        },
+        K::AdditionalProperties { .. } => "must NOT have additional properties".to_owned(),
+        K::Enum { .. } => "must be equal to one of the allowed values".to_owned(),
+        K::Constant { .. } => "must be equal to constant".to_owned(),
+        K::AnyOf { .. } => "must match a schema in anyOf".to_owned(),
+        K::OneOfNotValid { .. } | K::OneOfMultipleValid { .. } => {
+            "must match exactly one schema in oneOf".to_owned()
+        }
+        K::Not { .. } => "must NOT be valid".to_owned(),
+        K::FalseSchema => "boolean schema is false".to_owned(),
+        K::Format { format } => format!("must match format \"{format}\""),
+        K::Pattern { pattern } => format!("must match pattern \"{pattern}\""),
+        K::Minimum { limit } => format!("must be >= {limit}"),
+        K::Maximum { limit } => format!("must be <= {limit}"),
+        K::ExclusiveMinimum { limit } => format!("must be > {limit}"),
+        K::ExclusiveMaximum { limit } => format!("must be < {limit}"),
+        K::MultipleOf { multiple_of } => format!("must be multiple of {multiple_of}"),
+        K::MinLength { limit } => format!("must NOT have fewer than {limit} characters"),
+        K::MaxLength { limit } => format!("must NOT have more than {limit} characters"),
+        K::MinItems { limit } => format!("must NOT have fewer than {limit} items"),
+        K::MaxItems { limit } => format!("must NOT have more than {limit} items"),
+        K::AdditionalItems { limit } => format!("must NOT have more than {limit} items"),
+        K::MinProperties { limit } => format!("must NOT have fewer than {limit} properties"),
+        K::MaxProperties { limit } => format!("must NOT have more than {limit} properties"),
+        K::UniqueItems => "must NOT have duplicate items".to_owned(),
+        K::Contains => "must contain at least 1 valid item(s)".to_owned(),
+        K::PropertyNames { .. } => "property name must be valid".to_owned(),
+        K::UnevaluatedProperties { .. } => "must NOT have unevaluated properties".to_owned(),
+        K::UnevaluatedItems { .. } => "must NOT have unevaluated items".to_owned(),
+        // Keywords Genkit's schemas do not use (content*, regex engine
+        // failures, references): the validator's own wording.
+        _ => err.to_string(),
     }
 }
 
@@ -166,8 +219,31 @@ mod tests {
             .validate(&json!({"city": 5, "inner": [{"n": "x"}]}))
             .unwrap_err();
         assert_eq!(err.status(), StatusCode::InvalidArgument);
-        assert!(err.message().contains("- city:"), "{}", err.message());
-        assert!(err.message().contains("- inner.0.n:"), "{}", err.message());
+        assert!(
+            err.message().contains("- city: must be string"),
+            "{}",
+            err.message()
+        );
+        assert!(
+            err.message().contains("- inner.0.n: must be integer"),
+            "{}",
+            err.message()
+        );
+        // Genkit JS's details: each violation, and the schema.
+        let details = err.details().expect("details");
+        assert_eq!(
+            details["errors"][0],
+            json!({"path": "city", "message": "must be string"})
+        );
+        assert_eq!(details["schema"], schema_for::<Outer>());
+        let missing = v.validate(&json!({"city": "Paris"})).unwrap_err();
+        assert!(
+            missing
+                .message()
+                .contains("- (root): must have required property 'inner'"),
+            "{}",
+            missing.message()
+        );
         let root = SchemaValidator::compile(&json!({"type": "string"}))
             .unwrap()
             .validate(&json!(1))

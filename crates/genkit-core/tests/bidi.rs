@@ -81,10 +81,11 @@ fn input(text: &str) -> Input {
 /// The failing paths an `INVALID_ARGUMENT` error names.
 fn failing_paths(err: &genkit_core::Error) -> Vec<String> {
     err.details()
-        .and_then(|d| d["paths"].as_array())
-        .map(|p| {
-            p.iter()
-                .filter_map(|v| v.as_str().map(str::to_owned))
+        .and_then(|d| d["errors"].as_array())
+        .map(|errors| {
+            errors
+                .iter()
+                .filter_map(|e| e["path"].as_str().map(str::to_owned))
                 .collect()
         })
         .unwrap_or_default()

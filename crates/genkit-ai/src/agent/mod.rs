@@ -10,6 +10,7 @@
 //! - [`chat`]: an in-process chat client ([`Agent::chat`]).
 //! - [`types`]: the agent's init, inputs, stream chunks and output, session
 //!   state and snapshots, with exactly Genkit JS's JSON shape.
+//! - [`transform`]: what clients see of the sessions ([`ClientTransform`]).
 //! - [`json_patch`]: JSON Patch (RFC 6902) as agents stream their custom
 //!   state (`customPatch` chunks), computed exactly as Genkit JS does.
 //! - [`store`]: the [`SessionStore`](store::SessionStore) trait (versioned,
@@ -25,9 +26,11 @@ pub mod runtime;
 pub mod session;
 pub mod store;
 pub mod testing;
+pub mod transform;
 pub mod types;
 
 pub use chat::{AgentChat, AgentTurnStream};
 pub use prompt_agent::{define_prompt_agent, define_prompt_agent_with};
 pub use runtime::{Agent, AgentAction, AgentOptions, TurnFuture, define_agent};
 pub use session::AgentSession;
+pub use transform::ClientTransform;

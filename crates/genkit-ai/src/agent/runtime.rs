@@ -18,7 +18,7 @@ use std::sync::Arc;
 use futures::future::{BoxFuture, Either, select};
 use futures::{FutureExt, StreamExt};
 use genkit_core::action::{Action, ActionCtx, ActionDesc, ActionKind, BidiAction, BidiInputs};
-use genkit_core::schema::schema_for;
+use genkit_core::schema::{SchemaValidator, schema_for};
 use genkit_core::tracing::with_extension;
 use genkit_core::{CancellationToken, Error, Registry, Result, StatusCode};
 use parking_lot::Mutex;
@@ -27,6 +27,7 @@ use serde_json::Value;
 use super::clock::{HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT, effective_status, now_rfc3339};
 use super::session::AgentSession;
 use super::store::{SessionStore, is_conflict, new_snapshot_id};
+use super::transform::ClientTransform;
 use super::types::{
     AgentAbortRequest, AgentAbortResponse, AgentFinishReason, AgentInit, AgentInput, AgentMetadata,
     AgentOutput, AgentResult, AgentStateManagement, AgentStreamChunk, GetSnapshotRequest,
@@ -47,6 +48,7 @@ pub struct AgentOptions {
     store: Option<Arc<dyn SessionStore>>,
     description: Option<String>,
     state_schema: Option<serde_json::Map<String, Value>>,
+    client_transform: Option<ClientTransform>,
 }
 
 impl std::fmt::Debug for AgentOptions {
@@ -54,6 +56,7 @@ impl std::fmt::Debug for AgentOptions {
         f.debug_struct("AgentOptions")
             .field("store", &self.store.is_some())
             .field("description", &self.description)
+            .field("client_transform", &self.client_transform)
             .finish()
     }
 }
@@ -76,7 +79,9 @@ impl AgentOptions {
         self
     }
 
-    /// The JSON schema of the custom state (advertised in the metadata).
+    /// The JSON schema of the custom state: advertised in the metadata, and
+    /// a custom state a run starts from (the client's, or a stored
+    /// snapshot's) that fails it fails the run (`INVALID_ARGUMENT`).
     pub fn state_schema(mut self, schema: Value) -> Self {
         self.state_schema = schema.as_object().cloned();
         self
@@ -85,6 +90,13 @@ impl AgentOptions {
     /// The custom state's schema derived from `T`.
     pub fn state_type<T: schemars::JsonSchema>(self) -> Self {
         self.state_schema(schema_for::<T>())
+    }
+
+    /// What clients see of the sessions (see [`ClientTransform`]); the
+    /// store and the turns keep the untransformed state.
+    pub fn client_transform(mut self, transform: ClientTransform) -> Self {
+        self.client_transform = Some(transform);
+        self
     }
 }
 
@@ -109,6 +121,9 @@ struct Shared {
     name: String,
     store: Option<Arc<dyn SessionStore>>,
     turn: Arc<TurnFn>,
+    /// Validates the custom state a run starts from.
+    state_validator: Option<SchemaValidator>,
+    transform: Option<ClientTransform>,
     /// Abort signals of this process's detached turns, by snapshot id.
     running: Mutex<HashMap<String, CancellationToken>>,
 }
@@ -158,10 +173,17 @@ impl Agent {
         Fut: Future<Output = Result<AgentResult>> + Send + 'static,
     {
         let name = name.into();
+        let state_validator = options
+            .state_schema
+            .as_ref()
+            .map(|schema| SchemaValidator::compile(&Value::Object(schema.clone())))
+            .transpose()?;
         let shared = Arc::new(Shared {
             name: name.clone(),
             store: options.store.clone(),
             turn: Arc::new(move |session, input| turn(session, input).boxed()),
+            state_validator,
+            transform: options.client_transform.clone(),
             running: Mutex::new(HashMap::new()),
         });
         let metadata = AgentMetadata {
@@ -256,20 +278,40 @@ impl Agent {
 }
 
 impl Shared {
-    fn store(&self, what: &str) -> Result<&Arc<dyn SessionStore>> {
+    /// The store an `operation` needs (worded as Genkit JS words it).
+    fn store(&self, operation: &str) -> Result<&Arc<dyn SessionStore>> {
         self.store.as_ref().ok_or_else(|| {
-            Error::user_facing(
-                StatusCode::FailedPrecondition,
-                format!(
-                    "{what} is only supported when a session store is provided (agent '{}').",
-                    self.name
-                ),
-            )
+            precondition(format!(
+                "{operation} requires a persistent store. Provide a 'store' when defining '{}'.",
+                self.name
+            ))
         })
     }
 
+    fn detach_store(&self) -> Result<&Arc<dyn SessionStore>> {
+        self.store.as_ref().ok_or_else(|| {
+            precondition("Detach is only supported when a session store is provided.".to_owned())
+        })
+    }
+
+    /// The state as clients see it.
+    fn client_state(&self, state: SessionState) -> SessionState {
+        match &self.transform {
+            Some(t) => t.client_state(state),
+            None => state,
+        }
+    }
+
+    /// Checks the custom state a run starts from against the state schema.
+    fn validate_custom(&self, state: Option<&SessionState>) -> Result<()> {
+        match (&self.state_validator, state.and_then(|s| s.custom.as_ref())) {
+            (Some(validator), Some(custom)) => validator.validate(custom),
+            _ => Ok(()),
+        }
+    }
+
     async fn read_snapshot(&self, req: GetSnapshotRequest) -> Result<SessionSnapshot> {
-        let store = self.store("Reading snapshots")?;
+        let store = self.store("getSnapshotData")?;
         let (lookup, id) = match (&req.snapshot_id, &req.session_id) {
             (Some(id), None) => (store.get(id).await, id),
             (None, Some(session)) => (store.latest(session).await, session),
@@ -299,11 +341,12 @@ impl Shared {
         };
         snapshot.status =
             effective_status(&snapshot, std::time::SystemTime::now(), HEARTBEAT_TIMEOUT);
+        snapshot.state = snapshot.state.map(|s| self.client_state(s));
         Ok(snapshot)
     }
 
     async fn abort(&self, req: AgentAbortRequest) -> Result<AgentAbortResponse> {
-        let store = self.store("Abort")?;
+        let store = self.store("abort")?;
         let status = match store.abort(&req.snapshot_id).await {
             Ok(status) => status,
             Err(e) if e.status() == StatusCode::NotFound => None,
@@ -321,34 +364,43 @@ impl Shared {
     /// The session a run starts from, the snapshot it continues, and the
     /// session version read with it (the base of the run's first append).
     /// `Err` is misuse of the init (the invocation fails); `Ok(Err)` a
-    /// snapshot that cannot be resumed (the run ends as a failed turn, as
-    /// in Genkit JS).
+    /// start that cannot be continued: an unknown or not resumable
+    /// snapshot, or a custom state failing the state schema (the run ends
+    /// as a failed turn, as in Genkit JS).
     async fn resolve(
         &self,
         init: AgentInit,
-    ) -> Result<std::result::Result<(SessionState, Option<String>, u64), Error>> {
+    ) -> Result<std::result::Result<(SessionState, Option<String>, u64), StartFailure>> {
         let Some(store) = &self.store else {
-            if init.snapshot_id.is_some() {
-                return Err(precondition(format!(
-                    "Cannot use 'snapshotId' with agent '{}': it has no session store; send 'state' instead.",
-                    self.name
-                )));
-            }
-            if init.session_id.is_some() {
-                return Err(precondition(format!(
-                    "Cannot use 'sessionId' with agent '{}': it has no session store; send 'state' instead.",
-                    self.name
-                )));
+            for (field, given) in [
+                ("snapshotId", init.snapshot_id.is_some()),
+                ("sessionId", init.session_id.is_some()),
+            ] {
+                if given {
+                    return Err(precondition(format!(
+                        "Cannot use '{field}' with agent '{}': this agent has no store configured (client-managed state). Send 'state' instead.",
+                        self.name
+                    )));
+                }
             }
             let state = match init.state {
-                Some(state) => with_session_id(state, None),
+                Some(state) => {
+                    if let Err(error) = self.validate_custom(Some(&state)) {
+                        // The client gets back the state it sent, as is.
+                        return Ok(Err(StartFailure {
+                            error,
+                            state: Some(state),
+                        }));
+                    }
+                    with_session_id(state, None)
+                }
                 None => fresh(None),
             };
             return Ok(Ok((state, None, 0)));
         };
         if init.state.is_some() {
             return Err(precondition(format!(
-                "Cannot send 'state' to agent '{}': its sessions are managed by the server; send 'snapshotId' or 'sessionId' instead.",
+                "Cannot send 'state' to agent '{}': this agent uses a server-managed store. Send 'snapshotId' or 'sessionId' instead.",
                 self.name
             )));
         }
@@ -363,7 +415,7 @@ impl Shared {
         let stored = match (&init.snapshot_id, &init.session_id) {
             (Some(id), _) => match store.get(id).await {
                 Ok(stored) => stored,
-                Err(e) if e.status() == StatusCode::NotFound => return Ok(Err(e)),
+                Err(e) if e.status() == StatusCode::NotFound => return Ok(Err(e.into())),
                 Err(e) => return Err(e),
             },
             (None, Some(session)) => match store.latest(session).await {
@@ -404,8 +456,12 @@ impl Shared {
                         "Snapshot {} is not resumable (status: {status}). Only 'completed' snapshots can be resumed.",
                         snapshot.snapshot_id
                     ),
-                )));
+                )
+                .into()));
             }
+        }
+        if let Err(error) = self.validate_custom(snapshot.state.as_ref()) {
+            return Ok(Err(error.into()));
         }
         let owner = snapshot.owner_session_id().map(str::to_owned);
         let state = with_session_id(snapshot.state.unwrap_or_default(), owner);
@@ -455,6 +511,19 @@ impl Shared {
         base: u64,
     ) -> Result<super::store::StoredSnapshot> {
         store.append(snapshot, base).await
+    }
+}
+
+/// Why a run could not start from its init; the run ends as a failed turn.
+struct StartFailure {
+    error: Error,
+    /// The state the client sent, returned as is (client-managed agents).
+    state: Option<SessionState>,
+}
+
+impl From<Error> for StartFailure {
+    fn from(error: Error) -> Self {
+        Self { error, state: None }
     }
 }
 
@@ -528,15 +597,21 @@ async fn run(
 ) -> Result<AgentOutput> {
     let (state, parent, version) = match shared.resolve(init).await? {
         Ok(start) => start,
-        Err(error) => {
+        Err(failure) => {
             return Ok(AgentOutput {
                 finish_reason: Some(AgentFinishReason::Failed),
-                error: Some(RuntimeError::from(&error)),
+                error: Some(RuntimeError::from(&failure.error)),
+                state: failure.state,
                 ..AgentOutput::default()
             });
         }
     };
-    let session = AgentSession::new(state, Some(ctx.clone()), ctx.registry().cloned());
+    let session = AgentSession::with_transform(
+        state,
+        Some(ctx.clone()),
+        ctx.registry().cloned(),
+        shared.transform.clone(),
+    );
     let mut progress = Progress {
         parent,
         version,
@@ -555,20 +630,25 @@ async fn run(
                 None => break,
             },
         };
-        if !input.has_payload() {
-            if input.is_detach() {
-                return detach(&shared, &session, &mut progress, None).await;
-            }
-            continue;
+        // A detach-only input detaches the session as it is; any other
+        // input is a turn, even one with neither message nor resume (as in
+        // Genkit JS: a prompt agent's turn then fails, having no message).
+        if input.is_detach() && !input.has_payload() {
+            let now = session.state();
+            return detach(&shared, &session, &mut progress, None, now).await;
         }
         let detach_now = input.is_detach();
         let before = session.state();
         if detach_now {
-            shared.store("Detach")?;
+            // Refused before the turn starts: Genkit JS runs the turn (and
+            // calls the model) in the background of a failed invocation.
+            shared.detach_store()?;
         }
         let mut turn = start_turn(&shared, &session, input);
         if detach_now {
-            return detach(&shared, &session, &mut progress, Some((turn, before))).await;
+            // Detached as it starts: the pending snapshot is the session
+            // before the turn (as Genkit JS writes it).
+            return detach(&shared, &session, &mut progress, Some(turn), before).await;
         }
         let outcome = loop {
             if !open {
@@ -580,8 +660,10 @@ async fn run(
                 Either::Right((Some(next), _)) => {
                     let next = next?;
                     if next.is_detach() && !next.has_payload() {
-                        return detach(&shared, &session, &mut progress, Some((turn, before)))
-                            .await;
+                        // Detached mid-turn: the pending snapshot is the
+                        // session as the turn has it so far.
+                        let now = session.state();
+                        return detach(&shared, &session, &mut progress, Some(turn), now).await;
                     }
                     queue.push_back(next);
                 }
@@ -607,7 +689,7 @@ async fn run(
                     }
                     None => None,
                 };
-                ctx.send_chunk(AgentStreamChunk::turn_end(TurnEnd {
+                session.send_chunk(AgentStreamChunk::turn_end(TurnEnd {
                     snapshot_id,
                     finish_reason: finish,
                 }));
@@ -636,7 +718,7 @@ async fn run(
                     }
                     None => None,
                 };
-                ctx.send_chunk(AgentStreamChunk::turn_end(TurnEnd {
+                session.send_chunk(AgentStreamChunk::turn_end(TurnEnd {
                     snapshot_id: failed_id,
                     finish_reason: Some(AgentFinishReason::Failed),
                 }));
@@ -661,7 +743,7 @@ fn output_of(shared: &Shared, session: &AgentSession, progress: &Progress) -> Ag
         } else {
             None
         },
-        state: (!server).then(|| session.state()),
+        state: (!server).then(|| shared.client_state(session.state())),
         message: progress.message.clone(),
         artifacts: progress.artifacts.clone(),
         finish_reason: progress.finish_reason,
@@ -670,23 +752,20 @@ fn output_of(shared: &Shared, session: &AgentSession, progress: &Progress) -> Ag
 }
 
 /// Hands the running turn (if any) to a background task: a pending snapshot
-/// is stored at once and rewritten with the turn's outcome.
+/// of `state` is stored at once and rewritten with the turn's outcome.
 async fn detach(
     shared: &Arc<Shared>,
     session: &AgentSession,
     progress: &mut Progress,
-    turn: Option<(TurnFuture, SessionState)>,
+    turn: Option<TurnFuture>,
+    state: SessionState,
 ) -> Result<AgentOutput> {
-    let store = shared.store("Detach")?.clone();
+    let store = shared.detach_store()?.clone();
     session.detach_stream();
     let status = if turn.is_some() {
         SnapshotStatus::Pending
     } else {
         SnapshotStatus::Completed
-    };
-    let state = match &turn {
-        Some((_, before)) => before.clone(),
-        None => session.state(),
     };
     let mut snap = snapshot_of(session, progress.parent.clone(), status, state);
     if turn.is_some() {
@@ -697,7 +776,7 @@ async fn detach(
         .await?
         .snapshot
         .snapshot_id;
-    if let Some((turn, before)) = turn {
+    if let Some(turn) = turn {
         shared
             .running
             .lock()
@@ -708,7 +787,6 @@ async fn detach(
             session.clone(),
             id.clone(),
             turn,
-            before,
         ));
     }
     Ok(AgentOutput {
@@ -725,7 +803,6 @@ async fn finish_detached(
     session: AgentSession,
     id: String,
     turn: TurnFuture,
-    before: SessionState,
 ) {
     let heartbeat = {
         let store = store.clone();
@@ -762,17 +839,20 @@ async fn finish_detached(
         let mut snap = stored.snapshot;
         let now = now_rfc3339();
         snap.updated_at = Some(now);
+        // Heartbeats only tell a running turn from a dead one.
+        snap.heartbeat_at = None;
+        // The outcome with the state as the turn left it (a failed one too,
+        // as for attached turns).
+        snap.state = Some(session.state());
         match &outcome {
             Ok(result) => {
                 snap.status = Some(SnapshotStatus::Completed);
                 snap.finish_reason = result.finish_reason;
-                snap.state = Some(session.state());
             }
             Err(error) => {
                 snap.status = Some(SnapshotStatus::Failed);
                 snap.finish_reason = Some(AgentFinishReason::Failed);
                 snap.error = Some(RuntimeError::from(error));
-                snap.state = Some(before.clone());
             }
         }
         match store.update(snap, stored.revision).await {

@@ -12,6 +12,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::json_patch::{JsonPatchOperation, diff};
+use super::transform::ClientTransform;
 use super::types::{AgentStreamChunk, Artifact, SessionState};
 use crate::types::Message;
 
@@ -30,6 +31,8 @@ struct Shared {
     live: Mutex<Live>,
     registry: Option<Registry>,
     aborted: CancellationToken,
+    /// What the client sees of chunks and of the custom state.
+    transform: Option<ClientTransform>,
 }
 
 struct Live {
@@ -43,8 +46,9 @@ struct Live {
     added: Vec<Message>,
     /// Where chunks go; `None` once the turn is detached (nobody listens).
     sink: Option<ActionCtx<AgentStreamChunk>>,
-    /// The custom state as last streamed in this turn; `None` until the
-    /// turn's first patch (which replaces the whole document).
+    /// The custom state as last streamed in this turn (as the client sees
+    /// it); `None` until the turn's first patch (which replaces the whole
+    /// document).
     streamed_custom: Option<Value>,
 }
 
@@ -68,10 +72,22 @@ impl std::fmt::Debug for AgentSession {
 }
 
 impl AgentSession {
+    #[cfg(test)]
     pub(crate) fn new(
         state: SessionState,
         sink: Option<ActionCtx<AgentStreamChunk>>,
         registry: Option<Registry>,
+    ) -> Self {
+        Self::with_transform(state, sink, registry, None)
+    }
+
+    /// A session whose chunks and streamed custom state go through the
+    /// agent's client transform.
+    pub(crate) fn with_transform(
+        state: SessionState,
+        sink: Option<ActionCtx<AgentStreamChunk>>,
+        registry: Option<Registry>,
+        transform: Option<ClientTransform>,
     ) -> Self {
         Self {
             inner: Arc::new(Shared {
@@ -83,6 +99,7 @@ impl AgentSession {
                 }),
                 registry,
                 aborted: CancellationToken::new(),
+                transform,
             }),
         }
     }
@@ -161,26 +178,38 @@ impl AgentSession {
     /// diffs from what was last streamed (none when nothing changed).
     pub fn set_custom<T: Serialize>(&self, custom: &T) -> Result<()> {
         let value = serde_json::to_value(custom)?;
-        let (sink, patch) = {
+        let transform = self.inner.transform.as_ref().filter(|t| t.rewrites_state());
+        let whole = {
             let mut live = self.inner.live.lock();
             live.state.custom = Some(value.clone());
-            let patch = match &live.streamed_custom {
-                None => vec![JsonPatchOperation::Replace {
-                    path: String::new(),
-                    value: value.clone(),
-                }],
-                Some(previous) => diff(previous, &value),
-            };
             if live.sink.is_none() {
                 return Ok(());
             }
-            live.streamed_custom = Some(value);
-            (live.sink.clone(), patch)
+            transform.map(|_| {
+                live.merge_added();
+                live.state.clone()
+            })
         };
-        if let Some(sink) = sink
-            && !patch.is_empty()
-        {
-            sink.send_chunk(AgentStreamChunk::custom_patch(patch));
+        // The client sees the custom state of the transformed state; the
+        // transform (user code) runs outside the lock.
+        let shown = match (transform, whole) {
+            (Some(t), Some(state)) => t.client_state(state).custom.unwrap_or(Value::Null),
+            _ => value,
+        };
+        let patch = {
+            let mut live = self.inner.live.lock();
+            let patch = match &live.streamed_custom {
+                None => vec![JsonPatchOperation::Replace {
+                    path: String::new(),
+                    value: shown.clone(),
+                }],
+                Some(previous) => diff(previous, &shown),
+            };
+            live.streamed_custom = Some(shown);
+            patch
+        };
+        if !patch.is_empty() {
+            self.send_chunk(AgentStreamChunk::custom_patch(patch));
         }
         Ok(())
     }
@@ -203,7 +232,7 @@ impl AgentSession {
     /// Adds an artifact, replacing the one of the same name, and streams it
     /// as an `artifact` chunk.
     pub fn add_artifact(&self, artifact: Artifact) {
-        let sink = {
+        {
             let mut live = self.inner.live.lock();
             let artifacts = live.state.artifacts.get_or_insert_with(Vec::new);
             let same = artifact
@@ -218,17 +247,22 @@ impl AgentSession {
                 }
                 None => artifacts.push(artifact.clone()),
             }
-            live.sink.clone()
-        };
-        if let Some(sink) = sink {
-            sink.send_chunk(AgentStreamChunk::artifact(artifact));
         }
+        self.send_chunk(AgentStreamChunk::artifact(artifact));
     }
 
-    /// Streams a chunk to the caller (dropped once the turn is detached).
+    /// Streams a chunk to the caller, as the agent's client transform shows
+    /// it (dropped once the turn is detached).
     pub fn send_chunk(&self, chunk: AgentStreamChunk) {
         let sink = self.inner.live.lock().sink.clone();
-        if let Some(sink) = sink {
+        let Some(sink) = sink else {
+            return;
+        };
+        let chunk = match &self.inner.transform {
+            Some(t) => t.client_chunk(chunk),
+            None => Some(chunk),
+        };
+        if let Some(chunk) = chunk {
             sink.send_chunk(chunk);
         }
     }

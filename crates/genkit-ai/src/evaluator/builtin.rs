@@ -357,7 +357,7 @@ mod tests {
             .score(&point(json!({}), schema))
             .expect("scored");
         let why = s.details.and_then(|d| d.reasoning).expect("reasoning");
-        assert!(why.contains("\"n\" is a required property"), "{why}");
+        assert!(why.contains("must have required property 'n'"), "{why}");
         let err = GenkitMetric::JsonSchema
             .score(&point(json!({}), json!(5)))
             .expect_err("no schema");

@@ -9,7 +9,7 @@ use super::{Metadata, is_truthy};
 use crate::extract::extract_json;
 
 /// Who produced a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum Role {
@@ -21,6 +21,22 @@ pub enum Role {
     Model,
     /// Results of tool calls.
     Tool,
+}
+
+/// Genkit's `RoleSchema`: a string enum. (Derived, the variants' docs
+/// would make it a `oneOf` of described constants, which validates the same
+/// but words a wrong role differently than Genkit JS.)
+impl JsonSchema for Role {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Role".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "enum": ["system", "user", "model", "tool"]
+        })
+    }
 }
 
 impl Role {

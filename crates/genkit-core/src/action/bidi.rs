@@ -242,7 +242,7 @@ impl Checks {
                     self.name,
                     e.inner()
                 ))
-                .with_details(serde_json::json!({ "paths": [path] })),
+                .with_details(serde_json::json!({ "errors": [{"path": path, "message": e.inner().to_string()}] })),
             )
         })
     }

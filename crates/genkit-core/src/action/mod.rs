@@ -554,7 +554,7 @@ impl<I: Payload, O: Payload, S: Payload> ErasedAction for Inner<I, O, S> {
                         self.desc.name,
                         e.inner()
                     ))
-                    .with_details(serde_json::json!({ "paths": [path] })),
+                    .with_details(serde_json::json!({ "errors": [{"path": path, "message": e.inner().to_string()}] })),
                 )
             })?;
             let on_chunk: Option<ChunkCallback<S>> = opts.on_chunk.map(|cb| {
