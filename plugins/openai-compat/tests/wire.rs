@@ -171,6 +171,48 @@ async fn generate_sends_the_exact_request_and_reads_the_answer() {
     );
 }
 
+/// `from_env` reads `OPENAI_BASE_URL` as OpenAI's SDKs do, and sends
+/// `OPENAI_API_KEY` there.
+#[tokio::test]
+async fn from_env_reads_openai_base_url_and_sends_the_key_there() {
+    let server = TestServer::start([Reply::json(text_completion("Hi."))]).await;
+    let base = format!("{}/v1/", server.url);
+    let plugin = OpenAiCompatible::from_env_with(|var| match var {
+        "OPENAI_BASE_URL" => Some(base.clone()),
+        "OPENAI_API_KEY" => Some(format!(" {KEY} ")),
+        _ => None,
+    })
+    .expect("plugin");
+    let reg = registry(plugin);
+    let response = bounded(generate(
+        &reg,
+        GenerateOptions::prompt("Hello").model("openai/gpt-4o-mini"),
+    ))
+    .await
+    .expect("generate");
+    assert_eq!(response.text(), "Hi.");
+    let req = server.single_request();
+    assert_eq!(req.path, "/v1/chat/completions");
+    assert_eq!(
+        req.header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+
+    // Without a key a compatible server is called without one.
+    let server = TestServer::start([Reply::json(text_completion("Hi."))]).await;
+    let base = format!("{}/v1", server.url);
+    let plugin =
+        OpenAiCompatible::from_env_with(|var| (var == "OPENAI_BASE_URL").then(|| base.clone()))
+            .expect("plugin");
+    bounded(generate(
+        &registry(plugin),
+        GenerateOptions::prompt("Hello").model("openai/gpt-4o-mini"),
+    ))
+    .await
+    .expect("generate");
+    assert_eq!(server.single_request().header("authorization"), None);
+}
+
 #[tokio::test]
 async fn finish_reasons_map_to_genkit() {
     for (wire, genkit) in [
