@@ -426,6 +426,7 @@ async fn streamed_tool_calls_are_assembled_across_chunks() {
             .tool(weather_tool(calls.clone())),
     );
     let mut partial_requests = 0;
+    let mut complete = Vec::new();
     let mut model_text = String::new();
     while let Some(c) = bounded(stream.next()).await {
         let c = c.expect("chunk");
@@ -433,12 +434,25 @@ async fn streamed_tool_calls_are_assembled_across_chunks() {
             .tool_requests()
             .filter(|r| r.partial == Some(true))
             .count();
+        complete.extend(
+            c.tool_requests()
+                .filter(|r| r.partial.is_none())
+                .map(|r| (r.reference.clone(), r.input.clone())),
+        );
         if c.index() == 2 {
             model_text.push_str(&c.text());
         }
     }
     let response = bounded(stream.response()).await.expect("response");
     assert!(partial_requests >= 6, "partial tool requests were streamed");
+    // The stream ends each call with its complete request, as it will run.
+    assert_eq!(
+        complete,
+        [
+            (Some("call_p".to_owned()), Some(json!({"city": "Paris"}))),
+            (Some("call_r".to_owned()), Some(json!({"city": "Rome"})))
+        ]
+    );
     assert_eq!(model_text, "Both nice.");
     assert_eq!(response.text(), "Both nice.");
     assert_eq!(calls.load(Ordering::SeqCst), 2);
