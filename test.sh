@@ -66,11 +66,11 @@ fi
 step "cargo fmt --check"
 cargo fmt --all --check
 
-step "cargo clippy (all crates, all targets, OTLP export and media download included; warnings are errors)"
-cargo clippy --workspace --all-targets --features genkit-server/otlp,genkit-ai/download-media,genkit-store-sql/postgres,genkit-rs/sql-store-postgres -- -D warnings
+step "cargo clippy (all crates, all targets, OTLP export, media download and OpenAI tokenizers included; warnings are errors)"
+cargo clippy --workspace --all-targets --features genkit-server/otlp,genkit-ai/download-media,genkit-store-sql/postgres,genkit-rs/sql-store-postgres,genkit-openai/tiktoken -- -D warnings
 
 step "cargo test (unit, integration, conformance, official genkit CLI and JS client, doc tests)"
-cargo test --workspace --features genkit-server/otlp,genkit-ai/download-media,genkit-store-sql/postgres,genkit-rs/sql-store-postgres
+cargo test --workspace --features genkit-server/otlp,genkit-ai/download-media,genkit-store-sql/postgres,genkit-rs/sql-store-postgres,genkit-openai/tiktoken
 
 step "cargo package: every library crate packs and builds alone, as crates.io would get it"
 # Verification builds each packed crate against the others (not yet

@@ -8,6 +8,7 @@ use genkit::agent::store::SessionStore;
 use genkit::middleware::{GenerateMiddleware, history_policy, tool_approval, tool_cache};
 use genkit::prelude::*;
 use genkit::prompt::PromptConfig;
+use genkit_openai::tokenizer::TiktokenEstimator;
 
 use crate::fleet::Fleet;
 use crate::models::{self, ModelChoice};
@@ -36,6 +37,8 @@ pub struct App {
     pub agent: Agent,
     /// The model the agent uses.
     pub model: ModelChoice,
+    /// How the history the model sees is trimmed, for the start-up line.
+    pub history: String,
 }
 
 /// Builds the app on `store`, talking to `model`, its tools acting on `fleet`.
@@ -45,14 +48,27 @@ pub fn build(store: Arc<dyn SessionStore>, model: ModelChoice, fleet: Arc<Fleet>
     offline_model::define_offline_model(&ai);
     tools::define_tools(&ai, &fleet, &store);
 
+    // The budget is counted with the model's own tokenizer where one is
+    // known (OpenAI's), else estimated from the characters.
+    let tokenizer = TiktokenEstimator::for_model(&model.name);
+    let history = format!(
+        "last {KEEP_TURNS} turns within {KEEP_TOKENS} tokens, {}",
+        tokenizer.as_ref().map_or_else(
+            || "estimated at 4 characters a token".to_owned(),
+            |t| format!("counted with {}", t.encoding().name())
+        )
+    );
     // Named middleware, so the prompt (and the Dev UI) can refer to them.
     ai.define_middleware(
         "historyPolicy",
         "Keeps the last turns within a token budget, tool pairs whole",
-        |_config| {
-            let policy = history_policy()
+        move |_config| {
+            let mut policy = history_policy()
                 .last_turns(KEEP_TURNS)
                 .max_tokens(KEEP_TOKENS);
+            if let Some(tokenizer) = &tokenizer {
+                policy = policy.estimator(tokenizer.clone());
+            }
             Ok(Arc::new(policy) as Arc<dyn GenerateMiddleware>)
         },
     );
@@ -88,7 +104,12 @@ pub fn build(store: Arc<dyn SessionStore>, model: ModelChoice, fleet: Arc<Fleet>
             .store(store)
             .description("Operations assistant: service status, logs, restarts (approved)"),
     );
-    Ok(App { ai, agent, model })
+    Ok(App {
+        ai,
+        agent,
+        model,
+        history,
+    })
 }
 
 #[cfg(test)]

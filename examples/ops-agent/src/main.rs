@@ -138,7 +138,10 @@ fn run(args: Args, serving: bool) -> Result<std::process::ExitCode> {
         args.tool_latency_ms,
     )));
     let app = app::build(store, model, fleet)?;
-    let model_line = format!("model:   {} ({})", app.model.name, app.model.reason);
+    let model_line = format!(
+        "model:   {} ({})\nhistory: {}",
+        app.model.name, app.model.reason, app.history
+    );
 
     if serving {
         println!("{model_line}\nstore:   {store_label}");

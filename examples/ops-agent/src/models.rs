@@ -16,17 +16,45 @@ pub struct ModelChoice {
     pub reason: String,
 }
 
-/// Providers in the order they are tried: plugin prefix, the environment
-/// variables that select it, and its default model.
-const PROVIDERS: [(&str, &[&str], &str); 4] = [
-    ("openai", &["OPENAI_API_KEY"], "gpt-4o-mini"),
-    (
-        "googleai",
-        &["GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_API_KEY"],
-        "gemini-2.5-flash",
-    ),
-    ("anthropic", &["ANTHROPIC_API_KEY"], "claude-haiku-4-5"),
-    ("ollama", &["OLLAMA_HOST"], "llama3.2"),
+/// A provider the environment can select.
+struct Provider {
+    /// The plugin's name, the models' prefix.
+    prefix: &'static str,
+    /// The variables that select it (its key, or Ollama's address).
+    selected_by: &'static [&'static str],
+    /// Where its plugin's `from_env` reads another server from, as the
+    /// provider's SDKs do (shown at start-up when set).
+    base_url: Option<&'static str>,
+    /// The model used unless `--model` names one.
+    model: &'static str,
+}
+
+/// Providers in the order they are tried.
+const PROVIDERS: [Provider; 4] = [
+    Provider {
+        prefix: "openai",
+        selected_by: &[genkit_openai::API_KEY_ENV],
+        base_url: Some(genkit_openai::BASE_URL_ENV),
+        model: "gpt-4o-mini",
+    },
+    Provider {
+        prefix: "googleai",
+        selected_by: &genkit_google_genai::API_KEY_ENV_VARS,
+        base_url: Some(genkit_google_genai::BASE_URL_ENV_VAR),
+        model: "gemini-2.5-flash",
+    },
+    Provider {
+        prefix: "anthropic",
+        selected_by: &[genkit_anthropic::API_KEY_ENV_VAR],
+        base_url: Some(genkit_anthropic::BASE_URL_ENV_VAR),
+        model: "claude-haiku-4-5",
+    },
+    Provider {
+        prefix: "ollama",
+        selected_by: &["OLLAMA_HOST"],
+        base_url: None,
+        model: "llama3.2",
+    },
 ];
 
 /// Picks the model: `explicit` if given, else from `env` (a lookup, so
@@ -38,14 +66,17 @@ pub fn choose(explicit: Option<&str>, env: impl Fn(&str) -> Option<String>) -> M
             reason: "from --model".into(),
         };
     }
-    for (prefix, vars, model) in PROVIDERS {
-        if let Some(var) = vars
-            .iter()
-            .find(|v| env(v).is_some_and(|s| !s.trim().is_empty()))
-        {
+    let set = |var: &str| env(var).filter(|s| !s.trim().is_empty());
+    for provider in PROVIDERS {
+        if let Some(var) = provider.selected_by.iter().find(|v| set(v).is_some()) {
+            let mut reason = format!("{var} is set");
+            if let Some((url_var, url)) = provider.base_url.and_then(|v| set(v).map(|url| (v, url)))
+            {
+                reason.push_str(&format!(", at {} ({url_var})", url.trim()));
+            }
             return ModelChoice {
-                name: format!("{prefix}/{model}"),
-                reason: format!("{var} is set"),
+                name: format!("{}/{}", provider.prefix, provider.model),
+                reason,
             };
         }
     }
@@ -99,6 +130,14 @@ mod tests {
         assert_eq!(
             choose(None, env(&[("OPENAI_API_KEY", " ")])).name,
             OFFLINE_MODEL
+        );
+        let proxied = [
+            ("OPENAI_API_KEY", "k"),
+            ("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1"),
+        ];
+        assert_eq!(
+            choose(None, env(&proxied)).reason,
+            "OPENAI_API_KEY is set, at http://127.0.0.1:8080/v1 (OPENAI_BASE_URL)"
         );
         assert_eq!(
             choose(Some("anthropic/claude-sonnet-4-5"), env(&both)).name,

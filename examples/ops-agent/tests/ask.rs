@@ -6,32 +6,13 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use genkit::prelude::*;
 
-const BIN: &str = env!("CARGO_BIN_EXE_ops-agent");
-
-fn ops_agent(data: &Path) -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.arg("--data-dir").arg(data);
-    for var in [
-        "OPENAI_API_KEY",
-        "GEMINI_API_KEY",
-        "GOOGLE_API_KEY",
-        "GOOGLE_GENAI_API_KEY",
-        "ANTHROPIC_API_KEY",
-        "OLLAMA_HOST",
-        "OPS_AGENT_MODEL",
-        "OPS_AGENT_DATABASE",
-        "GENKIT_ENV",
-        "PORT",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd
-}
+mod common;
+use common::ops_agent;
 
 fn ask(data: &Path, args: &[&str]) -> Output {
     let out = ops_agent(data).args(args).output().expect("ops-agent runs");

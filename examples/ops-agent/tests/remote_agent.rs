@@ -7,41 +7,16 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_ops-agent");
-
-struct Child(std::process::Child);
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+mod common;
+use common::{Child, npm_tools, ops_agent};
 
 #[test]
 fn genkit_js_remote_agent_chats_and_approves_a_restart() {
-    let has = |cmd: &str| {
-        Command::new(cmd)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    if !has("node") || !has("npm") {
-        let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-        assert!(!ci, "node and npm are needed under CI");
+    let Some(js) = npm_tools() else {
         eprintln!("SKIPPED: node and npm are required for the remoteAgent test");
         return;
-    }
+    };
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let js = manifest.join("../../crates/genkit-server/tests/js");
-    if !js.join("node_modules/genkit/package.json").exists() {
-        let st = Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
-            .current_dir(&js)
-            .status()
-            .expect("running npm ci");
-        assert!(st.success(), "npm ci failed in {}", js.display());
-    }
     let script = std::fs::read_to_string(manifest.join("tests/js/remote_agent.mjs"))
         .expect("the client script");
 
@@ -50,25 +25,10 @@ fn genkit_js_remote_agent_chats_and_approves_a_restart() {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("a free port");
-    let mut cmd = Command::new(BIN);
-    cmd.arg("--data-dir")
-        .arg(dir.path())
-        .args(["--serve", "--port", &port.to_string()])
+    let mut cmd = ops_agent(dir.path());
+    cmd.args(["--serve", "--port", &port.to_string()])
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
-    for var in [
-        "OPENAI_API_KEY",
-        "GEMINI_API_KEY",
-        "GOOGLE_API_KEY",
-        "GOOGLE_GENAI_API_KEY",
-        "ANTHROPIC_API_KEY",
-        "OLLAMA_HOST",
-        "OPS_AGENT_MODEL",
-        "OPS_AGENT_DATABASE",
-        "GENKIT_ENV",
-    ] {
-        cmd.env_remove(var);
-    }
     let mut server = Child(cmd.spawn().expect("ops-agent starts"));
     let stdout = server.0.stdout.take().expect("stdout");
     let start = Instant::now();

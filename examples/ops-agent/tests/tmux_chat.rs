@@ -12,7 +12,8 @@ use genkit::agent::store::SessionStore;
 use genkit::prelude::*;
 use genkit_store_sql::SqliteSessionStore;
 
-const BIN: &str = env!("CARGO_BIN_EXE_ops-agent");
+mod common;
+use common::BIN;
 /// The longest any screen update may take (a loaded CI machine).
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -29,22 +30,8 @@ impl Tmux {
         let mut cmd = Command::new("tmux");
         cmd.args(["-L", &tmux.socket, "-f", "/dev/null", "new-session", "-d"])
             .args(["-s", "chat", "-x", "160", "-y", "50", "sh"])
-            .env("HOME", env_dir)
-            .env_remove("GENKIT_ENV");
-        for var in [
-            "OPENAI_API_KEY",
-            "GEMINI_API_KEY",
-            "GOOGLE_API_KEY",
-            "GOOGLE_GENAI_API_KEY",
-            "ANTHROPIC_API_KEY",
-            "OLLAMA_HOST",
-            "OPS_AGENT_MODEL",
-            "OPS_AGENT_DATABASE",
-            "OPS_AGENT_DATA_DIR",
-            "TMUX",
-        ] {
-            cmd.env_remove(var);
-        }
+            .env("HOME", env_dir);
+        common::clean_env(&mut cmd);
         let out = cmd.output().unwrap_or_else(|e| {
             panic!(
                 "tmux is needed for this test (test.sh installs it: apt-get install -y tmux): {e}"

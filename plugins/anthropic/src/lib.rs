@@ -74,8 +74,8 @@ pub use config::{AnthropicConfig, ThinkingConfig};
 pub use error::{AnthropicError, AnthropicErrorBody};
 pub use genkit_provider::{ApiKey, CommonConfig, ModelSpec};
 pub use plugin::{
-    API_KEY_ENV_VAR, API_VERSION, Anthropic, AnthropicBuilder, AnthropicProvider, DEFAULT_BASE_URL,
-    DEFAULT_MAX_TOKENS,
+    API_KEY_ENV_VAR, API_VERSION, Anthropic, AnthropicBuilder, AnthropicProvider, BASE_URL_ENV_VAR,
+    DEFAULT_BASE_URL, DEFAULT_MAX_TOKENS,
 };
 pub use stream::MessageStream;
 

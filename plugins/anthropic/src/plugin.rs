@@ -21,6 +21,10 @@ pub const API_VERSION: &str = "2023-06-01";
 /// The environment variable read for the API key.
 pub const API_KEY_ENV_VAR: &str = "ANTHROPIC_API_KEY";
 
+/// Where `from_env` reads another base URL from (without `/v1`), as
+/// Anthropic's SDKs do; `ANTHROPIC_API_KEY` is sent there.
+pub const BASE_URL_ENV_VAR: &str = "ANTHROPIC_BASE_URL";
+
 /// `max_tokens` sent when a request's config sets no `maxOutputTokens`.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
@@ -46,6 +50,7 @@ genkit_provider::provider_plugin! {
 impl Provider for AnthropicProvider {
     const INFO: ProviderInfo = ProviderInfo {
         key_header: KeyHeader::Named("x-api-key"),
+        base_url_env: Some(BASE_URL_ENV_VAR),
         key_env: &[API_KEY_ENV_VAR],
         key_required: true,
         headers: &[("anthropic-version", API_VERSION)],

@@ -64,7 +64,10 @@ mod wire;
 pub use config::{EmbedConfig, FunctionCallingConfig, GeminiConfig, SafetySetting, ThinkingConfig};
 pub use error::{GeminiError, GeminiErrorBody};
 pub use genkit_provider::{ApiKey, CommonConfig, EmbedderSpec, ModelSpec};
-pub use plugin::{API_KEY_ENV_VARS, DEFAULT_BASE_URL, GoogleAi, GoogleAiBuilder, GoogleAiProvider};
+pub use plugin::{
+    API_KEY_ENV_VARS, BASE_URL_ENV_VAR, DEFAULT_BASE_URL, GoogleAi, GoogleAiBuilder,
+    GoogleAiProvider,
+};
 pub use stream::Events;
 
 /// The default timeout (see the builder's `timeout`).

@@ -22,6 +22,14 @@ use crate::stream::Events;
 /// The Gemini API endpoint used unless another is configured.
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
 
+/// Where `from_env` reads another server from, as Google's Gen AI SDKs do:
+/// the server without the API version (`/v1beta` is appended); the key is
+/// sent there.
+pub const BASE_URL_ENV_VAR: &str = "GOOGLE_GEMINI_BASE_URL";
+
+/// The API version path appended to [`BASE_URL_ENV_VAR`]'s server.
+const API_VERSION_PATH: &str = "v1beta";
+
 /// The environment variables read for the API key, in order.
 pub const API_KEY_ENV_VARS: [&str; 3] =
     ["GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_API_KEY"];
@@ -49,6 +57,8 @@ genkit_provider::provider_plugin! {
 impl Provider for GoogleAiProvider {
     const INFO: ProviderInfo = ProviderInfo {
         key_header: KeyHeader::Named("x-goog-api-key"),
+        base_url_env: Some(BASE_URL_ENV_VAR),
+        base_url_env_path: API_VERSION_PATH,
         key_env: &API_KEY_ENV_VARS,
         key_required: true,
         headers: &[("x-goog-api-client", USER_AGENT)],

@@ -14,6 +14,10 @@
 //!   (retried by the retry middleware), 5xx `UNAVAILABLE`, timeouts
 //!   `DEADLINE_EXCEEDED`; a stream cut off mid-way is an error, never a hang.
 //!   Cancelling a call drops its HTTP request.
+//! - With the `tiktoken` feature, [`tokenizer::TiktokenEstimator`] counts
+//!   tokens as OpenAI's models do, for history policies' token budgets.
+//! - `from_env` reads `OPENAI_API_KEY` and, as OpenAI's SDKs do,
+//!   `OPENAI_BASE_URL` (a proxy or another server; the key is sent there).
 //! - API keys never appear in `Debug` output, logs or errors.
 //!
 //! - Built on the plugin kit of `genkit-provider`: the builder's shared
@@ -61,6 +65,8 @@ mod error;
 mod models;
 mod plugin;
 mod stream;
+#[cfg(feature = "tiktoken")]
+pub mod tokenizer;
 mod wire;
 
 pub use config::{EmbedConfig, OpenAiConfig, StructuredOutputStyle, VisualDetailLevel};
@@ -68,8 +74,8 @@ pub use error::{OpenAiErrorBody, ProviderError};
 pub use genkit_provider::{ApiKey, CommonConfig};
 pub use models::{EmbedderSpec, ModelSpec, TokenLimitField, openai_embedders, openai_models};
 pub use plugin::{
-    API_KEY_ENV, DEFAULT_BASE_URL, DEFAULT_NAME, OpenAiCompatible, OpenAiCompatibleBuilder,
-    OpenAiProvider,
+    API_KEY_ENV, BASE_URL_ENV, DEFAULT_BASE_URL, DEFAULT_NAME, OpenAiCompatible,
+    OpenAiCompatibleBuilder, OpenAiProvider,
 };
 pub use stream::StreamState;
 

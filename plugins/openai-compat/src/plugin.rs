@@ -23,6 +23,9 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub const DEFAULT_NAME: &str = "openai";
 /// Where the key comes from when none is given (for OpenAI's own API).
 pub const API_KEY_ENV: &str = "OPENAI_API_KEY";
+/// Where `from_env` reads another base URL from, as OpenAI's SDKs do (a
+/// proxy or a compatible server; `OPENAI_API_KEY` is sent there).
+pub const BASE_URL_ENV: &str = "OPENAI_BASE_URL";
 
 genkit_provider::provider_plugin! {
     /// The OpenAI-compatible plugin: chat models (`/model/<name>/<model>`)
@@ -51,6 +54,7 @@ genkit_provider::provider_plugin! {
 
 impl Provider for OpenAiProvider {
     const INFO: ProviderInfo = ProviderInfo {
+        base_url_env: Some(BASE_URL_ENV),
         key_env: &[API_KEY_ENV],
         key_required: true,
         request_keys: true,

@@ -125,10 +125,25 @@ impl StreamState {
                 }
             }
             if let Some(reason) = choice.finish_reason {
+                if self.finish_reason.is_none() {
+                    self.push_complete_calls(&mut parts);
+                }
                 self.finish_reason = Some(reason);
             }
         }
         Ok((!parts.is_empty()).then(|| GenerateResponseChunk::new(parts)))
+    }
+
+    /// At the finish reason, the calls as they will run (not partial), so a
+    /// stream ends with each complete request as Gemini's and Anthropic's
+    /// do; a call whose arguments are not JSON is left to [`Self::finish`],
+    /// which reports it.
+    fn push_complete_calls(&self, parts: &mut Vec<Part>) {
+        for acc in self.tool_calls.values().filter(|a| !a.name.is_empty()) {
+            if let Ok(part) = tool_request_part(acc.id.clone(), &acc.name, &acc.arguments) {
+                parts.push(part);
+            }
+        }
     }
 
     /// Adds a tool-call fragment and returns a partial tool request showing
@@ -397,6 +412,12 @@ mod tests {
         let partial = chunks[2].content[0].as_tool_request().unwrap();
         assert_eq!(partial.partial, Some(true));
         assert_eq!(partial.input, Some(json!({})));
+        // The finish reason's chunk holds the complete requests.
+        let last: Vec<_> = chunks.last().unwrap().tool_requests().cloned().collect();
+        assert_eq!(last.len(), 2);
+        assert_eq!(last[0].partial, None);
+        assert_eq!(last[0].input, Some(json!({"city": "Paris"})));
+        assert_eq!(last[1].input, Some(json!({"tz": "UTC"})));
         let r = s.finish().unwrap();
         let calls: Vec<_> = r.tool_requests().into_iter().cloned().collect();
         assert_eq!(calls.len(), 2);

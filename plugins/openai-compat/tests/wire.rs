@@ -171,6 +171,48 @@ async fn generate_sends_the_exact_request_and_reads_the_answer() {
     );
 }
 
+/// `from_env` reads `OPENAI_BASE_URL` as OpenAI's SDKs do, and sends
+/// `OPENAI_API_KEY` there.
+#[tokio::test]
+async fn from_env_reads_openai_base_url_and_sends_the_key_there() {
+    let server = TestServer::start([Reply::json(text_completion("Hi."))]).await;
+    let base = format!("{}/v1/", server.url);
+    let plugin = OpenAiCompatible::from_env_with(|var| match var {
+        "OPENAI_BASE_URL" => Some(base.clone()),
+        "OPENAI_API_KEY" => Some(format!(" {KEY} ")),
+        _ => None,
+    })
+    .expect("plugin");
+    let reg = registry(plugin);
+    let response = bounded(generate(
+        &reg,
+        GenerateOptions::prompt("Hello").model("openai/gpt-4o-mini"),
+    ))
+    .await
+    .expect("generate");
+    assert_eq!(response.text(), "Hi.");
+    let req = server.single_request();
+    assert_eq!(req.path, "/v1/chat/completions");
+    assert_eq!(
+        req.header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+
+    // Without a key a compatible server is called without one.
+    let server = TestServer::start([Reply::json(text_completion("Hi."))]).await;
+    let base = format!("{}/v1", server.url);
+    let plugin =
+        OpenAiCompatible::from_env_with(|var| (var == "OPENAI_BASE_URL").then(|| base.clone()))
+            .expect("plugin");
+    bounded(generate(
+        &registry(plugin),
+        GenerateOptions::prompt("Hello").model("openai/gpt-4o-mini"),
+    ))
+    .await
+    .expect("generate");
+    assert_eq!(server.single_request().header("authorization"), None);
+}
+
 #[tokio::test]
 async fn finish_reasons_map_to_genkit() {
     for (wire, genkit) in [
@@ -384,6 +426,7 @@ async fn streamed_tool_calls_are_assembled_across_chunks() {
             .tool(weather_tool(calls.clone())),
     );
     let mut partial_requests = 0;
+    let mut complete = Vec::new();
     let mut model_text = String::new();
     while let Some(c) = bounded(stream.next()).await {
         let c = c.expect("chunk");
@@ -391,12 +434,25 @@ async fn streamed_tool_calls_are_assembled_across_chunks() {
             .tool_requests()
             .filter(|r| r.partial == Some(true))
             .count();
+        complete.extend(
+            c.tool_requests()
+                .filter(|r| r.partial.is_none())
+                .map(|r| (r.reference.clone(), r.input.clone())),
+        );
         if c.index() == 2 {
             model_text.push_str(&c.text());
         }
     }
     let response = bounded(stream.response()).await.expect("response");
     assert!(partial_requests >= 6, "partial tool requests were streamed");
+    // The stream ends each call with its complete request, as it will run.
+    assert_eq!(
+        complete,
+        [
+            (Some("call_p".to_owned()), Some(json!({"city": "Paris"}))),
+            (Some("call_r".to_owned()), Some(json!({"city": "Rome"})))
+        ]
+    );
     assert_eq!(model_text, "Both nice.");
     assert_eq!(response.text(), "Both nice.");
     assert_eq!(calls.load(Ordering::SeqCst), 2);

@@ -33,18 +33,23 @@ impl<P: Provider> ProviderPlugin<P> {
     }
 
     /// The plugin with its defaults, the key from the provider's usual
-    /// environment variable (and, where the provider has one, the address
-    /// from its variable, e.g. `OLLAMA_HOST`).
+    /// environment variable and, where the provider has one, the base URL
+    /// from its variable (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`,
+    /// `GOOGLE_GEMINI_BASE_URL`, `OLLAMA_HOST`), as the provider's SDKs
+    /// read them. The key goes to that URL too: both are the user's
+    /// settings for this provider.
     pub fn from_env() -> Result<Self> {
+        Self::from_env_with(|var| std::env::var(var).ok())
+    }
+
+    /// [`from_env`](Self::from_env) reading variables through `lookup`
+    /// (for tests, or settings kept elsewhere than the process environment).
+    pub fn from_env_with(lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
         let mut setup = PluginSetup::of::<P>();
-        let address = P::INFO.base_url_env.and_then(|var| std::env::var(var).ok());
-        if let Some(address) = address.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
-            setup.base_url = if address.contains("://") {
-                address.to_owned()
-            } else {
-                format!("http://{address}")
-            };
+        if let Some(base_url) = env_base_url(&P::INFO, &lookup) {
+            setup.base_url = base_url;
         }
+        setup.api_key = ApiKey::from_lookup(P::INFO.key_env, &lookup);
         Self::new(setup, P::default())
     }
 
@@ -126,6 +131,31 @@ impl<P: Provider> ProviderPlugin<P> {
             _ => None,
         }
     }
+}
+
+/// The base URL in `info`'s variable: `http://` added when it names only a
+/// host and port (`OLLAMA_HOST=127.0.0.1:11434`), the provider's API path
+/// appended where its SDKs leave it out; `None` when unset or blank.
+fn env_base_url(info: &ProviderInfo, lookup: impl Fn(&str) -> Option<String>) -> Option<String> {
+    let value = lookup(info.base_url_env?)?;
+    let value = value.trim();
+    if value.is_empty() {
+        return None;
+    }
+    let url = if value.contains("://") {
+        value.to_owned()
+    } else {
+        format!("http://{value}")
+    };
+    Some(if info.base_url_env_path.is_empty() {
+        url
+    } else {
+        format!(
+            "{}/{}",
+            url.trim_end_matches('/'),
+            info.base_url_env_path.trim_start_matches('/')
+        )
+    })
 }
 
 impl<P: Provider> Kit<P> {
@@ -419,4 +449,41 @@ macro_rules! provider_plugin {
             self
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lookup(value: &'static str) -> impl Fn(&str) -> Option<String> {
+        move |var| (var == "TEST_BASE_URL").then(|| value.to_owned())
+    }
+
+    #[test]
+    fn the_base_url_variable_is_read_as_the_sdks_read_it() {
+        let info = ProviderInfo {
+            base_url_env: Some("TEST_BASE_URL"),
+            ..ProviderInfo::new("Test", "test", "https://api.test/v1")
+        };
+        let url = |v| env_base_url(&info, lookup(v));
+        assert_eq!(
+            url("http://127.0.0.1:9/v1").as_deref(),
+            Some("http://127.0.0.1:9/v1")
+        );
+        assert_eq!(
+            url(" 127.0.0.1:11434 ").as_deref(),
+            Some("http://127.0.0.1:11434")
+        );
+        assert_eq!(url("  "), None);
+        let versioned = ProviderInfo {
+            base_url_env_path: "v1beta",
+            ..info
+        };
+        assert_eq!(
+            env_base_url(&versioned, lookup("http://127.0.0.1:9/")).as_deref(),
+            Some("http://127.0.0.1:9/v1beta")
+        );
+        let without = ProviderInfo::new("Test", "test", "https://api.test/v1");
+        assert_eq!(env_base_url(&without, lookup("http://x")), None);
+    }
 }

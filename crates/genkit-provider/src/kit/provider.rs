@@ -37,10 +37,17 @@ pub struct ProviderInfo {
     pub default_name: &'static str,
     /// The API's default base URL.
     pub default_base_url: &'static str,
-    /// The variable `from_env` reads the base URL from, if any.
+    /// The variable `from_env` reads the base URL from, if any (as the
+    /// provider's own SDKs do: `OPENAI_BASE_URL`, `OLLAMA_HOST`, ...).
     pub base_url_env: Option<&'static str>,
+    /// A path `from_env` appends to the URL in [`base_url_env`](Self::base_url_env),
+    /// for SDK variables that name the server without the API version
+    /// (Google's `GOOGLE_GEMINI_BASE_URL`); empty for none.
+    pub base_url_env_path: &'static str,
     /// Variables holding the key, in order; read only with the default base
-    /// URL, so a key is never sent elsewhere.
+    /// URL or one from [`base_url_env`](Self::base_url_env) (both are the
+    /// user's settings for this provider), so a key is never sent to a server
+    /// configured in code for something else.
     pub key_env: &'static [&'static str],
     /// How the key is sent.
     pub key_header: KeyHeader,
@@ -76,6 +83,7 @@ impl ProviderInfo {
             default_name,
             default_base_url,
             base_url_env: None,
+            base_url_env_path: "",
             key_env: &[],
             key_header: KeyHeader::Bearer,
             key_required: false,
