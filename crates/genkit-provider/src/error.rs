@@ -143,15 +143,18 @@ pub fn status_for_http(http_status: u16) -> StatusCode {
     }
 }
 
-/// The `details` of an HTTP error: `{"httpStatus": …}`, then each field
-/// given (in order, `None`s left out), then `retryAfterMs` when known.
+/// The `details` of a provider error: `{"httpStatus": …}` when it had one,
+/// then each field given (in order, `None`s left out), then `retryAfterMs`
+/// when known; `None` when that leaves nothing.
 pub fn http_error_details<'a>(
-    http_status: u16,
+    http_status: Option<u16>,
     fields: impl IntoIterator<Item = (&'a str, Option<Value>)>,
     retry_after: Option<Duration>,
-) -> Value {
+) -> Option<Value> {
     let mut details = Map::new();
-    details.insert("httpStatus".into(), Value::from(http_status));
+    if let Some(status) = http_status {
+        details.insert("httpStatus".into(), Value::from(status));
+    }
     for (name, value) in fields {
         if let Some(value) = value {
             details.insert(name.to_owned(), value);
@@ -163,7 +166,7 @@ pub fn http_error_details<'a>(
             Value::from(u64::try_from(after.as_millis()).unwrap_or(u64::MAX)),
         );
     }
-    Value::Object(details)
+    (!details.is_empty()).then_some(Value::Object(details))
 }
 
 /// A [`genkit_core::Error`] with `status`, `error`'s message, `error` as its
@@ -241,7 +244,7 @@ mod tests {
     #[test]
     fn details_keep_their_order() {
         let d = http_error_details(
-            429,
+            Some(429),
             [("code", Some(json!("rate"))), ("type", None)],
             Some(Duration::from_secs(3)),
         );
@@ -250,9 +253,10 @@ mod tests {
             r#"{"httpStatus":429,"code":"rate","retryAfterMs":3000}"#
         );
         assert_eq!(
-            http_error_details(404, [], None),
-            json!({"httpStatus": 404})
+            http_error_details(Some(404), [], None),
+            Some(json!({"httpStatus": 404}))
         );
+        assert_eq!(http_error_details(None, [("code", None)], None), None);
     }
 
     #[test]

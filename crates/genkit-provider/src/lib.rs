@@ -11,10 +11,10 @@
 //!   headers, HTTP client, model and embedder lists), `from_env`, config
 //!   parsing, credentials, cancellation, and the registration of models and
 //!   embedders.
-//! - [`ProviderError`]: one error type, parameterised by the provider's
-//!   error body ([`ErrorBody`], usually read with
-//!   [`ErrorFields`](provider_error::ErrorFields)): status mapping,
-//!   `Retry-After` (capped), messages and details shared.
+//! - [`ProviderError`]: one error type, parameterised by how the provider
+//!   writes its errors ([`ErrorFormat`]), with one reading of error answers
+//!   ([`ApiError`]): status mapping, `Retry-After` (capped), messages and
+//!   details shared.
 //! - [`CommonConfig`]: Genkit's common generation options, which every
 //!   provider's config embeds.
 //! - [`wire`]: wire pieces several APIs share (function tools, JSON output,
@@ -59,7 +59,7 @@ pub use kit::{
     ProviderPlugin, RequestConfig, StreamFormat, WireCall,
 };
 pub use plugin::EmbedderSpec;
-pub use provider_error::{ErrorBody, ProviderError};
+pub use provider_error::{ApiError, ErrorFormat, ProviderError};
 pub use secret::{ApiKey, InvalidKeyHeader};
 /// Leaves `None` fields out when a struct is serialized (put it above the
 /// `derive`), so wire and config structs need no per-field attribute.

@@ -1,7 +1,8 @@
 //! [`ProviderError`]: the one error type of every provider plugin,
-//! parameterised by how the provider writes its error bodies
-//! ([`ErrorBody`]). Status mapping, `Retry-After`, message excerpts and
-//! error details are the same for all providers.
+//! parameterised by how the provider writes its errors
+//! ([`ErrorFormat`]), and [`ApiError`]: what an error answer says. Reading
+//! error bodies, status mapping, `Retry-After`, message excerpts and error
+//! details are the same for all providers.
 
 use crate::error::{
     ErrorResponse, HttpError, excerpt, http_error_details, status_for_http, to_genkit_error,
@@ -9,44 +10,46 @@ use crate::error::{
 use genkit_core::StatusCode;
 use serde_json::{Map, Value};
 use std::fmt;
+use std::marker::PhantomData;
 use std::time::Duration;
 
-/// How one provider writes its error answers: built from the usual
-/// [`ErrorFields`] of an answer.
-pub trait ErrorBody: From<ErrorFields> + fmt::Debug + Send + Sync + Sized + 'static {
+/// How one provider's API writes its errors: its name in messages, where
+/// the error's kind is, and the hooks where it differs from the usual.
+/// Every [`Provider`](crate::Provider) implements it.
+pub trait ErrorFormat: fmt::Debug + Send + Sync + Sized + 'static {
     /// What the provider is called in messages, e.g. `the Anthropic API`.
     const API: &'static str;
     /// Added to transport failures (e.g. `is the server running?`).
     const TRANSPORT_HINT: &'static str = "";
+    /// Members of the `error` object naming the error's kind or code, in
+    /// order (the first given is shown after the HTTP status).
+    const KIND: &'static [&'static str] = &[];
 
-    /// Reads a non-success answer (its body may be anything, even unread).
-    fn read(response: &ErrorResponse) -> Self {
-        ErrorFields::read(response).into()
-    }
-
-    /// The provider's message.
-    fn message(&self) -> &str;
-
-    /// The provider's error kind or code, shown after the HTTP status.
-    fn kind(&self) -> Option<&str> {
+    /// The id of the failed request, when the API gives one (it goes into
+    /// the error's details as `requestId`).
+    fn request_id(response: &ErrorResponse) -> Option<String> {
+        let _ = response;
         None
     }
 
     /// Genkit's status for this error: by default from the HTTP status
     /// ([`status_for_http`]); for an error inside a stream (no HTTP status)
     /// `UNAVAILABLE`.
-    fn status(&self, http_status: Option<u16>) -> StatusCode {
+    fn status(error: &ApiError<Self>, http_status: Option<u16>) -> StatusCode {
+        let _ = error;
         http_status.map_or(StatusCode::Unavailable, status_for_http)
     }
 
     /// A retry delay given in the body, when the provider has one (the
     /// `Retry-After` header wins over it).
-    fn retry_after(&self) -> Option<Duration> {
+    fn retry_after(error: &ApiError<Self>) -> Option<Duration> {
+        let _ = error;
         None
     }
 
     /// Fields for the error's `details` (`None`s are left out).
-    fn details(&self) -> Vec<(&'static str, Option<Value>)> {
+    fn details(error: &ApiError<Self>) -> Vec<(&'static str, Option<Value>)> {
+        let _ = error;
         Vec::new()
     }
 }
@@ -56,26 +59,26 @@ pub trait ErrorBody: From<ErrorFields> + fmt::Debug + Send + Sync + Sized + 'sta
 /// middleware react: `429` is `RESOURCE_EXHAUSTED`, `5xx` `UNAVAILABLE`,
 /// timeouts `DEADLINE_EXCEEDED`.
 #[derive(Debug, thiserror::Error)]
-pub enum ProviderError<B: ErrorBody> {
+pub enum ProviderError<F: ErrorFormat> {
     /// No API key is configured; the text says where to put one.
     #[error("{0}")]
     MissingApiKey(String),
     /// The server answered with a non-success HTTP status.
-    #[error("{} error (HTTP {http_status}{}): {}", B::API, suffix(.body.kind()), .body.message())]
+    #[error("{} error (HTTP {http_status}{}): {}", F::API, suffix(&.body.kind), .body.message)]
     Api {
         /// The HTTP status.
         http_status: u16,
-        /// The provider's error (boxed: errors travel in `Result`s).
-        body: Box<B>,
+        /// What the answer says (boxed: errors travel in `Result`s).
+        body: Box<ApiError<F>>,
         /// How long the provider asked to wait before retrying (at most
         /// [`MAX_RETRY_AFTER`](crate::error::MAX_RETRY_AFTER)).
         retry_after: Option<Duration>,
     },
     /// An error reported inside a stream, after a success status.
-    #[error("{api} stream error{kind}: {msg}", api = B::API, kind = suffix(.0.kind()), msg = .0.message())]
-    Stream(Box<B>),
+    #[error("{api} stream error{kind}: {msg}", api = F::API, kind = suffix(&.0.kind), msg = .0.message)]
+    Stream(Box<ApiError<F>>),
     /// The server did not answer (or send the next stream frame) in time.
-    #[error("the request to {} timed out{} ({what})", B::API, after(*.timeout))]
+    #[error("the request to {} timed out{} ({what})", F::API, after(*.timeout))]
     Timeout {
         /// The configured timeout, when known.
         timeout: Option<Duration>,
@@ -83,7 +86,7 @@ pub enum ProviderError<B: ErrorBody> {
         what: &'static str,
     },
     /// The server could not be reached, or the connection broke.
-    #[error("the request to {url} failed{}: {source}", B::TRANSPORT_HINT)]
+    #[error("the request to {url} failed{}: {source}", F::TRANSPORT_HINT)]
     Transport {
         /// The URL.
         url: String,
@@ -92,10 +95,10 @@ pub enum ProviderError<B: ErrorBody> {
         source: reqwest::Error,
     },
     /// The answer is not what the API documents.
-    #[error("malformed response from {api}: {0}", api = B::API)]
+    #[error("malformed response from {api}: {0}", api = F::API)]
     Malformed(String),
     /// A stream ended before the answer was complete.
-    #[error("the stream from {api} ended before the response was complete ({0})", api = B::API)]
+    #[error("the stream from {api} ended before the response was complete ({0})", api = F::API)]
     CutOff(String),
     /// The Genkit request cannot be expressed for this API.
     #[error("{0}")]
@@ -105,25 +108,25 @@ pub enum ProviderError<B: ErrorBody> {
     Precondition(String),
 }
 
-fn suffix(kind: Option<&str>) -> String {
-    kind.map(|k| format!(" {k}")).unwrap_or_default()
+fn suffix(kind: &Option<String>) -> String {
+    kind.as_ref().map(|k| format!(" {k}")).unwrap_or_default()
 }
 
 fn after(timeout: Option<Duration>) -> String {
     timeout.map(|t| format!(" after {t:?}")).unwrap_or_default()
 }
 
-impl<B: ErrorBody> ProviderError<B> {
+impl<F: ErrorFormat> ProviderError<F> {
     /// The failure of an exchange whose timeout is `timeout`: error answers
-    /// are read with [`ErrorBody::read`].
+    /// are read with [`ApiError::read`].
     pub fn from_http(e: HttpError, timeout: Option<Duration>) -> Self {
         match e {
             HttpError::Timeout { what, .. } => ProviderError::Timeout { timeout, what },
             HttpError::Transport { url, source } => ProviderError::Transport { url, source },
             HttpError::Malformed(detail) => ProviderError::Malformed(detail),
             HttpError::Status(response) => {
-                let body = B::read(&response);
-                let retry_after = response.retry_after().or_else(|| body.retry_after());
+                let body = ApiError::read(&response);
+                let retry_after = response.retry_after().or_else(|| F::retry_after(&body));
                 ProviderError::Api {
                     http_status: response.status,
                     body: Box::new(body),
@@ -135,8 +138,8 @@ impl<B: ErrorBody> ProviderError<B> {
 
     /// An error answer with `http_status` (e.g. one reported inside a
     /// stream, its status taken from its code), retry hint from the body.
-    pub fn api(http_status: u16, body: B) -> Self {
-        let retry_after = body.retry_after();
+    pub fn api(http_status: u16, body: ApiError<F>) -> Self {
+        let retry_after = F::retry_after(&body);
         ProviderError::Api {
             http_status,
             body: Box::new(body),
@@ -163,8 +166,8 @@ impl<B: ErrorBody> ProviderError<B> {
             }
             ProviderError::Api {
                 http_status, body, ..
-            } => body.status(Some(*http_status)),
-            ProviderError::Stream(body) => body.status(None),
+            } => F::status(body, Some(*http_status)),
+            ProviderError::Stream(body) => F::status(body, None),
             ProviderError::Timeout { .. } => StatusCode::DeadlineExceeded,
             ProviderError::Transport { source, .. } if source.is_timeout() => {
                 StatusCode::DeadlineExceeded
@@ -176,65 +179,73 @@ impl<B: ErrorBody> ProviderError<B> {
     }
 
     fn details(&self) -> Option<Value> {
+        let fields = |body: &ApiError<F>| {
+            let mut fields = F::details(body);
+            fields.push(("requestId", body.request_id.clone().map(Value::from)));
+            fields
+        };
         match self {
             ProviderError::Api {
                 http_status,
                 body,
                 retry_after,
-            } => Some(http_error_details(
-                *http_status,
-                body.details(),
-                *retry_after,
-            )),
-            ProviderError::Stream(body) => {
-                let fields = body.details().into_iter();
-                let fields: Map<_, _> = fields.filter_map(|(k, v)| Some((k.into(), v?))).collect();
-                (!fields.is_empty()).then_some(Value::Object(fields))
-            }
+            } => http_error_details(Some(*http_status), fields(body), *retry_after),
+            ProviderError::Stream(body) => http_error_details(None, fields(body), None),
             _ => None,
         }
     }
 }
 
-impl<B: ErrorBody> From<ProviderError<B>> for genkit_core::Error {
-    fn from(e: ProviderError<B>) -> Self {
+impl<F: ErrorFormat> From<ProviderError<F>> for genkit_core::Error {
+    fn from(e: ProviderError<F>) -> Self {
         let status = e.status();
         let details = e.details();
         to_genkit_error(status, e, details)
     }
 }
 
-/// What an error answer says, in the shapes provider APIs use:
-/// `{"error": {"message", ..}}` (the object kept for its other members),
-/// `{"error": "..."}`, `{"detail": ..}` or `{"message": ..}`.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ErrorFields {
+/// What an error answer of provider `F` says, in the shapes provider APIs
+/// use: `{"error": {"message", ..}}` (the object kept for its other
+/// members), `{"error": "..."}`, `{"detail": ..}` or `{"message": ..}`.
+#[derive(Debug, Clone)]
+pub struct ApiError<F> {
     /// The message (at most [`MAX_MESSAGE_CHARS`](crate::error::MAX_MESSAGE_CHARS)).
     pub message: String,
+    /// The error's kind or code ([`ErrorFormat::KIND`]), when given.
+    pub kind: Option<String>,
     /// The `error` object, when there is one.
     pub object: Option<Map<String, Value>>,
+    /// The id of the failed request ([`ErrorFormat::request_id`]).
+    pub request_id: Option<String>,
+    format: PhantomData<fn() -> F>,
 }
 
-impl ErrorFields {
-    /// The fields of an error answer; without a readable message, an
-    /// excerpt of the body, or `(empty body)`.
-    pub fn read(response: &ErrorResponse) -> Self {
-        let fields = response.json().as_ref().and_then(Self::of);
-        fields.unwrap_or_else(|| {
-            let text = excerpt(&response.text());
-            let message = if text.is_empty() {
-                "(empty body)".to_owned()
-            } else {
-                text
-            };
-            ErrorFields {
-                message,
-                object: None,
-            }
-        })
+impl<F: ErrorFormat> ApiError<F> {
+    /// An error with `message` and `kind` (e.g. one a stream reports).
+    pub fn new(message: impl Into<String>, kind: Option<String>) -> Self {
+        ApiError {
+            message: message.into(),
+            kind,
+            object: None,
+            request_id: None,
+            format: PhantomData,
+        }
     }
 
-    /// The fields of a JSON body, if it holds an error message.
+    /// What a non-success answer says (its body may be anything, even
+    /// unread); without a readable message, an excerpt of the body, or
+    /// `(empty body)`.
+    pub fn read(response: &ErrorResponse) -> Self {
+        let error = response.json().as_ref().and_then(Self::of);
+        let mut error = error.unwrap_or_else(|| match excerpt(&response.text()) {
+            text if text.is_empty() => Self::new("(empty body)", None),
+            text => Self::new(text, None),
+        });
+        error.request_id = F::request_id(response);
+        error
+    }
+
+    /// What a JSON body says, if it holds an error message.
     pub fn of(body: &Value) -> Option<Self> {
         match body.get("error") {
             Some(error) => Self::of_error(error),
@@ -242,8 +253,8 @@ impl ErrorFields {
         }
     }
 
-    /// The fields of an `error` member: an object (its `message`, else the
-    /// object as JSON), or a value whose text is the message.
+    /// What an `error` member says: an object (its `message`, else the
+    /// object as JSON, and its kind), or a value whose text is the message.
     pub fn of_error(error: &Value) -> Option<Self> {
         let object = error.as_object().cloned();
         let message = match &object {
@@ -251,7 +262,13 @@ impl ErrorFields {
             None => as_text(error),
         };
         let message = excerpt(&message);
-        (!message.is_empty()).then_some(ErrorFields { message, object })
+        if message.is_empty() {
+            return None;
+        }
+        let mut error = Self::new(message, None);
+        error.object = object;
+        error.kind = F::KIND.iter().find_map(|key| error.text(key));
+        Some(error)
     }
 
     /// A member of the `error` object as text (`type`, `status`, `code`...);
@@ -277,27 +294,18 @@ pub(crate) mod tests {
     use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
     use serde_json::json;
 
-    /// An error body for tests: the text of the answer.
+    /// The error format of a test API.
     #[derive(Debug)]
-    pub(crate) struct Body(pub(crate) String);
+    pub(crate) struct TestApi;
 
-    impl From<ErrorFields> for Body {
-        fn from(fields: ErrorFields) -> Self {
-            Body(fields.message)
-        }
-    }
-
-    impl ErrorBody for Body {
+    impl ErrorFormat for TestApi {
         const API: &'static str = "the Test API";
-        fn message(&self) -> &str {
-            &self.0
-        }
-        fn details(&self) -> Vec<(&'static str, Option<Value>)> {
+        fn details(_: &ApiError<Self>) -> Vec<(&'static str, Option<Value>)> {
             vec![("code", Some(json!("c")))]
         }
     }
 
-    fn answer(status: u16, retry_after: &str, body: &str) -> ProviderError<Body> {
+    fn answer(status: u16, retry_after: &str, body: &str) -> ProviderError<TestApi> {
         let mut headers = HeaderMap::new();
         if let Ok(v) = HeaderValue::from_str(retry_after) {
             headers.insert(RETRY_AFTER, v);
@@ -321,7 +329,8 @@ pub(crate) mod tests {
         );
         let empty: genkit_core::Error = answer(503, "", "").into();
         assert!(empty.message().ends_with("(empty body)"), "{empty}");
-        let stream: genkit_core::Error = ProviderError::Stream(Box::new(Body("x".into()))).into();
+        let stream: genkit_core::Error =
+            ProviderError::<TestApi>::Stream(Box::new(ApiError::new("x", None))).into();
         assert_eq!(stream.status(), StatusCode::Unavailable);
         assert_eq!(stream.details(), Some(&json!({"code": "c"})));
     }

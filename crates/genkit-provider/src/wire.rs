@@ -4,8 +4,8 @@
 
 use crate::plugin::{EmbedderSpec, embed_texts};
 use genkit_ai::types::{
-    ConstrainedSupport, EmbedRequest, Media, ModelSupports, OutputConfig, Part, ToolDefinition,
-    ToolResponse,
+    ConstrainedSupport, EmbedRequest, FinishReason, GenerateResponse, GenerationUsage, Media,
+    Message, ModelSupports, OutputConfig, Part, ToolDefinition, ToolResponse,
 };
 use genkit_core::Result;
 use serde::Serialize;
@@ -112,6 +112,27 @@ pub fn text_embed_body(
     body.insert("input".into(), Value::Array(texts));
     put_some(&mut body, "dimensions", dimensions);
     Ok(body)
+}
+
+/// A model's answer as Genkit's response: the message, why it finished
+/// (and, when the API says, how in words), its usage, and the API's own
+/// answer as `raw` and, as Genkit JS keeps it, as `custom`.
+pub fn model_response(
+    message: Message,
+    finish_reason: FinishReason,
+    finish_message: Option<String>,
+    usage: GenerationUsage,
+    raw: Option<Value>,
+) -> GenerateResponse {
+    GenerateResponse {
+        message: Some(message),
+        finish_reason: Some(finish_reason),
+        finish_message,
+        usage: Some(Box::new(usage)),
+        custom: raw.clone(),
+        raw,
+        ..GenerateResponse::default()
+    }
 }
 
 /// The content type (the media's own, else the URL's) and base64 payload of

@@ -1,40 +1,20 @@
-//! [`AnthropicError`]: the kit's [`ProviderError`] read with the Messages
-//! API's error body (`{"type": "error", "error": {"type", "message"},
+//! [`AnthropicError`]: the kit's [`ProviderError`] with the Messages API's
+//! error format (`{"type": "error", "error": {"type", "message"},
 //! "request_id"}`).
 
-use genkit_provider::provider_error::ErrorFields;
-use genkit_provider::{ErrorBody, ErrorResponse, ProviderError};
+use crate::plugin::AnthropicProvider;
+use genkit_provider::{ApiError, ErrorFormat, ErrorResponse, ProviderError};
 use serde_json::Value;
 
 /// A failure of the Anthropic plugin.
-pub type AnthropicError = ProviderError<AnthropicErrorBody>;
+pub type AnthropicError = ProviderError<AnthropicProvider>;
 
-/// An error object of the Messages API.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AnthropicErrorBody {
-    /// The error type, e.g. `overloaded_error`.
-    pub kind: Option<String>,
-    /// The API's message.
-    pub message: String,
-    /// The `request-id` of the failed request.
-    pub request_id: Option<String>,
-}
-
-impl From<ErrorFields> for AnthropicErrorBody {
-    fn from(fields: ErrorFields) -> Self {
-        AnthropicErrorBody {
-            kind: fields.text("type"),
-            message: fields.message,
-            request_id: None,
-        }
-    }
-}
-
-impl ErrorBody for AnthropicErrorBody {
+impl ErrorFormat for AnthropicProvider {
     const API: &'static str = "the Anthropic API";
+    const KIND: &'static [&'static str] = &["type"];
 
     /// The `request-id` header, else the body's `request_id`.
-    fn read(response: &ErrorResponse) -> Self {
+    fn request_id(response: &ErrorResponse) -> Option<String> {
         let in_body = || {
             response
                 .json()?
@@ -42,27 +22,14 @@ impl ErrorBody for AnthropicErrorBody {
                 .as_str()
                 .map(str::to_owned)
         };
-        let request_id = response
+        response
             .header("request-id")
             .map(str::to_owned)
-            .or_else(in_body);
-        let body = AnthropicErrorBody::from(ErrorFields::read(response));
-        AnthropicErrorBody { request_id, ..body }
+            .or_else(in_body)
     }
 
-    fn message(&self) -> &str {
-        &self.message
-    }
-
-    fn kind(&self) -> Option<&str> {
-        self.kind.as_deref()
-    }
-
-    fn details(&self) -> Vec<(&'static str, Option<Value>)> {
-        vec![
-            ("type", self.kind.clone().map(Value::from)),
-            ("requestId", self.request_id.clone().map(Value::from)),
-        ]
+    fn details(error: &ApiError<Self>) -> Vec<(&'static str, Option<Value>)> {
+        vec![("type", error.kind.clone().map(Value::from))]
     }
 }
 
@@ -80,12 +47,7 @@ pub(crate) fn stream_error(kind: String, message: String) -> AnthropicError {
         "overloaded_error" => 529,
         _ => 500,
     };
-    let body = AnthropicErrorBody {
-        kind: Some(kind),
-        message,
-        request_id: None,
-    };
-    ProviderError::api(http_status, body)
+    ProviderError::api(http_status, ApiError::new(message, Some(kind)))
 }
 
 #[cfg(test)]

@@ -71,7 +71,7 @@ mod stream;
 mod wire;
 
 pub use config::{AnthropicConfig, ThinkingConfig};
-pub use error::{AnthropicError, AnthropicErrorBody};
+pub use error::AnthropicError;
 pub use genkit_provider::{ApiKey, CommonConfig, ModelSpec};
 pub use plugin::{
     API_KEY_ENV_VAR, API_VERSION, Anthropic, AnthropicBuilder, AnthropicProvider, BASE_URL_ENV_VAR,

@@ -8,7 +8,7 @@ use genkit_provider::{Chat, KeyHeader, ModelSpec, Provider, ProviderInfo, WireCa
 use crate::config::AnthropicConfig;
 use crate::convert::request::{RequestDefaults, to_messages_request};
 use crate::convert::response::to_genkit_response;
-use crate::error::{AnthropicError, AnthropicErrorBody};
+use crate::error::AnthropicError;
 use crate::models::{KNOWN_MODELS, supports};
 use crate::stream::MessageStream;
 
@@ -62,8 +62,6 @@ impl Provider for AnthropicProvider {
     type Model = ModelSpec;
     type Config = AnthropicConfig;
     type EmbedOptions = ();
-    type ErrorBody = AnthropicErrorBody;
-    type Builder = AnthropicBuilder;
     type Answer = MessageStream;
 
     fn describe_model(&self, spec: ModelSpec) -> ModelSpec {

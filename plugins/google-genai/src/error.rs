@@ -1,50 +1,22 @@
-//! [`GeminiError`]: the kit's [`ProviderError`] read with the Gemini API's
-//! error body (`{"error": {"code", "message", "status", "details"}}`).
+//! [`GeminiError`]: the kit's [`ProviderError`] with the Gemini API's
+//! error format (`{"error": {"code", "message", "status", "details"}}`).
 
+use crate::plugin::GoogleAiProvider;
 use genkit_provider::error::retry_after_secs;
-use genkit_provider::provider_error::ErrorFields;
-use genkit_provider::{ErrorBody, ProviderError};
+use genkit_provider::{ApiError, ErrorFormat, ProviderError};
 use serde_json::Value;
 use std::time::Duration;
 
 /// A failure of the Gemini plugin.
-pub type GeminiError = ProviderError<GeminiErrorBody>;
+pub type GeminiError = ProviderError<GoogleAiProvider>;
 
-/// An error object of the Gemini API.
-#[derive(Debug, Clone, PartialEq)]
-pub struct GeminiErrorBody {
-    /// The API's status name, e.g. `RESOURCE_EXHAUSTED`.
-    pub status: Option<String>,
-    /// The API's message.
-    pub message: String,
-    /// The whole error object, when the body held one.
-    pub error: Option<Value>,
-}
-
-impl From<ErrorFields> for GeminiErrorBody {
-    fn from(f: ErrorFields) -> Self {
-        GeminiErrorBody {
-            status: f.text("status"),
-            message: f.message,
-            error: f.object.map(Value::Object),
-        }
-    }
-}
-
-impl ErrorBody for GeminiErrorBody {
+impl ErrorFormat for GoogleAiProvider {
     const API: &'static str = "the Gemini API";
-
-    fn message(&self) -> &str {
-        &self.message
-    }
-
-    fn kind(&self) -> Option<&str> {
-        self.status.as_deref()
-    }
+    const KIND: &'static [&'static str] = &["status"];
 
     /// The `google.rpc.RetryInfo` delay among the error's details (`"58s"`).
-    fn retry_after(&self) -> Option<Duration> {
-        let details = self.error.as_ref()?.get("details")?.as_array()?;
+    fn retry_after(error: &ApiError<Self>) -> Option<Duration> {
+        let details = error.object.as_ref()?.get("details")?.as_array()?;
         details
             .iter()
             .filter(|d| {
@@ -58,8 +30,8 @@ impl ErrorBody for GeminiErrorBody {
             })
     }
 
-    fn details(&self) -> Vec<(&'static str, Option<Value>)> {
-        vec![("error", self.error.clone())]
+    fn details(error: &ApiError<Self>) -> Vec<(&'static str, Option<Value>)> {
+        vec![("error", error.object.clone().map(Value::Object))]
     }
 }
 
@@ -72,11 +44,8 @@ pub(crate) fn stream_error(error: &Value) -> GeminiError {
         .and_then(|c| u16::try_from(c).ok())
         .filter(|c| *c >= 400)
         .unwrap_or(500);
-    let fields = ErrorFields::of_error(error).unwrap_or_else(|| ErrorFields {
-        message: "no error message".into(),
-        object: None,
-    });
-    ProviderError::api(http_status, fields.into())
+    let body = ApiError::of_error(error).unwrap_or_else(|| ApiError::new("no error message", None));
+    ProviderError::api(http_status, body)
 }
 
 #[cfg(test)]

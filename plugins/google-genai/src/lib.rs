@@ -62,7 +62,7 @@ mod stream;
 mod wire;
 
 pub use config::{EmbedConfig, FunctionCallingConfig, GeminiConfig, SafetySetting, ThinkingConfig};
-pub use error::{GeminiError, GeminiErrorBody};
+pub use error::GeminiError;
 pub use genkit_provider::{ApiKey, CommonConfig, EmbedderSpec, ModelSpec};
 pub use plugin::{
     API_KEY_ENV_VARS, BASE_URL_ENV_VAR, DEFAULT_BASE_URL, GoogleAi, GoogleAiBuilder,

@@ -15,7 +15,7 @@ use crate::convert::embed::{embed_call, embeddings};
 use crate::convert::model_path;
 use crate::convert::request::{RequestShape, to_gemini_request};
 use crate::convert::response::to_genkit_response;
-use crate::error::{GeminiError, GeminiErrorBody};
+use crate::error::GeminiError;
 use crate::models::{KNOWN_EMBEDDERS, KNOWN_MODELS, ModelKind, embedder_info};
 use crate::stream::Events;
 
@@ -63,7 +63,6 @@ impl Provider for GoogleAiProvider {
         key_required: true,
         headers: &[("x-goog-api-client", USER_AGENT)],
         ignored_config_keys: &["baseUrl", "apiVersion"],
-        embedders: true,
         models: KNOWN_MODELS,
         embedder_names: KNOWN_EMBEDDERS,
         ..ProviderInfo::new("GoogleAi", "googleai", DEFAULT_BASE_URL)
@@ -72,8 +71,6 @@ impl Provider for GoogleAiProvider {
     type Model = ModelSpec;
     type Config = GeminiConfig;
     type EmbedOptions = EmbedConfig;
-    type ErrorBody = GeminiErrorBody;
-    type Builder = GoogleAiBuilder;
     type Answer = Events;
 
     fn describe_model(&self, spec: ModelSpec) -> ModelSpec {

@@ -1,33 +1,15 @@
-//! [`OllamaError`]: the kit's [`ProviderError`] read with Ollama's error
-//! body (`{"error": "..."}`).
+//! [`OllamaError`]: the kit's [`ProviderError`] with Ollama's error
+//! format (`{"error": "..."}`).
 
-use genkit_provider::provider_error::ErrorFields;
-use genkit_provider::{ErrorBody, ProviderError};
+use crate::plugin::OllamaProvider;
+use genkit_provider::{ErrorFormat, ProviderError};
 
 /// A failure of the Ollama plugin.
-pub type OllamaError = ProviderError<OllamaErrorBody>;
+pub type OllamaError = ProviderError<OllamaProvider>;
 
-/// An error of an Ollama server.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OllamaErrorBody {
-    /// The server's message.
-    pub message: String,
-}
-
-impl From<ErrorFields> for OllamaErrorBody {
-    fn from(fields: ErrorFields) -> Self {
-        let message = fields.message;
-        OllamaErrorBody { message }
-    }
-}
-
-impl ErrorBody for OllamaErrorBody {
+impl ErrorFormat for OllamaProvider {
     const API: &'static str = "the Ollama server";
     const TRANSPORT_HINT: &'static str = " (is the Ollama server running?)";
-
-    fn message(&self) -> &str {
-        &self.message
-    }
 }
 
 #[cfg(test)]

@@ -50,7 +50,7 @@ mod wire;
 
 pub use config::{EmbedConfig, OllamaConfig};
 pub use convert::response::ChatState;
-pub use error::{OllamaError, OllamaErrorBody};
+pub use error::OllamaError;
 pub use genkit_provider::{CommonConfig, EmbedderSpec, ModelSpec};
 pub use plugin::{
     DEFAULT_NAME, DEFAULT_SERVER_ADDRESS, Ollama, OllamaBuilder, OllamaProvider, local_models,

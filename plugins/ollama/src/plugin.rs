@@ -4,7 +4,7 @@
 use crate::config::{EmbedConfig, OllamaConfig};
 use crate::convert::request::chat_request;
 use crate::convert::response::ChatState;
-use crate::error::{OllamaError, OllamaErrorBody};
+use crate::error::OllamaError;
 use crate::models::{looks_like_embedder, supports};
 use crate::wire::{EmbedResponse as WireEmbedResponse, TagsResponse};
 use genkit_ai::types::GenerateResponse;
@@ -49,15 +49,12 @@ impl Provider for OllamaProvider {
         stream: StreamFormat::Ndjson {
             max_line: MAX_LINE_BYTES,
         },
-        embedders: true,
         ..ProviderInfo::new("Ollama", DEFAULT_NAME, DEFAULT_SERVER_ADDRESS)
     };
 
     type Model = ModelSpec;
     type Config = OllamaConfig;
     type EmbedOptions = EmbedConfig;
-    type ErrorBody = OllamaErrorBody;
-    type Builder = OllamaBuilder;
     type Answer = ChatState;
 
     fn describe_model(&self, spec: ModelSpec) -> ModelSpec {
@@ -118,8 +115,8 @@ pub async fn local_models(plugin: &Ollama) -> Result<Vec<String>> {
 }
 
 async fn local_models_of(client: &ProviderClient) -> std::result::Result<Vec<String>, OllamaError> {
-    let response = client.get::<OllamaErrorBody>("api/tags").await?;
-    let body = client.read_body::<OllamaErrorBody>(response).await?;
+    let response = client.get::<OllamaProvider>("api/tags").await?;
+    let body = client.read_body::<OllamaProvider>(response).await?;
     let tags: TagsResponse = OllamaError::parse_body("the tags response", &body)?;
     Ok(tags
         .models

@@ -1,48 +1,26 @@
-//! [`ProviderError`]: the kit's error read with the error bodies
-//! OpenAI-compatible servers send.
+//! [`ProviderError`]: the kit's error with the error format of
+//! OpenAI-compatible servers: OpenAI's `{"error": {"message", "code",
+//! "type"}}`, `{"error": "..."}`, FastAPI's `{"detail": ...}` or
+//! `{"message": ...}`.
 
+use crate::plugin::OpenAiProvider;
 use genkit_core::StatusCode;
-use genkit_provider::ErrorBody;
-use genkit_provider::provider_error::ErrorFields;
+use genkit_provider::{ApiError, ErrorFormat};
 use serde_json::Value;
 
 /// Something that went wrong talking to an OpenAI-compatible server.
-pub type ProviderError = genkit_provider::ProviderError<OpenAiErrorBody>;
+pub type ProviderError = genkit_provider::ProviderError<OpenAiProvider>;
 
-/// An error of an OpenAI-compatible server: OpenAI's `{"error": {"message",
-/// "code", "type"}}`, `{"error": "..."}`, FastAPI's `{"detail": ...}` or
-/// `{"message": ...}`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OpenAiErrorBody {
-    /// The server's message, or an excerpt of the body.
-    pub message: String,
-    /// The error code or type, when given.
-    pub code: Option<String>,
-}
-
-impl From<ErrorFields> for OpenAiErrorBody {
-    fn from(f: ErrorFields) -> Self {
-        let code = f.text("code").or_else(|| f.text("type"));
-        OpenAiErrorBody {
-            message: f.message,
-            code,
-        }
-    }
-}
-
-impl ErrorBody for OpenAiErrorBody {
+impl ErrorFormat for OpenAiProvider {
     const API: &'static str = "the OpenAI-compatible server";
-
-    fn message(&self) -> &str {
-        &self.message
-    }
+    const KIND: &'static [&'static str] = &["code", "type"];
 
     /// Errors inside a stream carry no HTTP status: the usual codes map.
-    fn status(&self, http_status: Option<u16>) -> StatusCode {
+    fn status(error: &ApiError<Self>, http_status: Option<u16>) -> StatusCode {
         if let Some(http) = http_status {
             return genkit_provider::error::status_for_http(http);
         }
-        match self.code.as_deref() {
+        match error.kind.as_deref() {
             Some("rate_limit_exceeded" | "insufficient_quota") => StatusCode::ResourceExhausted,
             Some("invalid_request_error" | "context_length_exceeded") => {
                 StatusCode::InvalidArgument
@@ -52,8 +30,8 @@ impl ErrorBody for OpenAiErrorBody {
         }
     }
 
-    fn details(&self) -> Vec<(&'static str, Option<Value>)> {
-        vec![("code", self.code.clone().map(Value::from))]
+    fn details(error: &ApiError<Self>) -> Vec<(&'static str, Option<Value>)> {
+        vec![("code", error.kind.clone().map(Value::from))]
     }
 }
 
@@ -65,8 +43,8 @@ mod tests {
     use reqwest::header::HeaderMap;
     use serde_json::json;
 
-    fn body(text: &str) -> OpenAiErrorBody {
-        OpenAiErrorBody::read(&ErrorResponse {
+    fn body(text: &str) -> ApiError<OpenAiProvider> {
+        ApiError::read(&ErrorResponse {
             status: 400,
             headers: HeaderMap::new(),
             body: Ok(text.as_bytes().to_vec()),
@@ -79,10 +57,10 @@ mod tests {
             r#"{"error":{"message":"bad key","type":"invalid_request_error","code":"invalid_api_key"}}"#,
         );
         assert_eq!(b.message, "bad key");
-        assert_eq!(b.code.as_deref(), Some("invalid_api_key"));
+        assert_eq!(b.kind.as_deref(), Some("invalid_api_key"));
         let b = body(r#"{"error":{"message":"x","type":"server_error","code":null}}"#);
         assert_eq!(
-            (b.message.as_str(), b.code.as_deref()),
+            (b.message.as_str(), b.kind.as_deref()),
             ("x", Some("server_error"))
         );
         assert_eq!(body(r#"{"detail":"Not Found"}"#).message, "Not Found");
@@ -97,10 +75,8 @@ mod tests {
     #[test]
     fn stream_errors_map_their_codes() {
         let e = |code: &str| {
-            genkit_core::Error::from(ProviderError::Stream(Box::new(OpenAiErrorBody {
-                message: "m".into(),
-                code: Some(code.into()),
-            })))
+            let body = ApiError::new("m", Some(code.into()));
+            genkit_core::Error::from(ProviderError::Stream(Box::new(body)))
         };
         assert_eq!(
             e("rate_limit_exceeded").status(),

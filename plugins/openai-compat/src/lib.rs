@@ -70,7 +70,7 @@ pub mod tokenizer;
 mod wire;
 
 pub use config::{EmbedConfig, OpenAiConfig, StructuredOutputStyle, VisualDetailLevel};
-pub use error::{OpenAiErrorBody, ProviderError};
+pub use error::ProviderError;
 pub use genkit_provider::{ApiKey, CommonConfig};
 pub use models::{EmbedderSpec, ModelSpec, TokenLimitField, openai_embedders, openai_models};
 pub use plugin::{

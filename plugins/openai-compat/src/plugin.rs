@@ -5,7 +5,7 @@
 use crate::config::{EmbedConfig, OpenAiConfig, StructuredOutputStyle};
 use crate::convert::request::chat_body;
 use crate::convert::response::from_completion;
-use crate::error::{OpenAiErrorBody, ProviderError};
+use crate::error::ProviderError;
 use crate::models::{ModelSpec, openai_embedders, openai_models};
 use crate::stream::StreamState;
 use crate::wire::EmbeddingsResponse;
@@ -58,7 +58,6 @@ impl Provider for OpenAiProvider {
         key_env: &[API_KEY_ENV],
         key_required: true,
         request_keys: true,
-        embedders: true,
         ..ProviderInfo::new("OpenAiCompatible", DEFAULT_NAME, DEFAULT_BASE_URL)
     };
 
@@ -68,8 +67,6 @@ impl Provider for OpenAiProvider {
         openai_models()
     }
     type EmbedOptions = EmbedConfig;
-    type ErrorBody = OpenAiErrorBody;
-    type Builder = OpenAiCompatibleBuilder;
     type Answer = StreamState;
 
     fn default_embedders() -> Vec<EmbedderSpec> {

@@ -3,13 +3,12 @@
 //! fragments are joined by `index`).
 
 use crate::convert::response::{assemble, push_text_parts, tool_request_part};
-use crate::error::{OpenAiErrorBody, ProviderError};
+use crate::error::ProviderError;
 use crate::wire::{ChatCompletionChunk, ToolCallDelta, Usage};
 use genkit_ai::extract::parse_partial_json;
 use genkit_ai::types::{GenerateResponse, GenerateResponseChunk, Part, ToolRequest};
 use genkit_provider::error::excerpt;
-use genkit_provider::provider_error::ErrorFields;
-use genkit_provider::{Emit, Frame, StreamFold};
+use genkit_provider::{ApiError, Emit, Frame, StreamFold};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
@@ -87,13 +86,7 @@ impl StreamState {
             ))
         })?;
         if event == "error" || value.get("error").is_some_and(|e| !e.is_null()) {
-            let body = ErrorFields::of(&value).map_or_else(
-                || OpenAiErrorBody {
-                    message: excerpt(data),
-                    code: None,
-                },
-                OpenAiErrorBody::from,
-            );
+            let body = ApiError::of(&value).unwrap_or_else(|| ApiError::new(excerpt(data), None));
             return Err(ProviderError::Stream(Box::new(body)));
         }
         let chunk: ChatCompletionChunk = serde_json::from_value(value).map_err(|e| {

@@ -63,15 +63,15 @@ impl ProviderClient {
     }
 
     /// A failed exchange as a [`ProviderError`].
-    pub fn error<B: ErrorBody>(&self, e: HttpError) -> ProviderError<B> {
+    pub fn error<F: ErrorFormat>(&self, e: HttpError) -> ProviderError<F> {
         ProviderError::from_http(e, self.timeout)
     }
 
-    fn authorize<B: ErrorBody>(
+    fn authorize<F: ErrorFormat>(
         &self,
         request: reqwest::RequestBuilder,
         key: Option<&ApiKey>,
-    ) -> std::result::Result<reqwest::RequestBuilder, ProviderError<B>> {
+    ) -> std::result::Result<reqwest::RequestBuilder, ProviderError<F>> {
         let Some(key) = key.or(self.api_key.as_ref()) else {
             return match &self.missing_key {
                 Some(message) => Err(ProviderError::MissingApiKey(message.clone())),
@@ -89,30 +89,30 @@ impl ProviderClient {
     /// `POST <base>/<path>` with a JSON body (and `key` instead of the
     /// plugin's, if given); the response once its headers arrived with a
     /// success status.
-    pub async fn post<B: ErrorBody>(
+    pub async fn post<F: ErrorFormat>(
         &self,
         path: &str,
         body: &Value,
         key: Option<&ApiKey>,
-    ) -> std::result::Result<reqwest::Response, ProviderError<B>> {
+    ) -> std::result::Result<reqwest::Response, ProviderError<F>> {
         let request = self.authorize(self.http.post(path).json(body), key)?;
         self.http.send(request).await.map_err(|e| self.error(e))
     }
 
     /// `GET <base>/<path>`, as [`post`](Self::post).
-    pub async fn get<B: ErrorBody>(
+    pub async fn get<F: ErrorFormat>(
         &self,
         path: &str,
-    ) -> std::result::Result<reqwest::Response, ProviderError<B>> {
+    ) -> std::result::Result<reqwest::Response, ProviderError<F>> {
         let request = self.authorize(self.http.get(path), None)?;
         self.http.send(request).await.map_err(|e| self.error(e))
     }
 
     /// The whole body of a response.
-    pub async fn read_body<B: ErrorBody>(
+    pub async fn read_body<F: ErrorFormat>(
         &self,
         response: reqwest::Response,
-    ) -> std::result::Result<Bytes, ProviderError<B>> {
+    ) -> std::result::Result<Bytes, ProviderError<F>> {
         self.http
             .read_bytes(response)
             .await
@@ -131,7 +131,7 @@ impl ProviderClient {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider_error::tests::Body;
+    use crate::provider_error::tests::TestApi;
 
     const INFO: ProviderInfo = ProviderInfo {
         key_header: KeyHeader::Named("x-key"),
@@ -141,15 +141,23 @@ mod tests {
     };
 
     fn setup(base_url: &str) -> PluginSetup<crate::ModelSpec> {
-        let mut setup = PluginSetup::new(&INFO, [], []);
-        setup.base_url = base_url.to_owned();
-        setup
+        PluginSetup {
+            name: "test".into(),
+            base_url: base_url.to_owned(),
+            api_key: None,
+            require_api_key: None,
+            timeout: None,
+            headers: Vec::new(),
+            http_client: None,
+            models: SpecList::default(),
+            embedders: SpecList::default(),
+        }
     }
 
-    fn authorized(client: &ProviderClient) -> std::result::Result<bool, ProviderError<Body>> {
+    fn authorized(client: &ProviderClient) -> std::result::Result<bool, ProviderError<TestApi>> {
         let request = reqwest::Client::new().get("http://127.0.0.1:9/");
         let request = client
-            .authorize::<Body>(request, None)?
+            .authorize::<TestApi>(request, None)?
             .build()
             .map_err(|e| ProviderError::InvalidRequest(e.to_string()))?;
         Ok(request.headers().contains_key("x-key"))

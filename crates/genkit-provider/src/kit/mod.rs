@@ -11,7 +11,7 @@ use crate::plugin::{
     EmbedderSpec, Spec, SpecList, check_embedding_count, header_map, parse_request_config,
     text_embedder_info, validate_http_url, validate_name,
 };
-use crate::provider_error::{ErrorBody, ProviderError};
+use crate::provider_error::{ErrorFormat, ProviderError};
 use crate::stream::{FrameReader, StreamFold, fold_stream};
 use crate::{ApiKey, Deadline, HttpClient, until_cancelled};
 use bytes::Bytes;
@@ -38,6 +38,6 @@ mod provider;
 pub use client::ProviderClient;
 pub use plugin::{PluginSetup, ProviderPlugin};
 pub use provider::{
-    Chat, DEFAULT_TIMEOUT, Embed, KeyHeader, ModelSpec, Provider, ProviderInfo, RequestConfig,
-    StreamFormat, WireCall,
+    Chat, DEFAULT_TIMEOUT, Declared, Embed, KeyHeader, ModelSpec, Provider, ProviderInfo,
+    RequestConfig, StreamFormat, WireCall,
 };

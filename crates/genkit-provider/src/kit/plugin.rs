@@ -127,7 +127,7 @@ impl<P: Provider> ProviderPlugin<P> {
         }
         match kind {
             ActionKind::Model => Some(self.model(name).into_dyn()),
-            ActionKind::Embedder if P::INFO.embedders => Some(self.embedder(name).into_dyn()),
+            ActionKind::Embedder if P::EMBEDDERS => Some(self.embedder(name).into_dyn()),
             _ => None,
         }
     }
@@ -167,7 +167,7 @@ impl<P: Provider> Kit<P> {
         what: &str,
     ) -> Result<(C, Option<ApiKey>)> {
         let parsed = parse_request_config(config, what, &P::INFO)
-            .map_err(ProviderError::<P::ErrorBody>::InvalidRequest)?;
+            .map_err(ProviderError::<P>::InvalidRequest)?;
         let key = config.and_then(|c| c.get("apiKey")?.as_str().map(ApiKey::new));
         Ok((parsed, key))
     }
@@ -190,14 +190,14 @@ impl<P: Provider> Kit<P> {
         let work = async {
             let client = &self.client;
             let response = client
-                .post::<P::ErrorBody>(&call.path, &call.body, key.as_ref())
+                .post::<P>(&call.path, &call.body, key.as_ref())
                 .await?;
             if streaming {
                 let frames = client.frames(response, P::INFO.stream);
                 let send = |chunk| ctx.send_chunk(chunk);
                 Ok(fold_stream(frames, call.state, |e| client.error(e), send).await?)
             } else {
-                let body = client.read_body::<P::ErrorBody>(response).await?;
+                let body = client.read_body::<P>(response).await?;
                 self.provider.chat_response(call.state, &body)
             }
         };
@@ -220,9 +220,9 @@ impl<P: Provider> Kit<P> {
         let call = self.provider.embed_request(embed)?;
         let response = self
             .client
-            .post::<P::ErrorBody>(&call.path, &call.body, key.as_ref())
+            .post::<P>(&call.path, &call.body, key.as_ref())
             .await?;
-        let body = self.client.read_body::<P::ErrorBody>(response).await?;
+        let body = self.client.read_body::<P>(response).await?;
         let vectors = self.provider.embed_response(&body)?;
         check_embedding_count(&self.name, vectors.len(), request.input.len())?;
         Ok(EmbedResponse {
@@ -306,32 +306,23 @@ pub struct PluginSetup<M> {
 impl<M: Spec> PluginSetup<M> {
     /// The defaults of provider `P`, listing its default models and embedders.
     pub fn of<P: Provider<Model = M>>() -> Self {
-        Self::new(&P::INFO, P::default_models(), P::default_embedders())
-    }
-
-    /// The defaults of `info`, listing `models` and `embedders`.
-    pub fn new(
-        info: &ProviderInfo,
-        models: impl IntoIterator<Item = M>,
-        embedders: impl IntoIterator<Item = EmbedderSpec>,
-    ) -> Self {
         Self {
-            name: info.default_name.to_owned(),
-            base_url: info.default_base_url.to_owned(),
+            name: P::INFO.default_name.to_owned(),
+            base_url: P::INFO.default_base_url.to_owned(),
             api_key: None,
             require_api_key: None,
             timeout: Some(DEFAULT_TIMEOUT),
             headers: Vec::new(),
             http_client: None,
-            models: SpecList::new(models),
-            embedders: SpecList::new(embedders),
+            models: SpecList::new(P::default_models()),
+            embedders: SpecList::new(P::default_embedders()),
         }
     }
 }
 
 /// Declares a provider plugin: the plugin type (`ProviderPlugin<$provider>`),
 /// the provider struct with its settings and their defaults, and the builder
-/// (the provider's `Provider::Builder`):
+/// (the provider's [`Declared::Builder`]):
 /// a setter per setting, the shared setters (`name`, `base_url`, `api_key`,
 /// `require_api_key`, `timeout`, `no_timeout`, `header`,
 /// `http_client`, `models`, `model`; `with embedders` adds `embedders`,
@@ -366,6 +357,11 @@ macro_rules! provider_plugin {
         pub struct $builder {
             setup: $crate::kit::PluginSetup<<$provider as $crate::kit::Provider>::Model>,
             provider: $provider,
+        }
+
+        impl $crate::kit::Declared for $provider {
+            type Builder = $builder;
+            const EMBEDDERS: bool = $crate::provider_plugin!(@has $($embedders)?);
         }
 
         impl Default for $builder {
@@ -438,6 +434,8 @@ macro_rules! provider_plugin {
             self
         }
     };
+    (@has embedders) => { true };
+    (@has) => { false };
     (@embedders) => {
         $crate::provider_plugin!(@set
             /// Replaces the list of known embedders.

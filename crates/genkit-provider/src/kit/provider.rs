@@ -63,8 +63,6 @@ pub struct ProviderInfo {
     pub ignored_config_keys: &'static [&'static str],
     /// How streamed answers are framed.
     pub stream: StreamFormat,
-    /// Whether the provider has embedders.
-    pub embedders: bool,
     /// The models a new builder lists.
     pub models: &'static [&'static str],
     /// The embedders a new builder lists.
@@ -72,7 +70,7 @@ pub struct ProviderInfo {
 }
 
 impl ProviderInfo {
-    /// A provider without key, extra headers or embedders, streaming SSE.
+    /// A provider without key or extra headers, streaming SSE.
     pub const fn new(
         display: &'static str,
         default_name: &'static str,
@@ -91,7 +89,6 @@ impl ProviderInfo {
             headers: &[],
             ignored_config_keys: &[],
             stream: StreamFormat::Sse,
-            embedders: false,
             models: &[],
             embedder_names: &[],
         }
@@ -247,10 +244,19 @@ pub struct Embed<'a, P: Provider> {
     pub options: P::EmbedOptions,
 }
 
-/// What one provider plugin declares; [`ProviderPlugin`] does the rest.
-/// The provider value holds the plugin's own settings, which its builder
-/// sets.
-pub trait Provider: fmt::Debug + Default + Clone + Send + Sync + 'static {
+/// What [`provider_plugin!`](crate::provider_plugin) declares for a
+/// provider: its plugin's builder and whether the plugin has embedders.
+pub trait Declared {
+    /// The builder, with the provider's defaults.
+    type Builder: Default;
+    /// Whether the plugin has embedders (`with embedders`).
+    const EMBEDDERS: bool;
+}
+
+/// What one provider plugin declares, with how its API writes errors
+/// ([`ErrorFormat`]); [`ProviderPlugin`] does the rest. The provider value
+/// holds the plugin's own settings, which its builder sets.
+pub trait Provider: ErrorFormat + Declared + Default + Clone {
     /// Names, defaults, credentials and framing.
     const INFO: ProviderInfo;
     /// A model's description: a [`ModelSpec`], or one extending it.
@@ -259,15 +265,8 @@ pub trait Provider: fmt::Debug + Default + Clone + Send + Sync + 'static {
     type Config: RequestConfig;
     /// An embed request's `options` (`()` without embedders).
     type EmbedOptions: RequestConfig;
-    /// How the API writes its errors.
-    type ErrorBody: ErrorBody;
-    /// The plugin's builder, with the provider's defaults (as
-    /// [`provider_plugin!`](crate::provider_plugin) declares it).
-    type Builder: Default;
     /// Reads one answer: whole, or streamed frame by frame.
-    type Answer: StreamFold<Output = GenerateResponse, Error = ProviderError<Self::ErrorBody>>
-        + Send
-        + 'static;
+    type Answer: StreamFold<Output = GenerateResponse, Error = ProviderError<Self>> + Send + 'static;
 
     /// The models a new builder lists (default: [`ProviderInfo::models`]).
     fn default_models() -> Vec<Self::Model> {

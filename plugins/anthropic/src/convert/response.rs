@@ -2,6 +2,7 @@
 
 use genkit_ai::model::basic_usage_stats;
 use genkit_ai::types::{FinishReason, GenerateResponse, Message, Part, ToolRequest};
+use genkit_provider::wire::model_response;
 use serde_json::{Map, Number, Value, json};
 use std::collections::BTreeMap;
 
@@ -27,15 +28,7 @@ pub(crate) fn to_genkit_response(
             .map(|s| format!("Stopped at the stop sequence {s:?}")),
         _ => None,
     };
-    GenerateResponse {
-        message: Some(message),
-        finish_reason: Some(finish_reason),
-        finish_message,
-        usage: Some(Box::new(usage)),
-        custom: raw.clone(),
-        raw,
-        ..GenerateResponse::default()
-    }
+    model_response(message, finish_reason, finish_message, usage, raw)
 }
 
 /// Claude's stop reasons in Genkit's terms.

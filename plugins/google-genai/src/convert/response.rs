@@ -5,6 +5,7 @@ use genkit_ai::types::{
     Candidate as GenkitCandidate, FinishReason, GenerateResponse, GenerationUsage, Message, Part,
     ToolRequest, ToolResponse,
 };
+use genkit_provider::wire::model_response;
 use serde_json::{Map, Value, json};
 
 use super::ToolNames;
@@ -57,14 +58,8 @@ pub(crate) fn to_genkit_response(
         apply_usage(&mut usage, u);
     }
     Ok(GenerateResponse {
-        message: Some(message),
-        finish_reason: Some(finish_reason),
-        finish_message,
-        usage: Some(Box::new(usage)),
-        custom: raw.clone(),
-        raw,
         candidates: (candidates.len() > 1).then_some(candidates),
-        ..GenerateResponse::default()
+        ..model_response(message, finish_reason, finish_message, usage, raw)
     })
 }
 

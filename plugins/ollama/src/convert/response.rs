@@ -1,13 +1,13 @@
 //! `/api/chat` answers (one object, or NDJSON lines) → Genkit responses.
 
-use crate::error::{OllamaError, OllamaErrorBody};
+use crate::error::OllamaError;
 use crate::wire::{ChatResponse, ToolCall};
 use genkit_ai::model::basic_usage_stats;
 use genkit_ai::types::{
     FinishReason, GenerateResponse, GenerateResponseChunk, Message, Part, Role, ToolRequest,
 };
 use genkit_provider::error::excerpt;
-use genkit_provider::{Emit, Frame, StreamFold};
+use genkit_provider::{ApiError, Emit, Frame, StreamFold};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -72,9 +72,8 @@ impl ChatState {
             ))
         })?;
         if let Some(err) = parsed.error.filter(|e| !e.is_null()) {
-            return Err(OllamaError::Stream(Box::new(OllamaErrorBody {
-                message: genkit_provider::provider_error::as_text(&err),
-            })));
+            let message = genkit_provider::provider_error::as_text(&err);
+            return Err(OllamaError::Stream(Box::new(ApiError::new(message, None))));
         }
         let mut parts = Vec::new();
         if let Some(m) = parsed.message {
