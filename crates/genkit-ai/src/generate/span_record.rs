@@ -71,8 +71,8 @@ pub(crate) fn message_bytes(m: &Message) -> usize {
 }
 
 /// The messages of one call's turns, each copied in once.
-#[derive(Clone, Default)]
-pub(crate) struct History(Arc<Mutex<Log>>);
+#[derive(Default)]
+pub(crate) struct History(Mutex<Arc<Mutex<Log>>>);
 
 #[derive(Default)]
 struct Log {
@@ -81,7 +81,7 @@ struct Log {
     bytes: Vec<usize>,
 }
 
-/// The first `len` messages of a [`History`].
+/// The first `len` messages of a log.
 struct HistoryView {
     log: Arc<Mutex<Log>>,
     len: usize,
@@ -98,19 +98,23 @@ impl History {
     /// A view of `messages`, copying into the log those past its end. The
     /// tool loop only appends to its history; if the log is longer than
     /// `messages` or its last message is not the one at that place (the
-    /// history was rewritten), the log starts over. Returns the view and the
-    /// estimated size of its messages.
+    /// history was rewritten), a new log is started (views of the old one
+    /// keep it). Returns the view and the estimated size of its messages.
     fn view(&self, messages: &[Message]) -> (HistoryView, usize) {
-        let mut log = self.0.lock();
-        let kept = log.messages.len();
-        let consistent = kept <= messages.len()
-            && kept
-                .checked_sub(1)
-                .is_none_or(|i| log.messages[i] == messages[i]);
+        let mut current = self.0.lock();
+        let consistent = {
+            let log = current.lock();
+            let kept = log.messages.len();
+            kept <= messages.len()
+                && kept
+                    .checked_sub(1)
+                    .is_none_or(|i| log.messages[i] == messages[i])
+        };
         if !consistent {
-            log.messages.clear();
-            log.bytes.clear();
+            *current = Arc::default();
         }
+        let shared = current.clone();
+        let mut log = shared.lock();
         for m in &messages[log.messages.len()..] {
             let before = log.bytes.last().copied().unwrap_or(0);
             log.bytes.push(before + message_bytes(m));
@@ -119,10 +123,12 @@ impl History {
         let bytes = messages
             .len()
             .checked_sub(1)
-            .map_or(0, |i| log.bytes[i]);
+            .and_then(|i| log.bytes.get(i).copied())
+            .unwrap_or(0);
+        drop(log);
         (
             HistoryView {
-                log: self.0.clone(),
+                log: shared,
                 len: messages.len(),
             },
             bytes,
@@ -168,7 +174,10 @@ fn plain_history(raw: &GenerateActionOptions) -> bool {
 }
 
 /// `genkit:input` of a turn's `generate` span.
-pub(crate) fn record_options(raw: &mut GenerateActionOptions, history: &History) -> Option<SpanJson> {
+pub(crate) fn record_options(
+    raw: &mut GenerateActionOptions,
+    history: &History,
+) -> Option<SpanJson> {
     if !plain_history(raw) {
         return SpanJson::serialize(raw);
     }
@@ -222,7 +231,13 @@ pub(crate) fn record_request(
         messages: Arc::default(),
         ..request.clone()
     };
-    Some(SpanJson::defer(RequestRecord { request, history: view }, approx))
+    Some(SpanJson::defer(
+        RequestRecord {
+            request,
+            history: view,
+        },
+        approx,
+    ))
 }
 
 /// A response as a span output: a copy encoded later when small, encoded
@@ -295,7 +310,8 @@ mod tests {
             assert_eq!(span_json.as_str(), expected);
             assert!(!span_json.is_truncated());
         }
-        let response = GenerateResponse::new(Message::model("done"), crate::types::FinishReason::Stop);
+        let response =
+            GenerateResponse::new(Message::model("done"), crate::types::FinishReason::Stop);
         let r = record_response(&response).unwrap();
         assert_eq!(r.as_str(), serde_json::to_string(&response).unwrap());
     }
@@ -308,7 +324,10 @@ mod tests {
         let opts = record_options(&mut raw, &history).unwrap();
         assert!(!opts.is_deferred());
         assert!(opts.is_truncated());
-        let response = GenerateResponse::new(Message::model(big.as_str()), crate::types::FinishReason::Stop);
+        let response = GenerateResponse::new(
+            Message::model(big.as_str()),
+            crate::types::FinishReason::Stop,
+        );
         let r = record_response(&response).unwrap();
         assert!(!r.is_deferred() && r.is_truncated());
     }

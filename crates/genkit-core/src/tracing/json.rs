@@ -141,7 +141,9 @@ impl SpanJson {
         if approx > limit {
             return Self::encoded(encode_value(value, limit));
         }
-        Self::pending(value.clone(), approx, |v, limit| Some(encode_value(v, limit)))
+        Self::pending(value.clone(), approx, |v, limit| {
+            Some(encode_value(v, limit))
+        })
     }
 
     fn pending<T: Send + 'static>(
@@ -485,7 +487,10 @@ mod tests {
         let long = format!("{}\"é{}", "x".repeat(90), "ü".repeat(80));
         let v = serde_json::json!({"k\u{1}": [long.clone(), {"n": 1e300, "s": long}], "z": -3});
         let full = serde_json::to_string(&v).unwrap();
-        for limit in (0..full.len() + 3).step_by(7).chain([full.len(), full.len() + 1]) {
+        for limit in (0..full.len() + 3)
+            .step_by(7)
+            .chain([full.len(), full.len() + 1])
+        {
             let a = encode_value(&v, limit);
             let b = encode_serde(&v, limit).unwrap();
             assert_eq!(a.text, b.text, "limit {limit}");
