@@ -230,7 +230,10 @@ impl Model {
             };
             ModelNext::new(chain, tail).run(req, mctx)
         };
-        let action = Action::from_desc_typed(opts.desc(ActionKind::Model), body);
+        let mut action = Action::from_desc_typed(opts.desc(ActionKind::Model), body);
+        // Responses are kept for the exporter to encode (a fresh action is
+        // not shared yet, so this always applies).
+        action.set_output_recorder(crate::generate::record_model_response);
         Model { action, info }
     }
 
@@ -408,11 +411,23 @@ pub async fn call_model(
     req: GenerateRequest,
     ctx: &ModelCallCtx,
 ) -> Result<GenerateResponse> {
+    call_model_recorded(model, req, ctx, None).await
+}
+
+/// [`call_model`], the model span recording `span_input` (the request's
+/// JSON, typically deferred) when given.
+pub(crate) async fn call_model_recorded(
+    model: &DynAction,
+    req: GenerateRequest,
+    ctx: &ModelCallCtx,
+    span_input: Option<genkit_core::tracing::SpanJson>,
+) -> Result<GenerateResponse> {
     if let Some(typed) = ModelAction::downcast(model) {
         let opts = RunOptions {
             context: Some(ctx.context.clone()),
             cancel: Some(ctx.cancel.clone()),
             on_chunk: ctx.on_chunk.clone(),
+            span_input,
             ..RunOptions::default()
         };
         return Ok(typed.run_with(req, opts).await?.output);
@@ -421,6 +436,7 @@ pub async fn call_model(
     let mut opts = RunOptions::new()
         .context(ctx.context.clone())
         .cancel(ctx.cancel.clone());
+    opts.span_input = span_input;
     if let Some(cb) = ctx.on_chunk.clone() {
         opts = opts.on_chunk(move |v: Value| match serde_json::from_value(v) {
             Ok(chunk) => cb(chunk),

@@ -7,6 +7,7 @@
 //! and hands the next turn's request back to the loop.
 
 use super::options::{LoopLimits, ToolErrorPolicy};
+use super::span_record::{History, record_options, record_request, record_response};
 use super::tool_defs::tool_definitions;
 use super::tools::{
     ResumeOutcome, ToolRun, resolve_resume, resolve_tool_requests, resolve_tools, tool_map,
@@ -16,7 +17,7 @@ use crate::middleware::{
     GenerateCallCtx, GenerateEnvelope, GenerateMiddleware, GenerateModelHook, GenerateNext,
     ModelCallCtx, ModelFn, ModelMiddleware, ModelNext, augment_with_context,
 };
-use crate::model::{call_model, lookup_model, model_info};
+use crate::model::{call_model_recorded, lookup_model, model_info};
 use crate::types::{
     FinishReason, GenerateActionOptions, GenerateRequest, GenerateResponse, GenerateResponseChunk,
     Message, Metadata, OutputConfig, Role, ToolChoice,
@@ -80,9 +81,9 @@ fn close_turn_spans(
     spans: Vec<Span>,
     mut result: Result<GenerateResponse>,
 ) -> Result<GenerateResponse> {
-    // Serialized once for all the turns (shared, not copied).
+    // Recorded once for all the turns (shared, not copied).
     let recorded = match (&result, spans.first()) {
-        (Ok(response), Some(first)) if first.is_recording() => SpanJson::serialize(response),
+        (Ok(response), Some(first)) if first.is_recording() => record_response(response),
         _ => None,
     };
     for mut span in spans.into_iter().rev() {
@@ -159,6 +160,8 @@ pub(crate) struct Engine {
     tool_choice_once: bool,
     indexer: ChunkIndexer,
     resolved: Mutex<Option<Arc<Resolved>>>,
+    /// The messages the turns' spans record (each copied once).
+    history: History,
 }
 
 /// What a turn's model and tool names resolved to.
@@ -191,6 +194,7 @@ impl Engine {
             tool_choice_once,
             indexer: ChunkIndexer::default(),
             resolved: Mutex::new(None),
+            history: History::default(),
         })
     }
 
@@ -223,7 +227,17 @@ impl Engine {
                 Some(parent) => parent.start_child(&opts),
                 None => Span::start(&opts),
             };
-            span.set_input(&raw);
+            if span.is_recording() {
+                // Without middleware the loop only appends to the history, so
+                // the turns share one copy of it (see `span_record`).
+                if self.middleware.is_empty() {
+                    if let Some(json) = record_options(&mut raw, &self.history) {
+                        span.set_input_json(json);
+                    }
+                } else {
+                    span.set_input(&raw);
+                }
+            }
             // Boxed: a turn's future is large, and the loop's own state stays
             // small instead of holding (and moving) it.
             let step = span.scope(Box::pin(self.step(raw, state, &ctx))).await;
@@ -348,8 +362,18 @@ impl Engine {
         let request = self.to_model_request(&raw, history.clone(), tools);
         let output = request.output.clone();
         let is_background = model.desc().kind == ActionKind::BackgroundModel;
+        // What the model span records, when no hook can change the request
+        // on its way to the model.
+        let span_input = if genkit_core::tracing::is_recording()
+            && self.model_hooks.is_empty()
+            && !is_background
+        {
+            record_request(&raw, &request, &self.history)
+        } else {
+            None
+        };
 
-        let response = self.dispatch_model(model, request, ctx).await;
+        let response = self.dispatch_model(model, request, ctx, span_input).await;
         raw.messages = Arc::try_unwrap(history).unwrap_or_else(|shared| (*shared).clone());
         let mut response = response?;
         if is_background {
@@ -542,7 +566,10 @@ impl Engine {
         model: &DynAction,
         request: GenerateRequest,
         ctx: &GenerateCallCtx,
+        span_input: Option<SpanJson>,
     ) -> Result<GenerateResponse> {
+        // Taken by the (single) call of the tail.
+        let span_input = Arc::new(Mutex::new(span_input));
         // Model chunks are stamped with the model message's index and role.
         let on_chunk = ctx.on_chunk.clone().map(|cb| {
             let engine = self.clone();
@@ -560,6 +587,7 @@ impl Engine {
         let is_background = model.desc().kind == ActionKind::BackgroundModel;
         let tail: ModelFn = Arc::new(move |req, mctx: ModelCallCtx| {
             let model = model.clone();
+            let span_input = span_input.lock().take();
             Box::pin(async move {
                 if is_background {
                     let out = model
@@ -579,7 +607,7 @@ impl Engine {
                         ..GenerateResponse::default()
                     });
                 }
-                call_model(&model, req, &mctx).await
+                call_model_recorded(&model, req, &mctx, span_input).await
             })
         });
         ModelNext::new(self.model_hooks.clone(), tail)

@@ -55,6 +55,10 @@ pub struct RunOptions<S = Value> {
     pub registry: Option<Registry>,
     /// Typed values added over the ones inherited from the caller.
     pub extensions: Extensions,
+    /// What the span records as `genkit:input`, when the caller has it
+    /// already (typically deferred, see [`SpanJson::defer`]); it must be the
+    /// input's JSON. When `None` the input is recorded from the value.
+    pub span_input: Option<SpanJson>,
 }
 
 impl<S> Default for RunOptions<S> {
@@ -68,6 +72,7 @@ impl<S> Default for RunOptions<S> {
             metadata: None,
             registry: None,
             extensions: Extensions::new(),
+            span_input: None,
         }
     }
 }
@@ -118,6 +123,13 @@ impl<S> RunOptions<S> {
     /// [`ActionCtx::extension`].
     pub fn extension<T: Send + Sync + 'static>(mut self, value: T) -> Self {
         self.extensions.insert(value);
+        self
+    }
+
+    /// Records `input` as the span's `genkit:input` instead of encoding
+    /// the run's input (see [`RunOptions::span_input`]).
+    pub fn span_input(mut self, input: SpanJson) -> Self {
+        self.span_input = Some(input);
         self
     }
 
@@ -194,6 +206,9 @@ struct Inner<I, O, S> {
     input_validator: Option<SchemaValidator>,
     output_validator: Option<SchemaValidator>,
     body: Box<BodyFn<I, O, S>>,
+    /// How a typed output is recorded on the span when no JSON of it is made
+    /// anyway (by default: encoded at once, up to the cap).
+    record_output: fn(&O) -> Option<SpanJson>,
     /// The root of the first registry this action was registered in.
     home: OnceLock<WeakRegistry>,
     _types: PhantomData<fn(I) -> (O, S)>,
@@ -285,6 +300,7 @@ impl<I: Payload, O: Payload, S: Serialize + Send + 'static> Action<I, O, S> {
                 input_validator,
                 output_validator,
                 body: Box::new(move |i, ctx| Box::pin(body(i, ctx))),
+                record_output: |o| SpanJson::serialize(o),
                 home: OnceLock::new(),
                 _types: PhantomData,
             }),
@@ -315,6 +331,20 @@ impl<I: Payload, O: Payload, S: Serialize + Send + 'static> Action<I, O, S> {
         Ok(Self::build(desc, input_validator, output_validator, body))
     }
 
+    /// Sets how the span records a typed output (instead of encoding it at
+    /// once), e.g. as a copy encoded later with [`SpanJson::defer`]. Takes
+    /// effect only on an action not yet cloned or registered (call it right
+    /// after building it); returns whether it did.
+    pub fn set_output_recorder(&mut self, record: fn(&O) -> Option<SpanJson>) -> bool {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => {
+                inner.record_output = record;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The self-description.
     pub fn desc(&self) -> &ActionDesc {
         &self.inner.desc
@@ -338,12 +368,13 @@ impl<I: Payload, O: Payload, S: Serialize + Send + 'static> Action<I, O, S> {
     /// Runs with options and returns the output with its trace ids.
     pub async fn run_with(&self, input: I, opts: RunOptions<S>) -> Result<ActionResult<O>> {
         let inner = &self.inner;
-        let recording = crate::tracing::is_recording();
+        let recording = crate::tracing::is_recording() && opts.span_input.is_none();
         let input_text = match &inner.input_validator {
             Some(v) => {
                 let json = serde_json::to_value(&input)?;
                 v.validate(&json).map_err(mark_caller_error)?;
-                recording.then(|| SpanJson::serialize(&json)).flatten()
+                // The JSON made for validation is kept and encoded later.
+                recording.then(|| SpanJson::defer_value(json))
             }
             None if recording => SpanJson::serialize(&input),
             None => None,
@@ -427,7 +458,7 @@ impl<I: Payload, O: Payload, S: Serialize + Send + 'static> Inner<I, O, S> {
         }
         let context = opts.context.unwrap_or(parent.context);
         if span.is_recording() {
-            if let Some(text) = input_text {
+            if let Some(text) = opts.span_input.or(input_text) {
                 span.set_input_json(text);
             }
             span.set_context(&context);
@@ -497,8 +528,12 @@ impl<I: Payload, O: Payload, S: Serialize + Send + 'static> Inner<I, O, S> {
                 };
                 if span.is_recording() {
                     match &output_json {
-                        Some(json) => span.set_output(json),
-                        None => span.set_output(&output),
+                        Some(json) => span.set_output_json(SpanJson::defer_cloned(json)),
+                        None => {
+                            if let Some(recorded) = (self.record_output)(&output) {
+                                span.set_output_json(recorded);
+                            }
+                        }
                     }
                 }
                 span.end_ok();
@@ -538,10 +573,23 @@ impl<I: Payload, O: Payload, S: Payload> ErasedAction for Inner<I, O, S> {
             if let Some(v) = &self.input_validator {
                 v.validate(&input).map_err(mark_caller_error)?;
             }
-            let recorded = crate::tracing::is_recording()
-                .then(|| SpanJson::serialize(&input))
-                .flatten();
-            let typed: I = serde_path_to_error::deserialize(input).map_err(|e| {
+            // While recording, a small input is read by reference and kept
+            // for the span (encoded later, off the request path); a large
+            // one is encoded now, up to the cap, and then consumed.
+            let (typed, recorded) = if !crate::tracing::is_recording() || opts.span_input.is_some()
+            {
+                (serde_path_to_error::deserialize(input), None)
+            } else {
+                let limit = crate::tracing::max_attribute_bytes();
+                if crate::tracing::approx_value_bytes(&input, limit) > limit {
+                    let recorded = SpanJson::from_value(&input);
+                    (serde_path_to_error::deserialize(input), Some(recorded))
+                } else {
+                    let typed = serde_path_to_error::deserialize(&input);
+                    (typed, Some(SpanJson::defer_value(input)))
+                }
+            };
+            let typed: I = typed.map_err(|e| {
                 let path = e.path().to_string();
                 let path = if path == "." {
                     "(root)".to_owned()
@@ -573,6 +621,7 @@ impl<I: Payload, O: Payload, S: Payload> ErasedAction for Inner<I, O, S> {
                 metadata: opts.metadata,
                 registry: opts.registry,
                 extensions: opts.extensions,
+                span_input: opts.span_input,
             };
             let (_, json, trace) = self.execute(typed, recorded, typed_opts, true).await?;
             Ok(ActionResult {

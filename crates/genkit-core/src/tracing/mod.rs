@@ -19,6 +19,7 @@ pub use data::{
     TraceData,
 };
 pub use ids::{SpanId, TraceId};
+pub use json::approx_value_bytes;
 pub use json::{
     DEFAULT_MAX_ATTRIBUTE_BYTES, SpanJson, max_attribute_bytes, set_max_attribute_bytes,
 };

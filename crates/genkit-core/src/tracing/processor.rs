@@ -68,8 +68,7 @@ pub(crate) fn emit_start(span: impl FnOnce() -> RecordedSpan) {
     }
 }
 
-pub(crate) fn emit_end(span: RecordedSpan) {
-    let span = Arc::new(span);
+pub(crate) fn emit_end(span: Arc<RecordedSpan>) {
     for p in PROCESSORS.read().iter() {
         p.on_end(&span);
     }

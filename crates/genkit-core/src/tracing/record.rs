@@ -94,7 +94,7 @@ impl RecordedSpan {
     /// Roughly the memory this record holds, in bytes: what an export queue
     /// bounded in bytes counts.
     pub fn approx_bytes(&self) -> usize {
-        let text = |j: &Option<SpanJson>| j.as_ref().map_or(0, SpanJson::len);
+        let text = |j: &Option<SpanJson>| j.as_ref().map_or(0, SpanJson::approx_bytes);
         let labels = self.labels.as_ref().map_or(0, |l| {
             l.iter().map(|(k, v)| k.len() + v.len() + 64).sum::<usize>()
         });
@@ -141,13 +141,13 @@ impl RecordedSpan {
         {
             a.insert("genkit:metadata:context".into(), Value::from(json));
         }
-        if let Some(input) = &self.input {
+        if let Some(input) = self.input.as_ref().and_then(SpanJson::text) {
             a.insert(
                 "genkit:input".into(),
                 Value::from(redacted(input).into_owned()),
             );
         }
-        if let Some(output) = &self.output {
+        if let Some(output) = self.output.as_ref().and_then(SpanJson::text) {
             a.insert(
                 "genkit:output".into(),
                 Value::from(redacted(output).into_owned()),
@@ -325,10 +325,10 @@ impl Serialize for WireAttributes<'_> {
         {
             entry(&mut m, "genkit:metadata:context", Attr::Str(&json))?;
         }
-        if let Some(input) = &r.input {
+        if let Some(input) = r.input.as_ref().and_then(SpanJson::text) {
             entry(&mut m, "genkit:input", Attr::Str(&redacted(input)))?;
         }
-        if let Some(output) = &r.output {
+        if let Some(output) = r.output.as_ref().and_then(SpanJson::text) {
             entry(&mut m, "genkit:output", Attr::Str(&redacted(output)))?;
         }
         if r.end_time.is_some() {

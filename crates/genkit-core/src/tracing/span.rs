@@ -167,7 +167,9 @@ pub(crate) fn now_ms() -> f64 {
 /// dropped) is recorded as cancelled.
 pub struct Span {
     ctx: Arc<SpanCtx>,
-    record: Option<Box<RecordedSpan>>,
+    /// Allocated once, where processors get it: unique until the span ends
+    /// (start events get a copy), so it is changed in place.
+    record: Option<Arc<RecordedSpan>>,
 }
 
 impl Span {
@@ -253,7 +255,7 @@ impl Span {
                 info,
                 path: Some(path),
             }),
-            record: Some(Box::new(record)),
+            record: Some(Arc::new(record)),
         }
     }
 
@@ -271,9 +273,14 @@ impl Span {
         self.ctx.clone()
     }
 
+    /// The record, while recording (never shared before the span ends).
+    fn record(&mut self) -> Option<&mut RecordedSpan> {
+        self.record.as_mut().and_then(Arc::get_mut)
+    }
+
     /// Sets an attribute (ignored when not recording).
     pub fn set_attribute(&mut self, key: impl Into<String>, value: impl FnOnce() -> Value) {
-        if let Some(r) = &mut self.record {
+        if let Some(r) = self.record() {
             r.attributes.insert(key.into(), value());
         }
     }
@@ -281,7 +288,7 @@ impl Span {
     /// Records `genkit:input` as JSON text (a [`SpanJson`] is shared as is;
     /// text over [`max_attribute_bytes`](super::max_attribute_bytes) is cut).
     pub fn set_input_json(&mut self, input: impl Into<SpanJson>) {
-        if let Some(r) = &mut self.record {
+        if let Some(r) = self.record() {
             r.input = Some(input.into());
         }
     }
@@ -289,7 +296,7 @@ impl Span {
     /// Records `genkit:input` from any serializable value (serialized only
     /// while recording, and only up to the size cap).
     pub fn set_input<T: Serialize + ?Sized>(&mut self, input: &T) {
-        if let Some(r) = &mut self.record {
+        if let Some(r) = self.record() {
             r.input = SpanJson::serialize(input);
         }
     }
@@ -297,7 +304,7 @@ impl Span {
     /// Records `genkit:output` as JSON text (a [`SpanJson`] is shared as
     /// is; text over the size cap is cut).
     pub fn set_output_json(&mut self, output: impl Into<SpanJson>) {
-        if let Some(r) = &mut self.record {
+        if let Some(r) = self.record() {
             r.output = Some(output.into());
         }
     }
@@ -305,14 +312,14 @@ impl Span {
     /// Records `genkit:output` from any serializable value (serialized only
     /// while recording, and only up to the size cap).
     pub fn set_output<T: Serialize + ?Sized>(&mut self, output: &T) {
-        if let Some(r) = &mut self.record {
+        if let Some(r) = self.record() {
             r.output = SpanJson::serialize(output);
         }
     }
 
     /// Records the action context (auth and secrets are redacted on export).
     pub fn set_context(&mut self, context: &ActionContext) {
-        if let Some(r) = &mut self.record
+        if let Some(r) = self.record()
             && !context.is_empty()
         {
             r.context = Some(context.clone());
@@ -322,8 +329,10 @@ impl Span {
     /// Ends the span successfully.
     pub fn end_ok(mut self) {
         if let Some(mut r) = self.record.take() {
-            r.end_time = Some(now_ms());
-            processor::emit_end(*r);
+            if let Some(rec) = Arc::get_mut(&mut r) {
+                rec.end_time = Some(now_ms());
+            }
+            processor::emit_end(r);
         }
     }
 
@@ -334,16 +343,18 @@ impl Span {
         error.set_trace_id_if_absent(|| trace_id.to_string());
         let is_source = error.take_failure_source();
         if let Some(mut r) = self.record.take() {
-            let now = now_ms();
-            r.end_time = Some(now);
-            r.failure = Some(SpanFailure {
-                status: error.status().name(),
-                message: error.to_string(),
-                stack: error.stack(),
-                time: now,
-                is_source,
-            });
-            processor::emit_end(*r);
+            if let Some(rec) = Arc::get_mut(&mut r) {
+                let now = now_ms();
+                rec.end_time = Some(now);
+                rec.failure = Some(SpanFailure {
+                    status: error.status().name(),
+                    message: error.to_string(),
+                    stack: error.stack(),
+                    time: now,
+                    is_source,
+                });
+            }
+            processor::emit_end(r);
         }
     }
 }

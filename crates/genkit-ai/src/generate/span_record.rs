@@ -1,0 +1,334 @@
+//! What the tool loop's spans record, kept as values for the exporter to
+//! encode on its worker instead of JSON-encoding them on the request path.
+//!
+//! A call's turns all record the conversation so far (each turn's
+//! `generate` span its options, each model span its request), and each
+//! turn's history is the previous one plus the messages the turn added. So
+//! the call keeps one log of its messages, each copied into it once, and a
+//! span keeps a view of the log's first messages: recording a turn costs
+//! the messages it added, not the whole history again.
+//!
+//! Values whose size estimate is over the attribute cap are encoded at once
+//! (up to the cap), so a queued span never holds more than about the cap.
+
+use crate::types::{
+    GenerateActionOptions, GenerateRequest, GenerateResponse, Message, Part, PartKind,
+};
+use genkit_core::tracing::{SpanJson, approx_value_bytes, max_attribute_bytes};
+use parking_lot::Mutex;
+use serde::{Serialize, Serializer};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Rough in-memory size of a JSON value (no further than `stop`).
+fn value_bytes(v: Option<&Value>, stop: usize) -> usize {
+    v.map_or(0, |v| approx_value_bytes(v, stop))
+}
+
+fn map_bytes(m: Option<&crate::types::Metadata>, stop: usize) -> usize {
+    m.map_or(0, |m| {
+        m.iter()
+            .map(|(k, v)| k.len() + approx_value_bytes(v, stop))
+            .sum()
+    })
+}
+
+/// Rough in-memory size of a part.
+fn part_bytes(p: &Part, stop: usize) -> usize {
+    let kind = match &p.kind {
+        PartKind::Text(t) | PartKind::Reasoning(t) => t.len(),
+        PartKind::Media(m) => m.url.len() + m.content_type.as_ref().map_or(0, String::len),
+        PartKind::ToolRequest(r) => {
+            r.name.len()
+                + r.reference.as_ref().map_or(0, String::len)
+                + value_bytes(r.input.as_ref(), stop)
+        }
+        PartKind::ToolResponse(r) => {
+            r.name.len()
+                + r.reference.as_ref().map_or(0, String::len)
+                + value_bytes(r.output.as_ref(), stop)
+                + r.content
+                    .as_ref()
+                    .map_or(0, |c| c.iter().map(|p| part_bytes(p, stop)).sum())
+        }
+        PartKind::Data(v) => approx_value_bytes(v, stop),
+        PartKind::Custom(m) => map_bytes(Some(m), stop),
+        PartKind::Resource(r) => r.uri.len(),
+        PartKind::Placeholder => 0,
+    };
+    let ext = p.extensions.as_ref().map_or(0, |e| {
+        value_bytes(e.data.as_ref(), stop) + map_bytes(e.custom.as_ref(), stop)
+    });
+    std::mem::size_of::<Part>() + kind + map_bytes(p.metadata.as_ref(), stop) + ext
+}
+
+/// Rough in-memory size of a message.
+pub(crate) fn message_bytes(m: &Message) -> usize {
+    let stop = max_attribute_bytes();
+    std::mem::size_of::<Message>()
+        + m.content.iter().map(|p| part_bytes(p, stop)).sum::<usize>()
+        + map_bytes(m.metadata.as_ref(), stop)
+}
+
+/// The messages of one call's turns, each copied in once.
+#[derive(Default)]
+pub(crate) struct History(Mutex<Arc<Mutex<Log>>>);
+
+#[derive(Default)]
+struct Log {
+    messages: Vec<Message>,
+    /// `bytes[i]`: estimated size of the first `i + 1` messages.
+    bytes: Vec<usize>,
+}
+
+/// The first `len` messages of a log.
+struct HistoryView {
+    log: Arc<Mutex<Log>>,
+    len: usize,
+}
+
+impl HistoryView {
+    fn messages(&self) -> Vec<Message> {
+        let log = self.log.lock();
+        log.messages[..self.len.min(log.messages.len())].to_vec()
+    }
+}
+
+impl History {
+    /// A view of `messages`, copying into the log those past its end. The
+    /// tool loop only appends to its history; if the log is longer than
+    /// `messages` or its last message is not the one at that place (the
+    /// history was rewritten), a new log is started (views of the old one
+    /// keep it). Returns the view and the estimated size of its messages.
+    fn view(&self, messages: &[Message]) -> (HistoryView, usize) {
+        let mut current = self.0.lock();
+        let consistent = {
+            let log = current.lock();
+            let kept = log.messages.len();
+            kept <= messages.len()
+                && kept
+                    .checked_sub(1)
+                    .is_none_or(|i| log.messages[i] == messages[i])
+        };
+        if !consistent {
+            *current = Arc::default();
+        }
+        let shared = current.clone();
+        let mut log = shared.lock();
+        for m in &messages[log.messages.len()..] {
+            let before = log.bytes.last().copied().unwrap_or(0);
+            log.bytes.push(before + message_bytes(m));
+            log.messages.push(m.clone());
+        }
+        let bytes = messages
+            .len()
+            .checked_sub(1)
+            .and_then(|i| log.bytes.get(i).copied())
+            .unwrap_or(0);
+        drop(log);
+        (
+            HistoryView {
+                log: shared,
+                len: messages.len(),
+            },
+            bytes,
+        )
+    }
+}
+
+/// A turn's options (without messages) and its history, written as the
+/// options they are.
+struct OptionsRecord {
+    options: GenerateActionOptions,
+    history: HistoryView,
+}
+
+impl Serialize for OptionsRecord {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut options = self.options.clone();
+        options.messages = self.history.messages();
+        options.serialize(s)
+    }
+}
+
+/// A model request (without messages) and its history, written as the
+/// request it is.
+struct RequestRecord {
+    request: GenerateRequest,
+    history: HistoryView,
+}
+
+impl Serialize for RequestRecord {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut request = self.request.clone();
+        request.messages = Arc::new(self.history.messages());
+        request.serialize(s)
+    }
+}
+
+/// Options with something that is not simply appended to between turns
+/// (documents the loop may merge into the messages, a resume) are encoded
+/// at once, as any other value.
+fn plain_history(raw: &GenerateActionOptions) -> bool {
+    raw.docs.is_none() && raw.resume.is_none()
+}
+
+/// `genkit:input` of a turn's `generate` span.
+pub(crate) fn record_options(
+    raw: &mut GenerateActionOptions,
+    history: &History,
+) -> Option<SpanJson> {
+    if !plain_history(raw) {
+        return SpanJson::serialize(raw);
+    }
+    let stop = max_attribute_bytes();
+    let messages = std::mem::take(&mut raw.messages);
+    let options = raw.clone();
+    raw.messages = messages;
+    let (view, history_bytes) = history.view(&raw.messages);
+    let approx = history_bytes
+        + value_bytes(options.config.as_ref(), stop)
+        + value_bytes(
+            options.output.as_ref().and_then(|o| o.json_schema.as_ref()),
+            stop,
+        )
+        + 256;
+    if approx > stop {
+        return SpanJson::serialize(raw);
+    }
+    Some(SpanJson::defer(
+        OptionsRecord {
+            options,
+            history: view,
+        },
+        approx,
+    ))
+}
+
+/// `genkit:input` of a model span: `request` holds the messages of `raw`.
+pub(crate) fn record_request(
+    raw: &GenerateActionOptions,
+    request: &GenerateRequest,
+    history: &History,
+) -> Option<SpanJson> {
+    if !plain_history(raw) || request.docs.is_some() || request.candidates.is_some() {
+        return SpanJson::serialize(request);
+    }
+    let stop = max_attribute_bytes();
+    let (view, history_bytes) = history.view(&request.messages);
+    // The tool definitions are shared with every request for the same tools.
+    let approx = history_bytes
+        + value_bytes(request.config.as_ref(), stop)
+        + value_bytes(
+            request.output.as_ref().and_then(|o| o.schema.as_ref()),
+            stop,
+        )
+        + 256;
+    if approx > stop {
+        return SpanJson::serialize(request);
+    }
+    let request = GenerateRequest {
+        messages: Arc::default(),
+        ..request.clone()
+    };
+    Some(SpanJson::defer(
+        RequestRecord {
+            request,
+            history: view,
+        },
+        approx,
+    ))
+}
+
+/// A response as a span output: a copy encoded later when small, encoded
+/// now (up to the cap) otherwise.
+pub(crate) fn record_response(r: &GenerateResponse) -> Option<SpanJson> {
+    if r.operation.is_some() || r.candidates.is_some() {
+        return SpanJson::serialize(r);
+    }
+    let stop = max_attribute_bytes();
+    let request = r.request.as_ref().map_or(0, |q| {
+        q.messages.iter().map(message_bytes).sum::<usize>()
+            + value_bytes(q.config.as_ref(), stop)
+            + q.docs.as_ref().map_or(0, |_| stop + 1)
+            + value_bytes(q.output.as_ref().and_then(|o| o.schema.as_ref()), stop)
+    });
+    let approx = r.message.as_ref().map_or(0, message_bytes)
+        + request
+        + r.finish_message.as_ref().map_or(0, String::len)
+        + value_bytes(r.custom.as_ref(), stop)
+        + value_bytes(r.raw.as_ref(), stop)
+        + 256;
+    if approx > stop {
+        return SpanJson::serialize(r);
+    }
+    Some(SpanJson::defer(r.clone(), approx))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{Role, ToolRequest};
+    use serde_json::json;
+
+    fn turn_messages(n: usize) -> Vec<Message> {
+        let mut m = vec![Message::user("go")];
+        for t in 0..n {
+            m.push(Message::model(vec![Part::tool_request(
+                ToolRequest::new("toolA", json!({"x": t})).with_ref(format!("a{t}")),
+            )]));
+            m.push(Message::new(Role::Tool, vec![Part::text(format!("r{t}"))]));
+        }
+        m
+    }
+
+    #[test]
+    fn recorded_turns_encode_as_the_options_and_requests_they_were() {
+        let history = History::default();
+        let mut recorded = Vec::new();
+        for n in 0..4 {
+            let mut raw = GenerateActionOptions::new(turn_messages(n))
+                .with_model("m")
+                .with_tools(["toolA"]);
+            raw.config = Some(json!({"temperature": n}));
+            let opts = record_options(&mut raw, &history).unwrap();
+            assert!(opts.is_deferred());
+            let request = GenerateRequest {
+                config: raw.config.clone(),
+                ..GenerateRequest::new(raw.messages.clone())
+            };
+            let req = record_request(&raw, &request, &history).unwrap();
+            assert!(req.is_deferred());
+            recorded.push((opts, serde_json::to_string(&raw).unwrap()));
+            recorded.push((req, serde_json::to_string(&request).unwrap()));
+        }
+        // A rewritten history starts the log over.
+        let mut other = GenerateActionOptions::new(vec![Message::user("other")]);
+        let o = record_options(&mut other, &history).unwrap();
+        recorded.push((o, serde_json::to_string(&other).unwrap()));
+        for (span_json, expected) in &recorded {
+            assert_eq!(span_json.as_str(), expected);
+            assert!(!span_json.is_truncated());
+        }
+        let response =
+            GenerateResponse::new(Message::model("done"), crate::types::FinishReason::Stop);
+        let r = record_response(&response).unwrap();
+        assert_eq!(r.as_str(), serde_json::to_string(&response).unwrap());
+    }
+
+    #[test]
+    fn large_turns_are_encoded_at_once_up_to_the_cap() {
+        let history = History::default();
+        let big = "z".repeat(max_attribute_bytes() * 2);
+        let mut raw = GenerateActionOptions::new(vec![Message::user(big.as_str())]);
+        let opts = record_options(&mut raw, &history).unwrap();
+        assert!(!opts.is_deferred());
+        assert!(opts.is_truncated());
+        let response = GenerateResponse::new(
+            Message::model(big.as_str()),
+            crate::types::FinishReason::Stop,
+        );
+        let r = record_response(&response).unwrap();
+        assert!(!r.is_deferred() && r.is_truncated());
+    }
+}
