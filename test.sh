@@ -35,10 +35,12 @@ emulator_out=$(mktemp)
 node "$fsjs/emulator.mjs" >"$emulator_out" &
 emulator_pid=$!
 GENKIT_TEST_POSTGRES_DIR=
+GENKIT_TEST_PGVECTOR_DIR=
 cleanup() {
   kill "$emulator_pid" 2>/dev/null || true
   rm -f "$emulator_out"
   [ -z "$GENKIT_TEST_POSTGRES_DIR" ] || bash tests-support/postgres/stop.sh "$GENKIT_TEST_POSTGRES_DIR"
+  [ -z "$GENKIT_TEST_PGVECTOR_DIR" ] || bash tests-support/pgvector/stop.sh "$GENKIT_TEST_PGVECTOR_DIR"
 }
 trap cleanup EXIT
 for _ in $(seq 1 100); do
@@ -57,6 +59,12 @@ eval "$pg_env"
 export GENKIT_TEST_POSTGRES_URL GENKIT_TEST_POSTGRES_DIR
 echo "PostgreSQL at $GENKIT_TEST_POSTGRES_URL"
 
+step "starting a private PostgreSQL with pgvector for the pgvector store tests (pip-installs pgserver 0.1.4 into ~/.cache/genkit-rs if missing)"
+pgv_env=$(bash tests-support/pgvector/start.sh)
+eval "$pgv_env"
+export GENKIT_TEST_PGVECTOR_URL GENKIT_TEST_PGVECTOR_DIR
+echo "PostgreSQL with pgvector at $GENKIT_TEST_PGVECTOR_URL"
+
 if ! command -v tmux >/dev/null 2>&1; then
   step "installing tmux (Debian package; the ops-agent test drives the chat in a real terminal)"
   sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
@@ -66,11 +74,11 @@ fi
 step "cargo fmt --check"
 cargo fmt --all --check
 
-step "cargo clippy (all crates, all targets, OTLP export, media download and OpenAI tokenizers included; warnings are errors)"
-cargo clippy --workspace --all-targets --features genkit-server/otlp,genkit-ai/download-media,genkit-store-sql/postgres,genkit-rs/sql-store-postgres,genkit-openai/tiktoken -- -D warnings
+step "cargo clippy (all crates, all targets, OTLP export, media download, HNSW and OpenAI tokenizers included; warnings are errors)"
+cargo clippy --workspace --all-targets --features genkit-server/otlp,genkit-ai/download-media,genkit-ai/hnsw,genkit-store-sql/postgres,genkit-rs/sql-store-postgres,genkit-openai/tiktoken -- -D warnings
 
 step "cargo test (unit, integration, conformance, official genkit CLI and JS client, doc tests)"
-cargo test --workspace --features genkit-server/otlp,genkit-ai/download-media,genkit-store-sql/postgres,genkit-rs/sql-store-postgres,genkit-openai/tiktoken
+cargo test --workspace --features genkit-server/otlp,genkit-ai/download-media,genkit-ai/hnsw,genkit-store-sql/postgres,genkit-rs/sql-store-postgres,genkit-openai/tiktoken
 
 step "cargo package: every library crate packs and builds alone, as crates.io would get it"
 # Verification builds each packed crate against the others (not yet

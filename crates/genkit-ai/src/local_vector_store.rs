@@ -12,6 +12,17 @@
 //! file is an error and is never overwritten; a query whose vector length
 //! differs from the index's is `FAILED_PRECONDITION` (Genkit JS scores such
 //! documents 0); entry ids are an FNV-1a hash of the document's JSON, not MD5.
+//!
+//! With the `hnsw` feature, a store of [`HnswOptions::threshold`] entries or
+//! more (10,000 by default) answers queries from an approximate HNSW index
+//! instead of scanning every entry; smaller stores are searched exactly.
+//! The index lives in memory: it is rebuilt from the store file when the
+//! store is first used after a start (see [`HnswOptions`]).
+
+#[cfg(feature = "hnsw")]
+mod hnsw;
+#[cfg(feature = "hnsw")]
+pub use hnsw::HnswOptions;
 
 use crate::embedder::embed_many;
 use crate::indexer::{Indexer, IndexerOptions, define_indexer};
@@ -39,6 +50,8 @@ pub struct LocalVectorStoreOptions {
     embedder: String,
     embedder_options: Option<Value>,
     path: Option<PathBuf>,
+    #[cfg(feature = "hnsw")]
+    hnsw: HnswOptions,
 }
 
 impl LocalVectorStoreOptions {
@@ -50,7 +63,17 @@ impl LocalVectorStoreOptions {
             embedder: embedder.into(),
             embedder_options: None,
             path: None,
+            #[cfg(feature = "hnsw")]
+            hnsw: HnswOptions::default(),
         }
+    }
+
+    /// When and how the approximate index is used (by default from 10,000
+    /// entries; [`HnswOptions::disabled`] keeps exact search at any size).
+    #[cfg(feature = "hnsw")]
+    pub fn hnsw(mut self, options: HnswOptions) -> Self {
+        self.hnsw = options;
+        self
     }
 
     /// The index name.
@@ -91,6 +114,8 @@ struct Store {
     entries: Vec<Entry>,
     norms: Vec<f32>,
     by_id: HashMap<String, usize>,
+    #[cfg(feature = "hnsw")]
+    ann: Option<hnsw::Ann>,
 }
 
 fn norm(v: &[f32]) -> f32 {
@@ -188,6 +213,18 @@ impl Store {
                 query.len()
             )));
         }
+        #[cfg(feature = "hnsw")]
+        if let Some(ann) = &self.ann
+            && ann.len() == self.entries.len()
+            && let Some(mut found) = ann.search(query, k)
+        {
+            found.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            found.truncate(k);
+            return Ok(found
+                .into_iter()
+                .filter_map(|(_, i)| self.entries.get(i).map(|e| e.doc.clone()))
+                .collect());
+        }
         let qn = norm(query);
         let mut scored: Vec<(f32, usize)> = self
             .entries
@@ -270,12 +307,7 @@ impl Shared {
             }
         }
         let mut guard = self.store.lock().await;
-        if guard.is_none() {
-            *guard = Some(Store::load(&self.file)?);
-        }
-        let Some(store) = guard.as_mut() else {
-            return Err(Error::internal("vector store not loaded"));
-        };
+        let store = self.loaded(&mut guard).await?;
         let before = store.entries.len();
         let mut dims = store.dimensions();
         for entry in entries {
@@ -301,8 +333,51 @@ impl Shared {
             store.truncate(before);
             return Err(e);
         }
+        self.sync_index(store).await;
         Ok(())
     }
+
+    /// The store, read from its file on first use.
+    async fn loaded<'a>(&self, slot: &'a mut Option<Store>) -> Result<&'a mut Store> {
+        if slot.is_none() {
+            let mut store = Store::load(&self.file)?;
+            self.sync_index(&mut store).await;
+            *slot = Some(store);
+        }
+        slot.as_mut()
+            .ok_or_else(|| Error::internal("vector store not loaded"))
+    }
+
+    /// Brings the approximate index up to the store's entries once the
+    /// store is large enough; on failure queries fall back to exact search.
+    #[cfg(feature = "hnsw")]
+    async fn sync_index(&self, store: &mut Store) {
+        let n = store.entries.len();
+        if !self.opts.hnsw.applies(n) {
+            return;
+        }
+        let ann = store
+            .ann
+            .get_or_insert_with(|| hnsw::Ann::new(&self.opts.hnsw, n));
+        let from = ann.len();
+        if from >= n {
+            return;
+        }
+        let vectors = store.entries[from..]
+            .iter()
+            .map(|e| e.embedding.embedding.clone())
+            .collect();
+        if let Err(e) = ann.extend(vectors).await {
+            tracing::warn!(
+                "vector store {}: {e}; searching exactly",
+                self.opts.index_name
+            );
+            store.ann = None;
+        }
+    }
+
+    #[cfg(not(feature = "hnsw"))]
+    async fn sync_index(&self, _store: &mut Store) {}
 
     async fn retrieve(
         &self,
@@ -318,13 +393,7 @@ impl Shared {
             ))
         })?;
         let mut guard = self.store.lock().await;
-        if guard.is_none() {
-            *guard = Some(Store::load(&self.file)?);
-        }
-        match guard.as_ref() {
-            Some(store) => store.search(&first.embedding, k),
-            None => Err(Error::internal("vector store not loaded")),
-        }
+        self.loaded(&mut guard).await?.search(&first.embedding, k)
     }
 }
 

@@ -1,0 +1,69 @@
+// Genkit JS's @genkit-ai/dev-local-vectorstore doing the scripted work of
+// bench/rust/src/bin/vector_bench.rs: index N documents (384-dim vectors
+// from a fixed-seed xorshift32, looked up by a table embedder, so no
+// embedding cost) in batches of 1,000, then 100 queries with k = 10.
+// Prints one JSON line per size. Usage: node bench.mjs 10000 [100000 ...]
+import { genkit } from 'genkit';
+import { devLocalVectorstore, devLocalIndexerRef, devLocalRetrieverRef } from '@genkit-ai/dev-local-vectorstore';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const DIMS = 384, BATCH = 1000, QUERIES = 100, K = 10;
+
+// The same generator as the Rust side: xorshift32 from a seed, [-1, 1).
+function vectors(seed, count) {
+  let x = seed >>> 0;
+  const out = [];
+  for (let i = 0; i < count; i++) {
+    const v = new Array(DIMS);
+    for (let j = 0; j < DIMS; j++) {
+      x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0;
+      v[j] = (x / 4294967296) * 2 - 1;
+    }
+    out.push(v);
+  }
+  return out;
+}
+
+async function run(n) {
+  const docs = vectors(0x9e3779b9, n);
+  const queries = vectors(0x85ebca6b, QUERIES);
+  const dir = mkdtempSync(join(tmpdir(), 'genkit-js-vectors-'));
+  process.chdir(dir);
+  const ai = genkit({ plugins: [devLocalVectorstore([{ indexName: `bench${n}`, embedder: 'table' }])] });
+  ai.defineEmbedder({ name: 'table' }, async (input) => ({
+    embeddings: input.map((d) => {
+      const t = d.text;
+      const table = t[0] === 'q' ? queries : docs;
+      return { embedding: table[Number(t.slice(1))] };
+    }),
+  }));
+  const indexer = devLocalIndexerRef(`bench${n}`);
+  const retriever = devLocalRetrieverRef(`bench${n}`);
+  const t0 = performance.now();
+  for (let s = 0; s < n; s += BATCH) {
+    const batch = [];
+    for (let i = s; i < Math.min(s + BATCH, n); i++) batch.push({ content: [{ text: `d${i}` }] });
+    await ai.index({ indexer, documents: batch });
+  }
+  const indexMs = performance.now() - t0;
+  const t1 = performance.now();
+  const tops = [];
+  for (let q = 0; q < QUERIES; q++) {
+    const found = await ai.retrieve({ retriever, query: { content: [{ text: `q${q}` }] }, options: { k: K } });
+    tops.push(found.map((d) => d.content[0].text));
+  }
+  const queryMs = (performance.now() - t1) / QUERIES;
+  process.chdir(tmpdir());
+  rmSync(dir, { recursive: true, force: true });
+  console.log(JSON.stringify({ side: 'js', n, index_ms: Math.round(indexMs), query_ms: +queryMs.toFixed(2), first_top: tops[0] }));
+}
+
+for (const arg of process.argv.slice(2)) {
+  try {
+    await run(Number(arg));
+  } catch (e) {
+    console.log(JSON.stringify({ side: 'js', n: Number(arg), error: String(e && e.message || e).slice(0, 300) }));
+  }
+}
