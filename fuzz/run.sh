@@ -9,13 +9,13 @@
 #
 # Needs the nightly toolchain (sanitizer instrumentation); installs
 # cargo-fuzz into ~/.cargo when missing. The fuzz build has its own target
-# folder, ${CARGO_TARGET_DIR:-target}/fuzz, kept between runs like the
-# main one.
+# folder, ${CARGO_TARGET_DIR:-target}/fuzz (or FUZZ_TARGET_DIR), kept
+# between runs like the main one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=${FUZZ_SECONDS:-15}
-target_dir=${CARGO_TARGET_DIR:-target}/fuzz
+target_dir=${FUZZ_TARGET_DIR:-${CARGO_TARGET_DIR:-target}/fuzz}
 case $target_dir in /*) ;; *) target_dir=$PWD/$target_dir ;; esac
 
 if ! cargo +nightly --version >/dev/null 2>&1; then
