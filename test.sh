@@ -106,4 +106,10 @@ bash tests-support/docs/readme-quickstart.sh
 step "docs: docs/getting-started.md followed command by command (cargo new ... genkit start, flow:run, trace)"
 bash tests-support/docs/getting-started.sh
 
+step "fuzzing: every cargo-fuzz target for a short run from its seeds (nightly; installs cargo-fuzz if missing; docs/fuzzing.md)"
+# About 15 s per target; the fuzz build (sanitizer-instrumented, nightly)
+# goes to ${CARGO_TARGET_DIR:-target}/fuzz. A crash, a broken invariant,
+# a hang or running out of memory fails the run.
+bash fuzz/run.sh
+
 printf '\nAll tests passed.\n'

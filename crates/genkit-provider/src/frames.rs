@@ -128,7 +128,11 @@ impl LineSplitter {
             }
             None => {
                 self.scanned = self.buf.len();
-                (self.buf.len() - self.start > self.max_line).then(|| Err(self.fail()))
+                // Without lone-`\r` line ends, a trailing `\r` may be the
+                // first half of a `\r\n` that is not part of the line.
+                let pending_cr = !cr && self.buf.last() == Some(&b'\r');
+                let limit = self.max_line.saturating_add(usize::from(pending_cr));
+                (self.buf.len() - self.start > limit).then(|| Err(self.fail()))
             }
         }
     }
@@ -402,6 +406,41 @@ mod tests {
             d.next_frame(),
             Some(Err(FrameError::LineTooLong { limit: 8 }))
         );
+    }
+
+    /// All an NDJSON decoder with cap `max` yields for `pieces` and at the
+    /// end of the body.
+    fn ndjson(pieces: &[&[u8]], max: usize) -> Vec<Result<Frame, FrameError>> {
+        let mut d = NdjsonDecoder::new(max);
+        let mut got = Vec::new();
+        for piece in pieces {
+            d.push(piece);
+            got.extend(std::iter::from_fn(|| d.next_frame()));
+        }
+        got.extend(d.finish());
+        got
+    }
+
+    /// A line of exactly the cap whose `\r\n` was split between two pieces
+    /// was refused, while the same line in one piece was not (a `\r`
+    /// waiting for its `\n` was counted as part of the line).
+    #[test]
+    fn ndjson_a_line_at_the_cap_does_not_depend_on_where_crlf_is_cut() {
+        let fits: [&[&[u8]]; 3] = [&[b"abc\r\n"], &[b"abc\r", b"\n"], &[b"ab", b"c\r"]];
+        for pieces in fits {
+            assert_eq!(ndjson(pieces, 3), vec![frame("", "abc")], "{pieces:?}");
+        }
+        // One byte more is still refused, ended or not.
+        let over: [&[&[u8]]; 4] = [
+            &[b"abcd\r\n"],
+            &[b"abcd"],
+            &[b"abcd\r", b"\n"],
+            &[b"abc\r\r"],
+        ];
+        for pieces in over {
+            let refused = vec![Err(FrameError::LineTooLong { limit: 3 })];
+            assert_eq!(ndjson(pieces, 3), refused, "{pieces:?}");
+        }
     }
 
     #[test]

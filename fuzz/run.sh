@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Runs every cargo-fuzz target for a short time (test.sh's fuzzing step):
+# FUZZ_SECONDS each (default 15), starting from the committed seeds in
+# fuzz/corpus/<target>/, new inputs kept in a temporary folder. A crash, a
+# broken invariant, a timeout or an out-of-memory fails the run; libFuzzer
+# writes the input to fuzz/artifacts/<target>/ (see docs/fuzzing.md to
+# reproduce). The long runs recorded in docs/fuzzing.md use the same
+# targets with -max_total_time=600.
+#
+# Needs the nightly toolchain (sanitizer instrumentation); installs
+# cargo-fuzz into ~/.cargo when missing. The fuzz build has its own target
+# folder, ${CARGO_TARGET_DIR:-target}/fuzz (or FUZZ_TARGET_DIR), kept
+# between runs like the main one.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds=${FUZZ_SECONDS:-15}
+target_dir=${FUZZ_TARGET_DIR:-${CARGO_TARGET_DIR:-target}/fuzz}
+case $target_dir in /*) ;; *) target_dir=$PWD/$target_dir ;; esac
+
+if ! cargo +nightly --version >/dev/null 2>&1; then
+  echo "fuzzing needs the nightly toolchain (rustup toolchain install nightly)" >&2
+  exit 1
+fi
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  echo "installing cargo-fuzz (crates.io, into ~/.cargo/bin)"
+  cargo install cargo-fuzz --locked
+fi
+
+cargo +nightly fmt --manifest-path fuzz/Cargo.toml --check
+
+start=$(date +%s)
+cargo +nightly fuzz build --target-dir "$target_dir"
+echo "fuzz build: $(($(date +%s) - start)) s"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failed=()
+for target in $(cargo +nightly fuzz list); do
+  mkdir -p "$work/$target"
+  echo "--- $target (${seconds} s)"
+  # -timeout: one input taking 30 s is a hang, not slowness under load.
+  if ! cargo +nightly fuzz run --target-dir "$target_dir" "$target" \
+    "$work/$target" "fuzz/corpus/$target" -- \
+    -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=30 \
+    -print_final_stats=1 2>"$work/$target.log"; then
+    failed+=("$target")
+    tail -n 60 "$work/$target.log" >&2
+  else
+    grep -E '^stat::number_of_executed_units|^#[0-9]+.*DONE' "$work/$target.log" || true
+  fi
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "fuzz targets failed: ${failed[*]} (inputs in fuzz/artifacts/)" >&2
+  exit 1
+fi
+echo "fuzzing: $(cargo +nightly fuzz list | wc -l) targets, ${seconds} s each, no failure"
