@@ -191,14 +191,32 @@ fn row_id(doc_json: &str) -> String {
     format!("{h:032x}")
 }
 
+/// The advisory lock key the setup holds (any fixed number: "gkpgvect").
+const SETUP_LOCK: i64 = 0x676b_7067_7665_6374;
+
 impl Shared {
     /// Creates the extension and the table once per process.
     async fn ready(&self) -> Result<()> {
         self.ready
             .get_or_try_init(|| async {
-                let pool = &self.opts.pool;
+                // Two sessions running `CREATE ... IF NOT EXISTS` at once
+                // can both pass the check and one then fails on a unique
+                // index of the catalog: processes (and stores) starting
+                // together set up one at a time, under an advisory lock held
+                // until the transaction ends.
+                let mut tx = self
+                    .opts
+                    .pool
+                    .begin()
+                    .await
+                    .map_err(|e| db(e, "starting the setup transaction"))?;
+                sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                    .bind(SETUP_LOCK)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| db(e, "waiting for the setup lock"))?;
                 sqlx::query("CREATE EXTENSION IF NOT EXISTS vector")
-                    .execute(pool)
+                    .execute(&mut *tx)
                     .await
                     .map_err(|e| {
                         db(
@@ -211,9 +229,12 @@ impl Shared {
                     self.table
                 );
                 sqlx::query(&sql)
-                    .execute(pool)
+                    .execute(&mut *tx)
                     .await
                     .map_err(|e| db(e, &format!("creating table {}", self.table)))?;
+                tx.commit()
+                    .await
+                    .map_err(|e| db(e, "committing the setup"))?;
                 Ok(())
             })
             .await
