@@ -90,7 +90,7 @@ step "cargo package: every library crate packs and builds alone, as crates.io wo
 # Verification builds each packed crate against the others (not yet
 # published) in target/package; no debug info there, it is only compiled.
 CARGO_PROFILE_DEV_DEBUG=0 cargo package --workspace --quiet \
-  --exclude ops-agent --exclude genkit-bench --exclude genkit-conformance
+  --exclude ops-agent --exclude rag --exclude genkit-bench --exclude genkit-conformance
 
 step "end-to-end: OpenAI-compatible plugin against a real local model server (llama-cpp-python + SmolLM2)"
 # The install builds llama.cpp once (about 6 minutes on 2 cores) into ~/.cache/genkit-rs.
