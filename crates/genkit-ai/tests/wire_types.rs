@@ -794,3 +794,32 @@ fn wire_schemas_describe_the_wire_not_the_rust() {
         }
     }
 }
+
+/// An explicit `"input": null` / `"output": null` survives a round trip
+/// (serde's `Option` would read it as absent and drop it on the next
+/// write); an absent field stays absent. Found by the `stream_anthropic`
+/// fuzz target: a tool call whose streamed input JSON is `null`.
+#[test]
+fn null_tool_input_and_output_are_kept_apart_from_missing_ones() {
+    for json in [
+        json!({"toolRequest": {"ref": "toolu_1", "name": "ns__tool", "input": null}}),
+        json!({"toolRequest": {"name": "t"}}),
+        json!({"toolResponse": {"ref": "1", "name": "t", "output": null}}),
+        json!({"toolResponse": {"name": "t"}}),
+    ] {
+        let part: Part = serde_json::from_value(json.clone()).expect("parses");
+        assert_eq!(serde_json::to_value(&part).expect("serializes"), json);
+    }
+    let part: Part = serde_json::from_value(json!({"toolRequest": {"name": "t", "input": null}}))
+        .expect("parses");
+    assert_eq!(
+        part.as_tool_request().and_then(|t| t.input.clone()),
+        Some(Value::Null)
+    );
+    let chunk = GenerateResponseChunk::new(vec![Part::tool_request(
+        ToolRequest::new("ns__tool", Value::Null).with_ref("toolu_1"),
+    )]);
+    let back: GenerateResponseChunk =
+        serde_json::from_str(&serde_json::to_string(&chunk).expect("serializes")).expect("parses");
+    assert_eq!(back, chunk);
+}

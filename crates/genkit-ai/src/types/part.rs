@@ -48,6 +48,14 @@ impl Media {
     }
 }
 
+/// Reads a present field as `Some`, `null` included: serde's default for
+/// `Option<Value>` turns `null` into `None`, which would drop a tool's
+/// `"input": null` or `"output": null` on the next write (Genkit JS keeps
+/// them). A missing field is still `None` (`#[serde(default)]`).
+fn null_is_a_value<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
 /// A model's request to call a tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolRequest {
@@ -57,8 +65,13 @@ pub struct ToolRequest {
     pub reference: Option<String>,
     /// Name of the tool to call.
     pub name: String,
-    /// Input for the tool, usually an object.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Input for the tool, usually an object. `Some(Value::Null)` is an
+    /// explicit `"input": null`, kept as such; `None` is no input field.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "null_is_a_value"
+    )]
     pub input: Option<Value>,
     /// True when this is an incomplete, streamed fragment of a request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -92,8 +105,13 @@ pub struct ToolResponse {
     pub reference: Option<String>,
     /// Name of the tool that ran.
     pub name: String,
-    /// Structured output of the tool.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Structured output of the tool. `Some(Value::Null)` is an explicit
+    /// `"output": null` (a tool that returned nothing), kept as such.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "null_is_a_value"
+    )]
     pub output: Option<Value>,
     /// Extra parts (media, text ...) for multipart tool responses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
