@@ -63,12 +63,28 @@ trait Deferred: Send + Sync {
     fn approx_bytes(&self) -> usize;
     /// Whether the value is still waiting.
     fn is_pending(&self) -> bool;
+    /// Writes the value's JSON through `out` (cut at the cap in force when
+    /// it was recorded) without keeping the text; `None` if it is no longer
+    /// waiting (its text is then read with [`encoded`](Self::encoded)).
+    fn write_through(&self, out: &mut JsonOut<'_>) -> Option<Written>;
+}
+
+/// How writing a value went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Written {
+    /// All of it.
+    Whole,
+    /// Cut at the cap (the writer is full).
+    Cut,
+    /// It cannot be encoded (e.g. a map with non-string keys).
+    Failed,
 }
 
 struct Pending<T> {
     /// Dropped once encoded, so a queued span keeps only the text.
     value: Mutex<Option<T>>,
-    encode: fn(&T, usize) -> Option<Encoded>,
+    /// Writes the value as JSON, stopping where the writer fills up.
+    write: fn(&T, &mut JsonOut<'_>) -> Written,
     /// The cap when the value was recorded.
     limit: usize,
     approx: usize,
@@ -79,11 +95,26 @@ impl<T: Send> Deferred for Pending<T> {
     fn encoded(&self) -> Option<&Encoded> {
         self.done
             .get_or_init(|| match self.value.lock().take() {
-                Some(v) => (self.encode)(&v, self.limit),
+                Some(v) => {
+                    let mut buf = Vec::new();
+                    let written = (self.write)(&v, &mut JsonOut::raw(&mut buf, self.limit));
+                    finish(buf, written)
+                }
                 // Taken by an encoding that panicked: record nothing.
                 None => None,
             })
             .as_ref()
+    }
+
+    fn write_through(&self, out: &mut JsonOut<'_>) -> Option<Written> {
+        if self.done.get().is_some() {
+            return None;
+        }
+        let value = self.value.lock();
+        // `None`: taken by an encoding under way or one that panicked.
+        let v = value.as_ref()?;
+        out.room = self.limit;
+        Some((self.write)(v, out))
     }
 
     fn approx_bytes(&self) -> usize {
@@ -116,7 +147,7 @@ impl SpanJson {
     /// the memory `value` holds, which a byte-bounded export queue counts
     /// until the value is encoded. The cap in force now applies.
     pub fn defer<T: Serialize + Send + 'static>(value: T, approx_bytes: usize) -> SpanJson {
-        Self::pending(value, approx_bytes, |v, limit| encode_serde(v, limit))
+        Self::pending(value, approx_bytes, write_serde::<T>)
     }
 
     /// A JSON value recorded as [`defer`](Self::defer) does when it is small
@@ -129,7 +160,7 @@ impl SpanJson {
         if approx > limit {
             return Self::encoded(encode_value(&value, limit));
         }
-        Self::pending(value, approx, |v, limit| Some(encode_value(v, limit)))
+        Self::pending(value, approx, write_value_capped)
     }
 
     /// A JSON value the caller keeps using: a copy is kept for later when
@@ -141,19 +172,17 @@ impl SpanJson {
         if approx > limit {
             return Self::encoded(encode_value(value, limit));
         }
-        Self::pending(value.clone(), approx, |v, limit| {
-            Some(encode_value(v, limit))
-        })
+        Self::pending(value.clone(), approx, write_value_capped)
     }
 
     fn pending<T: Send + 'static>(
         value: T,
         approx: usize,
-        encode: fn(&T, usize) -> Option<Encoded>,
+        write: fn(&T, &mut JsonOut<'_>) -> Written,
     ) -> SpanJson {
         SpanJson(Repr::Deferred(Arc::new(Pending {
             value: Mutex::new(Some(value)),
-            encode,
+            write,
             limit: max_attribute_bytes(),
             approx: approx.saturating_add(std::mem::size_of::<Pending<T>>()),
             done: OnceLock::new(),
@@ -190,6 +219,54 @@ impl SpanJson {
     /// not be encoded (its span then records no attribute for it).
     pub fn text(&self) -> Option<&str> {
         self.get().map(|e| &*e.text)
+    }
+
+    /// Writes the attribute value this records, the JSON text as a JSON
+    /// string, to `buf`, with `transform` applied to the text first (the
+    /// exporter's redaction). A waiting value held by this record alone is
+    /// encoded straight into `buf`, escaped as it goes, and not kept: no
+    /// text is built for it.
+    /// If `needs_transform` says such escaped text needs `transform` (it
+    /// mentions a secret, say), that text is taken back and the value is
+    /// encoded as text, which is `transform`ed like any other. Returns
+    /// whether the text was cut at the cap, or `None` with `buf` unchanged
+    /// when there is no text.
+    pub(crate) fn write_json_string(
+        &self,
+        buf: &mut Vec<u8>,
+        needs_transform: impl Fn(&[u8]) -> bool,
+        transform: impl Fn(&str) -> std::borrow::Cow<'_, str>,
+    ) -> Option<bool> {
+        let start = buf.len();
+        // A value shared by several spans (the final response every turn of
+        // a tool loop records) is encoded once, as text, for all of them.
+        if let Repr::Deferred(d) = &self.0
+            && Arc::strong_count(d) == 1
+        {
+            buf.push(b'"');
+            let mut out = JsonOut::escaping(buf);
+            match d.write_through(&mut out) {
+                Some(Written::Failed) => {
+                    buf.truncate(start);
+                    return None;
+                }
+                Some(written) => {
+                    let cut = written == Written::Cut;
+                    if cut {
+                        trim_partial_char(buf, start + 1);
+                    }
+                    if !needs_transform(&buf[start + 1..]) {
+                        buf.push(b'"');
+                        return Some(cut);
+                    }
+                    buf.truncate(start);
+                }
+                None => buf.truncate(start),
+            }
+        }
+        let e = self.get()?;
+        write_escaped_str(buf, &transform(&e.text));
+        Some(e.truncated)
     }
 
     fn get(&self) -> Option<&Encoded> {
@@ -276,11 +353,16 @@ impl std::ops::Deref for SpanJson {
 
 /// `value` as JSON through serde, cut at `limit` bytes.
 fn encode_serde<T: Serialize + ?Sized>(value: &T, limit: usize) -> Option<Encoded> {
-    let mut w = CappedWriter::new(limit);
-    match serde_json::to_writer(&mut w, value) {
-        Ok(()) => w.finish(false),
-        Err(_) if w.full => w.finish(true),
-        Err(_) => None,
+    let mut buf = Vec::new();
+    let written = write_serde(value, &mut JsonOut::raw(&mut buf, limit));
+    finish(buf, written)
+}
+
+fn write_serde<T: Serialize + ?Sized>(value: &T, w: &mut JsonOut<'_>) -> Written {
+    match serde_json::to_writer(&mut *w, value) {
+        Ok(()) => Written::Whole,
+        Err(_) if w.full => Written::Cut,
+        Err(_) => Written::Failed,
     }
 }
 
@@ -289,16 +371,66 @@ fn encode_serde<T: Serialize + ?Sized>(value: &T, limit: usize) -> Option<Encode
 /// the room left, so the bytes kept are the same and a 10 MiB string costs
 /// what fits.
 fn encode_value(value: &Value, limit: usize) -> Encoded {
-    let mut w = CappedWriter::new(limit);
-    let full = write_value(value, &mut w).is_err() && w.full;
+    let mut buf = Vec::new();
+    let written = write_value_capped(value, &mut JsonOut::raw(&mut buf, limit));
     // Writing a `Value` fails only at the cap (keys are strings).
-    w.finish(full).unwrap_or(Encoded {
+    finish(buf, written).unwrap_or(Encoded {
         text: Box::default(),
         truncated: true,
     })
 }
 
-fn write_value(value: &Value, w: &mut CappedWriter) -> std::io::Result<()> {
+fn write_value_capped(value: &Value, w: &mut JsonOut<'_>) -> Written {
+    match write_value(value, w) {
+        Ok(()) => Written::Whole,
+        Err(_) if w.full => Written::Cut,
+        Err(_) => Written::Failed,
+    }
+}
+
+/// The text written, cut to the last whole character when it was cut.
+fn finish(mut buf: Vec<u8>, written: Written) -> Option<Encoded> {
+    let cut = match written {
+        Written::Whole => false,
+        Written::Cut => true,
+        Written::Failed => return None,
+    };
+    if cut {
+        trim_partial_char(&mut buf, 0);
+    }
+    String::from_utf8(buf).ok().map(|s| Encoded {
+        text: s.into(),
+        truncated: cut,
+    })
+}
+
+/// Drops a character cut in two at the end of `buf[start..]`: the serializer
+/// writes whole UTF-8 characters, so only the last one can be incomplete
+/// after a cut at a byte count. Escapes are ASCII, so this holds for
+/// escaped output too.
+fn trim_partial_char(buf: &mut Vec<u8>, start: usize) {
+    let tail = &buf[start..];
+    // The last byte that starts a character, at most 3 bytes back.
+    let Some(back) = (0..tail.len().min(4)).find(|&i| {
+        let b = tail[tail.len() - 1 - i];
+        b < 0x80 || b >= 0xC0
+    }) else {
+        return;
+    };
+    let lead = tail[tail.len() - 1 - back];
+    let width = match lead {
+        0x00..=0x7F => 1,
+        0xC0..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        _ => 4,
+    };
+    if back + 1 < width {
+        let keep = buf.len() - 1 - back;
+        buf.truncate(keep);
+    }
+}
+
+fn write_value(value: &Value, w: &mut JsonOut<'_>) -> std::io::Result<()> {
     use std::io::Write;
     match value {
         Value::String(s) => write_str(s, w),
@@ -331,9 +463,8 @@ fn write_value(value: &Value, w: &mut CappedWriter) -> std::io::Result<()> {
 /// Writes `s` as a JSON string. A string longer than the room left is cut
 /// to at least that many bytes first: its escaped form is at least as long,
 /// so the writer still fills up, with the same bytes as the whole string.
-fn write_str(s: &str, w: &mut CappedWriter) -> std::io::Result<()> {
-    let room = w.limit.saturating_sub(w.buf.len());
-    let mut end = s.len().min(room);
+fn write_str(s: &str, w: &mut JsonOut<'_>) -> std::io::Result<()> {
+    let mut end = s.len().min(w.room);
     while !s.is_char_boundary(end) {
         end += 1;
     }
@@ -379,51 +510,61 @@ pub fn approx_value_bytes(v: &Value, stop: usize) -> usize {
     total
 }
 
-/// Collects serializer output until `limit` bytes, then fails the
-/// serialization (which stops it) and says it was full.
-struct CappedWriter {
-    buf: Vec<u8>,
-    limit: usize,
+/// Where serializer output goes: appended to a buffer as it is, or escaped
+/// as the contents of a JSON string (how an exporter writes `genkit:input`
+/// into the trace JSON without building the text first). Takes `room`
+/// bytes of serializer output, then fails the serialization (which stops
+/// it) and says it was full.
+pub(crate) struct JsonOut<'a> {
+    buf: &'a mut Vec<u8>,
+    escape: bool,
+    /// Serializer output still accepted, in bytes (before escaping).
+    room: usize,
     full: bool,
 }
 
-impl CappedWriter {
-    fn new(limit: usize) -> Self {
+impl<'a> JsonOut<'a> {
+    /// Appends output as it is, at most `limit` bytes.
+    fn raw(buf: &'a mut Vec<u8>, limit: usize) -> Self {
         Self {
-            buf: Vec::new(),
-            limit,
+            buf,
+            escape: false,
+            room: limit,
             full: false,
         }
     }
 
-    /// The text written, cut to the last whole character when `cut`.
-    fn finish(self, cut: bool) -> Option<Encoded> {
-        let mut buf = self.buf;
-        if cut {
-            let valid = match std::str::from_utf8(&buf) {
-                Ok(_) => buf.len(),
-                Err(e) => e.valid_up_to(),
-            };
-            buf.truncate(valid);
+    /// Appends output escaped as JSON string contents; the room is set by
+    /// the value written.
+    fn escaping(buf: &'a mut Vec<u8>) -> Self {
+        Self {
+            buf,
+            escape: true,
+            room: 0,
+            full: false,
         }
-        String::from_utf8(buf).ok().map(|s| Encoded {
-            text: s.into(),
-            truncated: cut,
-        })
     }
 }
 
-impl std::io::Write for CappedWriter {
+impl std::io::Write for JsonOut<'_> {
     #[inline]
     fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        let room = self.limit - self.buf.len();
-        if data.len() <= room {
-            self.buf.extend_from_slice(data);
-            return Ok(data.len());
+        let (taken, full) = if data.len() <= self.room {
+            (data, false)
+        } else {
+            (&data[..self.room], true)
+        };
+        self.room -= taken.len();
+        if self.escape {
+            escape_into(self.buf, taken);
+        } else {
+            self.buf.extend_from_slice(taken);
         }
-        self.buf.extend_from_slice(&data[..room]);
-        self.full = true;
-        Err(std::io::Error::other("span attribute size cap reached"))
+        if full {
+            self.full = true;
+            return Err(std::io::Error::other("span attribute size cap reached"));
+        }
+        Ok(data.len())
     }
 
     #[inline]
@@ -434,6 +575,60 @@ impl std::io::Write for CappedWriter {
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
+}
+
+/// What serde_json writes for each byte inside a string: 0 for the byte
+/// itself, `u` for `\u00XX`, else the letter after the backslash.
+static ESCAPE: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = b'u';
+        i += 1;
+    }
+    t[0x08] = b'b';
+    t[0x09] = b't';
+    t[0x0A] = b'n';
+    t[0x0C] = b'f';
+    t[0x0D] = b'r';
+    t[b'"' as usize] = b'"';
+    t[b'\\' as usize] = b'\\';
+    t
+};
+
+/// Appends `bytes` escaped as serde_json escapes string contents (quote,
+/// backslash and control characters; everything else as it is).
+pub(crate) fn escape_into(buf: &mut Vec<u8>, bytes: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut run = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let e = ESCAPE[b as usize];
+        if e == 0 {
+            continue;
+        }
+        buf.extend_from_slice(&bytes[run..i]);
+        run = i + 1;
+        if e == b'u' {
+            buf.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[(b >> 4) as usize],
+                HEX[(b & 0xF) as usize],
+            ]);
+        } else {
+            buf.extend_from_slice(&[b'\\', e]);
+        }
+    }
+    buf.extend_from_slice(&bytes[run..]);
+}
+
+/// Appends `s` as a JSON string, exactly as serde_json writes it.
+pub(crate) fn write_escaped_str(buf: &mut Vec<u8>, s: &str) {
+    buf.push(b'"');
+    escape_into(buf, s.as_bytes());
+    buf.push(b'"');
 }
 
 #[cfg(test)]
@@ -480,6 +675,74 @@ mod tests {
         let bad: std::collections::HashMap<(u8, u8), u8> = [((1, 2), 3)].into();
         assert!(SpanJson::serialize(&bad).is_none());
         assert_eq!(SpanJson::defer(bad, 0).text(), None);
+    }
+
+    #[test]
+    fn strings_are_escaped_as_serde_json_escapes_them() {
+        let mut all: String = (0u8..0x80).map(char::from).collect();
+        all.push_str("é€😀\u{2028}\u{fffd}");
+        for s in [all.as_str(), "", "plain", "\"", "\\\\"] {
+            let mut buf = b"x".to_vec();
+            write_escaped_str(&mut buf, s);
+            assert_eq!(&buf[1..], serde_json::to_string(s).unwrap().as_bytes());
+        }
+    }
+
+    fn unchanged(text: &str) -> std::borrow::Cow<'_, str> {
+        std::borrow::Cow::Borrowed(text)
+    }
+
+    /// What a span writes for `j` (a JSON string holding its text) and
+    /// whether it was cut.
+    fn written(j: &SpanJson) -> Option<(String, bool)> {
+        let mut buf = Vec::new();
+        let cut = j.write_json_string(&mut buf, |_| false, unchanged)?;
+        Some((String::from_utf8(buf).unwrap(), cut))
+    }
+
+    #[test]
+    fn deferred_values_write_through_as_their_text_would() {
+        let limit = max_attribute_bytes();
+        let v = serde_json::json!({"a": ["é\"\\\n\u{1}", 1.5, null], "b": {"c": true}});
+        let cases: Vec<fn(&Value) -> SpanJson> = vec![
+            |v| SpanJson::defer(v.clone(), 1),
+            |v| SpanJson::defer_value(v.clone()),
+            SpanJson::defer_cloned,
+            |v| SpanJson::defer(Value::from(format!("{}{v}", "ü".repeat(64_000))), 1),
+            |v| SpanJson::defer(Value::from(format!("{}{v}", "€".repeat(43_000))), 1),
+            |v| SpanJson::defer_value(Value::from(format!("{v}{}", "\u{7}".repeat(25_000)))),
+        ];
+        for (i, make) in cases.iter().enumerate() {
+            let through = make(&v);
+            assert!(through.is_deferred());
+            let (json, cut) = written(&through).unwrap();
+            // Written through, not kept.
+            assert!(through.is_deferred(), "case {i}");
+            let text = make(&v);
+            let expected = serde_json::to_string(text.as_str()).unwrap();
+            assert_eq!(json, expected, "case {i}");
+            assert_eq!(cut, text.is_truncated(), "case {i}");
+            assert!(text.len() <= limit);
+            // Encoded text writes the same.
+            assert_eq!(written(&text), Some((expected, cut)), "case {i}");
+        }
+        // Shared by several spans: encoded once and kept for the others.
+        let shared = SpanJson::defer(v.clone(), 1);
+        let other = shared.clone();
+        let (json, cut) = written(&shared).unwrap();
+        assert!(!other.is_deferred() && !cut);
+        assert_eq!(json, serde_json::to_string(other.as_str()).unwrap());
+        // Unencodable: nothing written.
+        let bad: std::collections::HashMap<(u8, u8), u8> = [((1, 2), 3)].into();
+        let mut buf = b"keep".to_vec();
+        let j = SpanJson::defer(bad, 0);
+        assert_eq!(j.write_json_string(&mut buf, |_| false, unchanged), None);
+        assert_eq!(buf, b"keep");
+        // A transform asked for: applied to the text, as for text.
+        let j = SpanJson::defer(v.clone(), 1);
+        let mut buf = Vec::new();
+        let cut = j.write_json_string(&mut buf, |_| true, |_| "\"T\"".into());
+        assert_eq!((buf.as_slice(), cut), (&b"\"\\\"T\\\"\""[..], Some(false)));
     }
 
     #[test]
