@@ -11,6 +11,9 @@
 use parking_lot::Mutex;
 use serde::Serialize;
 use serde_json::Value;
+use serde::Serializer;
+use serde_json::ser::{CharEscape, CompactFormatter, Formatter};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -63,10 +66,11 @@ trait Deferred: Send + Sync {
     fn approx_bytes(&self) -> usize;
     /// Whether the value is still waiting.
     fn is_pending(&self) -> bool;
-    /// Writes the value's JSON through `out` (cut at the cap in force when
-    /// it was recorded) without keeping the text; `None` if it is no longer
-    /// waiting (its text is then read with [`encoded`](Self::encoded)).
-    fn write_through(&self, out: &mut JsonOut<'_>) -> Option<Written>;
+    /// Appends the value's JSON to `buf` escaped as the contents of a JSON
+    /// string (cut at the cap in force when it was recorded) without
+    /// keeping the text; `None` if it is no longer waiting (its text is
+    /// then read with [`encoded`](Self::encoded)).
+    fn write_through(&self, buf: &mut Vec<u8>) -> Option<Written>;
 }
 
 /// How writing a value went.
@@ -80,11 +84,14 @@ pub(crate) enum Written {
     Failed,
 }
 
+/// How a waiting value is written: into a buffer, within a cap.
+type WriteFn<T> = fn(&T, &mut Vec<u8>, &Cap) -> Written;
+
 struct Pending<T> {
     /// Dropped once encoded, so a queued span keeps only the text.
     value: Mutex<Option<T>>,
-    /// Writes the value as JSON, stopping where the writer fills up.
-    write: fn(&T, &mut JsonOut<'_>) -> Written,
+    /// Writes the value as JSON, stopping where the cap is reached.
+    write: WriteFn<T>,
     /// The cap when the value was recorded.
     limit: usize,
     approx: usize,
@@ -97,7 +104,7 @@ impl<T: Send> Deferred for Pending<T> {
             .get_or_init(|| match self.value.lock().take() {
                 Some(v) => {
                     let mut buf = Vec::new();
-                    let written = (self.write)(&v, &mut JsonOut::raw(&mut buf, self.limit));
+                    let written = (self.write)(&v, &mut buf, &Cap::new(self.limit, false));
                     finish(buf, written)
                 }
                 // Taken by an encoding that panicked: record nothing.
@@ -106,15 +113,14 @@ impl<T: Send> Deferred for Pending<T> {
             .as_ref()
     }
 
-    fn write_through(&self, out: &mut JsonOut<'_>) -> Option<Written> {
+    fn write_through(&self, buf: &mut Vec<u8>) -> Option<Written> {
         if self.done.get().is_some() {
             return None;
         }
         let value = self.value.lock();
         // `None`: taken by an encoding under way or one that panicked.
         let v = value.as_ref()?;
-        out.room = self.limit;
-        Some((self.write)(v, out))
+        Some((self.write)(v, buf, &Cap::new(self.limit, true)))
     }
 
     fn approx_bytes(&self) -> usize {
@@ -178,7 +184,7 @@ impl SpanJson {
     fn pending<T: Send + 'static>(
         value: T,
         approx: usize,
-        write: fn(&T, &mut JsonOut<'_>) -> Written,
+        write: WriteFn<T>,
     ) -> SpanJson {
         SpanJson(Repr::Deferred(Arc::new(Pending {
             value: Mutex::new(Some(value)),
@@ -244,8 +250,7 @@ impl SpanJson {
             && Arc::strong_count(d) == 1
         {
             buf.push(b'"');
-            let mut out = JsonOut::escaping(buf);
-            match d.write_through(&mut out) {
+            match d.write_through(buf) {
                 Some(Written::Failed) => {
                     buf.truncate(start);
                     return None;
@@ -354,14 +359,16 @@ impl std::ops::Deref for SpanJson {
 /// `value` as JSON through serde, cut at `limit` bytes.
 fn encode_serde<T: Serialize + ?Sized>(value: &T, limit: usize) -> Option<Encoded> {
     let mut buf = Vec::new();
-    let written = write_serde(value, &mut JsonOut::raw(&mut buf, limit));
+    let written = write_serde(value, &mut buf, &Cap::new(limit, false));
     finish(buf, written)
 }
 
-fn write_serde<T: Serialize + ?Sized>(value: &T, w: &mut JsonOut<'_>) -> Written {
-    match serde_json::to_writer(&mut *w, value) {
+/// `value` as serde_json writes it, within `cap`.
+fn write_serde<T: Serialize + ?Sized>(value: &T, buf: &mut Vec<u8>, cap: &Cap) -> Written {
+    let mut ser = serde_json::Serializer::with_formatter(buf, CapFormatter(cap));
+    match value.serialize(&mut ser) {
         Ok(()) => Written::Whole,
-        Err(_) if w.full => Written::Cut,
+        Err(_) if cap.full.get() => Written::Cut,
         Err(_) => Written::Failed,
     }
 }
@@ -372,7 +379,7 @@ fn write_serde<T: Serialize + ?Sized>(value: &T, w: &mut JsonOut<'_>) -> Written
 /// what fits.
 fn encode_value(value: &Value, limit: usize) -> Encoded {
     let mut buf = Vec::new();
-    let written = write_value_capped(value, &mut JsonOut::raw(&mut buf, limit));
+    let written = write_value_capped(value, &mut buf, &Cap::new(limit, false));
     // Writing a `Value` fails only at the cap (keys are strings).
     finish(buf, written).unwrap_or(Encoded {
         text: Box::default(),
@@ -380,12 +387,9 @@ fn encode_value(value: &Value, limit: usize) -> Encoded {
     })
 }
 
-fn write_value_capped(value: &Value, w: &mut JsonOut<'_>) -> Written {
-    match write_value(value, w) {
-        Ok(()) => Written::Whole,
-        Err(_) if w.full => Written::Cut,
-        Err(_) => Written::Failed,
-    }
+/// A JSON value within `cap`, long strings cut before they are scanned.
+fn write_value_capped(value: &Value, buf: &mut Vec<u8>, cap: &Cap) -> Written {
+    write_serde(&CutValue { value, cap }, buf, cap)
 }
 
 /// The text written, cut to the last whole character when it was cut.
@@ -430,52 +434,59 @@ fn trim_partial_char(buf: &mut Vec<u8>, start: usize) {
     }
 }
 
-fn write_value(value: &Value, w: &mut JsonOut<'_>) -> std::io::Result<()> {
-    use std::io::Write;
-    match value {
-        Value::String(s) => write_str(s, w),
-        Value::Array(items) => {
-            w.write_all(b"[")?;
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    w.write_all(b",")?;
+/// A JSON value written as serde_json writes `Value`s, except that each
+/// string is first cut to a little more than the room left under the cap:
+/// its escaped form is at least as long, so the cap is still reached, at the
+/// same byte, and a 10 MiB string costs what fits.
+struct CutValue<'a> {
+    value: &'a Value,
+    cap: &'a Cap,
+}
+
+impl Serialize for CutValue<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        let cap = self.cap;
+        match self.value {
+            Value::String(text) => CutStr(text, cap).serialize(s),
+            Value::Array(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                for value in items {
+                    seq.serialize_element(&CutValue { value, cap })?;
                 }
-                write_value(item, w)?;
+                seq.end()
             }
-            w.write_all(b"]")
-        }
-        Value::Object(map) => {
-            w.write_all(b"{")?;
-            for (i, (k, v)) in map.iter().enumerate() {
-                if i > 0 {
-                    w.write_all(b",")?;
+            Value::Object(map) => {
+                let mut m = s.serialize_map(Some(map.len()))?;
+                for (k, value) in map {
+                    m.serialize_entry(&CutStr(k, cap), &CutValue { value, cap })?;
                 }
-                write_str(k, w)?;
-                w.write_all(b":")?;
-                write_value(v, w)?;
+                m.end()
             }
-            w.write_all(b"}")
+            scalar => scalar.serialize(s),
         }
-        scalar => serde_json::to_writer(&mut *w, scalar).map_err(std::io::Error::other),
     }
 }
 
-/// Writes `s` as a JSON string. A string longer than the room left is cut
-/// to at least that many bytes first: its escaped form is at least as long,
-/// so the writer still fills up, with the same bytes as the whole string.
-fn write_str(s: &str, w: &mut JsonOut<'_>) -> std::io::Result<()> {
-    let mut end = s.len().min(w.room);
-    while !s.is_char_boundary(end) {
-        end += 1;
+/// A string cut as [`CutValue`] cuts them.
+struct CutStr<'a>(&'a str, &'a Cap);
+
+impl Serialize for CutStr<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (text, cap) = (self.0, self.1);
+        let mut end = text.len().min(cap.room.get());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        let ok = s.serialize_str(&text[..end])?;
+        if end < text.len() {
+            // The cut string ended with a quote that fitted: impossible, as
+            // its escaped form alone fills the room; kept as a guard.
+            cap.full.set(true);
+            return Err(serde::ser::Error::custom(CAP_REACHED));
+        }
+        Ok(ok)
     }
-    serde_json::to_writer(&mut *w, &s[..end]).map_err(std::io::Error::other)?;
-    if end < s.len() {
-        // The cut string ended with a quote that fitted: impossible, as its
-        // escaped form alone fills the room; kept as a guard.
-        w.full = true;
-        return Err(std::io::Error::other("span attribute size cap reached"));
-    }
-    Ok(())
 }
 
 /// A rough size of a JSON value in memory, in bytes; the walk stops once
@@ -510,71 +521,227 @@ pub fn approx_value_bytes(v: &Value, stop: usize) -> usize {
     total
 }
 
-/// Where serializer output goes: appended to a buffer as it is, or escaped
-/// as the contents of a JSON string (how an exporter writes `genkit:input`
-/// into the trace JSON without building the text first). Takes `room`
-/// bytes of serializer output, then fails the serialization (which stops
-/// it) and says it was full.
-pub(crate) struct JsonOut<'a> {
-    buf: &'a mut Vec<u8>,
+const CAP_REACHED: &str = "span attribute size cap reached";
+
+/// The cap on one encoding: serializer output is taken up to `room` bytes,
+/// then the serialization fails (which stops it) and `full` is set. Output
+/// goes to the buffer as it is, or, when `escape`, escaped as the contents
+/// of a JSON string (how an exporter writes `genkit:input` into the trace
+/// JSON without building the text first); the cap counts the bytes before
+/// escaping either way.
+pub(crate) struct Cap {
+    room: Cell<usize>,
+    full: Cell<bool>,
     escape: bool,
-    /// Serializer output still accepted, in bytes (before escaping).
-    room: usize,
-    full: bool,
 }
 
-impl<'a> JsonOut<'a> {
-    /// Appends output as it is, at most `limit` bytes.
-    fn raw(buf: &'a mut Vec<u8>, limit: usize) -> Self {
+impl Cap {
+    fn new(limit: usize, escape: bool) -> Self {
         Self {
-            buf,
-            escape: false,
-            room: limit,
-            full: false,
-        }
-    }
-
-    /// Appends output escaped as JSON string contents; the room is set by
-    /// the value written.
-    fn escaping(buf: &'a mut Vec<u8>) -> Self {
-        Self {
-            buf,
-            escape: true,
-            room: 0,
-            full: false,
+            room: Cell::new(limit),
+            full: Cell::new(false),
+            escape,
         }
     }
 }
 
-impl std::io::Write for JsonOut<'_> {
+/// serde_json's compact format, within a [`Cap`]. Escaping is decided per
+/// piece rather than per byte: string fragments, numbers and punctuation
+/// never need it (serde_json splits strings at the characters it escapes),
+/// so only quotes, escape sequences and raw fragments are escaped, and the
+/// bytes of the text are copied once.
+struct CapFormatter<'a>(&'a Cap);
+
+impl CapFormatter<'_> {
+    /// Takes `raw` (what the compact format writes), up to the room left.
     #[inline]
-    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        let (taken, full) = if data.len() <= self.room {
-            (data, false)
+    fn put<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        raw: &[u8],
+        clean: bool,
+    ) -> std::io::Result<()> {
+        let cap = self.0;
+        let room = cap.room.get();
+        let (taken, full) = if raw.len() <= room {
+            (raw, false)
         } else {
-            (&data[..self.room], true)
+            (&raw[..room], true)
         };
-        self.room -= taken.len();
-        if self.escape {
-            escape_into(self.buf, taken);
+        cap.room.set(room - taken.len());
+        if clean || !cap.escape {
+            w.write_all(taken)?;
         } else {
-            self.buf.extend_from_slice(taken);
+            write_escaped_bytes(w, taken)?;
         }
         if full {
-            self.full = true;
-            return Err(std::io::Error::other("span attribute size cap reached"));
+            cap.full.set(true);
+            return Err(std::io::Error::other(CAP_REACHED));
         }
-        Ok(data.len())
-    }
-
-    #[inline]
-    fn write_all(&mut self, data: &[u8]) -> std::io::Result<()> {
-        self.write(data).map(|_| ())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
+
+    /// Takes what `f` makes the compact format write (a number, an escape).
+    #[inline]
+    fn put_with<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        clean: bool,
+        f: impl FnOnce(&mut CompactFormatter, &mut &mut [u8]) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        let mut scratch = [0u8; 64];
+        let mut rest: &mut [u8] = &mut scratch;
+        f(&mut CompactFormatter, &mut rest)?;
+        let n = 64 - rest.len();
+        self.put(w, &scratch[..n], clean)
+    }
+}
+
+macro_rules! put_numbers {
+    ($($name:ident($t:ty);)*) => {
+        $(
+            #[inline]
+            fn $name<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: $t) -> std::io::Result<()> {
+                self.put_with(w, true, |f, out| f.$name(out, v))
+            }
+        )*
+    };
+}
+
+impl Formatter for CapFormatter<'_> {
+    put_numbers! {
+        write_i8(i8);
+        write_i16(i16);
+        write_i32(i32);
+        write_i64(i64);
+        write_i128(i128);
+        write_u8(u8);
+        write_u16(u16);
+        write_u32(u32);
+        write_u64(u64);
+        write_u128(u128);
+        write_f32(f32);
+        write_f64(f64);
+    }
+
+    fn write_null<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.put(w, b"null", true)
+    }
+
+    fn write_bool<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: bool) -> std::io::Result<()> {
+        self.put(w, if v { b"true" } else { b"false" }, true)
+    }
+
+    fn write_number_str<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        v: &str,
+    ) -> std::io::Result<()> {
+        self.put(w, v.as_bytes(), true)
+    }
+
+    fn begin_string<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.put(w, b"\"", false)
+    }
+
+    fn end_string<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.put(w, b"\"", false)
+    }
+
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        self.put(w, fragment.as_bytes(), true)
+    }
+
+    fn write_char_escape<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        escape: CharEscape,
+    ) -> std::io::Result<()> {
+        self.put_with(w, false, |f, out| f.write_char_escape(out, escape))
+    }
+
+    fn write_raw_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        self.put(w, fragment.as_bytes(), false)
+    }
+
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.put(w, b"[", true)
+    }
+
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.put(w, b"]", true)
+    }
+
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first { Ok(()) } else { self.put(w, b",", true) }
+    }
+
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.put(w, b"{", true)
+    }
+
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.put(w, b"}", true)
+    }
+
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first { Ok(()) } else { self.put(w, b",", true) }
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+    ) -> std::io::Result<()> {
+        self.put(w, b":", true)
+    }
+}
+
+/// Writes `bytes` escaped as JSON string contents (usually a few bytes: a
+/// quote, an escape sequence).
+#[inline]
+fn write_escaped_bytes<W: ?Sized + std::io::Write>(w: &mut W, bytes: &[u8]) -> std::io::Result<()> {
+    if bytes == b"\"" {
+        return w.write_all(b"\\\"");
+    }
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut run = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let e = ESCAPE[b as usize];
+        if e == 0 {
+            continue;
+        }
+        w.write_all(&bytes[run..i])?;
+        run = i + 1;
+        if e == b'u' {
+            w.write_all(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[(b >> 4) as usize],
+                HEX[(b & 0xF) as usize],
+            ])?;
+        } else {
+            w.write_all(&[b'\\', e])?;
+        }
+    }
+    w.write_all(&bytes[run..])
 }
 
 /// What serde_json writes for each byte inside a string: 0 for the byte
@@ -599,29 +766,8 @@ static ESCAPE: [u8; 256] = {
 /// Appends `bytes` escaped as serde_json escapes string contents (quote,
 /// backslash and control characters; everything else as it is).
 pub(crate) fn escape_into(buf: &mut Vec<u8>, bytes: &[u8]) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut run = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let e = ESCAPE[b as usize];
-        if e == 0 {
-            continue;
-        }
-        buf.extend_from_slice(&bytes[run..i]);
-        run = i + 1;
-        if e == b'u' {
-            buf.extend_from_slice(&[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[(b >> 4) as usize],
-                HEX[(b & 0xF) as usize],
-            ]);
-        } else {
-            buf.extend_from_slice(&[b'\\', e]);
-        }
-    }
-    buf.extend_from_slice(&bytes[run..]);
+    // Writing to a `Vec` does not fail.
+    let _ = write_escaped_bytes(buf, bytes);
 }
 
 /// Appends `s` as a JSON string, exactly as serde_json writes it.
@@ -701,6 +847,39 @@ mod tests {
     }
 
     #[test]
+    fn escaped_writing_cuts_where_the_text_is_cut_and_escapes_as_serde_json() {
+        let long = format!("{}\"é\\\n\u{1}{}", "x".repeat(20), "😀".repeat(9));
+        let v = serde_json::json!({"k\"\u{2}": [long.clone(), {"n": -1.5e-7, "b": [true, null]}], "s": long});
+        let full = serde_json::to_string(&v).unwrap();
+        for limit in 0..full.len() + 3 {
+            let mut end = limit.min(full.len());
+            while !full.is_char_boundary(end) {
+                end -= 1;
+            }
+            let mut expected = b"[".to_vec();
+            escape_into(&mut expected, &full.as_bytes()[..end]);
+            for write in [write_serde::<Value>, write_value_capped] {
+                let mut buf = b"[".to_vec();
+                let written = write(&v, &mut buf, &Cap::new(limit, true));
+                if written == Written::Cut {
+                    trim_partial_char(&mut buf, 1);
+                }
+                assert_eq!(
+                    String::from_utf8_lossy(&buf),
+                    String::from_utf8_lossy(&expected),
+                    "limit {limit}"
+                );
+                let whole = if limit >= full.len() {
+                    Written::Whole
+                } else {
+                    Written::Cut
+                };
+                assert_eq!(written, whole, "limit {limit}");
+            }
+        }
+    }
+
+    #[test]
     fn deferred_values_write_through_as_their_text_would() {
         let limit = max_attribute_bytes();
         let v = serde_json::json!({"a": ["é\"\\\n\u{1}", 1.5, null], "b": {"c": true}});
@@ -750,13 +929,17 @@ mod tests {
         let long = format!("{}\"é{}", "x".repeat(90), "ü".repeat(80));
         let v = serde_json::json!({"k\u{1}": [long.clone(), {"n": 1e300, "s": long}], "z": -3});
         let full = serde_json::to_string(&v).unwrap();
-        for limit in (0..full.len() + 3)
-            .step_by(7)
-            .chain([full.len(), full.len() + 1])
+        for limit in (0..full.len() + 3).chain([full.len(), full.len() + 1])
         {
             let a = encode_value(&v, limit);
             let b = encode_serde(&v, limit).unwrap();
             assert_eq!(a.text, b.text, "limit {limit}");
+            // serde_json's own text, cut at the cap on a char boundary.
+            let mut end = limit.min(full.len());
+            while !full.is_char_boundary(end) {
+                end -= 1;
+            }
+            assert_eq!(&*a.text, &full[..end], "limit {limit}");
             assert_eq!(a.truncated, b.truncated, "limit {limit}");
             assert_eq!(a.truncated, full.len() > limit, "limit {limit}");
         }
