@@ -10,8 +10,8 @@
 
 use parking_lot::Mutex;
 use serde::Serialize;
-use serde_json::Value;
 use serde::Serializer;
+use serde_json::Value;
 use serde_json::ser::{CharEscape, CompactFormatter, Formatter};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -181,11 +181,7 @@ impl SpanJson {
         Self::pending(value.clone(), approx, write_value_capped)
     }
 
-    fn pending<T: Send + 'static>(
-        value: T,
-        approx: usize,
-        write: WriteFn<T>,
-    ) -> SpanJson {
+    fn pending<T: Send + 'static>(value: T, approx: usize, write: WriteFn<T>) -> SpanJson {
         SpanJson(Repr::Deferred(Arc::new(Pending {
             value: Mutex::new(Some(value)),
             write,
@@ -417,7 +413,7 @@ fn trim_partial_char(buf: &mut Vec<u8>, start: usize) {
     // The last byte that starts a character, at most 3 bytes back.
     let Some(back) = (0..tail.len().min(4)).find(|&i| {
         let b = tail[tail.len() - 1 - i];
-        b < 0x80 || b >= 0xC0
+        !(0x80..0xC0).contains(&b)
     }) else {
         return;
     };
@@ -628,7 +624,11 @@ impl Formatter for CapFormatter<'_> {
         self.put(w, b"null", true)
     }
 
-    fn write_bool<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: bool) -> std::io::Result<()> {
+    fn write_bool<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        v: bool,
+    ) -> std::io::Result<()> {
         self.put(w, if v { b"true" } else { b"false" }, true)
     }
 
@@ -685,7 +685,11 @@ impl Formatter for CapFormatter<'_> {
         w: &mut W,
         first: bool,
     ) -> std::io::Result<()> {
-        if first { Ok(()) } else { self.put(w, b",", true) }
+        if first {
+            Ok(())
+        } else {
+            self.put(w, b",", true)
+        }
     }
 
     fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
@@ -701,13 +705,14 @@ impl Formatter for CapFormatter<'_> {
         w: &mut W,
         first: bool,
     ) -> std::io::Result<()> {
-        if first { Ok(()) } else { self.put(w, b",", true) }
+        if first {
+            Ok(())
+        } else {
+            self.put(w, b",", true)
+        }
     }
 
-    fn begin_object_value<W: ?Sized + std::io::Write>(
-        &mut self,
-        w: &mut W,
-    ) -> std::io::Result<()> {
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
         self.put(w, b":", true)
     }
 }
@@ -929,8 +934,7 @@ mod tests {
         let long = format!("{}\"é{}", "x".repeat(90), "ü".repeat(80));
         let v = serde_json::json!({"k\u{1}": [long.clone(), {"n": 1e300, "s": long}], "z": -3});
         let full = serde_json::to_string(&v).unwrap();
-        for limit in (0..full.len() + 3).chain([full.len(), full.len() + 1])
-        {
+        for limit in (0..full.len() + 3).chain([full.len(), full.len() + 1]) {
             let a = encode_value(&v, limit);
             let b = encode_serde(&v, limit).unwrap();
             assert_eq!(a.text, b.text, "limit {limit}");

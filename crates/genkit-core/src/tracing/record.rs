@@ -296,7 +296,10 @@ impl RecordedSpan {
             str_entry(&mut o, "genkit:metadata:context", &json);
         }
         let mut truncated = false;
-        for (k, value) in [("genkit:input", &self.input), ("genkit:output", &self.output)] {
+        for (k, value) in [
+            ("genkit:input", &self.input),
+            ("genkit:output", &self.output),
+        ] {
             let Some(value) = value else { continue };
             if !own(k) {
                 // Not written, but it still marks the span.
