@@ -2,14 +2,15 @@
 //! and the `peer` binary, and written to do exactly what bench/js does.
 
 use genkit::prelude::*;
-use genkit::tracing::{RecordedSpan, TraceJson, add_span_processor};
-use genkit_server::telemetry::{BatchConfig, BatchProcessor, ExportError, SpanSink};
+use genkit::tracing::{RecordedSpan, add_span_processor};
+use genkit_server::telemetry::{BatchConfig, BatchProcessor, ExportError, SpanSink, trace_bodies};
 use std::sync::Arc;
 
 /// The Genkit telemetry exporter minus the network: the real
 /// [`BatchProcessor`] (bounded queue, background worker) in front of a sink
-/// that does what `TraceServerSink` does to a batch before posting it (group
-/// by trace, serialize each `TraceData`) and then drops the bytes. What the
+/// that does what `TraceServerSink` does to a batch before posting it
+/// ([`trace_bodies`]: group by trace, write each `TraceData`) and then drops
+/// the bytes. What the
 /// request path pays is exactly what it pays with the real exporter; the
 /// serialization runs on the worker, as in production.
 struct SerializingSink;
@@ -24,9 +25,7 @@ impl SpanSink for SerializingSink {
         spans: Vec<Arc<RecordedSpan>>,
     ) -> futures::future::BoxFuture<'_, Result<(), ExportError>> {
         Box::pin(async move {
-            for trace in TraceJson::group(spans.iter().map(|s| &**s)) {
-                std::hint::black_box(serde_json::to_vec(&trace).ok());
-            }
+            std::hint::black_box(trace_bodies(&spans));
             Ok(())
         })
     }

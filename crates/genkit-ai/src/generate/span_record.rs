@@ -16,6 +16,7 @@ use crate::types::{
 };
 use genkit_core::tracing::{SpanJson, approx_value_bytes, max_attribute_bytes};
 use parking_lot::Mutex;
+use serde::ser::Impossible;
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 use std::sync::Arc;
@@ -87,10 +88,14 @@ struct HistoryView {
     len: usize,
 }
 
-impl HistoryView {
-    fn messages(&self) -> Vec<Message> {
+impl Serialize for HistoryView {
+    /// The messages, written from the log in place (not copied). The log
+    /// belongs to one call, so holding its lock meanwhile can make only that
+    /// call wait, for one record's encoding, and only if it is still
+    /// running when the exporter gets to its spans.
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let log = self.log.lock();
-        log.messages[..self.len.min(log.messages.len())].to_vec()
+        log.messages[..self.len.min(log.messages.len())].serialize(s)
     }
 }
 
@@ -145,9 +150,10 @@ struct OptionsRecord {
 
 impl Serialize for OptionsRecord {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut options = self.options.clone();
-        options.messages = self.history.messages();
-        options.serialize(s)
+        self.options.serialize(WithMessages {
+            inner: s,
+            messages: &self.history,
+        })
     }
 }
 
@@ -160,9 +166,167 @@ struct RequestRecord {
 
 impl Serialize for RequestRecord {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut request = self.request.clone();
-        request.messages = Arc::new(self.history.messages());
-        request.serialize(s)
+        self.request.serialize(WithMessages {
+            inner: s,
+            messages: &self.history,
+        })
+    }
+}
+
+/// A serializer for a struct with a `messages` field (the options or
+/// request of a turn) that writes `messages` in place of that field's
+/// value and the rest as it is: the record is written without copying the
+/// history into it. Anything but a struct is refused (never the case).
+struct WithMessages<'a, S> {
+    inner: S,
+    messages: &'a HistoryView,
+}
+
+/// The struct being written by [`WithMessages`].
+struct WithMessagesStruct<'a, T> {
+    inner: T,
+    messages: &'a HistoryView,
+}
+
+impl<T: serde::ser::SerializeStruct> serde::ser::SerializeStruct for WithMessagesStruct<'_, T> {
+    type Ok = T::Ok;
+    type Error = T::Error;
+
+    fn serialize_field<V: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &V,
+    ) -> Result<(), Self::Error> {
+        if key == "messages" {
+            self.inner.serialize_field(key, self.messages)
+        } else {
+            self.inner.serialize_field(key, value)
+        }
+    }
+
+    fn skip_field(&mut self, key: &'static str) -> Result<(), Self::Error> {
+        self.inner.skip_field(key)
+    }
+
+    fn end(self) -> Result<Self::Ok, Self::Error> {
+        self.inner.end()
+    }
+}
+
+/// The methods of [`WithMessages`] for anything but a struct: errors.
+macro_rules! not_a_struct {
+    ($($name:ident($($arg:ty),*);)*) => {
+        $(
+            fn $name(self, $(_: $arg),*) -> Result<Self::Ok, Self::Error> {
+                Err(serde::ser::Error::custom("a turn record is a struct"))
+            }
+        )*
+    };
+}
+
+impl<'a, S: Serializer> Serializer for WithMessages<'a, S> {
+    type Ok = S::Ok;
+    type Error = S::Error;
+    type SerializeSeq = Impossible<S::Ok, S::Error>;
+    type SerializeTuple = Impossible<S::Ok, S::Error>;
+    type SerializeTupleStruct = Impossible<S::Ok, S::Error>;
+    type SerializeTupleVariant = Impossible<S::Ok, S::Error>;
+    type SerializeMap = Impossible<S::Ok, S::Error>;
+    type SerializeStruct = WithMessagesStruct<'a, S::SerializeStruct>;
+    type SerializeStructVariant = Impossible<S::Ok, S::Error>;
+
+    fn serialize_struct(
+        self,
+        name: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeStruct, Self::Error> {
+        Ok(WithMessagesStruct {
+            inner: self.inner.serialize_struct(name, len)?,
+            messages: self.messages,
+        })
+    }
+
+    not_a_struct! {
+        serialize_bool(bool);
+        serialize_i8(i8);
+        serialize_i16(i16);
+        serialize_i32(i32);
+        serialize_i64(i64);
+        serialize_u8(u8);
+        serialize_u16(u16);
+        serialize_u32(u32);
+        serialize_u64(u64);
+        serialize_f32(f32);
+        serialize_f64(f64);
+        serialize_char(char);
+        serialize_str(&str);
+        serialize_bytes(&[u8]);
+        serialize_none();
+        serialize_unit();
+        serialize_unit_struct(&'static str);
+        serialize_unit_variant(&'static str, u32, &'static str);
+    }
+
+    fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Result<Self::Ok, Self::Error> {
+        Err(serde::ser::Error::custom("a turn record is a struct"))
+    }
+
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: &T,
+    ) -> Result<Self::Ok, Self::Error> {
+        Err(serde::ser::Error::custom("a turn record is a struct"))
+    }
+
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: &T,
+    ) -> Result<Self::Ok, Self::Error> {
+        Err(serde::ser::Error::custom("a turn record is a struct"))
+    }
+
+    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Self::Error> {
+        Err(serde::ser::Error::custom("a turn record is a struct"))
+    }
+
+    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, Self::Error> {
+        Err(serde::ser::Error::custom("a turn record is a struct"))
+    }
+
+    fn serialize_tuple_struct(
+        self,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleStruct, Self::Error> {
+        Err(serde::ser::Error::custom("a turn record is a struct"))
+    }
+
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleVariant, Self::Error> {
+        Err(serde::ser::Error::custom("a turn record is a struct"))
+    }
+
+    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Self::Error> {
+        Err(serde::ser::Error::custom("a turn record is a struct"))
+    }
+
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeStructVariant, Self::Error> {
+        Err(serde::ser::Error::custom("a turn record is a struct"))
     }
 }
 

@@ -10,7 +10,10 @@
 
 use parking_lot::Mutex;
 use serde::Serialize;
+use serde::Serializer;
 use serde_json::Value;
+use serde_json::ser::{CharEscape, CompactFormatter, Formatter};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -63,12 +66,32 @@ trait Deferred: Send + Sync {
     fn approx_bytes(&self) -> usize;
     /// Whether the value is still waiting.
     fn is_pending(&self) -> bool;
+    /// Appends the value's JSON to `buf` escaped as the contents of a JSON
+    /// string (cut at the cap in force when it was recorded) without
+    /// keeping the text; `None` if it is no longer waiting (its text is
+    /// then read with [`encoded`](Self::encoded)).
+    fn write_through(&self, buf: &mut Vec<u8>) -> Option<Written>;
 }
+
+/// How writing a value went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Written {
+    /// All of it.
+    Whole,
+    /// Cut at the cap (the writer is full).
+    Cut,
+    /// It cannot be encoded (e.g. a map with non-string keys).
+    Failed,
+}
+
+/// How a waiting value is written: into a buffer, within a cap.
+type WriteFn<T> = fn(&T, &mut Vec<u8>, &Cap) -> Written;
 
 struct Pending<T> {
     /// Dropped once encoded, so a queued span keeps only the text.
     value: Mutex<Option<T>>,
-    encode: fn(&T, usize) -> Option<Encoded>,
+    /// Writes the value as JSON, stopping where the cap is reached.
+    write: WriteFn<T>,
     /// The cap when the value was recorded.
     limit: usize,
     approx: usize,
@@ -79,11 +102,25 @@ impl<T: Send> Deferred for Pending<T> {
     fn encoded(&self) -> Option<&Encoded> {
         self.done
             .get_or_init(|| match self.value.lock().take() {
-                Some(v) => (self.encode)(&v, self.limit),
+                Some(v) => {
+                    let mut buf = Vec::new();
+                    let written = (self.write)(&v, &mut buf, &Cap::new(self.limit, false));
+                    finish(buf, written)
+                }
                 // Taken by an encoding that panicked: record nothing.
                 None => None,
             })
             .as_ref()
+    }
+
+    fn write_through(&self, buf: &mut Vec<u8>) -> Option<Written> {
+        if self.done.get().is_some() {
+            return None;
+        }
+        let value = self.value.lock();
+        // `None`: taken by an encoding under way or one that panicked.
+        let v = value.as_ref()?;
+        Some((self.write)(v, buf, &Cap::new(self.limit, true)))
     }
 
     fn approx_bytes(&self) -> usize {
@@ -116,7 +153,7 @@ impl SpanJson {
     /// the memory `value` holds, which a byte-bounded export queue counts
     /// until the value is encoded. The cap in force now applies.
     pub fn defer<T: Serialize + Send + 'static>(value: T, approx_bytes: usize) -> SpanJson {
-        Self::pending(value, approx_bytes, |v, limit| encode_serde(v, limit))
+        Self::pending(value, approx_bytes, write_serde::<T>)
     }
 
     /// A JSON value recorded as [`defer`](Self::defer) does when it is small
@@ -129,7 +166,7 @@ impl SpanJson {
         if approx > limit {
             return Self::encoded(encode_value(&value, limit));
         }
-        Self::pending(value, approx, |v, limit| Some(encode_value(v, limit)))
+        Self::pending(value, approx, write_value_capped)
     }
 
     /// A JSON value the caller keeps using: a copy is kept for later when
@@ -141,19 +178,13 @@ impl SpanJson {
         if approx > limit {
             return Self::encoded(encode_value(value, limit));
         }
-        Self::pending(value.clone(), approx, |v, limit| {
-            Some(encode_value(v, limit))
-        })
+        Self::pending(value.clone(), approx, write_value_capped)
     }
 
-    fn pending<T: Send + 'static>(
-        value: T,
-        approx: usize,
-        encode: fn(&T, usize) -> Option<Encoded>,
-    ) -> SpanJson {
+    fn pending<T: Send + 'static>(value: T, approx: usize, write: WriteFn<T>) -> SpanJson {
         SpanJson(Repr::Deferred(Arc::new(Pending {
             value: Mutex::new(Some(value)),
-            encode,
+            write,
             limit: max_attribute_bytes(),
             approx: approx.saturating_add(std::mem::size_of::<Pending<T>>()),
             done: OnceLock::new(),
@@ -190,6 +221,53 @@ impl SpanJson {
     /// not be encoded (its span then records no attribute for it).
     pub fn text(&self) -> Option<&str> {
         self.get().map(|e| &*e.text)
+    }
+
+    /// Writes the attribute value this records, the JSON text as a JSON
+    /// string, to `buf`, with `transform` applied to the text first (the
+    /// exporter's redaction). A waiting value held by this record alone is
+    /// encoded straight into `buf`, escaped as it goes, and not kept: no
+    /// text is built for it.
+    /// If `needs_transform` says such escaped text needs `transform` (it
+    /// mentions a secret, say), that text is taken back and the value is
+    /// encoded as text, which is `transform`ed like any other. Returns
+    /// whether the text was cut at the cap, or `None` with `buf` unchanged
+    /// when there is no text.
+    pub(crate) fn write_json_string(
+        &self,
+        buf: &mut Vec<u8>,
+        needs_transform: impl Fn(&[u8]) -> bool,
+        transform: impl Fn(&str) -> std::borrow::Cow<'_, str>,
+    ) -> Option<bool> {
+        let start = buf.len();
+        // A value shared by several spans (the final response every turn of
+        // a tool loop records) is encoded once, as text, for all of them.
+        if let Repr::Deferred(d) = &self.0
+            && Arc::strong_count(d) == 1
+        {
+            buf.push(b'"');
+            match d.write_through(buf) {
+                Some(Written::Failed) => {
+                    buf.truncate(start);
+                    return None;
+                }
+                Some(written) => {
+                    let cut = written == Written::Cut;
+                    if cut {
+                        trim_partial_char(buf, start + 1);
+                    }
+                    if !needs_transform(&buf[start + 1..]) {
+                        buf.push(b'"');
+                        return Some(cut);
+                    }
+                    buf.truncate(start);
+                }
+                None => buf.truncate(start),
+            }
+        }
+        let e = self.get()?;
+        write_escaped_str(buf, &transform(&e.text));
+        Some(e.truncated)
     }
 
     fn get(&self) -> Option<&Encoded> {
@@ -276,11 +354,18 @@ impl std::ops::Deref for SpanJson {
 
 /// `value` as JSON through serde, cut at `limit` bytes.
 fn encode_serde<T: Serialize + ?Sized>(value: &T, limit: usize) -> Option<Encoded> {
-    let mut w = CappedWriter::new(limit);
-    match serde_json::to_writer(&mut w, value) {
-        Ok(()) => w.finish(false),
-        Err(_) if w.full => w.finish(true),
-        Err(_) => None,
+    let mut buf = Vec::new();
+    let written = write_serde(value, &mut buf, &Cap::new(limit, false));
+    finish(buf, written)
+}
+
+/// `value` as serde_json writes it, within `cap`.
+fn write_serde<T: Serialize + ?Sized>(value: &T, buf: &mut Vec<u8>, cap: &Cap) -> Written {
+    let mut ser = serde_json::Serializer::with_formatter(buf, CapFormatter(cap));
+    match value.serialize(&mut ser) {
+        Ok(()) => Written::Whole,
+        Err(_) if cap.full.get() => Written::Cut,
+        Err(_) => Written::Failed,
     }
 }
 
@@ -289,62 +374,115 @@ fn encode_serde<T: Serialize + ?Sized>(value: &T, limit: usize) -> Option<Encode
 /// the room left, so the bytes kept are the same and a 10 MiB string costs
 /// what fits.
 fn encode_value(value: &Value, limit: usize) -> Encoded {
-    let mut w = CappedWriter::new(limit);
-    let full = write_value(value, &mut w).is_err() && w.full;
+    let mut buf = Vec::new();
+    let written = write_value_capped(value, &mut buf, &Cap::new(limit, false));
     // Writing a `Value` fails only at the cap (keys are strings).
-    w.finish(full).unwrap_or(Encoded {
+    finish(buf, written).unwrap_or(Encoded {
         text: Box::default(),
         truncated: true,
     })
 }
 
-fn write_value(value: &Value, w: &mut CappedWriter) -> std::io::Result<()> {
-    use std::io::Write;
-    match value {
-        Value::String(s) => write_str(s, w),
-        Value::Array(items) => {
-            w.write_all(b"[")?;
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    w.write_all(b",")?;
-                }
-                write_value(item, w)?;
-            }
-            w.write_all(b"]")
-        }
-        Value::Object(map) => {
-            w.write_all(b"{")?;
-            for (i, (k, v)) in map.iter().enumerate() {
-                if i > 0 {
-                    w.write_all(b",")?;
-                }
-                write_str(k, w)?;
-                w.write_all(b":")?;
-                write_value(v, w)?;
-            }
-            w.write_all(b"}")
-        }
-        scalar => serde_json::to_writer(&mut *w, scalar).map_err(std::io::Error::other),
+/// A JSON value within `cap`, long strings cut before they are scanned.
+fn write_value_capped(value: &Value, buf: &mut Vec<u8>, cap: &Cap) -> Written {
+    write_serde(&CutValue { value, cap }, buf, cap)
+}
+
+/// The text written, cut to the last whole character when it was cut.
+fn finish(mut buf: Vec<u8>, written: Written) -> Option<Encoded> {
+    let cut = match written {
+        Written::Whole => false,
+        Written::Cut => true,
+        Written::Failed => return None,
+    };
+    if cut {
+        trim_partial_char(&mut buf, 0);
+    }
+    String::from_utf8(buf).ok().map(|s| Encoded {
+        text: s.into(),
+        truncated: cut,
+    })
+}
+
+/// Drops a character cut in two at the end of `buf[start..]`: the serializer
+/// writes whole UTF-8 characters, so only the last one can be incomplete
+/// after a cut at a byte count. Escapes are ASCII, so this holds for
+/// escaped output too.
+fn trim_partial_char(buf: &mut Vec<u8>, start: usize) {
+    let tail = &buf[start..];
+    // The last byte that starts a character, at most 3 bytes back.
+    let Some(back) = (0..tail.len().min(4)).find(|&i| {
+        let b = tail[tail.len() - 1 - i];
+        !(0x80..0xC0).contains(&b)
+    }) else {
+        return;
+    };
+    let lead = tail[tail.len() - 1 - back];
+    let width = match lead {
+        0x00..=0x7F => 1,
+        0xC0..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        _ => 4,
+    };
+    if back + 1 < width {
+        let keep = buf.len() - 1 - back;
+        buf.truncate(keep);
     }
 }
 
-/// Writes `s` as a JSON string. A string longer than the room left is cut
-/// to at least that many bytes first: its escaped form is at least as long,
-/// so the writer still fills up, with the same bytes as the whole string.
-fn write_str(s: &str, w: &mut CappedWriter) -> std::io::Result<()> {
-    let room = w.limit.saturating_sub(w.buf.len());
-    let mut end = s.len().min(room);
-    while !s.is_char_boundary(end) {
-        end += 1;
+/// A JSON value written as serde_json writes `Value`s, except that each
+/// string is first cut to a little more than the room left under the cap:
+/// its escaped form is at least as long, so the cap is still reached, at the
+/// same byte, and a 10 MiB string costs what fits.
+struct CutValue<'a> {
+    value: &'a Value,
+    cap: &'a Cap,
+}
+
+impl Serialize for CutValue<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        let cap = self.cap;
+        match self.value {
+            Value::String(text) => CutStr(text, cap).serialize(s),
+            Value::Array(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                for value in items {
+                    seq.serialize_element(&CutValue { value, cap })?;
+                }
+                seq.end()
+            }
+            Value::Object(map) => {
+                let mut m = s.serialize_map(Some(map.len()))?;
+                for (k, value) in map {
+                    m.serialize_entry(&CutStr(k, cap), &CutValue { value, cap })?;
+                }
+                m.end()
+            }
+            scalar => scalar.serialize(s),
+        }
     }
-    serde_json::to_writer(&mut *w, &s[..end]).map_err(std::io::Error::other)?;
-    if end < s.len() {
-        // The cut string ended with a quote that fitted: impossible, as its
-        // escaped form alone fills the room; kept as a guard.
-        w.full = true;
-        return Err(std::io::Error::other("span attribute size cap reached"));
+}
+
+/// A string cut as [`CutValue`] cuts them.
+struct CutStr<'a>(&'a str, &'a Cap);
+
+impl Serialize for CutStr<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (text, cap) = (self.0, self.1);
+        let mut end = text.len().min(cap.room.get());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        let ok = s.serialize_str(&text[..end])?;
+        if end < text.len() {
+            // The cut string ended with a quote that fitted: impossible, as
+            // its escaped form alone fills the room; kept as a guard.
+            cap.full.set(true);
+            return Err(serde::ser::Error::custom(CAP_REACHED));
+        }
+        Ok(ok)
     }
-    Ok(())
 }
 
 /// A rough size of a JSON value in memory, in bytes; the walk stops once
@@ -379,61 +517,269 @@ pub fn approx_value_bytes(v: &Value, stop: usize) -> usize {
     total
 }
 
-/// Collects serializer output until `limit` bytes, then fails the
-/// serialization (which stops it) and says it was full.
-struct CappedWriter {
-    buf: Vec<u8>,
-    limit: usize,
-    full: bool,
+const CAP_REACHED: &str = "span attribute size cap reached";
+
+/// The cap on one encoding: serializer output is taken up to `room` bytes,
+/// then the serialization fails (which stops it) and `full` is set. Output
+/// goes to the buffer as it is, or, when `escape`, escaped as the contents
+/// of a JSON string (how an exporter writes `genkit:input` into the trace
+/// JSON without building the text first); the cap counts the bytes before
+/// escaping either way.
+pub(crate) struct Cap {
+    room: Cell<usize>,
+    full: Cell<bool>,
+    escape: bool,
 }
 
-impl CappedWriter {
-    fn new(limit: usize) -> Self {
+impl Cap {
+    fn new(limit: usize, escape: bool) -> Self {
         Self {
-            buf: Vec::new(),
-            limit,
-            full: false,
+            room: Cell::new(limit),
+            full: Cell::new(false),
+            escape,
         }
-    }
-
-    /// The text written, cut to the last whole character when `cut`.
-    fn finish(self, cut: bool) -> Option<Encoded> {
-        let mut buf = self.buf;
-        if cut {
-            let valid = match std::str::from_utf8(&buf) {
-                Ok(_) => buf.len(),
-                Err(e) => e.valid_up_to(),
-            };
-            buf.truncate(valid);
-        }
-        String::from_utf8(buf).ok().map(|s| Encoded {
-            text: s.into(),
-            truncated: cut,
-        })
     }
 }
 
-impl std::io::Write for CappedWriter {
+/// serde_json's compact format, within a [`Cap`]. Escaping is decided per
+/// piece rather than per byte: string fragments, numbers and punctuation
+/// never need it (serde_json splits strings at the characters it escapes),
+/// so only quotes, escape sequences and raw fragments are escaped, and the
+/// bytes of the text are copied once.
+struct CapFormatter<'a>(&'a Cap);
+
+impl CapFormatter<'_> {
+    /// Takes `raw` (what the compact format writes), up to the room left.
     #[inline]
-    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        let room = self.limit - self.buf.len();
-        if data.len() <= room {
-            self.buf.extend_from_slice(data);
-            return Ok(data.len());
+    fn put<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        raw: &[u8],
+        clean: bool,
+    ) -> std::io::Result<()> {
+        let cap = self.0;
+        let room = cap.room.get();
+        let (taken, full) = if raw.len() <= room {
+            (raw, false)
+        } else {
+            (&raw[..room], true)
+        };
+        cap.room.set(room - taken.len());
+        if clean || !cap.escape {
+            w.write_all(taken)?;
+        } else {
+            write_escaped_bytes(w, taken)?;
         }
-        self.buf.extend_from_slice(&data[..room]);
-        self.full = true;
-        Err(std::io::Error::other("span attribute size cap reached"))
-    }
-
-    #[inline]
-    fn write_all(&mut self, data: &[u8]) -> std::io::Result<()> {
-        self.write(data).map(|_| ())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
+        if full {
+            cap.full.set(true);
+            return Err(std::io::Error::other(CAP_REACHED));
+        }
         Ok(())
     }
+
+    /// Takes what `f` makes the compact format write (a number, an escape).
+    #[inline]
+    fn put_with<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        clean: bool,
+        f: impl FnOnce(&mut CompactFormatter, &mut &mut [u8]) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        let mut scratch = [0u8; 64];
+        let mut rest: &mut [u8] = &mut scratch;
+        f(&mut CompactFormatter, &mut rest)?;
+        let n = 64 - rest.len();
+        self.put(w, &scratch[..n], clean)
+    }
+}
+
+macro_rules! put_numbers {
+    ($($name:ident($t:ty);)*) => {
+        $(
+            #[inline]
+            fn $name<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: $t) -> std::io::Result<()> {
+                self.put_with(w, true, |f, out| f.$name(out, v))
+            }
+        )*
+    };
+}
+
+impl Formatter for CapFormatter<'_> {
+    put_numbers! {
+        write_i8(i8);
+        write_i16(i16);
+        write_i32(i32);
+        write_i64(i64);
+        write_i128(i128);
+        write_u8(u8);
+        write_u16(u16);
+        write_u32(u32);
+        write_u64(u64);
+        write_u128(u128);
+        write_f32(f32);
+        write_f64(f64);
+    }
+
+    fn write_null<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.put(w, b"null", true)
+    }
+
+    fn write_bool<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        v: bool,
+    ) -> std::io::Result<()> {
+        self.put(w, if v { b"true" } else { b"false" }, true)
+    }
+
+    fn write_number_str<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        v: &str,
+    ) -> std::io::Result<()> {
+        self.put(w, v.as_bytes(), true)
+    }
+
+    fn begin_string<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.put(w, b"\"", false)
+    }
+
+    fn end_string<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.put(w, b"\"", false)
+    }
+
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        self.put(w, fragment.as_bytes(), true)
+    }
+
+    fn write_char_escape<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        escape: CharEscape,
+    ) -> std::io::Result<()> {
+        self.put_with(w, false, |f, out| f.write_char_escape(out, escape))
+    }
+
+    fn write_raw_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        self.put(w, fragment.as_bytes(), false)
+    }
+
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.put(w, b"[", true)
+    }
+
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.put(w, b"]", true)
+    }
+
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            self.put(w, b",", true)
+        }
+    }
+
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.put(w, b"{", true)
+    }
+
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.put(w, b"}", true)
+    }
+
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            self.put(w, b",", true)
+        }
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.put(w, b":", true)
+    }
+}
+
+/// Writes `bytes` escaped as JSON string contents (usually a few bytes: a
+/// quote, an escape sequence).
+#[inline]
+fn write_escaped_bytes<W: ?Sized + std::io::Write>(w: &mut W, bytes: &[u8]) -> std::io::Result<()> {
+    if bytes == b"\"" {
+        return w.write_all(b"\\\"");
+    }
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut run = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let e = ESCAPE[b as usize];
+        if e == 0 {
+            continue;
+        }
+        w.write_all(&bytes[run..i])?;
+        run = i + 1;
+        if e == b'u' {
+            w.write_all(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[(b >> 4) as usize],
+                HEX[(b & 0xF) as usize],
+            ])?;
+        } else {
+            w.write_all(&[b'\\', e])?;
+        }
+    }
+    w.write_all(&bytes[run..])
+}
+
+/// What serde_json writes for each byte inside a string: 0 for the byte
+/// itself, `u` for `\u00XX`, else the letter after the backslash.
+static ESCAPE: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = b'u';
+        i += 1;
+    }
+    t[0x08] = b'b';
+    t[0x09] = b't';
+    t[0x0A] = b'n';
+    t[0x0C] = b'f';
+    t[0x0D] = b'r';
+    t[b'"' as usize] = b'"';
+    t[b'\\' as usize] = b'\\';
+    t
+};
+
+/// Appends `bytes` escaped as serde_json escapes string contents (quote,
+/// backslash and control characters; everything else as it is).
+pub(crate) fn escape_into(buf: &mut Vec<u8>, bytes: &[u8]) {
+    // Writing to a `Vec` does not fail.
+    let _ = write_escaped_bytes(buf, bytes);
+}
+
+/// Appends `s` as a JSON string, exactly as serde_json writes it.
+pub(crate) fn write_escaped_str(buf: &mut Vec<u8>, s: &str) {
+    buf.push(b'"');
+    escape_into(buf, s.as_bytes());
+    buf.push(b'"');
 }
 
 #[cfg(test)]
@@ -483,17 +829,121 @@ mod tests {
     }
 
     #[test]
+    fn strings_are_escaped_as_serde_json_escapes_them() {
+        let mut all: String = (0u8..0x80).map(char::from).collect();
+        all.push_str("é€😀\u{2028}\u{fffd}");
+        for s in [all.as_str(), "", "plain", "\"", "\\\\"] {
+            let mut buf = b"x".to_vec();
+            write_escaped_str(&mut buf, s);
+            assert_eq!(&buf[1..], serde_json::to_string(s).unwrap().as_bytes());
+        }
+    }
+
+    fn unchanged(text: &str) -> std::borrow::Cow<'_, str> {
+        std::borrow::Cow::Borrowed(text)
+    }
+
+    /// What a span writes for `j` (a JSON string holding its text) and
+    /// whether it was cut.
+    fn written(j: &SpanJson) -> Option<(String, bool)> {
+        let mut buf = Vec::new();
+        let cut = j.write_json_string(&mut buf, |_| false, unchanged)?;
+        Some((String::from_utf8(buf).unwrap(), cut))
+    }
+
+    #[test]
+    fn escaped_writing_cuts_where_the_text_is_cut_and_escapes_as_serde_json() {
+        let long = format!("{}\"é\\\n\u{1}{}", "x".repeat(20), "😀".repeat(9));
+        let v = serde_json::json!({"k\"\u{2}": [long.clone(), {"n": -1.5e-7, "b": [true, null]}], "s": long});
+        let full = serde_json::to_string(&v).unwrap();
+        for limit in 0..full.len() + 3 {
+            let mut end = limit.min(full.len());
+            while !full.is_char_boundary(end) {
+                end -= 1;
+            }
+            let mut expected = b"[".to_vec();
+            escape_into(&mut expected, &full.as_bytes()[..end]);
+            for write in [write_serde::<Value>, write_value_capped] {
+                let mut buf = b"[".to_vec();
+                let written = write(&v, &mut buf, &Cap::new(limit, true));
+                if written == Written::Cut {
+                    trim_partial_char(&mut buf, 1);
+                }
+                assert_eq!(
+                    String::from_utf8_lossy(&buf),
+                    String::from_utf8_lossy(&expected),
+                    "limit {limit}"
+                );
+                let whole = if limit >= full.len() {
+                    Written::Whole
+                } else {
+                    Written::Cut
+                };
+                assert_eq!(written, whole, "limit {limit}");
+            }
+        }
+    }
+
+    #[test]
+    fn deferred_values_write_through_as_their_text_would() {
+        let limit = max_attribute_bytes();
+        let v = serde_json::json!({"a": ["é\"\\\n\u{1}", 1.5, null], "b": {"c": true}});
+        let cases: Vec<fn(&Value) -> SpanJson> = vec![
+            |v| SpanJson::defer(v.clone(), 1),
+            |v| SpanJson::defer_value(v.clone()),
+            SpanJson::defer_cloned,
+            |v| SpanJson::defer(Value::from(format!("{}{v}", "ü".repeat(64_000))), 1),
+            |v| SpanJson::defer(Value::from(format!("{}{v}", "€".repeat(43_000))), 1),
+            |v| SpanJson::defer_value(Value::from(format!("{v}{}", "\u{7}".repeat(25_000)))),
+        ];
+        for (i, make) in cases.iter().enumerate() {
+            let through = make(&v);
+            assert!(through.is_deferred());
+            let (json, cut) = written(&through).unwrap();
+            // Written through, not kept.
+            assert!(through.is_deferred(), "case {i}");
+            let text = make(&v);
+            let expected = serde_json::to_string(text.as_str()).unwrap();
+            assert_eq!(json, expected, "case {i}");
+            assert_eq!(cut, text.is_truncated(), "case {i}");
+            assert!(text.len() <= limit);
+            // Encoded text writes the same.
+            assert_eq!(written(&text), Some((expected, cut)), "case {i}");
+        }
+        // Shared by several spans: encoded once and kept for the others.
+        let shared = SpanJson::defer(v.clone(), 1);
+        let other = shared.clone();
+        let (json, cut) = written(&shared).unwrap();
+        assert!(!other.is_deferred() && !cut);
+        assert_eq!(json, serde_json::to_string(other.as_str()).unwrap());
+        // Unencodable: nothing written.
+        let bad: std::collections::HashMap<(u8, u8), u8> = [((1, 2), 3)].into();
+        let mut buf = b"keep".to_vec();
+        let j = SpanJson::defer(bad, 0);
+        assert_eq!(j.write_json_string(&mut buf, |_| false, unchanged), None);
+        assert_eq!(buf, b"keep");
+        // A transform asked for: applied to the text, as for text.
+        let j = SpanJson::defer(v.clone(), 1);
+        let mut buf = Vec::new();
+        let cut = j.write_json_string(&mut buf, |_| true, |_| "\"T\"".into());
+        assert_eq!((buf.as_slice(), cut), (&b"\"\\\"T\\\"\""[..], Some(false)));
+    }
+
+    #[test]
     fn the_value_encoder_cuts_exactly_where_serde_does() {
         let long = format!("{}\"é{}", "x".repeat(90), "ü".repeat(80));
         let v = serde_json::json!({"k\u{1}": [long.clone(), {"n": 1e300, "s": long}], "z": -3});
         let full = serde_json::to_string(&v).unwrap();
-        for limit in (0..full.len() + 3)
-            .step_by(7)
-            .chain([full.len(), full.len() + 1])
-        {
+        for limit in (0..full.len() + 3).chain([full.len(), full.len() + 1]) {
             let a = encode_value(&v, limit);
             let b = encode_serde(&v, limit).unwrap();
             assert_eq!(a.text, b.text, "limit {limit}");
+            // serde_json's own text, cut at the cap on a char boundary.
+            let mut end = limit.min(full.len());
+            while !full.is_char_boundary(end) {
+                end -= 1;
+            }
+            assert_eq!(&*a.text, &full[..end], "limit {limit}");
             assert_eq!(a.truncated, b.truncated, "limit {limit}");
             assert_eq!(a.truncated, full.len() > limit, "limit {limit}");
         }

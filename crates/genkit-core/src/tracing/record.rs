@@ -6,7 +6,7 @@ use super::data::{
     Annotation, BoolValue, InstrumentationLibrary, SpanData, SpanStatus, TimeEvent, TimeEvents,
 };
 use super::ids::{SpanId, TraceId};
-use super::json::SpanJson;
+use super::json::{SpanJson, escape_into, write_escaped_str};
 use super::span::SpanType;
 use crate::context::ActionContext;
 use serde::ser::{SerializeMap, SerializeStruct};
@@ -205,6 +205,180 @@ impl RecordedSpan {
             truncated: self.is_truncated().then_some(true),
         }
     }
+}
+
+impl RecordedSpan {
+    /// Appends the wire form (`SpanData` JSON) to `buf`: the same bytes as
+    /// serializing `self` with serde_json, written straight into the buffer.
+    /// An input or output still waiting to be encoded is encoded directly as
+    /// the attribute's JSON string (escaped as it is written), without
+    /// building its text first.
+    pub fn write_json(&self, buf: &mut Vec<u8>) {
+        buf.extend_from_slice(b"{\"spanId\":");
+        write_hex(buf, &self.span_id.to_hex());
+        buf.extend_from_slice(b",\"traceId\":");
+        write_hex(buf, &self.trace_id.to_hex());
+        if let Some(p) = &self.parent_span_id {
+            buf.extend_from_slice(b",\"parentSpanId\":");
+            write_hex(buf, &p.to_hex());
+        }
+        buf.extend_from_slice(b",\"startTime\":");
+        write_f64(buf, self.start_time);
+        buf.extend_from_slice(b",\"endTime\":");
+        write_f64(buf, self.end_time.unwrap_or(0.0));
+        buf.extend_from_slice(b",\"attributes\":");
+        let truncated = self.write_attributes(buf);
+        buf.extend_from_slice(b",\"displayName\":");
+        write_escaped_str(buf, &self.name);
+        // `links`, `instrumentationLibrary` (its default), `spanKind` and
+        // `sameProcessAsParentSpan` are the same on every span.
+        buf.extend_from_slice(
+            b",\"links\":[],\"instrumentationLibrary\":{\"name\":\"genkit-tracer\",\"version\":\"v1\"},\
+              \"spanKind\":\"INTERNAL\",\"sameProcessAsParentSpan\":{\"value\":true}",
+        );
+        if self.end_time.is_some() {
+            match &self.failure {
+                None => buf.extend_from_slice(b",\"status\":{\"code\":0}"),
+                Some(f) => {
+                    buf.extend_from_slice(b",\"status\":{\"code\":2,\"message\":");
+                    write_escaped_str(buf, &f.message);
+                    buf.push(b'}');
+                }
+            }
+        }
+        buf.extend_from_slice(b",\"timeEvents\":");
+        match (&self.failure, self.end_time) {
+            // Rare: written by the serde form.
+            (Some(_), Some(_)) => {
+                let _ = serde_json::to_writer(&mut *buf, &WireEvents(self));
+            }
+            _ => buf.extend_from_slice(b"{\"timeEvent\":[]}"),
+        }
+        if truncated {
+            buf.extend_from_slice(b",\"truncated\":true");
+        }
+        buf.push(b'}');
+    }
+
+    /// Writes the attributes object as [`WireAttributes`] serializes it;
+    /// returns whether the input or output was cut at the size cap.
+    fn write_attributes(&self, buf: &mut Vec<u8>) -> bool {
+        let custom = &self.attributes;
+        // Custom attributes win over built-in ones of the same name.
+        let own = |k: &str| custom.is_empty() || !custom.contains_key(k);
+        let mut o = ObjectWriter { buf, first: true };
+        let str_entry = |o: &mut ObjectWriter<'_>, k: &str, v: &str| {
+            if own(k) {
+                o.key(k);
+                write_escaped_str(o.buf, v);
+            }
+        };
+        str_entry(&mut o, "genkit:type", self.span_type.as_str());
+        str_entry(&mut o, "genkit:name", &self.name);
+        if let Some(sub) = &self.subtype {
+            str_entry(&mut o, "genkit:metadata:subtype", sub);
+        }
+        if let Some(k) = &self.key {
+            str_entry(&mut o, "genkit:key", k);
+        }
+        if let Some(labels) = &self.labels {
+            for (k, v) in labels {
+                str_entry(&mut o, k, v);
+            }
+        }
+        if self.is_root() && own("genkit:isRoot") {
+            o.key("genkit:isRoot");
+            o.buf.extend_from_slice(b"true");
+        }
+        if let Some(ctx) = &self.context
+            && let Some(json) = ctx.redacted_json()
+        {
+            str_entry(&mut o, "genkit:metadata:context", &json);
+        }
+        let mut truncated = false;
+        for (k, value) in [
+            ("genkit:input", &self.input),
+            ("genkit:output", &self.output),
+        ] {
+            let Some(value) = value else { continue };
+            if !own(k) {
+                // Not written, but it still marks the span.
+                truncated |= value.is_truncated();
+                continue;
+            }
+            let mark = (o.buf.len(), o.first);
+            o.key(k);
+            match value.write_json_string(o.buf, mentions_escaped_secret, redacted) {
+                Some(cut) => truncated |= cut,
+                // No text: no attribute.
+                None => {
+                    o.buf.truncate(mark.0);
+                    o.first = mark.1;
+                }
+            }
+        }
+        if self.end_time.is_some() {
+            match &self.failure {
+                None => str_entry(&mut o, "genkit:state", "success"),
+                Some(f) => {
+                    str_entry(&mut o, "genkit:state", "error");
+                    if f.is_source && own("genkit:isFailureSource") {
+                        o.key("genkit:isFailureSource");
+                        o.buf.extend_from_slice(b"true");
+                    }
+                }
+            }
+        }
+        if own("genkit:path") {
+            o.key("genkit:path");
+            // The decorated path, written without building it.
+            match (&self.subtype, self.parent_span_id.is_some()) {
+                (Some(sub), true) if self.path.ends_with('}') => {
+                    o.buf.push(b'"');
+                    escape_into(o.buf, &self.path.as_bytes()[..self.path.len() - 1]);
+                    o.buf.extend_from_slice(b",s:");
+                    escape_into(o.buf, sub.as_bytes());
+                    o.buf.extend_from_slice(b"}\"");
+                }
+                _ => write_escaped_str(o.buf, &self.path),
+            }
+        }
+        for (k, v) in custom {
+            o.key(k);
+            let _ = serde_json::to_writer(&mut *o.buf, v);
+        }
+        if o.first {
+            o.buf.push(b'{');
+        }
+        o.buf.push(b'}');
+        truncated
+    }
+}
+
+/// Writes a JSON object's entries: `{` before the first, `,` between.
+struct ObjectWriter<'a> {
+    buf: &'a mut Vec<u8>,
+    first: bool,
+}
+
+impl ObjectWriter<'_> {
+    fn key(&mut self, k: &str) {
+        self.buf.push(if self.first { b'{' } else { b',' });
+        self.first = false;
+        write_escaped_str(self.buf, k);
+        self.buf.push(b':');
+    }
+}
+
+fn write_hex(buf: &mut Vec<u8>, digits: &[u8]) {
+    buf.push(b'"');
+    buf.extend_from_slice(digits);
+    buf.push(b'"');
+}
+
+/// A number as serde_json writes an `f64` (`null` when not finite).
+fn write_f64(buf: &mut Vec<u8>, v: f64) {
+    let _ = serde_json::to_writer(&mut *buf, &v);
 }
 
 /// A rough size of a JSON value in memory.
@@ -419,6 +593,40 @@ impl TraceJson<'_> {
     }
 }
 
+impl TraceJson<'_> {
+    /// Appends the trace's JSON to `buf`: the same bytes as serializing
+    /// `self` with serde_json, written as [`RecordedSpan::write_json`] does.
+    pub fn write_json(&self, buf: &mut Vec<u8>) {
+        buf.extend_from_slice(b"{\"traceId\":");
+        write_hex(buf, &self.trace_id.to_hex());
+        if let Some(r) = self.spans.iter().find(|r| r.is_root()) {
+            buf.extend_from_slice(b",\"displayName\":");
+            write_escaped_str(buf, &r.name);
+            buf.extend_from_slice(b",\"startTime\":");
+            write_f64(buf, r.start_time);
+            buf.extend_from_slice(b",\"endTime\":");
+            write_f64(buf, r.end_time.unwrap_or(0.0));
+        }
+        buf.extend_from_slice(b",\"spans\":{");
+        for (i, span) in self.spans.iter().enumerate() {
+            if i > 0 {
+                buf.push(b',');
+            }
+            write_hex(buf, &span.span_id.to_hex());
+            buf.push(b':');
+            span.write_json(buf);
+        }
+        buf.extend_from_slice(b"}}");
+    }
+
+    /// The trace's JSON (see [`write_json`](Self::write_json)).
+    pub fn to_json_vec(&self) -> Vec<u8> {
+        let mut buf = Vec::new();
+        self.write_json(&mut buf);
+        buf
+    }
+}
+
 impl Serialize for TraceJson<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let root = self.spans.iter().find(|r| r.is_root());
@@ -474,6 +682,20 @@ const SECRET_KEYS: [&str; 3] = ["apiKey", "api_key", "secrets"];
 
 /// The secret keys as they appear in JSON text, for a quick check.
 const QUOTED_SECRET_KEYS: [&str; 3] = ["\"apiKey\"", "\"api_key\"", "\"secrets\""];
+
+/// Whether escaped JSON text (the contents of a JSON string holding JSON)
+/// mentions a secret key, as [`redacted`] checks raw text. A quote in such
+/// text is always escaped (`\"`), and a `\"` there always stands for a
+/// quote (a backslash is escaped too), so the escaped text holds
+/// `\"apiKey\"` exactly when the raw text holds `"apiKey"`.
+fn mentions_escaped_secret(escaped: &[u8]) -> bool {
+    const ESCAPED_SECRET_KEYS: [&str; 3] = ["\\\"apiKey\\\"", "\\\"api_key\\\"", "\\\"secrets\\\""];
+    match std::str::from_utf8(escaped) {
+        Ok(text) => ESCAPED_SECRET_KEYS.iter().any(|k| text.contains(k)),
+        // Not text: take the careful path.
+        Err(_) => true,
+    }
+}
 
 /// JSON text `json` with secret fields replaced by `<redacted>`; borrowed
 /// (no parsing at all) when none of the secret keys appears in it, which is
@@ -593,6 +815,184 @@ mod tests {
         assert_eq!(built.spans.len(), 2);
         assert_eq!(built.spans[&child.span_id.to_string()].end_time, 2.5);
         assert_eq!(direct, serde_json::to_value(&built).unwrap());
+    }
+
+    /// Case `i` of the spans the direct writer is checked on, built afresh
+    /// each time (a deferred value is encoded only once, so the serde form
+    /// and the direct writer each get their own).
+    fn rich_span(i: usize) -> Option<RecordedSpan> {
+        use std::collections::HashMap;
+        let limit = crate::tracing::max_attribute_bytes();
+        let tricky = json!({
+            "q": "a\"b\\c\n\t\r\u{8}\u{c}\u{1}\u{1f}\u{7f}é😀/",
+            "n": [1, 2.5, -0.0, 1e300, -7, u64::MAX],
+            "t": true,
+            "z": null,
+            "nested": {"k\"ey": [{}, []]}
+        });
+        let mut s = span(false, false);
+        match i {
+            // Text, with a secret to redact.
+            0 => {}
+            // Deferred through serde and as JSON values, with escapes.
+            1 => {
+                s.input = Some(SpanJson::defer(tricky.clone(), 10));
+                s.output = Some(SpanJson::defer_value(tricky));
+            }
+            // Deferred, mentioning secret keys: redacted as text is.
+            2 => {
+                s.input = Some(SpanJson::defer(
+                    json!({"config": {"apiKey": "sk-1", "t": 1}, "m": "x"}),
+                    10,
+                ));
+                s.output = Some(SpanJson::defer_cloned(&json!({"secrets": {"a": 1}})));
+            }
+            // A secret key's name inside a string, or as a value.
+            3 => {
+                s.input = Some(SpanJson::defer(json!({"note": "the \"apiKey\" field"}), 10));
+                s.output = Some(SpanJson::defer(json!({"name": "api_key", "x": 1.5}), 10));
+            }
+            // Deferred values longer than the cap, cut inside a character.
+            4 => {
+                s.input = Some(SpanJson::defer("é".repeat(limit), 10));
+                s.output = Some(SpanJson::defer(format!("xy{}", "😀".repeat(limit / 4)), 10));
+            }
+            // A JSON value whose text outgrows the cap (control characters
+            // are six bytes each), and a cut secret: not JSON, so redacted
+            // whole.
+            5 => {
+                s.input = Some(SpanJson::defer_value(Value::from(
+                    "\u{1}".repeat(limit / 5),
+                )));
+                s.output = Some(SpanJson::defer(
+                    json!({"apiKey": "k", "pad": "é".repeat(limit)}),
+                    10,
+                ));
+            }
+            // Cannot be encoded: no attribute.
+            6 => {
+                let bad: HashMap<(u8, u8), u8> = [((1, 2), 3)].into();
+                s.input = Some(SpanJson::defer(bad, 10));
+                s.output = Some(SpanJson::defer(json!(["ok"]), 10));
+            }
+            // Custom attributes over built-in ones; a cut input not written
+            // still marks the span; labels over built-ins too.
+            7 => {
+                s.input = Some(SpanJson::defer("y".repeat(limit * 2), 10));
+                s.output = None;
+                s.attributes = Map::from_iter([
+                    ("genkit:input".to_owned(), json!("custom")),
+                    ("genkit:path".to_owned(), json!(["p"])),
+                    ("genkit:state".to_owned(), json!(1)),
+                ]);
+                s.labels = Some(
+                    [
+                        ("genkit:name".to_owned(), "label".to_owned()),
+                        ("a\"b".to_owned(), "\u{0}".to_owned()),
+                    ]
+                    .into_iter()
+                    .collect(),
+                );
+            }
+            // A bare started root: nothing optional.
+            8 => {
+                s = span(false, true);
+                s.subtype = None;
+                s.key = None;
+                s.labels = None;
+                s.input = None;
+                s.output = None;
+                s.context = None;
+                s.attributes = Map::new();
+                s.end_time = None;
+                s.name = "n\"ame\u{2}".into();
+            }
+            // Failed, with an already encoded deferred value.
+            9 => {
+                s = span(true, false);
+                let out = SpanJson::defer(tricky, 10);
+                assert!(out.text().is_some());
+                s.output = Some(out);
+                s.start_time = f64::NAN;
+                s.path = "/{a,t:flow}".into();
+            }
+            // Root with a subtype (no decoration), path without a brace.
+            10 => {
+                s = span(false, true);
+                s.path = "odd\\path".into();
+                s.input = Some(SpanJson::defer(json!({"k": "v"}), 10));
+            }
+            _ => return None,
+        }
+        Some(s)
+    }
+
+    #[test]
+    fn the_direct_writer_writes_what_serde_writes() {
+        for i in 0.. {
+            let (Some(old), Some(mut new)) = (rich_span(i), rich_span(i)) else {
+                break;
+            };
+            (new.trace_id, new.span_id) = (old.trace_id, old.span_id);
+            new.parent_span_id = old.parent_span_id;
+            let expected = serde_json::to_vec(&old).unwrap();
+            // Into a buffer holding something already, as a batch's is.
+            let mut buf = b"[prefix]".to_vec();
+            new.write_json(&mut buf);
+            assert_eq!(
+                String::from_utf8_lossy(&buf[8..]),
+                String::from_utf8_lossy(&expected),
+                "case {i}"
+            );
+            // Valid JSON, and equal to the `SpanData` form (except where
+            // custom attributes named `genkit:state` and `genkit:path` win
+            // in the serde form and lose in `to_span_data`, case 7).
+            let parsed: Value = serde_json::from_slice(&buf[8..]).unwrap();
+            if i != 7 {
+                let built = serde_json::to_value(new.to_span_data()).unwrap();
+                assert_eq!(parsed, built, "case {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_direct_trace_writer_writes_what_serde_writes() {
+        let build = || {
+            let mut root = rich_span(8).unwrap();
+            root.end_time = Some(9.0);
+            let mut all = vec![root.clone()];
+            for i in 0..8 {
+                let mut s = rich_span(i).unwrap();
+                s.trace_id = root.trace_id;
+                s.span_id = SpanId::random();
+                all.push(s);
+            }
+            // Another trace, and a span recorded started and then ended.
+            let other = rich_span(1).unwrap();
+            let mut started = other.clone();
+            started.end_time = None;
+            all.insert(2, started);
+            all.push(other);
+            all
+        };
+        let old = build();
+        // The same spans again, with fresh deferred values.
+        let mut new = build();
+        for (o, n) in old.iter().zip(new.iter_mut()) {
+            n.trace_id = o.trace_id;
+            n.span_id = o.span_id;
+            n.parent_span_id = o.parent_span_id;
+        }
+        let old_traces = TraceJson::group(&old);
+        let new_traces = TraceJson::group(&new);
+        assert_eq!(old_traces.len(), 2);
+        for (o, n) in old_traces.iter().zip(&new_traces) {
+            let expected = serde_json::to_vec(o).unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&n.to_json_vec()),
+                String::from_utf8_lossy(&expected)
+            );
+        }
     }
 
     #[test]

@@ -230,7 +230,16 @@ impl Span {
             .as_ref()
             .and_then(|p| p.path.as_deref())
             .unwrap_or("");
-        let path: Arc<str> = format!("{parent_path}/{{{},t:{type_label}}}", opts.name).into();
+        // `{parent}/{name,t:type}`, built without the formatting machinery
+        // (which cost more than the rest of starting a span).
+        let mut path = String::with_capacity(parent_path.len() + opts.name.len() + 16);
+        path.push_str(parent_path);
+        path.push_str("/{");
+        path.push_str(&opts.name);
+        path.push_str(",t:");
+        path.push_str(type_label);
+        path.push('}');
+        let path: Arc<str> = path.into();
         let record = RecordedSpan {
             trace_id,
             span_id: info.span_id,

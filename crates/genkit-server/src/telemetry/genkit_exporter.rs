@@ -3,6 +3,7 @@
 //! the batch, as Genkit JS's `TraceServerExporter` does.
 
 use super::batch::{ExportError, SpanSink};
+use bytes::Bytes;
 use futures::future::BoxFuture;
 use genkit_core::tracing::{RecordedSpan, TraceData, TraceJson};
 use parking_lot::RwLock;
@@ -63,6 +64,39 @@ pub fn group_traces(spans: &[Arc<RecordedSpan>]) -> Vec<TraceData> {
         .collect()
 }
 
+/// The request bodies for a batch: one `TraceData` JSON per trace, in
+/// first-seen order, as [`group_traces`] groups them. All are written into
+/// one buffer (sized from the spans' sizes up front) straight from the
+/// records ([`TraceJson::write_json`]), then split, so a batch costs one
+/// allocation however many traces it holds.
+pub fn trace_bodies(spans: &[Arc<RecordedSpan>]) -> Vec<Bytes> {
+    let traces = TraceJson::group(spans.iter().map(|s| &**s));
+    // The JSON text of inputs and outputs, plus the fixed fields of a span
+    // (ids, times, names, path: about 600 bytes); escaping adds a little.
+    let estimate = spans
+        .iter()
+        .map(|s| {
+            let bytes = s.approx_bytes();
+            bytes + bytes / 8 + 600
+        })
+        .sum::<usize>();
+    let mut buf = Vec::with_capacity(estimate);
+    let mut ends = Vec::with_capacity(traces.len());
+    for trace in &traces {
+        trace.write_json(&mut buf);
+        ends.push(buf.len());
+    }
+    let mut all = Bytes::from(buf);
+    let mut start = 0;
+    ends.into_iter()
+        .map(|end| {
+            let body = all.split_to(end - start);
+            start = end;
+            body
+        })
+        .collect()
+}
+
 impl SpanSink for TraceServerSink {
     fn name(&self) -> &'static str {
         "telemetry server"
@@ -79,14 +113,10 @@ impl SpanSink for TraceServerSink {
             };
             let endpoint = format!("{base}/api/traces");
             // One request per trace, sent concurrently.
-            // Traces are serialized straight from the records, without
-            // building `TraceData` first.
-            let traces = TraceJson::group(spans.iter().map(|s| &**s));
-            let bodies: Vec<_> = traces.iter().map(serde_json::to_vec).collect();
+            let bodies = trace_bodies(&spans);
             let sends = bodies.into_iter().map(|body| {
                 let endpoint = &endpoint;
                 async move {
-                    let body = body.map_err(|e| ExportError::Transport(e.to_string()))?;
                     let r = self
                         .client
                         .post(endpoint)

@@ -19,7 +19,7 @@ pub mod genkit_exporter;
 pub mod otlp;
 
 pub use batch::{BatchConfig, BatchProcessor, ExportError, ExportStats, SpanSink};
-pub use genkit_exporter::{TelemetryServerUrl, TraceServerSink};
+pub use genkit_exporter::{TelemetryServerUrl, TraceServerSink, trace_bodies};
 
 use crate::error::ServerError;
 use genkit_core::tracing::add_span_processor;
