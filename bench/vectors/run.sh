@@ -2,16 +2,20 @@
 # Vector store benchmark, side by side in one run: Genkit JS's
 # @genkit-ai/dev-local-vectorstore (bench.mjs) and the Rust local store
 # (bench/rust/src/bin/vector_bench.rs, exact and HNSW) index and query the
-# same documents. Usage: bash bench/vectors/run.sh [sizes...] (default 10000)
+# same documents; each size in its own processes, so each peak RSS is the
+# size's own. The JS store cannot hold more than about 47,000 such documents
+# (its file's JSON outgrows V8's longest string; bench.mjs then reports how
+# many it stored and queries those). Usage: bash bench/vectors/run.sh
+# [sizes...] (default 10000). The HNSW parameters: bench/rust's hnsw_sweep.
 set -euo pipefail
 cd "$(dirname "$0")"
 sizes=("${@:-10000}")
 [ -d node_modules ] || npm ci --no-audit --no-fund --loglevel=error
 (cd ../.. && cargo build --release -q -p genkit-bench --bin vector_bench)
 bin="${CARGO_TARGET_DIR:-../../target}/release/vector_bench"
-echo "# load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $(date -u +%FT%TZ) load: $(cut -d' ' -f1-3 /proc/loadavg)"
 for n in "${sizes[@]}"; do
   node bench.mjs "$n"
   "$bin" "$n"
 done
-echo "# load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $(date -u +%FT%TZ) load: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -184,18 +184,27 @@ impl Store {
     }
 
     /// Writes the store next to `path` and renames it over `path`.
+    ///
+    /// The entries are streamed to the file straight from the store, in
+    /// insertion order: no JSON tree or whole-file string is built (every
+    /// index call rewrites the file, so at 100,000 entries of 384
+    /// dimensions that copy cost seconds per call and gigabytes of memory),
+    /// and vectors are written as the f32 values they are (`0.1`, not the
+    /// widened `0.10000000149011612`), about half the bytes.
     fn save(&self, path: &Path) -> Result<()> {
-        let mut map = Map::new();
-        for (id, entry) in self.ids.iter().zip(&self.entries) {
-            map.insert(id.clone(), serde_json::to_value(entry)?);
-        }
-        let text = serde_json::to_string_pretty(&Value::Object(map))?;
         let file_name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "store.json".into());
         let tmp = path.with_file_name(format!(".{file_name}.tmp"));
-        let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
+        let written = std::fs::File::create(&tmp)
+            .and_then(|file| {
+                let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+                serde_json::to_writer_pretty(&mut out, &FileView(self))
+                    .map_err(std::io::Error::other)?;
+                std::io::Write::flush(&mut out)
+            })
+            .and_then(|()| std::fs::rename(&tmp, path));
         written.map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
             Error::failed_precondition(format!("writing the vector store {}: {e}", path.display()))
@@ -256,6 +265,18 @@ impl Store {
             .into_iter()
             .map(|(_, i)| self.entries[i].doc.clone())
             .collect())
+    }
+}
+
+/// A store as its file's JSON object, `{id: {doc, embedding}}`.
+struct FileView<'a>(&'a Store);
+
+impl Serialize for FileView<'_> {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.ids.iter().zip(&self.0.entries))
     }
 }
 

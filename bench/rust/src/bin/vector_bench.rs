@@ -3,7 +3,10 @@
 //! xorshift32 (the same as the JS side), looked up by a table embedder so
 //! no embedding cost is timed, indexed in batches of 1,000, then 100
 //! queries with k = 10, searched exactly and with the HNSW index; recall@10
-//! of HNSW against exact. Prints one JSON line per size and mode.
+//! of HNSW against exact. Prints one JSON line per size and mode, with
+//! wall and CPU time of each phase (CPU time counts every thread, so the
+//! figures stay readable on a loaded machine) and the peak RSS of the mode
+//! (reset between modes through `/proc/self/clear_refs`).
 //! Usage: vector_bench 10000 [100000 ...]
 
 use genkit_ai::embedder::{EmbedderOptions, define_embedder};
@@ -37,6 +40,37 @@ fn vectors(seed: u32, count: usize) -> Vec<Vec<f32>> {
                 .collect()
         })
         .collect()
+}
+
+/// User plus system CPU time of the whole process so far, in milliseconds
+/// (`/proc/self/stat`, clock ticks of 10 ms); `None` off Linux.
+fn cpu_ms() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the parenthesised command name; utime and stime are the
+    // 14th and 15th fields of the line.
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks * 10.0)
+}
+
+/// The process's peak resident set since start or the last reset, in MB.
+fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some((kb / 1024.0).round())
+}
+
+/// Resets the peak RSS to the current RSS, so each mode reports its own.
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
 struct Table {
@@ -90,6 +124,8 @@ async fn run(n: usize, mode: &str, hnsw: HnswOptions, table: &Arc<Table>) -> Vec
             .hnsw(hnsw),
     )
     .expect("store");
+    reset_peak_rss();
+    let c0 = cpu_ms();
     let t0 = Instant::now();
     for s in (0..n).step_by(BATCH) {
         let docs: Vec<DocumentData> = (s..(s + BATCH).min(n))
@@ -103,6 +139,7 @@ async fn run(n: usize, mode: &str, hnsw: HnswOptions, table: &Arc<Table>) -> Vec
         .expect("indexed");
     }
     let index_ms = t0.elapsed().as_millis();
+    let c1 = cpu_ms();
     let t1 = Instant::now();
     let mut tops = Vec::new();
     for q in 0..QUERIES {
@@ -116,10 +153,19 @@ async fn run(n: usize, mode: &str, hnsw: HnswOptions, table: &Arc<Table>) -> Vec
         tops.push(found.iter().map(DocumentData::text).collect::<Vec<_>>());
     }
     let query_ms = t1.elapsed().as_secs_f64() * 1000.0 / QUERIES as f64;
+    let c2 = cpu_ms();
+    let file_mb = std::fs::metadata(dir.join("bench.json"))
+        .ok()
+        .map(|m| (m.len() as f64 / 1e6).round());
+    let index_cpu_ms = c0.zip(c1).map(|(a, b)| (b - a).round());
+    let query_cpu_ms = c1
+        .zip(c2)
+        .map(|(a, b)| ((b - a) / QUERIES as f64 * 100.0).round() / 100.0);
     println!(
         "{}",
         serde_json::json!({"side": "rust", "mode": mode, "n": n, "index_ms": index_ms,
-            "query_ms": (query_ms * 100.0).round() / 100.0, "first_top": tops[0]})
+            "index_cpu_ms": index_cpu_ms, "query_ms": (query_ms * 100.0).round() / 100.0,
+            "query_cpu_ms": query_cpu_ms, "peak_rss_mb": peak_rss_mb(), "file_mb": file_mb, "first_top": tops[0]})
     );
     let _ = std::fs::remove_dir_all(&dir);
     tops
