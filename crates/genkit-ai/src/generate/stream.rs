@@ -30,11 +30,18 @@ pub struct GenerateChunk {
     chunk: GenerateResponseChunk,
     message: Arc<MessageText>,
     accumulated_len: usize,
-    /// The structured output: set when the chunk arrived, or (with the
-    /// message's text parser) parsed from the text the first time it is
-    /// read. Boxed, and the parser kept by the message rather than by every
-    /// chunk: chunks are moved often, so they stay small.
-    output: OnceLock<Option<Box<Value>>>,
+    output: ChunkOutput,
+}
+
+/// A chunk's structured output: parsed when the chunk arrived, or (for
+/// formats whose output is a function of the text so far) parsed with the
+/// message's text parser the first time it is read. Boxed, and the parser
+/// kept by the message rather than by every chunk: chunks are moved often,
+/// so they stay small.
+#[derive(Clone)]
+enum ChunkOutput {
+    Ready(Option<Box<Value>>),
+    Lazy(OnceLock<Option<Box<Value>>>),
 }
 
 impl std::fmt::Debug for GenerateChunk {
@@ -76,13 +83,16 @@ impl GenerateChunk {
 
     /// The structured output parsed so far (when an output format is set).
     pub fn output(&self) -> Option<&Value> {
-        self.output
-            .get_or_init(|| {
-                let parse = self.message.parse.as_ref()?;
-                let text = self.message.text.lock();
-                parse(text.get(..self.accumulated_len).unwrap_or(&text)).map(Box::new)
-            })
-            .as_deref()
+        match &self.output {
+            ChunkOutput::Ready(value) => value.as_deref(),
+            ChunkOutput::Lazy(value) => value
+                .get_or_init(|| {
+                    let parse = self.message.parse.as_ref()?;
+                    let text = self.message.text.lock();
+                    parse(text.get(..self.accumulated_len).unwrap_or(&text)).map(Box::new)
+                })
+                .as_deref(),
+        }
     }
 
     /// The structured output so far as `T`.
@@ -161,10 +171,10 @@ impl GenerateStream {
         let accumulated_len = text.len();
         let output = match (&mut self.parsing, &self.parser) {
             (Some(StreamParsing::Incremental(parser)), _) => {
-                OnceLock::from(parser.push(&text).map(Box::new))
+                ChunkOutput::Ready(parser.push(&text).map(Box::new))
             }
             // Parsed when read, with the message's parser.
-            (Some(StreamParsing::Text(_)), _) => OnceLock::new(),
+            (Some(StreamParsing::Text(_)), _) => ChunkOutput::Lazy(OnceLock::new()),
             (Some(StreamParsing::Chunks), Some(parser)) => {
                 let output = parser
                     .parse_chunk(&ChunkParseContext::new(&chunk, &self.previous))
@@ -172,9 +182,9 @@ impl GenerateStream {
                     .flatten()
                     .map(Box::new);
                 self.previous.push(chunk.clone());
-                OnceLock::from(output)
+                ChunkOutput::Ready(output)
             }
-            _ => OnceLock::from(None),
+            _ => ChunkOutput::Ready(None),
         };
         drop(text);
         GenerateChunk {
