@@ -17,6 +17,7 @@ use genkit_core::{
     StatusCode,
 };
 use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::Value;
 use std::future::Future;
 use std::sync::Arc;
@@ -215,7 +216,7 @@ impl Model {
                     None => ChunkSender::none(),
                 });
                 inner.context = mctx.context;
-                inner.cancel = mctx.cancel.into();
+                inner.cancel = mctx.cancel;
                 Box::pin(async move {
                     let started = std::time::Instant::now();
                     let mut response = runner(req, inner).await?;
@@ -226,7 +227,7 @@ impl Model {
             let mctx = ModelCallCtx {
                 on_chunk: ctx.chunks.callback(),
                 context: ctx.context,
-                cancel: ctx.cancel.token(),
+                cancel: ctx.cancel,
             };
             ModelNext::new(chain, tail).run(req, mctx)
         };
@@ -425,7 +426,7 @@ pub(crate) async fn call_model_recorded(
     if let Some(typed) = ModelAction::downcast(model) {
         let opts = RunOptions {
             context: Some(ctx.context.clone()),
-            cancel: Some(ctx.cancel.clone()),
+            cancel: ctx.cancel.clone().into_option(),
             on_chunk: ctx.on_chunk.clone(),
             span_input,
             ..RunOptions::default()
@@ -433,10 +434,12 @@ pub(crate) async fn call_model_recorded(
         return Ok(typed.run_with(req, opts).await?.output);
     }
     let input = serde_json::to_value(&req)?;
-    let mut opts = RunOptions::new()
-        .context(ctx.context.clone())
-        .cancel(ctx.cancel.clone());
-    opts.span_input = span_input;
+    let mut opts = RunOptions {
+        context: Some(ctx.context.clone()),
+        cancel: ctx.cancel.clone().into_option(),
+        span_input,
+        ..RunOptions::default()
+    };
     if let Some(cb) = ctx.on_chunk.clone() {
         opts = opts.on_chunk(move |v: Value| match serde_json::from_value(v) {
             Ok(chunk) => cb(chunk),
@@ -458,7 +461,8 @@ pub fn model_info(action: &DynAction) -> Option<ModelInfo> {
         .desc()
         .metadata
         .get("model")
-        .and_then(|m| serde_json::from_value(m.clone()).ok())
+        // Read in place: the metadata can hold a large config schema.
+        .and_then(|m| ModelInfo::deserialize(m).ok())
 }
 
 /// Character and media counts of a request and response, as Genkit's
@@ -551,7 +555,7 @@ impl BackgroundModel {
                     let start_fn = start_fn.clone();
                     let mut inner = base.clone();
                     inner.context = mctx.context;
-                    inner.cancel = mctx.cancel.into();
+                    inner.cancel = mctx.cancel;
                     Box::pin(async move {
                         let op = start_fn(req, inner).await?;
                         Ok(GenerateResponse {
@@ -563,7 +567,7 @@ impl BackgroundModel {
                 let mctx = ModelCallCtx {
                     on_chunk: None,
                     context: ctx.context,
-                    cancel: ctx.cancel.token(),
+                    cancel: ctx.cancel,
                 };
                 let run = ModelNext::new(chain.clone(), tail).run(req, mctx);
                 async move {

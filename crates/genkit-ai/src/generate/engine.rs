@@ -75,18 +75,40 @@ pub(crate) enum TurnOutcome {
     },
 }
 
+/// The spans of a call's turns, outermost first. Most calls have a single
+/// turn, whose span is kept here without allocating a list.
+#[derive(Default)]
+struct TurnSpans {
+    first: Option<Span>,
+    later: Vec<Span>,
+}
+
+impl TurnSpans {
+    /// The innermost span so far.
+    fn last(&self) -> Option<&Span> {
+        self.later.last().or(self.first.as_ref())
+    }
+
+    fn push(&mut self, span: Span) {
+        match self.first {
+            None => self.first = Some(span),
+            Some(_) => self.later.push(span),
+        }
+    }
+}
+
 /// Closes the turns' spans, innermost first, with the call's result (every
 /// turn's span records the final response, as nested calls would).
 fn close_turn_spans(
-    spans: Vec<Span>,
+    spans: TurnSpans,
     mut result: Result<GenerateResponse>,
 ) -> Result<GenerateResponse> {
     // Recorded once for all the turns (shared, not copied).
-    let recorded = match (&result, spans.first()) {
+    let recorded = match (&result, &spans.first) {
         (Ok(response), Some(first)) if first.is_recording() => record_response(response),
         _ => None,
     };
-    for mut span in spans.into_iter().rev() {
+    for mut span in spans.later.into_iter().rev().chain(spans.first) {
         match &mut result {
             Ok(_) => {
                 if let Some(json) = &recorded {
@@ -217,7 +239,7 @@ impl Engine {
         mut state: LoopState,
         ctx: GenerateCallCtx,
     ) -> Result<GenerateResponse> {
-        let mut spans: Vec<Span> = Vec::new();
+        let mut spans = TurnSpans::default();
         let result = loop {
             let opts = SpanOptions::new(
                 raw.step_name.as_deref().unwrap_or("generate").to_owned(),
@@ -593,7 +615,11 @@ impl Engine {
                     let out = model
                         .run_json(
                             serde_json::to_value(&req)?,
-                            RunOptions::new().context(mctx.context).cancel(mctx.cancel),
+                            RunOptions {
+                                context: Some(mctx.context),
+                                cancel: mctx.cancel.into_option(),
+                                ..RunOptions::default()
+                            },
                         )
                         .await?;
                     let operation = serde_json::from_value(out.output).map_err(|e| {
@@ -619,6 +645,11 @@ impl Engine {
 /// Genkit warns (and goes on) when a request uses what the model says it
 /// cannot do.
 fn warn_about_capabilities(raw: &GenerateActionOptions, tools: &[DynAction], model: &DynAction) {
+    // The model's info is parsed from its metadata (about an eighth of a
+    // plain call's instructions): only when there is something to check.
+    if tools.is_empty() && raw.tool_choice.is_none() {
+        return;
+    }
     let info = model_info(model);
     let supports = info.as_ref().and_then(|i| i.supports.as_ref());
     if !tools.is_empty() && supports.is_some_and(|s| s.tools != Some(true)) {

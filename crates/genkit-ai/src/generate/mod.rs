@@ -83,11 +83,7 @@ fn run(
     let ctx = GenerateCallCtx {
         on_chunk,
         context: options.context.take().unwrap_or_else(current_context),
-        cancel: options
-            .cancel
-            .take()
-            .or_else(current_cancellation)
-            .unwrap_or_default(),
+        cancel: options.cancel.take().or_else(current_cancellation).into(),
     };
     let middleware = std::mem::take(&mut options.middleware);
     let tool_errors = options.tool_errors;
@@ -140,7 +136,7 @@ pub async fn generate_action_options(
     let call = GenerateCallCtx {
         on_chunk: ctx.chunks.callback(),
         context: ctx.context,
-        cancel: ctx.cancel.token(),
+        cancel: ctx.cancel,
     };
     let engine = Engine::new(
         child,

@@ -13,31 +13,35 @@ use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
-/// The text of one message as it streams in. Only ever appended to, so a
+/// One message as it streams in: its text, only ever appended to (so a
 /// chunk can keep a length and read its prefix later, instead of copying the
-/// whole text so far into every chunk.
-type MessageText = Arc<Mutex<String>>;
+/// whole text so far into every chunk), and, for formats whose output is a
+/// function of the text so far ([`StreamParsing::Text`]), the parser its
+/// chunks' outputs are computed with when read.
+#[derive(Default)]
+struct MessageText {
+    text: Mutex<String>,
+    parse: Option<TextParser>,
+}
 
 /// A streamed chunk with what has accumulated in its message so far.
 #[derive(Clone)]
 pub struct GenerateChunk {
     chunk: GenerateResponseChunk,
-    message_text: MessageText,
+    message: Arc<MessageText>,
     accumulated_len: usize,
     output: ChunkOutput,
 }
 
 /// A chunk's structured output: parsed when the chunk arrived, or (for
-/// formats whose output is a function of the text so far) parsed from the
-/// message text the first time it is read.
+/// formats whose output is a function of the text so far) parsed with the
+/// message's text parser the first time it is read. Boxed, and the parser
+/// kept by the message rather than by every chunk: chunks are moved often,
+/// so they stay small.
 #[derive(Clone)]
 enum ChunkOutput {
-    /// Boxed: a `Value` is large and chunks are moved often.
     Ready(Option<Box<Value>>),
-    Lazy {
-        parse: TextParser,
-        value: OnceLock<Option<Box<Value>>>,
-    },
+    Lazy(OnceLock<Option<Box<Value>>>),
 }
 
 impl std::fmt::Debug for GenerateChunk {
@@ -68,7 +72,7 @@ impl GenerateChunk {
 
     /// All text of this chunk's message up to and including this chunk.
     pub fn accumulated_text(&self) -> String {
-        let text = self.message_text.lock();
+        let text = self.message.text.lock();
         text.get(..self.accumulated_len).unwrap_or(&text).to_owned()
     }
 
@@ -81,9 +85,10 @@ impl GenerateChunk {
     pub fn output(&self) -> Option<&Value> {
         match &self.output {
             ChunkOutput::Ready(value) => value.as_deref(),
-            ChunkOutput::Lazy { parse, value } => value
+            ChunkOutput::Lazy(value) => value
                 .get_or_init(|| {
-                    let text = self.message_text.lock();
+                    let parse = self.message.parse.as_ref()?;
+                    let text = self.message.text.lock();
                     parse(text.get(..self.accumulated_len).unwrap_or(&text)).map(Box::new)
                 })
                 .as_deref(),
@@ -114,7 +119,7 @@ pub struct GenerateStream {
     inner: ActionStream<GenerateResponseChunk, GenerateResponse>,
     parser: Option<Box<dyn FormatHandler>>,
     current_index: Option<u32>,
-    message_text: MessageText,
+    message: Arc<MessageText>,
     /// How the current message is parsed (`None` without a format).
     parsing: Option<StreamParsing>,
     /// The message's earlier chunks, kept only for [`StreamParsing::Chunks`].
@@ -131,7 +136,7 @@ impl GenerateStream {
             inner,
             parser,
             current_index: None,
-            message_text: MessageText::default(),
+            message: Arc::default(),
             parsing: None,
             previous: Vec::new(),
         }
@@ -146,11 +151,18 @@ impl GenerateStream {
         let index = chunk.index.unwrap_or(0);
         if self.current_index != Some(index) {
             self.current_index = Some(index);
-            self.message_text = MessageText::default();
             self.previous.clear();
             self.parsing = self.parser.as_ref().map(|p| p.stream_parsing());
+            let parse = match &self.parsing {
+                Some(StreamParsing::Text(parse)) => Some(parse.clone()),
+                _ => None,
+            };
+            self.message = Arc::new(MessageText {
+                text: Mutex::default(),
+                parse,
+            });
         }
-        let mut text = self.message_text.lock();
+        let mut text = self.message.text.lock();
         for part in &chunk.content {
             if let Some(t) = part.as_text() {
                 text.push_str(t);
@@ -161,10 +173,8 @@ impl GenerateStream {
             (Some(StreamParsing::Incremental(parser)), _) => {
                 ChunkOutput::Ready(parser.push(&text).map(Box::new))
             }
-            (Some(StreamParsing::Text(parse)), _) => ChunkOutput::Lazy {
-                parse: parse.clone(),
-                value: OnceLock::new(),
-            },
+            // Parsed when read, with the message's parser.
+            (Some(StreamParsing::Text(_)), _) => ChunkOutput::Lazy(OnceLock::new()),
             (Some(StreamParsing::Chunks), Some(parser)) => {
                 let output = parser
                     .parse_chunk(&ChunkParseContext::new(&chunk, &self.previous))
@@ -179,7 +189,7 @@ impl GenerateStream {
         drop(text);
         GenerateChunk {
             chunk,
-            message_text: self.message_text.clone(),
+            message: self.message.clone(),
             accumulated_len,
             output,
         }

@@ -139,8 +139,12 @@ async fn execute_tool(tool: &DynAction, part: &Part, ctx: ToolCallCtx) -> Result
             "a tool can only run a tool request part",
         ));
     };
-    let mut opts = RunOptions::new().context(ctx.context).cancel(ctx.cancel);
-    opts.metadata = ctx.metadata;
+    let opts = RunOptions {
+        context: Some(ctx.context),
+        cancel: ctx.cancel.into_option(),
+        metadata: ctx.metadata,
+        ..RunOptions::default()
+    };
     let input = request.input.clone().unwrap_or(Value::Null);
     let output = tool.run_json(input, opts).await?.output;
     if tool.desc().kind == ActionKind::ToolV2 {

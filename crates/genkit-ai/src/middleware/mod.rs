@@ -87,8 +87,8 @@ use crate::types::{
     GenerateActionOptions, GenerateRequest, GenerateResponse, GenerateResponseChunk, Part,
 };
 use async_trait::async_trait;
-use genkit_core::action::ChunkCallback;
-use genkit_core::{ActionContext, CancellationToken, DynAction, Result};
+use genkit_core::action::{Cancellation, ChunkCallback};
+use genkit_core::{ActionContext, DynAction, Result};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -99,8 +99,9 @@ pub struct ModelCallCtx {
     pub on_chunk: Option<ChunkCallback<GenerateResponseChunk>>,
     /// The action context.
     pub context: ActionContext,
-    /// Cancelled when the caller cancels.
-    pub cancel: CancellationToken,
+    /// Cancelled when the caller cancels (holds no token when the caller
+    /// gave none, so a call nobody can cancel allocates nothing for it).
+    pub cancel: Cancellation,
 }
 
 /// The rest of a model chain, ending in the model itself.
@@ -163,8 +164,9 @@ pub struct GenerateCallCtx {
     pub on_chunk: Option<ChunkCallback<GenerateResponseChunk>>,
     /// The action context.
     pub context: ActionContext,
-    /// Cancelled when the caller cancels.
-    pub cancel: CancellationToken,
+    /// Cancelled when the caller cancels (holds no token when the caller
+    /// gave none, so a call nobody can cancel allocates nothing for it).
+    pub cancel: Cancellation,
 }
 
 /// The rest of a generate chain, ending in the turn itself.
@@ -178,8 +180,9 @@ pub type GenerateNext = Next<GenerateTurn>;
 pub struct ToolCallCtx {
     /// The action context.
     pub context: ActionContext,
-    /// Cancelled when the caller cancels.
-    pub cancel: CancellationToken,
+    /// Cancelled when the caller cancels (holds no token when the caller
+    /// gave none, so a call nobody can cancel allocates nothing for it).
+    pub cancel: Cancellation,
     /// The tool request part's metadata (`resumed` after a restart).
     pub metadata: Option<Value>,
     /// The tool about to run (its description carries its marks: see
