@@ -259,3 +259,22 @@ pub async fn call_agent_session(agent: &Agent) -> usize {
     }
     answered
 }
+
+/// The vector benchmarks' data (`vector_bench`, `hnsw_sweep`): `count`
+/// vectors of `dims` values in [-1, 1) from a fixed-seed xorshift32, so
+/// both binaries, and bench/vectors/bench.mjs, index the same documents.
+pub fn xorshift_vectors(seed: u32, count: usize, dims: usize) -> Vec<Vec<f32>> {
+    let mut x = seed;
+    (0..count)
+        .map(|_| {
+            (0..dims)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    (f64::from(x) / 4_294_967_296.0 * 2.0 - 1.0) as f32
+                })
+                .collect()
+        })
+        .collect()
+}

@@ -27,19 +27,7 @@ const QUERIES: usize = 100;
 const K: u32 = 10;
 
 fn vectors(seed: u32, count: usize) -> Vec<Vec<f32>> {
-    let mut x = seed;
-    (0..count)
-        .map(|_| {
-            (0..DIMS)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 17;
-                    x ^= x << 5;
-                    (f64::from(x) / 4_294_967_296.0 * 2.0 - 1.0) as f32
-                })
-                .collect()
-        })
-        .collect()
+    genkit_bench::xorshift_vectors(seed, count, DIMS)
 }
 
 /// User plus system CPU time of the whole process so far, in milliseconds
