@@ -21,12 +21,10 @@ const NO_ANSWER: &str = "The indexed documents do not answer this question.";
 /// Whether the embedder's model is installed (outside CI, a missing model
 /// skips the test).
 fn model_installed() -> bool {
-    let found = std::env::var_os("GENKIT_LOCAL_EMBEDDER_DIR")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .map(|h| PathBuf::from(h).join(".cache/genkit-rs/all-MiniLM-L6-v2"))
-        })
+    // Where the app's embedder will look: its option, the variable, or the
+    // install script's default folder.
+    let found = genkit_local_embedder::LocalEmbedder::new()
+        .resolved_model_dir()
         .is_some_and(|d| d.join("model.safetensors").is_file());
     if !found {
         assert!(
