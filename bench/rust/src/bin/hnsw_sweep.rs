@@ -8,7 +8,12 @@
 //! cosine search. Used to choose `HnswOptions`' defaults; prints one JSON
 //! line per combination.
 //!
-//! Usage: hnsw_sweep N [--m 16,32] [--ef-construction 200] [--ef-search 100,200,400] [--scalar]
+//! `--vectors FILE` takes the data from a file of little-endian `f32`s, 384
+//! per vector (`genkit-local-embedder`'s `embed_corpus` example writes real
+//! sentence embeddings so: bench/vectors/real_embeddings.sh) instead: the
+//! documents are its first N vectors and the queries the 100 after them.
+//!
+//! Usage: hnsw_sweep N [--m 16,32] [--ef-construction 200] [--ef-search 100,200,400] [--scalar] [--vectors FILE]
 
 use hnsw_rs::prelude::{DistL2, Distance, Hnsw};
 use std::collections::HashSet;
@@ -63,6 +68,29 @@ fn exact(docs: &[Vec<f32>], q: &[f32]) -> HashSet<usize> {
     scored[..K].iter().map(|(_, i)| *i).collect()
 }
 
+/// `count` vectors of `DIMS` values from a file of little-endian `f32`s,
+/// starting at vector `first`.
+fn file_vectors(path: &str, first: usize, count: usize) -> Result<Vec<Vec<f32>>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
+    let row = DIMS * 4;
+    // A file still being written may end inside a vector: whole ones count.
+    let available = bytes.len() / row;
+    if first + count > available {
+        return Err(format!(
+            "{path}: {available} vectors, {} needed",
+            first + count
+        ));
+    }
+    Ok(bytes[first * row..(first + count) * row]
+        .chunks_exact(row)
+        .map(|v| {
+            v.chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect()
+        })
+        .collect())
+}
+
 fn list(value: Option<String>, flag: &str) -> Result<Vec<usize>, String> {
     let value = value.ok_or(format!("{flag} needs a value"))?;
     value
@@ -75,12 +103,14 @@ fn main() -> Result<(), String> {
     let mut args = std::env::args().skip(1);
     let (mut n, mut ms, mut efcs, mut efs) = (None, vec![32], vec![200], vec![50, 100, 200, 400]);
     let mut scalar = false;
+    let mut file = None;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--m" => ms = list(args.next(), "--m")?,
             "--ef-construction" => efcs = list(args.next(), "--ef-construction")?,
             "--ef-search" => efs = list(args.next(), "--ef-search")?,
             "--scalar" => scalar = true,
+            "--vectors" => file = Some(args.next().ok_or("--vectors needs a file")?),
             _ => {
                 n = Some(
                     arg.parse::<usize>()
@@ -94,17 +124,18 @@ fn main() -> Result<(), String> {
     if n < K {
         return Err(format!("N must be at least {K}"));
     }
-    let docs: Vec<Vec<f32>> = vectors(0x9e37_79b9, n).iter().map(|v| unit(v)).collect();
-    let queries: Vec<Vec<f32>> = vectors(0x85eb_ca6b, QUERIES)
-        .iter()
-        .map(|v| unit(v))
-        .collect();
+    let (docs, queries) = match &file {
+        Some(path) => (file_vectors(path, 0, n)?, file_vectors(path, n, QUERIES)?),
+        None => (vectors(0x9e37_79b9, n), vectors(0x85eb_ca6b, QUERIES)),
+    };
+    let docs: Vec<Vec<f32>> = docs.iter().map(|v| unit(v)).collect();
+    let queries: Vec<Vec<f32>> = queries.iter().map(|v| unit(v)).collect();
     let t = Instant::now();
     let truth: Vec<HashSet<usize>> = queries.iter().map(|q| exact(&docs, q)).collect();
     let exact_ms = t.elapsed().as_secs_f64() * 1e3 / QUERIES as f64;
     println!(
         "{}",
-        serde_json::json!({"n": n, "exact_query_ms": (exact_ms * 100.0).round() / 100.0})
+        serde_json::json!({"n": n, "data": file.as_deref().unwrap_or("xorshift"), "exact_query_ms": (exact_ms * 100.0).round() / 100.0})
     );
     if scalar {
         sweep(&docs, &queries, &truth, &ms, &efcs, &efs, || DistL2 {});
