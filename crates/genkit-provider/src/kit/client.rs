@@ -19,7 +19,8 @@ impl ProviderClient {
         validate_http_url("base URL", &setup.base_url)?;
         let on_default =
             setup.base_url.trim_end_matches('/') == info.default_base_url.trim_end_matches('/');
-        let env_key = || ApiKey::from_env_vars(info.key_env).filter(|_| on_default);
+        let key_env = if on_default { info.key_env } else { &[] };
+        let env_key = || ApiKey::from_env_vars(key_env);
         let api_key = setup.api_key.clone().or_else(env_key);
         let required = setup
             .require_api_key
