@@ -47,10 +47,15 @@ pub trait ErrorFormat: fmt::Debug + Send + Sync + Sized + 'static {
         None
     }
 
-    /// Fields for the error's `details` (`None`s are left out).
+    /// Fields for the error's `details` (`None`s are left out); by default
+    /// the error's kind, under the first of [`KIND`](Self::KIND).
     fn details(error: &ApiError<Self>) -> Vec<(&'static str, Option<Value>)> {
-        let _ = error;
-        Vec::new()
+        let kind = error.kind.clone().map(Value::from);
+        Self::KIND
+            .first()
+            .map(|key| (*key, kind))
+            .into_iter()
+            .collect()
     }
 }
 
@@ -179,20 +184,18 @@ impl<F: ErrorFormat> ProviderError<F> {
     }
 
     fn details(&self) -> Option<Value> {
-        let fields = |body: &ApiError<F>| {
-            let mut fields = F::details(body);
-            fields.push(("requestId", body.request_id.clone().map(Value::from)));
-            fields
-        };
-        match self {
+        let (http_status, body, retry_after) = match self {
             ProviderError::Api {
                 http_status,
                 body,
                 retry_after,
-            } => http_error_details(Some(*http_status), fields(body), *retry_after),
-            ProviderError::Stream(body) => http_error_details(None, fields(body), None),
-            _ => None,
-        }
+            } => (Some(*http_status), body, *retry_after),
+            ProviderError::Stream(body) => (None, body, None),
+            _ => return None,
+        };
+        let mut fields = F::details(body);
+        fields.push(("requestId", body.request_id.clone().map(Value::from)));
+        http_error_details(http_status, fields, retry_after)
     }
 }
 

@@ -105,11 +105,10 @@ pub fn text_embed_body(
     version: Option<String>,
     dimensions: Option<u32>,
 ) -> Result<Map<String, Value>> {
-    let mut body = Map::new();
     let model = version.unwrap_or_else(|| spec.name.clone());
-    body.insert("model".into(), Value::from(model));
-    let texts = embed_texts(request, &spec.name)?;
-    body.insert("input".into(), Value::Array(texts));
+    let mut body = Map::new();
+    body.insert("model".into(), model.into());
+    body.insert("input".into(), embed_texts(request, &spec.name)?.into());
     put_some(&mut body, "dimensions", dimensions);
     Ok(body)
 }

@@ -4,7 +4,6 @@
 
 use crate::plugin::AnthropicProvider;
 use genkit_provider::{ApiError, ErrorFormat, ErrorResponse, ProviderError};
-use serde_json::Value;
 
 /// A failure of the Anthropic plugin.
 pub type AnthropicError = ProviderError<AnthropicProvider>;
@@ -15,21 +14,8 @@ impl ErrorFormat for AnthropicProvider {
 
     /// The `request-id` header, else the body's `request_id`.
     fn request_id(response: &ErrorResponse) -> Option<String> {
-        let in_body = || {
-            response
-                .json()?
-                .get("request_id")?
-                .as_str()
-                .map(str::to_owned)
-        };
-        response
-            .header("request-id")
-            .map(str::to_owned)
-            .or_else(in_body)
-    }
-
-    fn details(error: &ApiError<Self>) -> Vec<(&'static str, Option<Value>)> {
-        vec![("type", error.kind.clone().map(Value::from))]
+        let header = response.header("request-id").map(str::to_owned);
+        header.or_else(|| Some(response.json()?.get("request_id")?.as_str()?.to_owned()))
     }
 }
 

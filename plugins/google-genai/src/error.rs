@@ -17,17 +17,13 @@ impl ErrorFormat for GoogleAiProvider {
     /// The `google.rpc.RetryInfo` delay among the error's details (`"58s"`).
     fn retry_after(error: &ApiError<Self>) -> Option<Duration> {
         let details = error.object.as_ref()?.get("details")?.as_array()?;
-        details
-            .iter()
-            .filter(|d| {
-                d.get("@type")
-                    .and_then(Value::as_str)
-                    .is_some_and(|t| t.ends_with("google.rpc.RetryInfo"))
-            })
-            .find_map(|d| {
-                let delay = d.get("retryDelay")?.as_str()?;
-                retry_after_secs(delay.strip_suffix('s')?.trim().parse().ok()?)
-            })
+        details.iter().find_map(|d| {
+            if !d.get("@type")?.as_str()?.ends_with("google.rpc.RetryInfo") {
+                return None;
+            }
+            let delay = d.get("retryDelay")?.as_str()?.strip_suffix('s')?;
+            retry_after_secs(delay.trim().parse().ok()?)
+        })
     }
 
     fn details(error: &ApiError<Self>) -> Vec<(&'static str, Option<Value>)> {

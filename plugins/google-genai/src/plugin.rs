@@ -10,14 +10,13 @@ use genkit_provider::{
 };
 
 use crate::config::{EmbedConfig, GeminiConfig};
-use crate::convert::ToolNames;
-use crate::convert::embed::{embed_call, embeddings};
-use crate::convert::model_path;
-use crate::convert::request::{RequestShape, to_gemini_request};
+use crate::convert::request::{RequestShape, to_gemini_part, to_gemini_request};
 use crate::convert::response::to_genkit_response;
+use crate::convert::{ToolNames, model_path};
 use crate::error::GeminiError;
 use crate::models::{KNOWN_EMBEDDERS, KNOWN_MODELS, ModelKind, embedder_info};
 use crate::stream::Events;
+use crate::wire::{BatchEmbedContentsRequest, Content, EmbedAnswer, EmbedContentRequest};
 
 /// The Gemini API endpoint used unless another is configured.
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
@@ -110,11 +109,44 @@ impl Provider for GoogleAiProvider {
         embedder_info(&spec.name)
     }
 
+    /// One document goes to `embedContent`, several to one
+    /// `batchEmbedContents` call (where each names the model).
     fn embed_request(&self, embed: Embed<'_, Self>) -> Result<WireCall<()>> {
-        embed_call(embed.spec, embed.request, embed.options)
+        let options = embed.options;
+        let version = options.version.unwrap_or_else(|| embed.spec.name.clone());
+        let path = model_path(&version);
+        let model = format!("models/{}", version.trim_start_matches("models/"));
+        let mut requests = Vec::with_capacity(embed.request.input.len());
+        for doc in &embed.request.input {
+            let parts = doc.content.iter().map(to_gemini_part);
+            requests.push(EmbedContentRequest {
+                model: Some(model.clone()),
+                content: Content {
+                    role: None,
+                    parts: parts.collect::<std::result::Result<_, _>>()?,
+                },
+                task_type: options.task_type.clone(),
+                title: options.title.clone(),
+                output_dimensionality: options.output_dimensionality,
+            });
+        }
+        match requests.as_mut_slice() {
+            [only] => {
+                only.model = None;
+                WireCall::json(format!("{path}:embedContent"), only, ())
+            }
+            _ => {
+                let batch = BatchEmbedContentsRequest { requests };
+                WireCall::json(format!("{path}:batchEmbedContents"), &batch, ())
+            }
+        }
     }
 
+    /// The vectors of an `embedContent` or `batchEmbedContents` answer.
     fn embed_response(&self, body: &[u8]) -> Result<Vec<Vec<f32>>> {
-        embeddings(body)
+        Ok(match GeminiError::parse_body("the embeddings", body)? {
+            EmbedAnswer::One(one) => vec![one.embedding.values],
+            EmbedAnswer::Batch(batch) => batch.embeddings.into_iter().map(|e| e.values).collect(),
+        })
     }
 }

@@ -222,3 +222,11 @@ pub(crate) struct BatchEmbedContentsResponse {
     #[serde(default)]
     pub embeddings: Vec<ContentEmbedding>,
 }
+
+/// `embedContent` answers one `embedding`, `batchEmbedContents` a list.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum EmbedAnswer {
+    One(EmbedContentResponse),
+    Batch(BatchEmbedContentsResponse),
+}

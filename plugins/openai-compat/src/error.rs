@@ -6,7 +6,6 @@
 use crate::plugin::OpenAiProvider;
 use genkit_core::StatusCode;
 use genkit_provider::{ApiError, ErrorFormat};
-use serde_json::Value;
 
 /// Something that went wrong talking to an OpenAI-compatible server.
 pub type ProviderError = genkit_provider::ProviderError<OpenAiProvider>;
@@ -28,10 +27,6 @@ impl ErrorFormat for OpenAiProvider {
             Some("invalid_api_key" | "authentication_error") => StatusCode::Unauthenticated,
             _ => StatusCode::Unavailable,
         }
-    }
-
-    fn details(error: &ApiError<Self>) -> Vec<(&'static str, Option<Value>)> {
-        vec![("code", error.kind.clone().map(Value::from))]
     }
 }
 

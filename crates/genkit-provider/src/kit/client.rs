@@ -19,11 +19,9 @@ impl ProviderClient {
         validate_http_url("base URL", &setup.base_url)?;
         let on_default =
             setup.base_url.trim_end_matches('/') == info.default_base_url.trim_end_matches('/');
-        let api_key = setup.api_key.clone().or_else(|| {
-            on_default
-                .then(|| ApiKey::from_env_vars(info.key_env))
-                .flatten()
-        });
+        let key_env = if on_default { info.key_env } else { &[] };
+        let env_key = || ApiKey::from_env_vars(key_env);
+        let api_key = setup.api_key.clone().or_else(env_key);
         let required = setup
             .require_api_key
             .unwrap_or(info.key_required && on_default);
@@ -44,13 +42,10 @@ impl ProviderClient {
         }
         let http = match &setup.http_client {
             Some(client) => client.clone(),
-            None => {
-                let mut builder = HttpClientBuilder::new().user_agent(USER_AGENT);
-                if let Some(t) = setup.timeout {
-                    builder = builder.connect_timeout(t);
-                }
-                builder.build()?
-            }
+            None => HttpClientBuilder::new()
+                .user_agent(USER_AGENT)
+                .connect_timeout(setup.timeout.unwrap_or(MAX_CONNECT_TIMEOUT))
+                .build()?,
         };
         let deadline = setup.timeout.map_or(Deadline::None, Deadline::PerWait);
         Ok(Self {
@@ -73,10 +68,8 @@ impl ProviderClient {
         key: Option<&ApiKey>,
     ) -> std::result::Result<reqwest::RequestBuilder, ProviderError<F>> {
         let Some(key) = key.or(self.api_key.as_ref()) else {
-            return match &self.missing_key {
-                Some(message) => Err(ProviderError::MissingApiKey(message.clone())),
-                None => Ok(request),
-            };
+            let missing = self.missing_key.clone();
+            return missing.map_or(Ok(request), |m| Err(ProviderError::MissingApiKey(m)));
         };
         let (name, value) = match self.key_header {
             KeyHeader::Bearer => (AUTHORIZATION, key.bearer_header_value()),

@@ -6,7 +6,7 @@
 //! is in `docs/architecture.md` ("Provider plugins: one kit").
 
 use crate::error::HttpError;
-use crate::http::{HttpClientBuilder, USER_AGENT};
+use crate::http::{HttpClientBuilder, MAX_CONNECT_TIMEOUT, USER_AGENT};
 use crate::plugin::{
     EmbedderSpec, Spec, SpecList, check_embedding_count, header_map, parse_request_config,
     text_embedder_info, validate_http_url, validate_name,

@@ -46,9 +46,7 @@ impl<P: Provider> ProviderPlugin<P> {
     /// (for tests, or settings kept elsewhere than the process environment).
     pub fn from_env_with(lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
         let mut setup = PluginSetup::of::<P>();
-        if let Some(base_url) = env_base_url(&P::INFO, &lookup) {
-            setup.base_url = base_url;
-        }
+        setup.base_url = env_base_url(&P::INFO, &lookup).unwrap_or(setup.base_url);
         setup.api_key = ApiKey::from_lookup(P::INFO.key_env, &lookup);
         Self::new(setup, P::default())
     }
@@ -93,14 +91,10 @@ impl<P: Provider> ProviderPlugin<P> {
         let mut options = ModelOptions::new(self.model_name(name))
             .supports(described.supports.clone())
             .config_schema::<P::Config>();
-        if let Some(label) = &described.label {
-            options = options.label(label);
-        }
-        let kit = kit.clone();
-        let spec = Arc::new(spec);
+        options.label = described.label.clone();
+        let (kit, spec) = (kit.clone(), Arc::new(spec));
         Model::new(options, move |request, ctx| {
-            let kit = kit.clone();
-            let spec = spec.clone();
+            let (kit, spec) = (kit.clone(), spec.clone());
             async move { kit.generate(&spec, request, ctx).await }
         })
     }
@@ -112,11 +106,9 @@ impl<P: Provider> ProviderPlugin<P> {
         let options = EmbedderOptions::new(self.model_name(name))
             .info(kit.provider.embedder_info(&spec))
             .config_json_schema(genkit_core::schema::schema_for::<P::EmbedOptions>());
-        let kit = kit.clone();
-        let spec = Arc::new(spec);
+        let (kit, spec) = (kit.clone(), Arc::new(spec));
         embedder(options, move |request, ctx| {
-            let kit = kit.clone();
-            let spec = spec.clone();
+            let (kit, spec) = (kit.clone(), spec.clone());
             async move { until_cancelled(&ctx.cancel.token(), kit.embed(&spec, request)).await }
         })
     }
@@ -139,23 +131,12 @@ impl<P: Provider> ProviderPlugin<P> {
 fn env_base_url(info: &ProviderInfo, lookup: impl Fn(&str) -> Option<String>) -> Option<String> {
     let value = lookup(info.base_url_env?)?;
     let value = value.trim();
-    if value.is_empty() {
-        return None;
-    }
-    let url = if value.contains("://") {
-        value.to_owned()
-    } else {
-        format!("http://{value}")
+    let scheme = if value.contains("://") { "" } else { "http://" };
+    let url = match info.base_url_env_path.trim_start_matches('/') {
+        "" => format!("{scheme}{value}"),
+        path => format!("{scheme}{}/{path}", value.trim_end_matches('/')),
     };
-    Some(if info.base_url_env_path.is_empty() {
-        url
-    } else {
-        format!(
-            "{}/{}",
-            url.trim_end_matches('/'),
-            info.base_url_env_path.trim_start_matches('/')
-        )
-    })
+    (!value.is_empty()).then_some(url)
 }
 
 impl<P: Provider> Kit<P> {
@@ -378,46 +359,37 @@ macro_rules! provider_plugin {
                     self
                 }
             )*
-            $crate::provider_plugin!(@set
+            $crate::provider_plugin!(@setters
                 /// The plugin name: the namespace of its actions (`<name>/<model>`).
-                name(name: impl Into<String>) => name = name.into());
-            $crate::provider_plugin!(@set
+                name(name: impl Into<String>) { name = name.into() }
                 /// The API's base URL.
-                base_url(url: impl Into<String>) => base_url = url.into());
-            $crate::provider_plugin!(@set
+                base_url(url: impl Into<String>) { base_url = url.into() }
                 /// The API key. Default (only with the default base URL): the
                 /// provider's usual variable.
-                api_key(key: impl Into<$crate::ApiKey>) => api_key = Some(key.into()));
-            $crate::provider_plugin!(@set
+                api_key(key: impl Into<$crate::ApiKey>) { api_key = Some(key.into()) }
                 /// Whether a call without a key fails (`FAILED_PRECONDITION`) before
                 /// any request (default: on the provider's own base URL).
-                require_api_key(required: bool) => require_api_key = Some(required));
-            $crate::provider_plugin!(@set
+                require_api_key(required: bool) { require_api_key = Some(required) }
                 /// The longest wait for the server at any one point (headers, a whole
                 /// body, the next stream frame), so a flowing stream is never cut;
                 /// exceeding it is `DEADLINE_EXCEEDED`. Default: ten minutes.
-                timeout(timeout: ::std::time::Duration) => timeout = Some(timeout));
-            $crate::provider_plugin!(@set
+                timeout(timeout: ::std::time::Duration) { timeout = Some(timeout) }
                 /// Waits as long as the server takes (cancellation still ends a call).
-                no_timeout() => timeout = None);
-            /// Adds a header to every request. Values are treated as secrets.
-            pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-                self.setup.headers.push((name.into(), $crate::ApiKey::new(value)));
-                self
-            }
-            $crate::provider_plugin!(@set
+                no_timeout() { timeout = None }
+                /// Adds a header to every request. Values are treated as secrets.
+                header(name: impl Into<String>, value: impl Into<String>) {
+                    headers.push((name.into(), $crate::ApiKey::new(value)))
+                }
                 /// Uses this HTTP client (proxies, custom TLS roots...). It should not
                 /// follow redirects, so credentials never go to another host.
-                http_client(client: ::reqwest::Client) => http_client = Some(client));
-            $crate::provider_plugin!(@set
+                http_client(client: ::reqwest::Client) { http_client = Some(client) }
                 /// Replaces the list of known models.
-                models(list: impl IntoIterator<Item = <$provider as $crate::kit::Provider>::Model>)
-                => models = $crate::plugin::SpecList::new(list));
-            /// Adds (or replaces, by name) one known model.
-            pub fn model(mut self, model: <$provider as $crate::kit::Provider>::Model) -> Self {
-                self.setup.models.upsert(model);
-                self
-            }
+                models(list: impl IntoIterator<Item = <$provider as $crate::kit::Provider>::Model>) {
+                    models = $crate::plugin::SpecList::new(list)
+                }
+                /// Adds (or replaces, by name) one known model.
+                model(model: <$provider as $crate::kit::Provider>::Model) { models.upsert(model) }
+            );
             $($crate::provider_plugin!(@$embedders);)?
             /// Builds the plugin. Fails with `INVALID_ARGUMENT` for an empty
             /// name, a base URL that is not `http(s)`, or an invalid header.
@@ -426,26 +398,28 @@ macro_rules! provider_plugin {
             }
         }
     };
-    // One shared setter: `$name($arg: $ty)` sets `$field` to `$value`.
-    (@set $(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty)?) => $field:ident = $value:expr) => {
-        $(#[$doc])*
-        pub fn $name(mut self, $($arg: $ty)?) -> Self {
-            self.setup.$field = $value;
-            self
-        }
+    // The shared setters: `$name($args) { change }` is a setter applying
+    // `change` to the setup (`field = value`, `field.method(..)`).
+    (@setters $($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*) { $($change:tt)+ })*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(mut self, $($arg: $ty),*) -> Self {
+                self.setup.$($change)+;
+                self
+            }
+        )*
     };
     (@has embedders) => { true };
     (@has) => { false };
     (@embedders) => {
-        $crate::provider_plugin!(@set
+        $crate::provider_plugin!(@setters
             /// Replaces the list of known embedders.
-            embedders(list: impl IntoIterator<Item = $crate::plugin::EmbedderSpec>)
-            => embedders = $crate::plugin::SpecList::new(list));
-        /// Adds (or replaces, by name) one known embedder.
-        pub fn embedder(mut self, embedder: $crate::plugin::EmbedderSpec) -> Self {
-            self.setup.embedders.upsert(embedder);
-            self
-        }
+            embedders(list: impl IntoIterator<Item = $crate::plugin::EmbedderSpec>) {
+                embedders = $crate::plugin::SpecList::new(list)
+            }
+            /// Adds (or replaces, by name) one known embedder.
+            embedder(embedder: $crate::plugin::EmbedderSpec) { embedders.upsert(embedder) }
+        );
     };
 }
 

@@ -270,11 +270,8 @@ pub trait Provider: ErrorFormat + Declared + Default + Clone {
 
     /// The models a new builder lists (default: [`ProviderInfo::models`]).
     fn default_models() -> Vec<Self::Model> {
-        Self::INFO
-            .models
-            .iter()
-            .map(|n| Spec::unlisted(n))
-            .collect()
+        let names = Self::INFO.models.iter();
+        names.map(|n| Spec::unlisted(n)).collect()
     }
 
     /// The embedders a new builder lists (default:

@@ -1,6 +1,5 @@
 //! Conversions between Genkit's wire types and the Gemini API's.
 
-pub(crate) mod embed;
 pub(crate) mod request;
 pub(crate) mod response;
 pub(crate) mod schema;
