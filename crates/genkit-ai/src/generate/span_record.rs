@@ -8,13 +8,22 @@
 //! span keeps a view of the log's first messages: recording a turn costs
 //! the messages it added, not the whole history again.
 //!
+//! Each message of the log, and each set of tool definitions, is a
+//! [`SharedPiece`]: the exporter encodes it once, when it first writes a
+//! span holding it, and every other span that records it copies those
+//! bytes. The call's final response, which every turn's span records, is
+//! written once too (see [`SpanJson`]), its request's messages and tools
+//! copied from the same pieces.
+//!
 //! Values whose size estimate is over the attribute cap are encoded at once
 //! (up to the cap), so a queued span never holds more than about the cap.
 
+use super::tool_defs::tool_definitions_piece;
 use crate::types::{
     GenerateActionOptions, GenerateRequest, GenerateResponse, Message, Part, PartKind,
+    ToolDefinition,
 };
-use genkit_core::tracing::{SpanJson, approx_value_bytes, max_attribute_bytes};
+use genkit_core::tracing::{SharedPiece, SpanJson, approx_value_bytes, max_attribute_bytes};
 use parking_lot::Mutex;
 use serde::ser::Impossible;
 use serde::{Serialize, Serializer};
@@ -75,9 +84,12 @@ pub(crate) fn message_bytes(m: &Message) -> usize {
 #[derive(Default)]
 pub(crate) struct History(Mutex<Arc<Mutex<Log>>>);
 
+/// A set of tool definitions as spans record it.
+type ToolsPiece = SharedPiece<Arc<[ToolDefinition]>>;
+
 #[derive(Default)]
 struct Log {
-    messages: Vec<Message>,
+    messages: Vec<SharedPiece<Message>>,
     /// `bytes[i]`: estimated size of the first `i + 1` messages.
     bytes: Vec<usize>,
 }
@@ -113,7 +125,7 @@ impl History {
             kept <= messages.len()
                 && kept
                     .checked_sub(1)
-                    .is_none_or(|i| log.messages[i] == messages[i])
+                    .is_none_or(|i| *log.messages[i] == messages[i])
         };
         if !consistent {
             *current = Arc::default();
@@ -123,7 +135,7 @@ impl History {
         for m in &messages[log.messages.len()..] {
             let before = log.bytes.last().copied().unwrap_or(0);
             log.bytes.push(before + message_bytes(m));
-            log.messages.push(m.clone());
+            log.messages.push(SharedPiece::new(m.clone()));
         }
         let bytes = messages
             .len()
@@ -150,9 +162,12 @@ struct OptionsRecord {
 
 impl Serialize for OptionsRecord {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.options.serialize(WithMessages {
+        self.options.serialize(WithFields {
             inner: s,
-            messages: &self.history,
+            fields: Fields {
+                messages: Some(&self.history),
+                ..Fields::default()
+            },
         })
     }
 }
@@ -162,33 +177,92 @@ impl Serialize for OptionsRecord {
 struct RequestRecord {
     request: GenerateRequest,
     history: HistoryView,
+    tools: Option<ToolsPiece>,
 }
 
 impl Serialize for RequestRecord {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.request.serialize(WithMessages {
+        RequestWith {
+            request: &self.request,
+            history: &self.history,
+            tools: self.tools.as_ref(),
+        }
+        .serialize(s)
+    }
+}
+
+/// A request written with its messages from a history view and its tool
+/// definitions from a piece.
+struct RequestWith<'a> {
+    request: &'a GenerateRequest,
+    history: &'a HistoryView,
+    tools: Option<&'a ToolsPiece>,
+}
+
+impl Serialize for RequestWith<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.request.serialize(WithFields {
             inner: s,
-            messages: &self.history,
+            fields: Fields {
+                messages: Some(self.history),
+                tools: self.tools,
+                request: None,
+            },
         })
     }
 }
 
-/// A serializer for a struct with a `messages` field (the options or
-/// request of a turn) that writes `messages` in place of that field's
-/// value and the rest as it is: the record is written without copying the
-/// history into it. Anything but a struct is refused (never the case).
-struct WithMessages<'a, S> {
+/// A call's final response, its request's messages written from the
+/// call's history and its tools from their piece.
+struct ResponseRecord {
+    response: GenerateResponse,
+    history: HistoryView,
+    tools: Option<ToolsPiece>,
+}
+
+impl Serialize for ResponseRecord {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let request = self.response.request.as_deref().map(|request| RequestWith {
+            request,
+            history: &self.history,
+            tools: self.tools.as_ref(),
+        });
+        self.response.serialize(WithFields {
+            inner: s,
+            fields: Fields {
+                request: request.as_ref(),
+                ..Fields::default()
+            },
+        })
+    }
+}
+
+/// What a turn record writes in place of fields of the struct it wraps
+/// (`messages` and `tools` of options and requests, `request` of a
+/// response).
+#[derive(Clone, Copy, Default)]
+struct Fields<'a> {
+    messages: Option<&'a HistoryView>,
+    tools: Option<&'a ToolsPiece>,
+    request: Option<&'a RequestWith<'a>>,
+}
+
+/// A serializer for a struct (the options or request of a turn, a
+/// response) that writes [`Fields`] in place of those fields' values and
+/// the rest as it is: the record is written without copying the history
+/// into it. Anything but a struct is refused (never the case).
+struct WithFields<'a, S> {
     inner: S,
-    messages: &'a HistoryView,
+    fields: Fields<'a>,
 }
 
-/// The struct being written by [`WithMessages`].
-struct WithMessagesStruct<'a, T> {
+/// The struct being written by [`WithFields`].
+struct WithFieldsStruct<'a, T> {
     inner: T,
-    messages: &'a HistoryView,
+    fields: Fields<'a>,
 }
 
-impl<T: serde::ser::SerializeStruct> serde::ser::SerializeStruct for WithMessagesStruct<'_, T> {
+impl<T: serde::ser::SerializeStruct> serde::ser::SerializeStruct for WithFieldsStruct<'_, T> {
     type Ok = T::Ok;
     type Error = T::Error;
 
@@ -197,10 +271,12 @@ impl<T: serde::ser::SerializeStruct> serde::ser::SerializeStruct for WithMessage
         key: &'static str,
         value: &V,
     ) -> Result<(), Self::Error> {
-        if key == "messages" {
-            self.inner.serialize_field(key, self.messages)
-        } else {
-            self.inner.serialize_field(key, value)
+        let f = self.fields;
+        match key {
+            "messages" if f.messages.is_some() => self.inner.serialize_field(key, &f.messages),
+            "tools" if f.tools.is_some() => self.inner.serialize_field(key, &f.tools),
+            "request" if f.request.is_some() => self.inner.serialize_field(key, &f.request),
+            _ => self.inner.serialize_field(key, value),
         }
     }
 
@@ -213,7 +289,7 @@ impl<T: serde::ser::SerializeStruct> serde::ser::SerializeStruct for WithMessage
     }
 }
 
-/// The methods of [`WithMessages`] for anything but a struct: errors.
+/// The methods of [`WithFields`] for anything but a struct: errors.
 macro_rules! not_a_struct {
     ($($name:ident($($arg:ty),*);)*) => {
         $(
@@ -224,7 +300,7 @@ macro_rules! not_a_struct {
     };
 }
 
-impl<'a, S: Serializer> Serializer for WithMessages<'a, S> {
+impl<'a, S: Serializer> Serializer for WithFields<'a, S> {
     type Ok = S::Ok;
     type Error = S::Error;
     type SerializeSeq = Impossible<S::Ok, S::Error>;
@@ -232,7 +308,7 @@ impl<'a, S: Serializer> Serializer for WithMessages<'a, S> {
     type SerializeTupleStruct = Impossible<S::Ok, S::Error>;
     type SerializeTupleVariant = Impossible<S::Ok, S::Error>;
     type SerializeMap = Impossible<S::Ok, S::Error>;
-    type SerializeStruct = WithMessagesStruct<'a, S::SerializeStruct>;
+    type SerializeStruct = WithFieldsStruct<'a, S::SerializeStruct>;
     type SerializeStructVariant = Impossible<S::Ok, S::Error>;
 
     fn serialize_struct(
@@ -240,9 +316,9 @@ impl<'a, S: Serializer> Serializer for WithMessages<'a, S> {
         name: &'static str,
         len: usize,
     ) -> Result<Self::SerializeStruct, Self::Error> {
-        Ok(WithMessagesStruct {
+        Ok(WithFieldsStruct {
             inner: self.inner.serialize_struct(name, len)?,
-            messages: self.messages,
+            fields: self.fields,
         })
     }
 
@@ -391,6 +467,7 @@ pub(crate) fn record_request(
     if approx > stop {
         return SpanJson::serialize(request);
     }
+    let tools = request.tools.as_ref().and_then(tool_definitions_piece);
     let request = GenerateRequest {
         messages: Arc::default(),
         ..request.clone()
@@ -399,6 +476,7 @@ pub(crate) fn record_request(
         RequestRecord {
             request,
             history: view,
+            tools,
         },
         approx,
     ))
@@ -427,6 +505,47 @@ pub(crate) fn record_response(r: &GenerateResponse) -> Option<SpanJson> {
         return SpanJson::serialize(r);
     }
     Some(SpanJson::defer(r.clone(), approx))
+}
+
+/// The call's final response, as every turn's span records it: written
+/// once for all of them, its request's messages from the call's history
+/// (which the turns' records share) and its tools from their piece.
+pub(crate) fn record_final_response(r: &GenerateResponse, history: &History) -> Option<SpanJson> {
+    let Some(request) = r.request.as_deref() else {
+        return record_response(r);
+    };
+    if r.operation.is_some()
+        || r.candidates.is_some()
+        || request.docs.is_some()
+        || request.candidates.is_some()
+    {
+        return record_response(r);
+    }
+    let stop = max_attribute_bytes();
+    let (view, history_bytes) = history.view(&request.messages);
+    let approx = r.message.as_ref().map_or(0, message_bytes)
+        + history_bytes
+        + value_bytes(request.config.as_ref(), stop)
+        + value_bytes(
+            request.output.as_ref().and_then(|o| o.schema.as_ref()),
+            stop,
+        )
+        + r.finish_message.as_ref().map_or(0, String::len)
+        + value_bytes(r.custom.as_ref(), stop)
+        + value_bytes(r.raw.as_ref(), stop)
+        + 256;
+    if approx > stop {
+        return SpanJson::serialize(r);
+    }
+    let tools = request.tools.as_ref().and_then(tool_definitions_piece);
+    Some(SpanJson::defer(
+        ResponseRecord {
+            response: r.clone(),
+            history: view,
+            tools,
+        },
+        approx,
+    ))
 }
 
 #[cfg(test)]

@@ -690,6 +690,11 @@ const QUOTED_SECRET_KEYS: [&str; 3] = ["\"apiKey\"", "\"api_key\"", "\"secrets\"
 /// `\"apiKey\"` exactly when the raw text holds `"apiKey"`.
 fn mentions_escaped_secret(escaped: &[u8]) -> bool {
     const ESCAPED_SECRET_KEYS: [&str; 3] = ["\\\"apiKey\\\"", "\\\"api_key\\\"", "\\\"secrets\\\""];
+    // Shorter than the shortest key (the bytes between two copied pieces
+    // are often a comma): nothing to find.
+    if escaped.len() < ESCAPED_SECRET_KEYS[0].len() {
+        return false;
+    }
     match std::str::from_utf8(escaped) {
         Ok(text) => ESCAPED_SECRET_KEYS.iter().any(|k| text.contains(k)),
         // Not text: take the careful path.
