@@ -894,20 +894,59 @@ impl CapFormatter<'_, '_> {
     fn put(&mut self, raw: &[u8], clean: bool) -> std::io::Result<()> {
         let cap = self.cap;
         let room = cap.room.get();
-        let (taken, full) = if raw.len() <= room {
-            (raw, false)
+        if raw.len() > room {
+            return self.put_cut(raw, clean);
+        }
+        cap.room.set(room - raw.len());
+        if clean || !cap.escape {
+            self.out.extend_from_slice(raw);
         } else {
-            (&raw[..room], true)
-        };
-        cap.room.set(room - taken.len());
+            escape_into(self.out, raw);
+        }
+        Ok(())
+    }
+
+    /// Takes what fits of `raw`, which does not fit: the cap is reached.
+    #[cold]
+    fn put_cut(&mut self, raw: &[u8], clean: bool) -> std::io::Result<()> {
+        let cap = self.cap;
+        let taken = &raw[..cap.room.get()];
+        cap.room.set(0);
         if clean || !cap.escape {
             self.out.extend_from_slice(taken);
         } else {
             escape_into(self.out, taken);
         }
-        if full {
-            cap.full.set(true);
-            return Err(std::io::Error::other(CAP_REACHED));
+        cap.full.set(true);
+        Err(std::io::Error::other(CAP_REACHED))
+    }
+
+    /// Takes one byte of punctuation (never escaped).
+    #[inline]
+    fn put_byte(&mut self, b: u8) -> std::io::Result<()> {
+        let cap = self.cap;
+        let room = cap.room.get();
+        if room == 0 {
+            return self.put_cut(&[b], true);
+        }
+        cap.room.set(room - 1);
+        self.out.push(b);
+        Ok(())
+    }
+
+    /// Takes a string's quote (`\"` when escaping).
+    #[inline]
+    fn put_quote(&mut self) -> std::io::Result<()> {
+        let cap = self.cap;
+        let room = cap.room.get();
+        if room == 0 {
+            return self.put_cut(b"\"", false);
+        }
+        cap.room.set(room - 1);
+        if cap.escape {
+            self.out.extend_from_slice(b"\\\"");
+        } else {
+            self.out.push(b'"');
         }
         Ok(())
     }
@@ -1007,11 +1046,11 @@ impl Formatter for CapFormatter<'_, '_> {
     }
 
     fn begin_string<W: ?Sized + std::io::Write>(&mut self, _w: &mut W) -> std::io::Result<()> {
-        self.put(b"\"", false)
+        self.put_quote()
     }
 
     fn end_string<W: ?Sized + std::io::Write>(&mut self, _w: &mut W) -> std::io::Result<()> {
-        self.put(b"\"", false)
+        self.put_quote()
     }
 
     fn write_string_fragment<W: ?Sized + std::io::Write>(
@@ -1039,11 +1078,11 @@ impl Formatter for CapFormatter<'_, '_> {
     }
 
     fn begin_array<W: ?Sized + std::io::Write>(&mut self, _w: &mut W) -> std::io::Result<()> {
-        self.put(b"[", true)
+        self.put_byte(b'[')
     }
 
     fn end_array<W: ?Sized + std::io::Write>(&mut self, _w: &mut W) -> std::io::Result<()> {
-        self.put(b"]", true)
+        self.put_byte(b']')
     }
 
     fn begin_array_value<W: ?Sized + std::io::Write>(
@@ -1054,16 +1093,16 @@ impl Formatter for CapFormatter<'_, '_> {
         if first {
             Ok(())
         } else {
-            self.put(b",", true)
+            self.put_byte(b',')
         }
     }
 
     fn begin_object<W: ?Sized + std::io::Write>(&mut self, _w: &mut W) -> std::io::Result<()> {
-        self.put(b"{", true)
+        self.put_byte(b'{')
     }
 
     fn end_object<W: ?Sized + std::io::Write>(&mut self, _w: &mut W) -> std::io::Result<()> {
-        self.put(b"}", true)
+        self.put_byte(b'}')
     }
 
     fn begin_object_key<W: ?Sized + std::io::Write>(
@@ -1074,12 +1113,12 @@ impl Formatter for CapFormatter<'_, '_> {
         if first {
             Ok(())
         } else {
-            self.put(b",", true)
+            self.put_byte(b',')
         }
     }
 
     fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, _w: &mut W) -> std::io::Result<()> {
-        self.put(b":", true)
+        self.put_byte(b':')
     }
 }
 
