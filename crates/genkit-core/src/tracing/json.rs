@@ -321,10 +321,19 @@ impl SpanJson {
     }
 
     fn pending<T: Send + 'static>(value: T, approx: usize, write: WriteFn<T>) -> SpanJson {
+        Self::pending_within(value, approx, write, max_attribute_bytes())
+    }
+
+    fn pending_within<T: Send + 'static>(
+        value: T,
+        approx: usize,
+        write: WriteFn<T>,
+        limit: usize,
+    ) -> SpanJson {
         SpanJson(Repr::Deferred(Arc::new(Pending {
             value: Mutex::new(Some(value)),
             write,
-            limit: max_attribute_bytes(),
+            limit,
             approx: approx.saturating_add(std::mem::size_of::<Pending<T>>()),
             done: OnceLock::new(),
             shared: OnceLock::new(),
@@ -1357,5 +1366,202 @@ mod tests {
         assert!(!big.is_deferred());
         assert!(big.is_truncated());
         assert!(big.len() <= max_attribute_bytes());
+    }
+
+    /// The secret check the exporter uses, as a test stand-in: the escaped
+    /// form of `"apiKey"`.
+    fn mentions_key(escaped: &[u8]) -> bool {
+        escaped.windows(10).any(|w| w == br#"\"apiKey\""#)
+    }
+
+    fn marked(text: &str) -> std::borrow::Cow<'_, str> {
+        std::borrow::Cow::Owned(format!("[{text}]"))
+    }
+
+    /// What a span writes for `j` with the secret check and a marking
+    /// transform, and whether it was cut.
+    fn written_checked(j: &SpanJson) -> Option<(String, bool)> {
+        let mut buf = b"prefix".to_vec();
+        let cut = j.write_json_string(&mut buf, mentions_key, marked)?;
+        Some((String::from_utf8(buf[6..].to_vec()).unwrap(), cut))
+    }
+
+    /// A record made of shared pieces and plain values: brackets, escapes,
+    /// multi-byte characters, a piece that is a string (never copied).
+    type Record = (
+        Vec<SharedPiece<Value>>,
+        String,
+        SharedPiece<Value>,
+        SharedPiece<Value>,
+    );
+
+    fn pieces() -> (Vec<SharedPiece<Value>>, SharedPiece<Value>, SharedPiece<Value>) {
+        let list = vec![
+            SharedPiece::new(serde_json::json!({"role": "user", "content": [{"text": "go \"é\"\n"}]})),
+            SharedPiece::new(serde_json::json!([1, 2.5, null, {"k\u{1}": "😀€"}])),
+            SharedPiece::new(serde_json::json!({})),
+        ];
+        let string = SharedPiece::new(Value::from("a string piece \\ \u{7f}"));
+        let tools = SharedPiece::new(serde_json::json!([{"name": "t", "schema": {"type": "object"}}]));
+        (list, string, tools)
+    }
+
+    fn write_record(r: &Record, buf: &mut Vec<u8>, cap: &Cap<'_>) -> Written {
+        write_serde(r, buf, cap)
+    }
+
+    #[test]
+    fn copied_pieces_write_what_serde_writes_at_every_cut() {
+        let (list, string, tools) = pieces();
+        let record: Record = (list.clone(), "glue ü\"".into(), string.clone(), tools.clone());
+        // The plain serde form: pieces serialize as their values.
+        let full = serde_json::to_string(&record).unwrap();
+        assert!(!list[0].is_encoded());
+        for limit in 0..full.len() + 3 {
+            let mut end = limit.min(full.len());
+            while !full.is_char_boundary(end) {
+                end -= 1;
+            }
+            let mut expected = b"\"".to_vec();
+            escape_into(&mut expected, &full.as_bytes()[..end]);
+            expected.push(b'"');
+            // The same pieces every time: once encoded (by the first write
+            // with room for them), they are copied, or, when the cut falls
+            // inside one, written as values up to the cut.
+            let r: Record = (list.clone(), "glue ü\"".into(), string.clone(), tools.clone());
+            let j = SpanJson::pending_within(r, 1, write_record, limit);
+            let (json, cut) = written_checked(&j).unwrap();
+            assert_eq!(json.as_bytes(), &expected[..], "limit {limit}");
+            assert_eq!(cut, limit < full.len(), "limit {limit}");
+            // Written through, not kept.
+            assert!(j.is_deferred());
+            // Its text is the serde text, cut at the same place.
+            assert_eq!(j.as_str(), &full[..end], "limit {limit}");
+        }
+        assert!(list.iter().all(SharedPiece::is_encoded));
+        assert!(tools.is_encoded());
+    }
+
+    #[test]
+    fn a_secret_in_a_shared_piece_takes_the_text_path_for_every_span_holding_it() {
+        let (mut list, string, tools) = pieces();
+        list.insert(1, SharedPiece::new(serde_json::json!({"config": {"apiKey": "sk"}})));
+        let make = || -> Record { (list.clone(), "glue".into(), string.clone(), tools.clone()) };
+        let text = serde_json::to_string(&make()).unwrap();
+        let expected = serde_json::to_string(&format!("[{text}]")).unwrap();
+        for _ in 0..2 {
+            // The first write encodes the piece (and checks it), the second
+            // copies what the check said.
+            let j = SpanJson::defer(make(), 1);
+            assert_eq!(written_checked(&j), Some((expected.clone(), false)));
+        }
+        // The key in the bytes between pieces, or in a piece that is a
+        // string (written as a value): found as well.
+        let (list, _, tools) = pieces();
+        for (glue, string) in [
+            ("apiKey".to_owned(), SharedPiece::new(Value::from("s"))),
+            ("x".to_owned(), SharedPiece::new(Value::from("apiKey"))),
+        ] {
+            let r: Record = (list.clone(), glue, string, tools.clone());
+            let text = serde_json::to_string(&r).unwrap();
+            let j = SpanJson::defer(r, 1);
+            let expected = serde_json::to_string(&format!("[{text}]")).unwrap();
+            assert_eq!(written_checked(&j), Some((expected, false)));
+        }
+        // No secret: written through, not transformed.
+        let r: Record = (list.clone(), "g".into(), SharedPiece::new(Value::from("s")), tools);
+        let text = serde_json::to_string(&r).unwrap();
+        let j = SpanJson::defer(r, 1);
+        assert_eq!(
+            written_checked(&j),
+            Some((serde_json::to_string(&text).unwrap(), false))
+        );
+    }
+
+    #[test]
+    fn a_shared_value_is_written_once_and_copied() {
+        let (list, string, tools) = pieces();
+        let limit = max_attribute_bytes();
+        for cap in [limit, 40] {
+            let r: Record = (list.clone(), "g\u{2}".into(), string.clone(), tools.clone());
+            let full = serde_json::to_string(&r).unwrap();
+            let mut end = cap.min(full.len());
+            while !full.is_char_boundary(end) {
+                end -= 1;
+            }
+            let expected = serde_json::to_string(&full[..end]).unwrap();
+            let j = SpanJson::pending_within(r, 1, write_record, cap);
+            let others = [j.clone(), j.clone()];
+            for k in others.iter().chain([&j]) {
+                assert_eq!(written_checked(k), Some((expected.clone(), end < full.len())));
+            }
+            // Kept as the escaped form: no longer waiting, its text that
+            // form unescaped.
+            assert!(!j.is_deferred());
+            assert_eq!(j.approx_bytes(), expected.len() - 2);
+            assert_eq!(j.as_str(), &full[..end]);
+            assert_eq!(j.is_truncated(), end < full.len());
+        }
+        // Shared and mentioning a secret: the text path, for each of them.
+        let r: Record = (list.clone(), "apiKey".into(), string.clone(), tools.clone());
+        let text = serde_json::to_string(&r).unwrap();
+        let j = SpanJson::defer(r, 1);
+        let other = j.clone();
+        let expected = serde_json::to_string(&format!("[{text}]")).unwrap();
+        assert_eq!(written_checked(&j), Some((expected.clone(), false)));
+        assert_eq!(written_checked(&other), Some((expected, false)));
+        // Shared and unencodable: nothing, for each of them.
+        let bad: std::collections::HashMap<(u8, u8), SharedPiece<Value>> =
+            [((1, 2), list[0].clone())].into();
+        let j = SpanJson::defer(bad, 0);
+        let other = j.clone();
+        assert_eq!(written_checked(&j), None);
+        assert_eq!(written_checked(&other), None);
+        assert_eq!(j.text(), None);
+    }
+
+    /// Serializes its value through `serde_json::Value` first: a piece
+    /// inside goes to another serializer.
+    struct ViaValue<T>(T);
+
+    impl<T: Serialize> Serialize for ViaValue<T> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            serde_json::to_value(&self.0)
+                .map_err(serde::ser::Error::custom)?
+                .serialize(s)
+        }
+    }
+
+    #[test]
+    fn a_piece_serialized_elsewhere_makes_the_writer_use_the_text() {
+        let (list, string, tools) = pieces();
+        let r = (
+            ViaValue((list.clone(), string.clone())),
+            tools.clone(),
+            list[0].clone(),
+        );
+        let text = serde_json::to_string(&r).unwrap();
+        let plain: Vec<Value> = list.iter().map(|p| Value::clone(p)).collect();
+        let expected = serde_json::to_string(&(
+            (plain, Value::clone(&string)),
+            Value::clone(&tools),
+            Value::clone(&list[0]),
+        ))
+        .unwrap();
+        assert_eq!(text, expected);
+        // The text path: the text, transformed.
+        let j = SpanJson::defer(r, 1);
+        assert_eq!(
+            written_checked(&j),
+            Some((serde_json::to_string(&format!("[{text}]")).unwrap(), false))
+        );
+        // The pieces are right afterwards for writers that do copy them.
+        let r: Record = (list, "g".into(), string, tools);
+        let text = serde_json::to_string(&r).unwrap();
+        let j = SpanJson::defer(r, 1);
+        assert_eq!(
+            written_checked(&j),
+            Some((serde_json::to_string(&text).unwrap(), false))
+        );
     }
 }
