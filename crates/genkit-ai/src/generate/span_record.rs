@@ -614,4 +614,100 @@ mod tests {
         let r = record_response(&response).unwrap();
         assert!(!r.is_deferred() && r.is_truncated());
     }
+
+    /// A call's records as its spans would hold them: each turn's options
+    /// and model request, and the final response every turn records.
+    fn call_records(defs: &Arc<[ToolDefinition]>) -> Vec<(Option<SpanJson>, Option<SpanJson>)> {
+        let history = History::default();
+        let mut out = Vec::new();
+        let mut last = None;
+        for n in 0..4 {
+            let mut raw = GenerateActionOptions::new(turn_messages(n))
+                .with_model("m")
+                .with_tools(["toolA"]);
+            // A secret in one turn's config: that turn's records are
+            // redacted as text.
+            raw.config = Some(if n == 2 {
+                json!({"apiKey": "sk-1", "t": n})
+            } else {
+                json!({"t": n, "q": "\"é\n"})
+            });
+            let opts = record_options(&mut raw, &history);
+            let request = GenerateRequest {
+                config: raw.config.clone(),
+                tools: Some(defs.clone()),
+                ..GenerateRequest::new(raw.messages.clone())
+            };
+            let req = record_request(&raw, &request, &history);
+            out.push((opts, None));
+            out.push((req, None));
+            last = Some(request);
+        }
+        let mut response =
+            GenerateResponse::new(Message::model("done"), crate::types::FinishReason::Stop);
+        response.request = last.map(Box::new);
+        let fin = record_final_response(&response, &history).unwrap();
+        assert!(fin.is_deferred());
+        for (_, output) in out.iter_mut().step_by(2) {
+            *output = Some(fin.clone());
+        }
+        out
+    }
+
+    #[test]
+    fn spans_write_the_shared_pieces_as_their_serde_form() {
+        use genkit_core::tracing::{RecordedSpan, SpanId, SpanType, TraceId};
+        let tool = crate::tool::Tool::new("toolA", "tool A", |x: i64, _ctx| async move { Ok(x) })
+            .to_dyn();
+        let defs = super::super::tool_defs::tool_definitions(std::slice::from_ref(&tool));
+        let trace = TraceId::random();
+        let ids: Vec<SpanId> = (0..8).map(|_| SpanId::random()).collect();
+        let spans = |records: Vec<(Option<SpanJson>, Option<SpanJson>)>| -> Vec<RecordedSpan> {
+            records
+                .into_iter()
+                .zip(&ids)
+                .map(|((input, output), id)| RecordedSpan {
+                    trace_id: trace,
+                    span_id: *id,
+                    parent_span_id: Some(ids[0]),
+                    name: "generate".into(),
+                    span_type: SpanType::Util,
+                    subtype: None,
+                    key: None,
+                    labels: None,
+                    path: "/{generate,t:util}".into(),
+                    start_time: 1.0,
+                    end_time: Some(2.0),
+                    input,
+                    output,
+                    context: None,
+                    attributes: Default::default(),
+                    failure: None,
+                })
+                .collect()
+        };
+        // Written twice by the exporter (pieces encoded by the first
+        // write, copied by the second), and once through serde (the text).
+        let exported = spans(call_records(&defs));
+        let expected = spans(call_records(&defs));
+        for round in 0..2 {
+            for (e, s) in expected.iter().zip(&exported) {
+                let mut buf = Vec::new();
+                s.write_json(&mut buf);
+                assert_eq!(
+                    String::from_utf8_lossy(&buf),
+                    String::from_utf8_lossy(&serde_json::to_vec(e).unwrap()),
+                    "round {round}"
+                );
+            }
+        }
+        let wire = serde_json::to_value(&expected[4]).unwrap();
+        let input = wire["attributes"]["genkit:input"].as_str().unwrap();
+        assert!(input.contains("<redacted>") && !input.contains("sk-1"));
+        let output = wire["attributes"]["genkit:output"].as_str().unwrap();
+        let back: GenerateResponse = serde_json::from_str(output).unwrap();
+        let request = back.request.unwrap();
+        assert_eq!(request.messages.len(), 7);
+        assert_eq!(request.tools.unwrap()[0].name, "toolA");
+    }
 }
