@@ -1185,6 +1185,15 @@ static ESCAPE: [u8; 256] = {
 /// Appends `bytes` escaped as serde_json escapes string contents (quote,
 /// backslash and control characters; everything else as it is).
 pub(crate) fn escape_into(buf: &mut Vec<u8>, bytes: &[u8]) {
+    // Most strings (names, paths, keys) need no escape: one check over all
+    // the bytes (without branching per byte), then one copy.
+    let clean = !bytes
+        .iter()
+        .fold(false, |any, &b| any | (b < 0x20) | (b == b'"') | (b == b'\\'));
+    if clean {
+        buf.extend_from_slice(bytes);
+        return;
+    }
     // Writing to a `Vec` does not fail.
     let _ = write_escaped_bytes(buf, bytes);
 }
