@@ -657,8 +657,8 @@ mod tests {
     #[test]
     fn spans_write_the_shared_pieces_as_their_serde_form() {
         use genkit_core::tracing::{RecordedSpan, SpanId, SpanType, TraceId};
-        let tool = crate::tool::Tool::new("toolA", "tool A", |x: i64, _ctx| async move { Ok(x) })
-            .to_dyn();
+        let tool =
+            crate::tool::Tool::new("toolA", "tool A", |x: i64, _ctx| async move { Ok(x) }).to_dyn();
         let defs = super::super::tool_defs::tool_definitions(std::slice::from_ref(&tool));
         let trace = TraceId::random();
         let ids: Vec<SpanId> = (0..8).map(|_| SpanId::random()).collect();

@@ -74,8 +74,7 @@ trait Deferred: Send + Sync {
     /// copied for every span. `Text` (with `buf` unchanged) when the text
     /// must be used instead: it exists already, or `check` says the escaped
     /// text needs the transform.
-    fn write_escaped(&self, buf: &mut Vec<u8>, shared: bool, check: &dyn Fn(&[u8]) -> bool)
-    -> Through;
+    fn write_escaped(&self, buf: &mut Vec<u8>, shared: bool, check: &Check<'_>) -> Through;
 }
 
 /// How writing a value went.
@@ -131,7 +130,7 @@ struct Pending<T> {
 impl<T: Send> Pending<T> {
     /// Writes `v` escaped, pieces copied, at the end of `out`; on anything
     /// but `Wrote`, `out` is left as it was.
-    fn escape_value(&self, v: &T, out: &mut Vec<u8>, check: &dyn Fn(&[u8]) -> bool) -> Through {
+    fn escape_value(&self, v: &T, out: &mut Vec<u8>, check: &Check<'_>) -> Through {
         let start = out.len();
         let mode = PieceMode::enter();
         let cap = Cap::escaping(self.limit, start, check);
@@ -177,10 +176,12 @@ impl<T: Send> Deferred for Pending<T> {
                 // Dropped once the shared escaped form was written: the
                 // text is that form unescaped.
                 None => match self.shared.get() {
-                    Some(SharedForm::Escaped { bytes, cut }) => unescape(bytes).map(|text| Encoded {
-                        text,
-                        truncated: *cut,
-                    }),
+                    Some(SharedForm::Escaped { bytes, cut }) => {
+                        unescape(bytes).map(|text| Encoded {
+                            text,
+                            truncated: *cut,
+                        })
+                    }
                     // Taken by an encoding that panicked: record nothing.
                     _ => None,
                 },
@@ -188,12 +189,7 @@ impl<T: Send> Deferred for Pending<T> {
             .as_ref()
     }
 
-    fn write_escaped(
-        &self,
-        buf: &mut Vec<u8>,
-        shared: bool,
-        check: &dyn Fn(&[u8]) -> bool,
-    ) -> Through {
+    fn write_escaped(&self, buf: &mut Vec<u8>, shared: bool, check: &Check<'_>) -> Through {
         if self.done.get().is_some() {
             return Through::Text;
         }
@@ -258,8 +254,7 @@ impl<T: Send> Deferred for Pending<T> {
     }
 
     fn is_pending(&self) -> bool {
-        self.done.get().is_none()
-            && matches!(self.shared.get(), None | Some(SharedForm::Text))
+        self.done.get().is_none() && matches!(self.shared.get(), None | Some(SharedForm::Text))
     }
 }
 
@@ -678,8 +673,12 @@ pub(crate) struct Cap<'c> {
     glue_start: Cell<usize>,
     /// Whether `check` (or a copied piece's check) said yes.
     needs: Cell<bool>,
-    check: Option<&'c dyn Fn(&[u8]) -> bool>,
+    check: Option<&'c Check<'c>>,
 }
+
+/// Whether escaped text needs the transform (see
+/// [`SpanJson::write_json_string`]).
+type Check<'a> = dyn Fn(&[u8]) -> bool + 'a;
 
 impl<'c> Cap<'c> {
     fn new(limit: usize, escape: bool) -> Self {
@@ -694,7 +693,7 @@ impl<'c> Cap<'c> {
     }
 
     /// An escaping cap that copies pieces, for output from `start` on.
-    fn escaping(limit: usize, start: usize, check: &'c dyn Fn(&[u8]) -> bool) -> Self {
+    fn escaping(limit: usize, start: usize, check: &'c Check<'c>) -> Self {
         Self {
             glue_start: Cell::new(start),
             check: Some(check),
@@ -796,13 +795,13 @@ impl<T: Serialize + Send + Sync + 'static> Serialize for SharedPiece<T> {
 /// A piece as the escaping writer uses it.
 trait PieceSource: Send + Sync {
     /// The encoded form, made on first use (`check` asked about it then).
-    fn text(&self, check: &dyn Fn(&[u8]) -> bool) -> &PieceText;
+    fn text(&self, check: &Check<'_>) -> &PieceText;
     /// Writes the value through `cap`, as if it were not a piece.
     fn write_value(&self, out: &mut Vec<u8>, cap: &Cap<'_>) -> Written;
 }
 
 impl<T: Serialize + Send + Sync> PieceSource for PieceCell<T> {
-    fn text(&self, check: &dyn Fn(&[u8]) -> bool) -> &PieceText {
+    fn text(&self, check: &Check<'_>) -> &PieceText {
         self.text.get_or_init(|| {
             let mut out = Vec::new();
             let cap = Cap::escaping(usize::MAX, 0, check);
@@ -811,8 +810,8 @@ impl<T: Serialize + Send + Sync> PieceSource for PieceCell<T> {
             let poisoned = mode.poisoned();
             drop(mode);
             let raw_len = usize::MAX - cap.room.get();
-            let bracketed = matches!(out.first(), Some(b'{' | b'['))
-                && matches!(out.last(), Some(b'}' | b']'));
+            let bracketed =
+                matches!(out.first(), Some(b'{' | b'[')) && matches!(out.last(), Some(b'}' | b']'));
             let needs = cap.needs.get() || check(&out[cap.glue_start.get().min(out.len())..]);
             PieceText {
                 escaped: out.into(),
@@ -1099,11 +1098,7 @@ impl Formatter for CapFormatter<'_, '_> {
         _w: &mut W,
         first: bool,
     ) -> std::io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            self.put_byte(b',')
-        }
+        if first { Ok(()) } else { self.put_byte(b',') }
     }
 
     fn begin_object<W: ?Sized + std::io::Write>(&mut self, _w: &mut W) -> std::io::Result<()> {
@@ -1119,14 +1114,13 @@ impl Formatter for CapFormatter<'_, '_> {
         _w: &mut W,
         first: bool,
     ) -> std::io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            self.put_byte(b',')
-        }
+        if first { Ok(()) } else { self.put_byte(b',') }
     }
 
-    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, _w: &mut W) -> std::io::Result<()> {
+    fn begin_object_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        _w: &mut W,
+    ) -> std::io::Result<()> {
         self.put_byte(b':')
     }
 }
@@ -1187,9 +1181,9 @@ static ESCAPE: [u8; 256] = {
 pub(crate) fn escape_into(buf: &mut Vec<u8>, bytes: &[u8]) {
     // Most strings (names, paths, keys) need no escape: one check over all
     // the bytes (without branching per byte), then one copy.
-    let clean = !bytes
-        .iter()
-        .fold(false, |any, &b| any | (b < 0x20) | (b == b'"') | (b == b'\\'));
+    let clean = !bytes.iter().fold(false, |any, &b| {
+        any | (b < 0x20) | (b == b'"') | (b == b'\\')
+    });
     if clean {
         buf.extend_from_slice(bytes);
         return;
@@ -1404,14 +1398,21 @@ mod tests {
         SharedPiece<Value>,
     );
 
-    fn pieces() -> (Vec<SharedPiece<Value>>, SharedPiece<Value>, SharedPiece<Value>) {
+    fn pieces() -> (
+        Vec<SharedPiece<Value>>,
+        SharedPiece<Value>,
+        SharedPiece<Value>,
+    ) {
         let list = vec![
-            SharedPiece::new(serde_json::json!({"role": "user", "content": [{"text": "go \"é\"\n"}]})),
+            SharedPiece::new(
+                serde_json::json!({"role": "user", "content": [{"text": "go \"é\"\n"}]}),
+            ),
             SharedPiece::new(serde_json::json!([1, 2.5, null, {"k\u{1}": "😀€"}])),
             SharedPiece::new(serde_json::json!({})),
         ];
         let string = SharedPiece::new(Value::from("a string piece \\ \u{7f}"));
-        let tools = SharedPiece::new(serde_json::json!([{"name": "t", "schema": {"type": "object"}}]));
+        let tools =
+            SharedPiece::new(serde_json::json!([{"name": "t", "schema": {"type": "object"}}]));
         (list, string, tools)
     }
 
@@ -1422,7 +1423,12 @@ mod tests {
     #[test]
     fn copied_pieces_write_what_serde_writes_at_every_cut() {
         let (list, string, tools) = pieces();
-        let record: Record = (list.clone(), "glue ü\"".into(), string.clone(), tools.clone());
+        let record: Record = (
+            list.clone(),
+            "glue ü\"".into(),
+            string.clone(),
+            tools.clone(),
+        );
         // The plain serde form: pieces serialize as their values.
         let full = serde_json::to_string(&record).unwrap();
         assert!(!list[0].is_encoded());
@@ -1437,7 +1443,12 @@ mod tests {
             // The same pieces every time: once encoded (by the first write
             // with room for them), they are copied, or, when the cut falls
             // inside one, written as values up to the cut.
-            let r: Record = (list.clone(), "glue ü\"".into(), string.clone(), tools.clone());
+            let r: Record = (
+                list.clone(),
+                "glue ü\"".into(),
+                string.clone(),
+                tools.clone(),
+            );
             let j = SpanJson::pending_within(r, 1, write_record, limit);
             let (json, cut) = written_checked(&j).unwrap();
             assert_eq!(json.as_bytes(), &expected[..], "limit {limit}");
@@ -1454,7 +1465,10 @@ mod tests {
     #[test]
     fn a_secret_in_a_shared_piece_takes_the_text_path_for_every_span_holding_it() {
         let (mut list, string, tools) = pieces();
-        list.insert(1, SharedPiece::new(serde_json::json!({"config": {"apiKey": "sk"}})));
+        list.insert(
+            1,
+            SharedPiece::new(serde_json::json!({"config": {"apiKey": "sk"}})),
+        );
         let make = || -> Record { (list.clone(), "glue".into(), string.clone(), tools.clone()) };
         let text = serde_json::to_string(&make()).unwrap();
         let expected = serde_json::to_string(&format!("[{text}]")).unwrap();
@@ -1478,7 +1492,12 @@ mod tests {
             assert_eq!(written_checked(&j), Some((expected, false)));
         }
         // No secret: written through, not transformed.
-        let r: Record = (list.clone(), "g".into(), SharedPiece::new(Value::from("s")), tools);
+        let r: Record = (
+            list.clone(),
+            "g".into(),
+            SharedPiece::new(Value::from("s")),
+            tools,
+        );
         let text = serde_json::to_string(&r).unwrap();
         let j = SpanJson::defer(r, 1);
         assert_eq!(
@@ -1502,7 +1521,10 @@ mod tests {
             let j = SpanJson::pending_within(r, 1, write_record, cap);
             let others = [j.clone(), j.clone()];
             for k in others.iter().chain([&j]) {
-                assert_eq!(written_checked(k), Some((expected.clone(), end < full.len())));
+                assert_eq!(
+                    written_checked(k),
+                    Some((expected.clone(), end < full.len()))
+                );
             }
             // Kept as the escaped form: no longer waiting, its text that
             // form unescaped.

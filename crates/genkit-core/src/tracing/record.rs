@@ -689,11 +689,8 @@ const QUOTED_SECRET_KEYS: [&str; 3] = ["\"apiKey\"", "\"api_key\"", "\"secrets\"
 /// quote (a backslash is escaped too), so the escaped text holds
 /// `\"apiKey\"` exactly when the raw text holds `"apiKey"`.
 fn mentions_escaped_secret(escaped: &[u8]) -> bool {
-    const ESCAPED_SECRET_KEYS: [&[u8]; 3] = [
-        b"\\\"apiKey\\\"",
-        b"\\\"api_key\\\"",
-        b"\\\"secrets\\\"",
-    ];
+    const ESCAPED_SECRET_KEYS: [&[u8]; 3] =
+        [b"\\\"apiKey\\\"", b"\\\"api_key\\\"", b"\\\"secrets\\\""];
     // Shorter than the shortest key (the bytes between two copied pieces
     // are often a comma): nothing to find.
     let shortest = ESCAPED_SECRET_KEYS[0].len();
@@ -1041,7 +1038,11 @@ mod tests {
         cases.push("\\\\\\\"\"\"aaaa".into());
         for case in cases {
             for pad in 0..12 {
-                let raw = format!("{}{case}{}", "\\".repeat(pad % 3) + &"x".repeat(pad), "y".repeat(pad));
+                let raw = format!(
+                    "{}{case}{}",
+                    "\\".repeat(pad % 3) + &"x".repeat(pad),
+                    "y".repeat(pad)
+                );
                 let mut escaped = Vec::new();
                 escape_into(&mut escaped, raw.as_bytes());
                 let in_text = QUOTED_SECRET_KEYS.iter().any(|k| raw.contains(k));
