@@ -405,6 +405,12 @@ impl Engine {
             None
         };
 
+        // The model span records its response's message as a piece this
+        // call's log can take (see `span_record`).
+        let shares_message = span_input.is_some();
+        if shares_message {
+            self.history.expect_model_message();
+        }
         let response = self.dispatch_model(model, request, ctx, span_input).await;
         raw.messages = Arc::try_unwrap(history).unwrap_or_else(|shared| (*shared).clone());
         let mut response = response?;
@@ -418,6 +424,9 @@ impl Engine {
             .or_else(|| response.message().cloned())
             .unwrap_or_else(|| Message::new(Role::Model, Vec::<crate::types::Part>::new()));
         annotate_output_format(&mut message, output.as_ref());
+        if shares_message {
+            self.history.take_model_message(&message);
+        }
         // The request the model was sent is rebuilt only for the response
         // that leaves the loop (from the options it came from, which are not
         // needed any more), rather than copied on every turn.
