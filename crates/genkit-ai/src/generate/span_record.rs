@@ -119,7 +119,7 @@ thread_local! {
 /// Where a message's parts are: the same for the message however it is
 /// moved; `None` when it has none (an empty list has no address).
 fn parts_address(m: &Message) -> Option<usize> {
-    (!m.content.is_empty()).then(|| m.content.as_ptr() as usize)
+    (!m.content.is_empty()).then_some(m.content.as_ptr() as usize)
 }
 
 /// A set of tool definitions as spans record it.
@@ -770,13 +770,14 @@ mod tests {
         assert!(!r.is_deferred() && r.is_truncated());
     }
 
+    /// A span's input and output.
+    type SpanRecords = (Option<SpanJson>, Option<SpanJson>);
+
     /// A call's records as its spans would hold them: each turn's options,
     /// model request and model response (the loop's history moved from turn
     /// to turn, as the engine moves it), and the final response every turn
     /// records. With the call's history.
-    fn call_records(
-        defs: &Arc<[ToolDefinition]>,
-    ) -> (Vec<(Option<SpanJson>, Option<SpanJson>)>, History) {
+    fn call_records(defs: &Arc<[ToolDefinition]>) -> (Vec<SpanRecords>, History) {
         let history = History::default();
         let mut out = Vec::new();
         let mut messages = vec![Message::user("go")];
@@ -848,7 +849,7 @@ mod tests {
         let defs = super::super::tool_defs::tool_definitions(std::slice::from_ref(&tool));
         let trace = TraceId::random();
         let ids: Vec<SpanId> = (0..8).map(|_| SpanId::random()).collect();
-        let spans = |records: Vec<(Option<SpanJson>, Option<SpanJson>)>| -> Vec<RecordedSpan> {
+        let spans = |records: Vec<SpanRecords>| -> Vec<RecordedSpan> {
             records
                 .into_iter()
                 .zip(&ids)
