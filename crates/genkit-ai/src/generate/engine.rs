@@ -7,7 +7,9 @@
 //! and hands the next turn's request back to the loop.
 
 use super::options::{LoopLimits, ToolErrorPolicy};
-use super::span_record::{History, record_options, record_request, record_response};
+use super::span_record::{
+    History, record_final_response, record_options, record_request, record_response,
+};
 use super::tool_defs::tool_definitions;
 use super::tools::{
     ResumeOutcome, ToolRun, resolve_resume, resolve_tool_requests, resolve_tools, tool_map,
@@ -99,13 +101,19 @@ impl TurnSpans {
 
 /// Closes the turns' spans, innermost first, with the call's result (every
 /// turn's span records the final response, as nested calls would).
+/// `history`: the log the turns' records share, if they do.
 fn close_turn_spans(
     spans: TurnSpans,
     mut result: Result<GenerateResponse>,
+    history: Option<&History>,
 ) -> Result<GenerateResponse> {
-    // Recorded once for all the turns (shared, not copied).
+    // Recorded once for all the turns (shared, not copied, and written
+    // once by the exporter).
     let recorded = match (&result, &spans.first) {
-        (Ok(response), Some(first)) if first.is_recording() => record_response(response),
+        (Ok(response), Some(first)) if first.is_recording() => match history {
+            Some(history) => record_final_response(response, history),
+            None => record_response(response),
+        },
         _ => None,
     };
     for mut span in spans.later.into_iter().rev().chain(spans.first) {
@@ -276,7 +284,9 @@ impl Engine {
                 Err(e) => break Err(e),
             }
         };
-        close_turn_spans(spans, result)
+        // Without middleware the turns recorded the history in the log.
+        let history = self.middleware.is_empty().then_some(&self.history);
+        close_turn_spans(spans, result, history)
     }
 
     /// One turn, through the generate-level middleware if there is any.
@@ -395,6 +405,12 @@ impl Engine {
             None
         };
 
+        // The model span records its response's message as a piece this
+        // call's log can take (see `span_record`).
+        let shares_message = span_input.is_some();
+        if shares_message {
+            self.history.expect_model_message();
+        }
         let response = self.dispatch_model(model, request, ctx, span_input).await;
         raw.messages = Arc::try_unwrap(history).unwrap_or_else(|shared| (*shared).clone());
         let mut response = response?;
@@ -408,6 +424,9 @@ impl Engine {
             .or_else(|| response.message().cloned())
             .unwrap_or_else(|| Message::new(Role::Model, Vec::<crate::types::Part>::new()));
         annotate_output_format(&mut message, output.as_ref());
+        if shares_message {
+            self.history.take_model_message(&message);
+        }
         // The request the model was sent is rebuilt only for the response
         // that leaves the loop (from the options it came from, which are not
         // needed any more), rather than copied on every turn.

@@ -5,7 +5,7 @@
 mod engine;
 mod options;
 mod span_record;
-pub(crate) use span_record::record_response as record_model_response;
+pub(crate) use span_record::record_model_response;
 mod stream;
 mod tool_defs;
 mod tools;

@@ -8,18 +8,29 @@
 //! span keeps a view of the log's first messages: recording a turn costs
 //! the messages it added, not the whole history again.
 //!
+//! Each message of the log, and each set of tool definitions, is a
+//! [`SharedPiece`]: the exporter encodes it once, when it first writes a
+//! span holding it, and every other span that records it copies those
+//! bytes. The call's final response, which every turn's span records, is
+//! written once too (see [`SpanJson`]), its request's messages and tools
+//! copied from the same pieces.
+//!
 //! Values whose size estimate is over the attribute cap are encoded at once
 //! (up to the cap), so a queued span never holds more than about the cap.
 
+use super::tool_defs::tool_definitions_piece;
 use crate::types::{
     GenerateActionOptions, GenerateRequest, GenerateResponse, Message, Part, PartKind,
+    ToolDefinition,
 };
-use genkit_core::tracing::{SpanJson, approx_value_bytes, max_attribute_bytes};
+use genkit_core::tracing::{SharedPiece, SpanJson, approx_value_bytes, max_attribute_bytes};
 use parking_lot::Mutex;
 use serde::ser::Impossible;
 use serde::{Serialize, Serializer};
 use serde_json::Value;
+use std::cell::RefCell;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Rough in-memory size of a JSON value (no further than `stop`).
 fn value_bytes(v: Option<&Value>, stop: usize) -> usize {
@@ -72,12 +83,51 @@ pub(crate) fn message_bytes(m: &Message) -> usize {
 }
 
 /// The messages of one call's turns, each copied in once.
-#[derive(Default)]
-pub(crate) struct History(Mutex<Arc<Mutex<Log>>>);
+pub(crate) struct History {
+    log: Mutex<Arc<Mutex<Log>>>,
+    /// Tells this call's model responses from others'.
+    call: u64,
+    /// The piece the last model span recorded for its response's message,
+    /// if the loop kept that message as it was: the log takes it instead
+    /// of a copy (and the final response, if it is that message). With the
+    /// address of the message's parts, which the loop moves but never
+    /// copies, to know it is that very message.
+    offered: Mutex<Option<(usize, SharedPiece<Message>)>>,
+}
+
+impl Default for History {
+    fn default() -> Self {
+        static CALLS: AtomicU64 = AtomicU64::new(1);
+        Self {
+            log: Mutex::default(),
+            call: CALLS.fetch_add(1, Ordering::Relaxed),
+            offered: Mutex::new(None),
+        }
+    }
+}
+
+/// A recorded model message: the address of its parts, and its piece.
+type RecordedMessage = (usize, SharedPiece<Message>);
+
+thread_local! {
+    /// The call whose model response is recorded next on this thread, and
+    /// that response's message once recorded.
+    static MODEL_MESSAGE: RefCell<Option<(u64, Option<RecordedMessage>)>> =
+        const { RefCell::new(None) };
+}
+
+/// Where a message's parts are: the same for the message however it is
+/// moved; `None` when it has none (an empty list has no address).
+fn parts_address(m: &Message) -> Option<usize> {
+    (!m.content.is_empty()).then_some(m.content.as_ptr() as usize)
+}
+
+/// A set of tool definitions as spans record it.
+type ToolsPiece = SharedPiece<Arc<[ToolDefinition]>>;
 
 #[derive(Default)]
 struct Log {
-    messages: Vec<Message>,
+    messages: Vec<SharedPiece<Message>>,
     /// `bytes[i]`: estimated size of the first `i + 1` messages.
     bytes: Vec<usize>,
 }
@@ -100,30 +150,68 @@ impl Serialize for HistoryView {
 }
 
 impl History {
+    /// The next model response recorded on this thread is this call's: its
+    /// message is recorded as a piece the call's log can take.
+    pub(crate) fn expect_model_message(&self) {
+        MODEL_MESSAGE.with(|m| *m.borrow_mut() = Some((self.call, None)));
+    }
+
+    /// After the model call: `message` is the response's message as the
+    /// loop keeps it. If it is the one the model span recorded (the same
+    /// parts, unchanged), the log and the final response take that piece.
+    pub(crate) fn take_model_message(&self, message: &Message) {
+        let recorded = MODEL_MESSAGE.with(|m| match m.borrow_mut().take() {
+            Some((call, recorded)) if call == self.call => recorded,
+            _ => None,
+        });
+        *self.offered.lock() = recorded
+            .filter(|(at, piece)| parts_address(message) == Some(*at) && **piece == *message);
+    }
+
+    /// The offered piece, if it is `message`'s.
+    fn offered_for(&self, message: &Message) -> Option<SharedPiece<Message>> {
+        match &*self.offered.lock() {
+            Some((at, piece)) if parts_address(message) == Some(*at) && **piece == *message => {
+                Some(piece.clone())
+            }
+            _ => None,
+        }
+    }
+
     /// A view of `messages`, copying into the log those past its end. The
     /// tool loop only appends to its history; if the log is longer than
     /// `messages` or its last message is not the one at that place (the
     /// history was rewritten), a new log is started (views of the old one
     /// keep it). Returns the view and the estimated size of its messages.
     fn view(&self, messages: &[Message]) -> (HistoryView, usize) {
-        let mut current = self.0.lock();
+        let mut current = self.log.lock();
         let consistent = {
             let log = current.lock();
             let kept = log.messages.len();
             kept <= messages.len()
                 && kept
                     .checked_sub(1)
-                    .is_none_or(|i| log.messages[i] == messages[i])
+                    .is_none_or(|i| *log.messages[i] == messages[i])
         };
         if !consistent {
             *current = Arc::default();
         }
         let shared = current.clone();
         let mut log = shared.lock();
+        let offered = self.offered.lock().clone();
         for m in &messages[log.messages.len()..] {
             let before = log.bytes.last().copied().unwrap_or(0);
             log.bytes.push(before + message_bytes(m));
-            log.messages.push(m.clone());
+            let piece = match &offered {
+                // The model span's piece of this very message (the same
+                // parts and, should they be new ones at the same address, the
+                // same content).
+                Some((at, piece)) if parts_address(m) == Some(*at) && **piece == *m => {
+                    piece.clone()
+                }
+                _ => SharedPiece::new(m.clone()),
+            };
+            log.messages.push(piece);
         }
         let bytes = messages
             .len()
@@ -150,9 +238,12 @@ struct OptionsRecord {
 
 impl Serialize for OptionsRecord {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.options.serialize(WithMessages {
+        self.options.serialize(WithFields {
             inner: s,
-            messages: &self.history,
+            fields: Fields {
+                messages: Some(&self.history),
+                ..Fields::default()
+            },
         })
     }
 }
@@ -162,33 +253,122 @@ impl Serialize for OptionsRecord {
 struct RequestRecord {
     request: GenerateRequest,
     history: HistoryView,
+    tools: Option<ToolsPiece>,
 }
 
 impl Serialize for RequestRecord {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.request.serialize(WithMessages {
+        RequestWith {
+            request: &self.request,
+            history: &self.history,
+            tools: self.tools.as_ref(),
+        }
+        .serialize(s)
+    }
+}
+
+/// A request written with its messages from a history view and its tool
+/// definitions from a piece.
+struct RequestWith<'a> {
+    request: &'a GenerateRequest,
+    history: &'a HistoryView,
+    tools: Option<&'a ToolsPiece>,
+}
+
+impl Serialize for RequestWith<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.request.serialize(WithFields {
             inner: s,
-            messages: &self.history,
+            fields: Fields {
+                messages: Some(self.history),
+                tools: self.tools,
+                ..Fields::default()
+            },
         })
     }
 }
 
-/// A serializer for a struct with a `messages` field (the options or
-/// request of a turn) that writes `messages` in place of that field's
-/// value and the rest as it is: the record is written without copying the
-/// history into it. Anything but a struct is refused (never the case).
-struct WithMessages<'a, S> {
+/// A call's final response, its request's messages written from the
+/// call's history and its tools from their piece.
+/// A model response, its message written from a piece (when `message` is
+/// set, `response` holds an empty stand-in for it) and, for a call's final
+/// response, its request's messages from the call's history and its tools
+/// from their piece.
+struct ResponseRecord {
+    response: GenerateResponse,
+    message: Option<SharedPiece<Message>>,
+    history: Option<HistoryView>,
+    tools: Option<ToolsPiece>,
+}
+
+impl Serialize for ResponseRecord {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let request = match (self.response.request.as_deref(), &self.history) {
+            (Some(request), Some(history)) => Some(RequestWith {
+                request,
+                history,
+                tools: self.tools.as_ref(),
+            }),
+            _ => None,
+        };
+        self.response.serialize(WithFields {
+            inner: s,
+            fields: Fields {
+                request: request.as_ref(),
+                message: self.message.as_ref(),
+                ..Fields::default()
+            },
+        })
+    }
+}
+
+/// `r` with an empty stand-in for its message (written from a piece).
+fn without_message(r: &GenerateResponse, message: &Message) -> GenerateResponse {
+    GenerateResponse {
+        message: Some(Message {
+            role: message.role,
+            content: Vec::new(),
+            metadata: None,
+        }),
+        finish_reason: r.finish_reason,
+        finish_message: r.finish_message.clone(),
+        latency_ms: r.latency_ms,
+        usage: r.usage.clone(),
+        custom: r.custom.clone(),
+        raw: r.raw.clone(),
+        request: r.request.clone(),
+        operation: r.operation.clone(),
+        candidates: r.candidates.clone(),
+    }
+}
+
+/// What a turn record writes in place of fields of the struct it wraps
+/// (`messages` and `tools` of options and requests, `request` and
+/// `message` of a response).
+#[derive(Clone, Copy, Default)]
+struct Fields<'a> {
+    messages: Option<&'a HistoryView>,
+    tools: Option<&'a ToolsPiece>,
+    request: Option<&'a RequestWith<'a>>,
+    message: Option<&'a SharedPiece<Message>>,
+}
+
+/// A serializer for a struct (the options or request of a turn, a
+/// response) that writes [`Fields`] in place of those fields' values and
+/// the rest as it is: the record is written without copying the history
+/// into it. Anything but a struct is refused (never the case).
+struct WithFields<'a, S> {
     inner: S,
-    messages: &'a HistoryView,
+    fields: Fields<'a>,
 }
 
-/// The struct being written by [`WithMessages`].
-struct WithMessagesStruct<'a, T> {
+/// The struct being written by [`WithFields`].
+struct WithFieldsStruct<'a, T> {
     inner: T,
-    messages: &'a HistoryView,
+    fields: Fields<'a>,
 }
 
-impl<T: serde::ser::SerializeStruct> serde::ser::SerializeStruct for WithMessagesStruct<'_, T> {
+impl<T: serde::ser::SerializeStruct> serde::ser::SerializeStruct for WithFieldsStruct<'_, T> {
     type Ok = T::Ok;
     type Error = T::Error;
 
@@ -197,10 +377,13 @@ impl<T: serde::ser::SerializeStruct> serde::ser::SerializeStruct for WithMessage
         key: &'static str,
         value: &V,
     ) -> Result<(), Self::Error> {
-        if key == "messages" {
-            self.inner.serialize_field(key, self.messages)
-        } else {
-            self.inner.serialize_field(key, value)
+        let f = self.fields;
+        match key {
+            "messages" if f.messages.is_some() => self.inner.serialize_field(key, &f.messages),
+            "tools" if f.tools.is_some() => self.inner.serialize_field(key, &f.tools),
+            "request" if f.request.is_some() => self.inner.serialize_field(key, &f.request),
+            "message" if f.message.is_some() => self.inner.serialize_field(key, &f.message),
+            _ => self.inner.serialize_field(key, value),
         }
     }
 
@@ -213,7 +396,7 @@ impl<T: serde::ser::SerializeStruct> serde::ser::SerializeStruct for WithMessage
     }
 }
 
-/// The methods of [`WithMessages`] for anything but a struct: errors.
+/// The methods of [`WithFields`] for anything but a struct: errors.
 macro_rules! not_a_struct {
     ($($name:ident($($arg:ty),*);)*) => {
         $(
@@ -224,7 +407,7 @@ macro_rules! not_a_struct {
     };
 }
 
-impl<'a, S: Serializer> Serializer for WithMessages<'a, S> {
+impl<'a, S: Serializer> Serializer for WithFields<'a, S> {
     type Ok = S::Ok;
     type Error = S::Error;
     type SerializeSeq = Impossible<S::Ok, S::Error>;
@@ -232,7 +415,7 @@ impl<'a, S: Serializer> Serializer for WithMessages<'a, S> {
     type SerializeTupleStruct = Impossible<S::Ok, S::Error>;
     type SerializeTupleVariant = Impossible<S::Ok, S::Error>;
     type SerializeMap = Impossible<S::Ok, S::Error>;
-    type SerializeStruct = WithMessagesStruct<'a, S::SerializeStruct>;
+    type SerializeStruct = WithFieldsStruct<'a, S::SerializeStruct>;
     type SerializeStructVariant = Impossible<S::Ok, S::Error>;
 
     fn serialize_struct(
@@ -240,9 +423,9 @@ impl<'a, S: Serializer> Serializer for WithMessages<'a, S> {
         name: &'static str,
         len: usize,
     ) -> Result<Self::SerializeStruct, Self::Error> {
-        Ok(WithMessagesStruct {
+        Ok(WithFieldsStruct {
             inner: self.inner.serialize_struct(name, len)?,
-            messages: self.messages,
+            fields: self.fields,
         })
     }
 
@@ -391,6 +574,7 @@ pub(crate) fn record_request(
     if approx > stop {
         return SpanJson::serialize(request);
     }
+    let tools = request.tools.as_ref().and_then(tool_definitions_piece);
     let request = GenerateRequest {
         messages: Arc::default(),
         ..request.clone()
@@ -399,6 +583,7 @@ pub(crate) fn record_request(
         RequestRecord {
             request,
             history: view,
+            tools,
         },
         approx,
     ))
@@ -410,6 +595,15 @@ pub(crate) fn record_response(r: &GenerateResponse) -> Option<SpanJson> {
     if r.operation.is_some() || r.candidates.is_some() {
         return SpanJson::serialize(r);
     }
+    let approx = response_bytes(r);
+    if approx > max_attribute_bytes() {
+        return SpanJson::serialize(r);
+    }
+    Some(SpanJson::defer(r.clone(), approx))
+}
+
+/// Rough in-memory size of a response.
+fn response_bytes(r: &GenerateResponse) -> usize {
     let stop = max_attribute_bytes();
     let request = r.request.as_ref().map_or(0, |q| {
         q.messages.iter().map(message_bytes).sum::<usize>()
@@ -417,8 +611,70 @@ pub(crate) fn record_response(r: &GenerateResponse) -> Option<SpanJson> {
             + q.docs.as_ref().map_or(0, |_| stop + 1)
             + value_bytes(q.output.as_ref().and_then(|o| o.schema.as_ref()), stop)
     });
-    let approx = r.message.as_ref().map_or(0, message_bytes)
+    r.message.as_ref().map_or(0, message_bytes)
         + request
+        + r.finish_message.as_ref().map_or(0, String::len)
+        + value_bytes(r.custom.as_ref(), stop)
+        + value_bytes(r.raw.as_ref(), stop)
+        + 256
+}
+
+/// A model span's output. When a tool loop expects this response
+/// ([`History::expect_model_message`]), its message is recorded as a piece
+/// the loop's log then takes instead of copying the message again.
+pub(crate) fn record_model_response(r: &GenerateResponse) -> Option<SpanJson> {
+    let expected = MODEL_MESSAGE.with(|m| matches!(&*m.borrow(), Some((_, None))));
+    let message = r.message.as_ref().filter(|_| expected);
+    let (Some(message), Some(at)) = (message, message.and_then(parts_address)) else {
+        return record_response(r);
+    };
+    if r.operation.is_some() || r.candidates.is_some() {
+        return record_response(r);
+    }
+    let approx = response_bytes(r);
+    if approx > max_attribute_bytes() {
+        return SpanJson::serialize(r);
+    }
+    let piece = SharedPiece::new(message.clone());
+    MODEL_MESSAGE.with(|m| {
+        if let Some((_, slot)) = &mut *m.borrow_mut() {
+            *slot = Some((at, piece.clone()));
+        }
+    });
+    Some(SpanJson::defer(
+        ResponseRecord {
+            response: without_message(r, message),
+            message: Some(piece),
+            history: None,
+            tools: None,
+        },
+        approx,
+    ))
+}
+
+/// The call's final response, as every turn's span records it: written
+/// once for all of them, its request's messages from the call's history
+/// (which the turns' records share) and its tools from their piece.
+pub(crate) fn record_final_response(r: &GenerateResponse, history: &History) -> Option<SpanJson> {
+    let Some(request) = r.request.as_deref() else {
+        return record_response(r);
+    };
+    if r.operation.is_some()
+        || r.candidates.is_some()
+        || request.docs.is_some()
+        || request.candidates.is_some()
+    {
+        return record_response(r);
+    }
+    let stop = max_attribute_bytes();
+    let (view, history_bytes) = history.view(&request.messages);
+    let approx = r.message.as_ref().map_or(0, message_bytes)
+        + history_bytes
+        + value_bytes(request.config.as_ref(), stop)
+        + value_bytes(
+            request.output.as_ref().and_then(|o| o.schema.as_ref()),
+            stop,
+        )
         + r.finish_message.as_ref().map_or(0, String::len)
         + value_bytes(r.custom.as_ref(), stop)
         + value_bytes(r.raw.as_ref(), stop)
@@ -426,7 +682,25 @@ pub(crate) fn record_response(r: &GenerateResponse) -> Option<SpanJson> {
     if approx > stop {
         return SpanJson::serialize(r);
     }
-    Some(SpanJson::defer(r.clone(), approx))
+    let tools = request.tools.as_ref().and_then(tool_definitions_piece);
+    // The last model span's piece, if this is its message.
+    let message = r
+        .message
+        .as_ref()
+        .and_then(|m| Some((m, history.offered_for(m)?)));
+    let (response, message) = match message {
+        Some((m, piece)) => (without_message(r, m), Some(piece)),
+        None => (r.clone(), None),
+    };
+    Some(SpanJson::defer(
+        ResponseRecord {
+            response,
+            message,
+            history: Some(view),
+            tools,
+        },
+        approx,
+    ))
 }
 
 #[cfg(test)]
@@ -494,5 +768,140 @@ mod tests {
         );
         let r = record_response(&response).unwrap();
         assert!(!r.is_deferred() && r.is_truncated());
+    }
+
+    /// A span's input and output.
+    type SpanRecords = (Option<SpanJson>, Option<SpanJson>);
+
+    /// A call's records as its spans would hold them: each turn's options,
+    /// model request and model response (the loop's history moved from turn
+    /// to turn, as the engine moves it), and the final response every turn
+    /// records. With the call's history.
+    fn call_records(defs: &Arc<[ToolDefinition]>) -> (Vec<SpanRecords>, History) {
+        let history = History::default();
+        let mut out = Vec::new();
+        let mut messages = vec![Message::user("go")];
+        let mut last = None;
+        let mut final_message = None;
+        for n in 0..4 {
+            let mut raw = GenerateActionOptions::new(std::mem::take(&mut messages))
+                .with_model("m")
+                .with_tools(["toolA"]);
+            // A secret in one turn's config: that turn's records are
+            // redacted as text.
+            raw.config = Some(if n == 2 {
+                json!({"apiKey": "sk-1", "t": n})
+            } else {
+                json!({"t": n, "q": "\"é\n"})
+            });
+            let opts = record_options(&mut raw, &history);
+            let request = GenerateRequest {
+                config: raw.config.clone(),
+                tools: Some(defs.clone()),
+                ..GenerateRequest::new(raw.messages.clone())
+            };
+            let req = record_request(&raw, &request, &history);
+            // The model answers; its span records the response, whose
+            // message the loop then keeps.
+            let content = if n < 3 {
+                vec![Part::tool_request(
+                    ToolRequest::new("toolA", json!({"x": n, "s": "\u{1}"}))
+                        .with_ref(format!("a{n}")),
+                )]
+            } else {
+                vec![Part::text("done \"é\"")]
+            };
+            let mut response =
+                GenerateResponse::new(Message::model(content), crate::types::FinishReason::Stop);
+            history.expect_model_message();
+            let model_output = record_model_response(&response);
+            let message = response.message.take().unwrap();
+            history.take_model_message(&message);
+            out.push((opts, None));
+            out.push((req, model_output));
+            last = Some(request);
+            if n < 3 {
+                messages = std::mem::take(&mut raw.messages);
+                messages.push(message);
+                messages.push(Message::new(Role::Tool, vec![Part::text(format!("r{n}"))]));
+            } else {
+                final_message = Some(message);
+            }
+        }
+        let response = GenerateResponse {
+            message: final_message,
+            request: last.map(Box::new),
+            ..GenerateResponse::new(Message::model("unused"), crate::types::FinishReason::Stop)
+        };
+        let fin = record_final_response(&response, &history).unwrap();
+        assert!(fin.is_deferred());
+        for (_, output) in out.iter_mut().step_by(2) {
+            *output = Some(fin.clone());
+        }
+        (out, history)
+    }
+
+    #[test]
+    fn spans_write_the_shared_pieces_as_their_serde_form() {
+        use genkit_core::tracing::{RecordedSpan, SpanId, SpanType, TraceId};
+        let tool =
+            crate::tool::Tool::new("toolA", "tool A", |x: i64, _ctx| async move { Ok(x) }).to_dyn();
+        let defs = super::super::tool_defs::tool_definitions(std::slice::from_ref(&tool));
+        let trace = TraceId::random();
+        let ids: Vec<SpanId> = (0..8).map(|_| SpanId::random()).collect();
+        let spans = |records: Vec<SpanRecords>| -> Vec<RecordedSpan> {
+            records
+                .into_iter()
+                .zip(&ids)
+                .map(|((input, output), id)| RecordedSpan {
+                    trace_id: trace,
+                    span_id: *id,
+                    parent_span_id: Some(ids[0]),
+                    name: "generate".into(),
+                    span_type: SpanType::Util,
+                    subtype: None,
+                    key: None,
+                    labels: None,
+                    path: "/{generate,t:util}".into(),
+                    start_time: 1.0,
+                    end_time: Some(2.0),
+                    input,
+                    output,
+                    context: None,
+                    attributes: Default::default(),
+                    failure: None,
+                })
+                .collect()
+        };
+        // Written twice by the exporter (pieces encoded by the first
+        // write, copied by the second), and once through serde (the text).
+        let (records, history) = call_records(&defs);
+        let exported = spans(records);
+        let expected = spans(call_records(&defs).0);
+        // The first model span's message is the log's: written with that
+        // span, it is encoded for the turns after it too.
+        exported[1].write_json(&mut Vec::new());
+        let log = history.log.lock().clone();
+        assert!(log.lock().messages[1].is_encoded());
+        assert!(!log.lock().messages[2].is_encoded());
+        for round in 0..2 {
+            for (e, s) in expected.iter().zip(&exported) {
+                let mut buf = Vec::new();
+                s.write_json(&mut buf);
+                assert_eq!(
+                    String::from_utf8_lossy(&buf),
+                    String::from_utf8_lossy(&serde_json::to_vec(e).unwrap()),
+                    "round {round}"
+                );
+            }
+        }
+        let wire = serde_json::to_value(&expected[4]).unwrap();
+        let input = wire["attributes"]["genkit:input"].as_str().unwrap();
+        assert!(input.contains("<redacted>") && !input.contains("sk-1"));
+        let output = wire["attributes"]["genkit:output"].as_str().unwrap();
+        let back: GenerateResponse = serde_json::from_str(output).unwrap();
+        let request = back.request.unwrap();
+        assert_eq!(request.messages.len(), 7);
+        assert_eq!(request.tools.unwrap()[0].name, "toolA");
     }
 }

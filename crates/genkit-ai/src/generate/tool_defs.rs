@@ -5,6 +5,7 @@
 
 use crate::tool::to_tool_definition;
 use crate::types::ToolDefinition;
+use genkit_core::tracing::SharedPiece;
 use genkit_core::{DynAction, ErasedAction};
 use parking_lot::RwLock;
 use std::sync::{Arc, Weak};
@@ -18,6 +19,9 @@ const CAPACITY: usize = 64;
 struct Entry {
     tools: Vec<Weak<dyn ErasedAction>>,
     defs: Arc<[ToolDefinition]>,
+    /// The definitions as the spans of model requests record them, encoded
+    /// once for every request that offers them.
+    piece: SharedPiece<Arc<[ToolDefinition]>>,
 }
 
 impl Entry {
@@ -52,6 +56,7 @@ pub(crate) fn tool_definitions(tools: &[DynAction]) -> Arc<[ToolDefinition]> {
     let entry = Entry {
         tools: tools.iter().map(Arc::downgrade).collect(),
         defs: defs.clone(),
+        piece: SharedPiece::new(defs.clone()),
     };
     let mut cache = CACHE.write();
     if cache.entries.len() < CAPACITY {
@@ -62,6 +67,20 @@ pub(crate) fn tool_definitions(tools: &[DynAction]) -> Arc<[ToolDefinition]> {
         cache.next = (slot + 1) % CAPACITY;
     }
     defs
+}
+
+/// `defs` as a piece the spans of model requests copy (see
+/// [`SharedPiece`]), if they are definitions [`tool_definitions`] still
+/// remembers.
+pub(crate) fn tool_definitions_piece(
+    defs: &Arc<[ToolDefinition]>,
+) -> Option<SharedPiece<Arc<[ToolDefinition]>>> {
+    CACHE
+        .read()
+        .entries
+        .iter()
+        .find(|e| Arc::ptr_eq(&e.defs, defs))
+        .map(|e| e.piece.clone())
 }
 
 #[cfg(test)]

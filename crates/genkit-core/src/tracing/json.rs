@@ -66,11 +66,15 @@ trait Deferred: Send + Sync {
     fn approx_bytes(&self) -> usize;
     /// Whether the value is still waiting.
     fn is_pending(&self) -> bool;
-    /// Appends the value's JSON to `buf` escaped as the contents of a JSON
-    /// string (cut at the cap in force when it was recorded) without
-    /// keeping the text; `None` if it is no longer waiting (its text is
-    /// then read with [`encoded`](Self::encoded)).
-    fn write_through(&self, buf: &mut Vec<u8>) -> Option<Written>;
+    /// Appends the attribute value (the value's JSON as a JSON string, cut
+    /// at the cap in force when it was recorded) to `buf`, [shared
+    /// pieces](SharedPiece) copied in their escaped form. Alone (`shared`
+    /// false), the value is written through and its text not kept; shared
+    /// by several spans, it is written once and that escaped form is
+    /// copied for every span. `Text` (with `buf` unchanged) when the text
+    /// must be used instead: it exists already, or `check` says the escaped
+    /// text needs the transform.
+    fn write_escaped(&self, buf: &mut Vec<u8>, shared: bool, check: &Check<'_>) -> Through;
 }
 
 /// How writing a value went.
@@ -84,11 +88,35 @@ pub(crate) enum Written {
     Failed,
 }
 
+/// How writing an attribute value straight from a waiting value went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Through {
+    /// Written; whether it was cut at the cap.
+    Wrote(bool),
+    /// It cannot be encoded: nothing written.
+    Failed,
+    /// Nothing written: the text is to be written instead.
+    Text,
+}
+
 /// How a waiting value is written: into a buffer, within a cap.
-type WriteFn<T> = fn(&T, &mut Vec<u8>, &Cap) -> Written;
+type WriteFn<T> = fn(&T, &mut Vec<u8>, &Cap<'_>) -> Written;
+
+/// The attribute value of a waiting value several spans share, written
+/// once for all of them.
+enum SharedForm {
+    /// The JSON escaped as string contents (no quotes), and whether it was
+    /// cut.
+    Escaped { bytes: Box<[u8]>, cut: bool },
+    /// It cannot be encoded.
+    Failed,
+    /// The text is to be used (the escaped form needs the transform).
+    Text,
+}
 
 struct Pending<T> {
-    /// Dropped once encoded, so a queued span keeps only the text.
+    /// Dropped once encoded, so a queued span keeps only the text (or the
+    /// shared escaped form).
     value: Mutex<Option<T>>,
     /// Writes the value as JSON, stopping where the cap is reached.
     write: WriteFn<T>,
@@ -96,6 +124,42 @@ struct Pending<T> {
     limit: usize,
     approx: usize,
     done: OnceLock<Option<Encoded>>,
+    shared: OnceLock<SharedForm>,
+}
+
+impl<T: Send> Pending<T> {
+    /// Writes `v` escaped, pieces copied, at the end of `out`; on anything
+    /// but `Wrote`, `out` is left as it was.
+    fn escape_value(&self, v: &T, out: &mut Vec<u8>, check: &Check<'_>) -> Through {
+        let start = out.len();
+        let mode = PieceMode::enter();
+        let cap = Cap::escaping(self.limit, start, check);
+        let written = (self.write)(v, out, &cap);
+        let poisoned = mode.poisoned();
+        drop(mode);
+        let cut = match written {
+            // A piece went to a serializer that is not this one: the bytes
+            // cannot be trusted; the text path does not use pieces.
+            _ if poisoned => {
+                out.truncate(start);
+                return Through::Text;
+            }
+            Written::Failed => {
+                out.truncate(start);
+                return Through::Failed;
+            }
+            Written::Whole => false,
+            Written::Cut => true,
+        };
+        if cut {
+            trim_partial_char(out, start);
+        }
+        if cap.needs.get() || check(&out[cap.glue_start.get().min(out.len())..]) {
+            out.truncate(start);
+            return Through::Text;
+        }
+        Through::Wrote(cut)
+    }
 }
 
 impl<T: Send> Deferred for Pending<T> {
@@ -104,35 +168,105 @@ impl<T: Send> Deferred for Pending<T> {
             .get_or_init(|| match self.value.lock().take() {
                 Some(v) => {
                     let mut buf = Vec::new();
+                    // Pieces write their values: the text holds no pieces.
+                    let _plain = PieceMode::leave();
                     let written = (self.write)(&v, &mut buf, &Cap::new(self.limit, false));
                     finish(buf, written)
                 }
-                // Taken by an encoding that panicked: record nothing.
-                None => None,
+                // Dropped once the shared escaped form was written: the
+                // text is that form unescaped.
+                None => match self.shared.get() {
+                    Some(SharedForm::Escaped { bytes, cut }) => {
+                        unescape(bytes).map(|text| Encoded {
+                            text,
+                            truncated: *cut,
+                        })
+                    }
+                    // Taken by an encoding that panicked: record nothing.
+                    _ => None,
+                },
             })
             .as_ref()
     }
 
-    fn write_through(&self, buf: &mut Vec<u8>) -> Option<Written> {
+    fn write_escaped(&self, buf: &mut Vec<u8>, shared: bool, check: &Check<'_>) -> Through {
         if self.done.get().is_some() {
-            return None;
+            return Through::Text;
         }
-        let value = self.value.lock();
-        // `None`: taken by an encoding under way or one that panicked.
-        let v = value.as_ref()?;
-        Some((self.write)(v, buf, &Cap::new(self.limit, true)))
+        if !shared && self.shared.get().is_none() {
+            let value = self.value.lock();
+            // `None`: taken by an encoding under way or one that panicked.
+            let Some(v) = value.as_ref() else {
+                return Through::Text;
+            };
+            buf.push(b'"');
+            let through = self.escape_value(v, buf, check);
+            match through {
+                Through::Wrote(_) => buf.push(b'"'),
+                _ => {
+                    buf.pop();
+                }
+            }
+            return through;
+        }
+        let mut first = false;
+        let form = self.shared.get_or_init(|| {
+            first = true;
+            let value = self.value.lock();
+            let Some(v) = value.as_ref() else {
+                return SharedForm::Text;
+            };
+            let mut out = Vec::new();
+            match self.escape_value(v, &mut out, check) {
+                Through::Wrote(cut) => SharedForm::Escaped {
+                    bytes: out.into(),
+                    cut,
+                },
+                Through::Failed => SharedForm::Failed,
+                Through::Text => SharedForm::Text,
+            }
+        });
+        if first && !matches!(form, SharedForm::Text) {
+            // Kept as the escaped form from now on (its text, if asked for,
+            // is that form unescaped).
+            drop(self.value.lock().take());
+        }
+        match form {
+            SharedForm::Escaped { bytes, cut } => {
+                buf.reserve(bytes.len() + 2);
+                buf.push(b'"');
+                buf.extend_from_slice(bytes);
+                buf.push(b'"');
+                Through::Wrote(*cut)
+            }
+            SharedForm::Failed => Through::Failed,
+            SharedForm::Text => Through::Text,
+        }
     }
 
     fn approx_bytes(&self) -> usize {
-        match self.done.get() {
-            Some(e) => e.as_ref().map_or(0, |e| e.text.len()),
-            None => self.approx,
+        match (self.done.get(), self.shared.get()) {
+            (Some(e), _) => e.as_ref().map_or(0, |e| e.text.len()),
+            (None, Some(SharedForm::Escaped { bytes, .. })) => bytes.len(),
+            (None, Some(SharedForm::Failed)) => 0,
+            _ => self.approx,
         }
     }
 
     fn is_pending(&self) -> bool {
-        self.done.get().is_none()
+        self.done.get().is_none() && matches!(self.shared.get(), None | Some(SharedForm::Text))
     }
+}
+
+/// The text an escaped form stands for (the contents of a JSON string).
+fn unescape(escaped: &[u8]) -> Option<Box<str>> {
+    let mut quoted = Vec::with_capacity(escaped.len() + 2);
+    quoted.push(b'"');
+    quoted.extend_from_slice(escaped);
+    quoted.push(b'"');
+    serde_json::from_slice::<String>(&quoted)
+        .ok()
+        .map(String::into_boxed_str)
 }
 
 impl SpanJson {
@@ -182,12 +316,22 @@ impl SpanJson {
     }
 
     fn pending<T: Send + 'static>(value: T, approx: usize, write: WriteFn<T>) -> SpanJson {
+        Self::pending_within(value, approx, write, max_attribute_bytes())
+    }
+
+    fn pending_within<T: Send + 'static>(
+        value: T,
+        approx: usize,
+        write: WriteFn<T>,
+        limit: usize,
+    ) -> SpanJson {
         SpanJson(Repr::Deferred(Arc::new(Pending {
             value: Mutex::new(Some(value)),
             write,
-            limit: max_attribute_bytes(),
+            limit,
             approx: approx.saturating_add(std::mem::size_of::<Pending<T>>()),
             done: OnceLock::new(),
+            shared: OnceLock::new(),
         })))
     }
 
@@ -227,10 +371,16 @@ impl SpanJson {
     /// string, to `buf`, with `transform` applied to the text first (the
     /// exporter's redaction). A waiting value held by this record alone is
     /// encoded straight into `buf`, escaped as it goes, and not kept: no
-    /// text is built for it.
+    /// text is built for it; one shared by several records is written so
+    /// once, and each record copies that. [Shared pieces](SharedPiece) in
+    /// the value are copied in their escaped form (each encoded once).
     /// If `needs_transform` says such escaped text needs `transform` (it
     /// mentions a secret, say), that text is taken back and the value is
-    /// encoded as text, which is `transform`ed like any other. Returns
+    /// encoded as text, which is `transform`ed like any other. It is asked
+    /// about the bytes between copied pieces (which start and end with a
+    /// bracket) and about each piece once, when the piece is encoded: it
+    /// must be a search for words without brackets, as a secret key's
+    /// check is, and the same for every write. Returns
     /// whether the text was cut at the cap, or `None` with `buf` unchanged
     /// when there is no text.
     pub(crate) fn write_json_string(
@@ -239,30 +389,15 @@ impl SpanJson {
         needs_transform: impl Fn(&[u8]) -> bool,
         transform: impl Fn(&str) -> std::borrow::Cow<'_, str>,
     ) -> Option<bool> {
-        let start = buf.len();
-        // A value shared by several spans (the final response every turn of
-        // a tool loop records) is encoded once, as text, for all of them.
-        if let Repr::Deferred(d) = &self.0
-            && Arc::strong_count(d) == 1
-        {
-            buf.push(b'"');
-            match d.write_through(buf) {
-                Some(Written::Failed) => {
-                    buf.truncate(start);
-                    return None;
-                }
-                Some(written) => {
-                    let cut = written == Written::Cut;
-                    if cut {
-                        trim_partial_char(buf, start + 1);
-                    }
-                    if !needs_transform(&buf[start + 1..]) {
-                        buf.push(b'"');
-                        return Some(cut);
-                    }
-                    buf.truncate(start);
-                }
-                None => buf.truncate(start),
+        if let Repr::Deferred(d) = &self.0 {
+            // A value shared by several spans (the final response every turn
+            // of a tool loop records) is written once, escaped, and that is
+            // copied for each of them.
+            let shared = Arc::strong_count(d) > 1;
+            match d.write_escaped(buf, shared, &needs_transform) {
+                Through::Wrote(cut) => return Some(cut),
+                Through::Failed => return None,
+                Through::Text => {}
             }
         }
         let e = self.get()?;
@@ -360,8 +495,9 @@ fn encode_serde<T: Serialize + ?Sized>(value: &T, limit: usize) -> Option<Encode
 }
 
 /// `value` as serde_json writes it, within `cap`.
-fn write_serde<T: Serialize + ?Sized>(value: &T, buf: &mut Vec<u8>, cap: &Cap) -> Written {
-    let mut ser = serde_json::Serializer::with_formatter(buf, CapFormatter(cap));
+fn write_serde<T: Serialize + ?Sized>(value: &T, buf: &mut Vec<u8>, cap: &Cap<'_>) -> Written {
+    let mut ser =
+        serde_json::Serializer::with_formatter(std::io::sink(), CapFormatter { cap, out: buf });
     match value.serialize(&mut ser) {
         Ok(()) => Written::Whole,
         Err(_) if cap.full.get() => Written::Cut,
@@ -384,7 +520,7 @@ fn encode_value(value: &Value, limit: usize) -> Encoded {
 }
 
 /// A JSON value within `cap`, long strings cut before they are scanned.
-fn write_value_capped(value: &Value, buf: &mut Vec<u8>, cap: &Cap) -> Written {
+fn write_value_capped(value: &Value, buf: &mut Vec<u8>, cap: &Cap<'_>) -> Written {
     write_serde(&CutValue { value, cap }, buf, cap)
 }
 
@@ -436,7 +572,7 @@ fn trim_partial_char(buf: &mut Vec<u8>, start: usize) {
 /// same byte, and a 10 MiB string costs what fits.
 struct CutValue<'a> {
     value: &'a Value,
-    cap: &'a Cap,
+    cap: &'a Cap<'a>,
 }
 
 impl Serialize for CutValue<'_> {
@@ -465,7 +601,7 @@ impl Serialize for CutValue<'_> {
 }
 
 /// A string cut as [`CutValue`] cuts them.
-struct CutStr<'a>(&'a str, &'a Cap);
+struct CutStr<'a>(&'a str, &'a Cap<'a>);
 
 impl Serialize for CutStr<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -525,63 +661,308 @@ const CAP_REACHED: &str = "span attribute size cap reached";
 /// of a JSON string (how an exporter writes `genkit:input` into the trace
 /// JSON without building the text first); the cap counts the bytes before
 /// escaping either way.
-pub(crate) struct Cap {
+///
+/// An escaping cap with a `check` copies [shared pieces](SharedPiece) in
+/// their escaped form and asks `check` about the bytes written between
+/// them (`needs` is set if it says so for any).
+pub(crate) struct Cap<'c> {
     room: Cell<usize>,
     full: Cell<bool>,
     escape: bool,
+    /// Where the bytes written since the last copied piece start.
+    glue_start: Cell<usize>,
+    /// Whether `check` (or a copied piece's check) said yes.
+    needs: Cell<bool>,
+    check: Option<&'c Check<'c>>,
 }
 
-impl Cap {
+/// Whether escaped text needs the transform (see
+/// [`SpanJson::write_json_string`]).
+type Check<'a> = dyn Fn(&[u8]) -> bool + 'a;
+
+impl<'c> Cap<'c> {
     fn new(limit: usize, escape: bool) -> Self {
         Self {
             room: Cell::new(limit),
             full: Cell::new(false),
             escape,
+            glue_start: Cell::new(0),
+            needs: Cell::new(false),
+            check: None,
+        }
+    }
+
+    /// An escaping cap that copies pieces, for output from `start` on.
+    fn escaping(limit: usize, start: usize, check: &'c Check<'c>) -> Self {
+        Self {
+            glue_start: Cell::new(start),
+            check: Some(check),
+            ..Self::new(limit, true)
         }
     }
 }
 
-/// serde_json's compact format, within a [`Cap`]. Escaping is decided per
+/// A value several spans record (a message of a call's history, a set of
+/// tool definitions): encoded once, the first time an exporter writes a
+/// span holding it, as the escaped contents of a JSON string, which every
+/// span's attribute then copies instead of encoding the value again.
+///
+/// It serializes as its value would, with any serializer; only an
+/// exporter's escaping writer ([`SpanJson`]'s attribute writing) copies the
+/// encoded form. The bytes are the same either way, cuts at the size cap
+/// included (a piece that does not fit in the room left is written as its
+/// value, so the cut falls where it would).
+pub struct SharedPiece<T>(Arc<PieceCell<T>>);
+
+struct PieceCell<T> {
+    value: T,
+    text: OnceLock<PieceText>,
+}
+
+/// A piece's encoded form.
+struct PieceText {
+    /// The JSON escaped as string contents.
+    escaped: Box<[u8]>,
+    /// Bytes of the JSON before escaping (what the cap counts).
+    raw_len: usize,
+    /// Whether it may be copied: encoded whole, and starting and ending
+    /// with a bracket (so no word the check looks for can straddle its
+    /// edges and the bytes around it).
+    copyable: bool,
+    /// What the check said about it.
+    needs: bool,
+}
+
+impl<T> SharedPiece<T> {
+    /// A piece holding `value`, not encoded yet.
+    pub fn new(value: T) -> Self {
+        Self(Arc::new(PieceCell {
+            value,
+            text: OnceLock::new(),
+        }))
+    }
+
+    /// Whether the encoded form exists (it is made on first use).
+    pub fn is_encoded(&self) -> bool {
+        self.0.text.get().is_some()
+    }
+}
+
+impl<T> Clone for SharedPiece<T> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+impl<T> std::ops::Deref for SharedPiece<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0.value
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for SharedPiece<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.value.fmt(f)
+    }
+}
+
+impl<T: Serialize + Send + Sync + 'static> Serialize for SharedPiece<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let marked = PIECES.with(|p| {
+            p.active.get() && {
+                p.pending.set(Some(self.0.clone() as Arc<dyn PieceSource>));
+                true
+            }
+        });
+        if !marked {
+            return self.0.value.serialize(s);
+        }
+        // The escaping writer takes the piece from the mark when asked for
+        // a unit (`null`).
+        let result = s.serialize_unit();
+        PIECES.with(|p| {
+            if p.pending.take().is_some() {
+                // Another serializer got the unit: the output is wrong, and
+                // the writer that asked for pieces must not use it.
+                p.poisoned.set(true);
+            }
+        });
+        result
+    }
+}
+
+/// A piece as the escaping writer uses it.
+trait PieceSource: Send + Sync {
+    /// The encoded form, made on first use (`check` asked about it then).
+    fn text(&self, check: &Check<'_>) -> &PieceText;
+    /// Writes the value through `cap`, as if it were not a piece.
+    fn write_value(&self, out: &mut Vec<u8>, cap: &Cap<'_>) -> Written;
+}
+
+impl<T: Serialize + Send + Sync> PieceSource for PieceCell<T> {
+    fn text(&self, check: &Check<'_>) -> &PieceText {
+        self.text.get_or_init(|| {
+            let mut out = Vec::new();
+            let cap = Cap::escaping(usize::MAX, 0, check);
+            let mode = PieceMode::enter();
+            let written = write_serde(&self.value, &mut out, &cap);
+            let poisoned = mode.poisoned();
+            drop(mode);
+            let raw_len = usize::MAX - cap.room.get();
+            let bracketed =
+                matches!(out.first(), Some(b'{' | b'[')) && matches!(out.last(), Some(b'}' | b']'));
+            let needs = cap.needs.get() || check(&out[cap.glue_start.get().min(out.len())..]);
+            PieceText {
+                escaped: out.into(),
+                raw_len,
+                copyable: written == Written::Whole && bracketed && !poisoned,
+                needs,
+            }
+        })
+    }
+
+    fn write_value(&self, out: &mut Vec<u8>, cap: &Cap<'_>) -> Written {
+        write_serde(&self.value, out, cap)
+    }
+}
+
+/// The piece a [`SharedPiece`] hands to the writer, and whether pieces are
+/// being asked for, on this thread.
+struct PieceState {
+    active: Cell<bool>,
+    pending: Cell<Option<Arc<dyn PieceSource>>>,
+    poisoned: Cell<bool>,
+}
+
+thread_local! {
+    static PIECES: PieceState = const {
+        PieceState {
+            active: Cell::new(false),
+            pending: Cell::new(None),
+            poisoned: Cell::new(false),
+        }
+    };
+}
+
+/// Pieces asked for (or not) until dropped, when the state before returns.
+struct PieceMode {
+    was_active: bool,
+    was_poisoned: bool,
+}
+
+impl PieceMode {
+    /// Pieces are copied by escaping writers from now on.
+    fn enter() -> Self {
+        Self::set(true)
+    }
+
+    /// Pieces serialize as their values from now on.
+    fn leave() -> Self {
+        Self::set(false)
+    }
+
+    fn set(active: bool) -> Self {
+        PIECES.with(|p| Self {
+            was_active: p.active.replace(active),
+            was_poisoned: p.poisoned.replace(false),
+        })
+    }
+
+    /// Whether a piece went to another serializer since `enter`.
+    fn poisoned(&self) -> bool {
+        PIECES.with(|p| p.poisoned.get())
+    }
+}
+
+impl Drop for PieceMode {
+    fn drop(&mut self) {
+        PIECES.with(|p| {
+            p.active.set(self.was_active);
+            p.poisoned.set(self.was_poisoned);
+            drop(p.pending.take());
+        });
+    }
+}
+
+/// serde_json's compact format, within a [`Cap`], into `out` (the writer
+/// serde_json hands over is not used). Escaping is decided per
 /// piece rather than per byte: string fragments, numbers and punctuation
 /// never need it (serde_json splits strings at the characters it escapes),
 /// so only quotes, escape sequences and raw fragments are escaped, and the
 /// bytes of the text are copied once.
-struct CapFormatter<'a>(&'a Cap);
+struct CapFormatter<'a, 'c> {
+    cap: &'a Cap<'c>,
+    out: &'a mut Vec<u8>,
+}
 
-impl CapFormatter<'_> {
+impl CapFormatter<'_, '_> {
     /// Takes `raw` (what the compact format writes), up to the room left.
     #[inline]
-    fn put<W: ?Sized + std::io::Write>(
-        &mut self,
-        w: &mut W,
-        raw: &[u8],
-        clean: bool,
-    ) -> std::io::Result<()> {
-        let cap = self.0;
+    fn put(&mut self, raw: &[u8], clean: bool) -> std::io::Result<()> {
+        let cap = self.cap;
         let room = cap.room.get();
-        let (taken, full) = if raw.len() <= room {
-            (raw, false)
-        } else {
-            (&raw[..room], true)
-        };
-        cap.room.set(room - taken.len());
-        if clean || !cap.escape {
-            w.write_all(taken)?;
-        } else {
-            write_escaped_bytes(w, taken)?;
+        if raw.len() > room {
+            return self.put_cut(raw, clean);
         }
-        if full {
-            cap.full.set(true);
-            return Err(std::io::Error::other(CAP_REACHED));
+        cap.room.set(room - raw.len());
+        if clean || !cap.escape {
+            self.out.extend_from_slice(raw);
+        } else {
+            escape_into(self.out, raw);
+        }
+        Ok(())
+    }
+
+    /// Takes what fits of `raw`, which does not fit: the cap is reached.
+    #[cold]
+    fn put_cut(&mut self, raw: &[u8], clean: bool) -> std::io::Result<()> {
+        let cap = self.cap;
+        let taken = &raw[..cap.room.get()];
+        cap.room.set(0);
+        if clean || !cap.escape {
+            self.out.extend_from_slice(taken);
+        } else {
+            escape_into(self.out, taken);
+        }
+        cap.full.set(true);
+        Err(std::io::Error::other(CAP_REACHED))
+    }
+
+    /// Takes one byte of punctuation (never escaped).
+    #[inline]
+    fn put_byte(&mut self, b: u8) -> std::io::Result<()> {
+        let cap = self.cap;
+        let room = cap.room.get();
+        if room == 0 {
+            return self.put_cut(&[b], true);
+        }
+        cap.room.set(room - 1);
+        self.out.push(b);
+        Ok(())
+    }
+
+    /// Takes a string's quote (`\"` when escaping).
+    #[inline]
+    fn put_quote(&mut self) -> std::io::Result<()> {
+        let cap = self.cap;
+        let room = cap.room.get();
+        if room == 0 {
+            return self.put_cut(b"\"", false);
+        }
+        cap.room.set(room - 1);
+        if cap.escape {
+            self.out.extend_from_slice(b"\\\"");
+        } else {
+            self.out.push(b'"');
         }
         Ok(())
     }
 
     /// Takes what `f` makes the compact format write (a number, an escape).
     #[inline]
-    fn put_with<W: ?Sized + std::io::Write>(
+    fn put_with(
         &mut self,
-        w: &mut W,
         clean: bool,
         f: impl FnOnce(&mut CompactFormatter, &mut &mut [u8]) -> std::io::Result<()>,
     ) -> std::io::Result<()> {
@@ -589,7 +970,35 @@ impl CapFormatter<'_> {
         let mut rest: &mut [u8] = &mut scratch;
         f(&mut CompactFormatter, &mut rest)?;
         let n = 64 - rest.len();
-        self.put(w, &scratch[..n], clean)
+        self.put(&scratch[..n], clean)
+    }
+
+    /// Writes a piece: its escaped form copied when the cap escapes, has a
+    /// check and has room for all of it; else its value, as if it were no
+    /// piece.
+    fn piece(&mut self, piece: &dyn PieceSource) -> std::io::Result<()> {
+        let cap = self.cap;
+        if cap.escape
+            && let Some(check) = cap.check
+        {
+            let text = piece.text(check);
+            let room = cap.room.get();
+            if text.copyable && text.raw_len <= room {
+                let glue = &self.out[cap.glue_start.get().min(self.out.len())..];
+                if text.needs || check(glue) {
+                    cap.needs.set(true);
+                }
+                self.out.extend_from_slice(&text.escaped);
+                cap.room.set(room - text.raw_len);
+                cap.glue_start.set(self.out.len());
+                return Ok(());
+            }
+        }
+        match piece.write_value(self.out, cap) {
+            Written::Whole => Ok(()),
+            Written::Cut => Err(std::io::Error::other(CAP_REACHED)),
+            Written::Failed => Err(std::io::Error::other("a shared piece cannot be encoded")),
+        }
     }
 }
 
@@ -597,14 +1006,14 @@ macro_rules! put_numbers {
     ($($name:ident($t:ty);)*) => {
         $(
             #[inline]
-            fn $name<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: $t) -> std::io::Result<()> {
-                self.put_with(w, true, |f, out| f.$name(out, v))
+            fn $name<W: ?Sized + std::io::Write>(&mut self, _w: &mut W, v: $t) -> std::io::Result<()> {
+                self.put_with(true, |f, out| f.$name(out, v))
             }
         )*
     };
 }
 
-impl Formatter for CapFormatter<'_> {
+impl Formatter for CapFormatter<'_, '_> {
     put_numbers! {
         write_i8(i8);
         write_i16(i16);
@@ -620,100 +1029,99 @@ impl Formatter for CapFormatter<'_> {
         write_f64(f64);
     }
 
-    fn write_null<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
-        self.put(w, b"null", true)
+    fn write_null<W: ?Sized + std::io::Write>(&mut self, _w: &mut W) -> std::io::Result<()> {
+        // A shared piece marks itself and asks for a unit.
+        if let Some(piece) = PIECES.with(|p| p.pending.take()) {
+            return self.piece(&*piece);
+        }
+        self.put(b"null", true)
     }
 
     fn write_bool<W: ?Sized + std::io::Write>(
         &mut self,
-        w: &mut W,
+        _w: &mut W,
         v: bool,
     ) -> std::io::Result<()> {
-        self.put(w, if v { b"true" } else { b"false" }, true)
+        self.put(if v { b"true" } else { b"false" }, true)
     }
 
     fn write_number_str<W: ?Sized + std::io::Write>(
         &mut self,
-        w: &mut W,
+        _w: &mut W,
         v: &str,
     ) -> std::io::Result<()> {
-        self.put(w, v.as_bytes(), true)
+        self.put(v.as_bytes(), true)
     }
 
-    fn begin_string<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
-        self.put(w, b"\"", false)
+    fn begin_string<W: ?Sized + std::io::Write>(&mut self, _w: &mut W) -> std::io::Result<()> {
+        self.put_quote()
     }
 
-    fn end_string<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
-        self.put(w, b"\"", false)
+    fn end_string<W: ?Sized + std::io::Write>(&mut self, _w: &mut W) -> std::io::Result<()> {
+        self.put_quote()
     }
 
     fn write_string_fragment<W: ?Sized + std::io::Write>(
         &mut self,
-        w: &mut W,
+        _w: &mut W,
         fragment: &str,
     ) -> std::io::Result<()> {
-        self.put(w, fragment.as_bytes(), true)
+        self.put(fragment.as_bytes(), true)
     }
 
     fn write_char_escape<W: ?Sized + std::io::Write>(
         &mut self,
-        w: &mut W,
+        _w: &mut W,
         escape: CharEscape,
     ) -> std::io::Result<()> {
-        self.put_with(w, false, |f, out| f.write_char_escape(out, escape))
+        self.put_with(false, |f, out| f.write_char_escape(out, escape))
     }
 
     fn write_raw_fragment<W: ?Sized + std::io::Write>(
         &mut self,
-        w: &mut W,
+        _w: &mut W,
         fragment: &str,
     ) -> std::io::Result<()> {
-        self.put(w, fragment.as_bytes(), false)
+        self.put(fragment.as_bytes(), false)
     }
 
-    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
-        self.put(w, b"[", true)
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, _w: &mut W) -> std::io::Result<()> {
+        self.put_byte(b'[')
     }
 
-    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
-        self.put(w, b"]", true)
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, _w: &mut W) -> std::io::Result<()> {
+        self.put_byte(b']')
     }
 
     fn begin_array_value<W: ?Sized + std::io::Write>(
         &mut self,
-        w: &mut W,
+        _w: &mut W,
         first: bool,
     ) -> std::io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            self.put(w, b",", true)
-        }
+        if first { Ok(()) } else { self.put_byte(b',') }
     }
 
-    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
-        self.put(w, b"{", true)
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, _w: &mut W) -> std::io::Result<()> {
+        self.put_byte(b'{')
     }
 
-    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
-        self.put(w, b"}", true)
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, _w: &mut W) -> std::io::Result<()> {
+        self.put_byte(b'}')
     }
 
     fn begin_object_key<W: ?Sized + std::io::Write>(
         &mut self,
-        w: &mut W,
+        _w: &mut W,
         first: bool,
     ) -> std::io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            self.put(w, b",", true)
-        }
+        if first { Ok(()) } else { self.put_byte(b',') }
     }
 
-    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
-        self.put(w, b":", true)
+    fn begin_object_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        _w: &mut W,
+    ) -> std::io::Result<()> {
+        self.put_byte(b':')
     }
 }
 
@@ -771,6 +1179,15 @@ static ESCAPE: [u8; 256] = {
 /// Appends `bytes` escaped as serde_json escapes string contents (quote,
 /// backslash and control characters; everything else as it is).
 pub(crate) fn escape_into(buf: &mut Vec<u8>, bytes: &[u8]) {
+    // Most strings (names, paths, keys) need no escape: one check over all
+    // the bytes (without branching per byte), then one copy.
+    let clean = !bytes.iter().fold(false, |any, &b| {
+        any | (b < 0x20) | (b == b'"') | (b == b'\\')
+    });
+    if clean {
+        buf.extend_from_slice(bytes);
+        return;
+    }
     // Writing to a `Vec` does not fail.
     let _ = write_escaped_bytes(buf, bytes);
 }
@@ -952,5 +1369,230 @@ mod tests {
         assert!(!big.is_deferred());
         assert!(big.is_truncated());
         assert!(big.len() <= max_attribute_bytes());
+    }
+
+    /// The secret check the exporter uses, as a test stand-in: the escaped
+    /// form of `"apiKey"`.
+    fn mentions_key(escaped: &[u8]) -> bool {
+        escaped.windows(10).any(|w| w == br#"\"apiKey\""#)
+    }
+
+    fn marked(text: &str) -> std::borrow::Cow<'_, str> {
+        std::borrow::Cow::Owned(format!("[{text}]"))
+    }
+
+    /// What a span writes for `j` with the secret check and a marking
+    /// transform, and whether it was cut.
+    fn written_checked(j: &SpanJson) -> Option<(String, bool)> {
+        let mut buf = b"prefix".to_vec();
+        let cut = j.write_json_string(&mut buf, mentions_key, marked)?;
+        Some((String::from_utf8(buf[6..].to_vec()).unwrap(), cut))
+    }
+
+    /// A record made of shared pieces and plain values: brackets, escapes,
+    /// multi-byte characters, a piece that is a string (never copied).
+    type Record = (
+        Vec<SharedPiece<Value>>,
+        String,
+        SharedPiece<Value>,
+        SharedPiece<Value>,
+    );
+
+    fn pieces() -> (
+        Vec<SharedPiece<Value>>,
+        SharedPiece<Value>,
+        SharedPiece<Value>,
+    ) {
+        let list = vec![
+            SharedPiece::new(
+                serde_json::json!({"role": "user", "content": [{"text": "go \"é\"\n"}]}),
+            ),
+            SharedPiece::new(serde_json::json!([1, 2.5, null, {"k\u{1}": "😀€"}])),
+            SharedPiece::new(serde_json::json!({})),
+        ];
+        let string = SharedPiece::new(Value::from("a string piece \\ \u{7f}"));
+        let tools =
+            SharedPiece::new(serde_json::json!([{"name": "t", "schema": {"type": "object"}}]));
+        (list, string, tools)
+    }
+
+    fn write_record(r: &Record, buf: &mut Vec<u8>, cap: &Cap<'_>) -> Written {
+        write_serde(r, buf, cap)
+    }
+
+    #[test]
+    fn copied_pieces_write_what_serde_writes_at_every_cut() {
+        let (list, string, tools) = pieces();
+        let record: Record = (
+            list.clone(),
+            "glue ü\"".into(),
+            string.clone(),
+            tools.clone(),
+        );
+        // The plain serde form: pieces serialize as their values.
+        let full = serde_json::to_string(&record).unwrap();
+        assert!(!list[0].is_encoded());
+        for limit in 0..full.len() + 3 {
+            let mut end = limit.min(full.len());
+            while !full.is_char_boundary(end) {
+                end -= 1;
+            }
+            let mut expected = b"\"".to_vec();
+            escape_into(&mut expected, &full.as_bytes()[..end]);
+            expected.push(b'"');
+            // The same pieces every time: once encoded (by the first write
+            // with room for them), they are copied, or, when the cut falls
+            // inside one, written as values up to the cut.
+            let r: Record = (
+                list.clone(),
+                "glue ü\"".into(),
+                string.clone(),
+                tools.clone(),
+            );
+            let j = SpanJson::pending_within(r, 1, write_record, limit);
+            let (json, cut) = written_checked(&j).unwrap();
+            assert_eq!(json.as_bytes(), &expected[..], "limit {limit}");
+            assert_eq!(cut, limit < full.len(), "limit {limit}");
+            // Written through, not kept.
+            assert!(j.is_deferred());
+            // Its text is the serde text, cut at the same place.
+            assert_eq!(j.as_str(), &full[..end], "limit {limit}");
+        }
+        assert!(list.iter().all(SharedPiece::is_encoded));
+        assert!(tools.is_encoded());
+    }
+
+    #[test]
+    fn a_secret_in_a_shared_piece_takes_the_text_path_for_every_span_holding_it() {
+        let (mut list, string, tools) = pieces();
+        list.insert(
+            1,
+            SharedPiece::new(serde_json::json!({"config": {"apiKey": "sk"}})),
+        );
+        let make = || -> Record { (list.clone(), "glue".into(), string.clone(), tools.clone()) };
+        let text = serde_json::to_string(&make()).unwrap();
+        let expected = serde_json::to_string(&format!("[{text}]")).unwrap();
+        for _ in 0..2 {
+            // The first write encodes the piece (and checks it), the second
+            // copies what the check said.
+            let j = SpanJson::defer(make(), 1);
+            assert_eq!(written_checked(&j), Some((expected.clone(), false)));
+        }
+        // The key in the bytes between pieces, or in a piece that is a
+        // string (written as a value): found as well.
+        let (list, _, tools) = pieces();
+        for (glue, string) in [
+            ("apiKey".to_owned(), SharedPiece::new(Value::from("s"))),
+            ("x".to_owned(), SharedPiece::new(Value::from("apiKey"))),
+        ] {
+            let r: Record = (list.clone(), glue, string, tools.clone());
+            let text = serde_json::to_string(&r).unwrap();
+            let j = SpanJson::defer(r, 1);
+            let expected = serde_json::to_string(&format!("[{text}]")).unwrap();
+            assert_eq!(written_checked(&j), Some((expected, false)));
+        }
+        // No secret: written through, not transformed.
+        let r: Record = (
+            list.clone(),
+            "g".into(),
+            SharedPiece::new(Value::from("s")),
+            tools,
+        );
+        let text = serde_json::to_string(&r).unwrap();
+        let j = SpanJson::defer(r, 1);
+        assert_eq!(
+            written_checked(&j),
+            Some((serde_json::to_string(&text).unwrap(), false))
+        );
+    }
+
+    #[test]
+    fn a_shared_value_is_written_once_and_copied() {
+        let (list, string, tools) = pieces();
+        let limit = max_attribute_bytes();
+        for cap in [limit, 40] {
+            let r: Record = (list.clone(), "g\u{2}".into(), string.clone(), tools.clone());
+            let full = serde_json::to_string(&r).unwrap();
+            let mut end = cap.min(full.len());
+            while !full.is_char_boundary(end) {
+                end -= 1;
+            }
+            let expected = serde_json::to_string(&full[..end]).unwrap();
+            let j = SpanJson::pending_within(r, 1, write_record, cap);
+            let others = [j.clone(), j.clone()];
+            for k in others.iter().chain([&j]) {
+                assert_eq!(
+                    written_checked(k),
+                    Some((expected.clone(), end < full.len()))
+                );
+            }
+            // Kept as the escaped form: no longer waiting, its text that
+            // form unescaped.
+            assert!(!j.is_deferred());
+            assert_eq!(j.approx_bytes(), expected.len() - 2);
+            assert_eq!(j.as_str(), &full[..end]);
+            assert_eq!(j.is_truncated(), end < full.len());
+        }
+        // Shared and mentioning a secret: the text path, for each of them.
+        let r: Record = (list.clone(), "apiKey".into(), string.clone(), tools.clone());
+        let text = serde_json::to_string(&r).unwrap();
+        let j = SpanJson::defer(r, 1);
+        let other = j.clone();
+        let expected = serde_json::to_string(&format!("[{text}]")).unwrap();
+        assert_eq!(written_checked(&j), Some((expected.clone(), false)));
+        assert_eq!(written_checked(&other), Some((expected, false)));
+        // Shared and unencodable: nothing, for each of them.
+        let bad: std::collections::HashMap<(u8, u8), SharedPiece<Value>> =
+            [((1, 2), list[0].clone())].into();
+        let j = SpanJson::defer(bad, 0);
+        let other = j.clone();
+        assert_eq!(written_checked(&j), None);
+        assert_eq!(written_checked(&other), None);
+        assert_eq!(j.text(), None);
+    }
+
+    /// Serializes its value through `serde_json::Value` first: a piece
+    /// inside goes to another serializer.
+    struct ViaValue<T>(T);
+
+    impl<T: Serialize> Serialize for ViaValue<T> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            serde_json::to_value(&self.0)
+                .map_err(serde::ser::Error::custom)?
+                .serialize(s)
+        }
+    }
+
+    #[test]
+    fn a_piece_serialized_elsewhere_makes_the_writer_use_the_text() {
+        let (list, string, tools) = pieces();
+        let r = (
+            ViaValue((list.clone(), string.clone())),
+            tools.clone(),
+            list[0].clone(),
+        );
+        let text = serde_json::to_string(&r).unwrap();
+        let plain: Vec<Value> = list.iter().map(|p| Value::clone(p)).collect();
+        let expected = serde_json::to_string(&(
+            (plain, Value::clone(&string)),
+            Value::clone(&tools),
+            Value::clone(&list[0]),
+        ))
+        .unwrap();
+        assert_eq!(text, expected);
+        // The text path: the text, transformed.
+        let j = SpanJson::defer(r, 1);
+        assert_eq!(
+            written_checked(&j),
+            Some((serde_json::to_string(&format!("[{text}]")).unwrap(), false))
+        );
+        // The pieces are right afterwards for writers that do copy them.
+        let r: Record = (list, "g".into(), string, tools);
+        let text = serde_json::to_string(&r).unwrap();
+        let j = SpanJson::defer(r, 1);
+        assert_eq!(
+            written_checked(&j),
+            Some((serde_json::to_string(&text).unwrap(), false))
+        );
     }
 }

@@ -21,7 +21,8 @@ pub use data::{
 pub use ids::{SpanId, TraceId};
 pub use json::approx_value_bytes;
 pub use json::{
-    DEFAULT_MAX_ATTRIBUTE_BYTES, SpanJson, max_attribute_bytes, set_max_attribute_bytes,
+    DEFAULT_MAX_ATTRIBUTE_BYTES, SharedPiece, SpanJson, max_attribute_bytes,
+    set_max_attribute_bytes,
 };
 pub use processor::{SpanProcessor, add_span_processor, is_recording, remove_span_processor};
 pub use record::{RecordedSpan, SpanFailure, TraceJson};

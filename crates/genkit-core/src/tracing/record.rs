@@ -689,12 +689,34 @@ const QUOTED_SECRET_KEYS: [&str; 3] = ["\"apiKey\"", "\"api_key\"", "\"secrets\"
 /// quote (a backslash is escaped too), so the escaped text holds
 /// `\"apiKey\"` exactly when the raw text holds `"apiKey"`.
 fn mentions_escaped_secret(escaped: &[u8]) -> bool {
-    const ESCAPED_SECRET_KEYS: [&str; 3] = ["\\\"apiKey\\\"", "\\\"api_key\\\"", "\\\"secrets\\\""];
-    match std::str::from_utf8(escaped) {
-        Ok(text) => ESCAPED_SECRET_KEYS.iter().any(|k| text.contains(k)),
-        // Not text: take the careful path.
-        Err(_) => true,
+    const ESCAPED_SECRET_KEYS: [&[u8]; 3] =
+        [b"\\\"apiKey\\\"", b"\\\"api_key\\\"", b"\\\"secrets\\\""];
+    // Shorter than the shortest key (the bytes between two copied pieces
+    // are often a comma): nothing to find.
+    let shortest = ESCAPED_SECRET_KEYS[0].len();
+    if escaped.len() < shortest {
+        return false;
     }
+    // One pass over the bytes (the keys are ASCII, so a match of bytes is a
+    // match of text): every key starts with `\"` and then `a` or `s`.
+    let mut rest = escaped;
+    while rest.len() >= shortest {
+        let Some(i) = rest.iter().position(|&b| b == b'\\') else {
+            return false;
+        };
+        rest = &rest[i..];
+        if rest.len() < shortest {
+            return false;
+        }
+        if rest[1] == b'"'
+            && matches!(rest[2], b'a' | b's')
+            && ESCAPED_SECRET_KEYS.iter().any(|k| rest.starts_with(k))
+        {
+            return true;
+        }
+        rest = &rest[1..];
+    }
+    false
 }
 
 /// JSON text `json` with secret fields replaced by `<redacted>`; borrowed
@@ -992,6 +1014,40 @@ mod tests {
                 String::from_utf8_lossy(&n.to_json_vec()),
                 String::from_utf8_lossy(&expected)
             );
+        }
+    }
+
+    #[test]
+    fn the_escaped_secret_check_finds_what_the_text_check_finds() {
+        let mut cases = Vec::new();
+        for k in ["apiKey", "api_key", "secrets"] {
+            let cut = &k[..k.len() - 1];
+            cases.extend([
+                format!("\"{k}\""),
+                format!("{{\"{k}\":1}}"),
+                format!("[\"x\\\"{k}\"]"),
+                format!("{{\"{k}x\":1}}"),
+                format!("\"{cut}\""),
+                format!("\\\"{k}\""),
+                format!("\\\\\"{k}\\\""),
+                format!("\"{k}"),
+                format!("{k}\""),
+                format!("\"\u{e9}{k}\""),
+            ]);
+        }
+        cases.push("\\\\\\\"\"\"aaaa".into());
+        for case in cases {
+            for pad in 0..12 {
+                let raw = format!(
+                    "{}{case}{}",
+                    "\\".repeat(pad % 3) + &"x".repeat(pad),
+                    "y".repeat(pad)
+                );
+                let mut escaped = Vec::new();
+                escape_into(&mut escaped, raw.as_bytes());
+                let in_text = QUOTED_SECRET_KEYS.iter().any(|k| raw.contains(k));
+                assert_eq!(mentions_escaped_secret(&escaped), in_text, "{raw}");
+            }
         }
     }
 
