@@ -14,7 +14,7 @@
 //! documents 0); entry ids are an FNV-1a hash of the document's JSON, not MD5.
 //!
 //! With the `hnsw` feature, a store of [`HnswOptions::threshold`] entries or
-//! more (10,000 by default) answers queries from an approximate HNSW index
+//! more (50,000 by default) answers queries from an approximate HNSW index
 //! instead of scanning every entry; smaller stores are searched exactly.
 //! The index lives in memory: it is rebuilt from the store file when the
 //! store is first used after a start (see [`HnswOptions`]).

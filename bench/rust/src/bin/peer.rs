@@ -6,7 +6,11 @@
 //! [--exporter]` where bench is one of flow_echo, generate_plain,
 //! generate_tools, generate_stream, agent_turn, agent_session_50. `--ops N`
 //! runs exactly N ops with no warm-up, for instruction counting
-//! (`valgrind --tool=callgrind`).
+//! (`valgrind --tool=callgrind`). `--rate R` paces the ops at R per second
+//! (warm-up included) instead of running them back to back, and reports
+//! each op's own latency (mean, p50, p99): the cost of tracing on the
+//! request path at a load the exporter can keep up with, where a
+//! back-to-back loop measures an overloaded exporter that drops spans.
 
 use genkit_bench::*;
 use std::time::{Duration, Instant};
@@ -35,14 +39,75 @@ struct Plan {
     seconds: f64,
     warmup: Option<u64>,
     iterations: Option<u64>,
+    /// Ops per second, paced (`--rate`); `None`: back to back.
+    rate: Option<f64>,
 }
 
-/// Runs the plan; returns (warm-up ops, timed ops, ns per timed op).
-async fn time<F, Fut>(plan: Plan, mut op: F) -> (u64, u64, f64)
+/// Latency percentiles of a paced run (`--rate`), in ns.
+#[derive(Clone, Copy)]
+struct Paced {
+    p50: f64,
+    p99: f64,
+}
+
+/// Runs the plan's ops at its rate for its seconds after a paced warm-up
+/// of 500 ms; returns (warm-up ops, timed ops, mean ns per op, percentiles),
+/// each op timed from its own start.
+async fn paced<F, Fut>(plan: Plan, rate: f64, mut op: F) -> (u64, u64, f64, Option<Paced>)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future,
 {
+    let period = Duration::from_secs_f64(1.0 / rate);
+    let warmed = paced_run(period, Duration::from_millis(500), &mut op)
+        .await
+        .len() as u64;
+    let mut latencies = paced_run(period, Duration::from_secs_f64(plan.seconds), &mut op).await;
+    latencies.sort_unstable();
+    let n = latencies.len().max(1);
+    let mean = latencies.iter().sum::<u64>() as f64 / n as f64;
+    let at = |q: f64| {
+        latencies
+            .get(((n - 1) as f64 * q) as usize)
+            .copied()
+            .unwrap_or(0) as f64
+    };
+    let pct = Paced {
+        p50: at(0.5),
+        p99: at(0.99),
+    };
+    (warmed, latencies.len() as u64, mean, Some(pct))
+}
+
+/// Starts an op every `period` for `budget`; returns each op's latency.
+async fn paced_run<F, Fut>(period: Duration, budget: Duration, op: &mut F) -> Vec<u64>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future,
+{
+    let start = tokio::time::Instant::now();
+    let mut next = start;
+    let mut latencies = Vec::new();
+    while next.duration_since(start) < budget {
+        tokio::time::sleep_until(next).await;
+        let t = Instant::now();
+        op().await;
+        latencies.push(t.elapsed().as_nanos() as u64);
+        next += period;
+    }
+    latencies
+}
+
+/// Runs the plan; returns (warm-up ops, timed ops, ns per timed op, and
+/// for a paced plan the latency percentiles).
+async fn time<F, Fut>(plan: Plan, mut op: F) -> (u64, u64, f64, Option<Paced>)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future,
+{
+    if let Some(rate) = plan.rate {
+        return paced(plan, rate, op).await;
+    }
     let warm = Instant::now();
     let mut warmed = 0u64;
     match plan.warmup {
@@ -79,6 +144,7 @@ where
         warmed,
         n,
         start.elapsed().as_nanos() as f64 / n.max(1) as f64,
+        None,
     )
 }
 
@@ -94,7 +160,7 @@ async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(name) = args.first().cloned() else {
         eprintln!(
-            "usage: peer <flow_echo|generate_plain|generate_tools|generate_stream|agent_turn|agent_session_50> [--seconds S | --warmup-iterations W --iterations N | --ops N] [--exporter]"
+            "usage: peer <flow_echo|generate_plain|generate_tools|generate_stream|agent_turn|agent_session_50> [--seconds S | --warmup-iterations W --iterations N | --ops N] [--rate R] [--exporter]"
         );
         std::process::exit(2);
     };
@@ -102,6 +168,7 @@ async fn main() {
         seconds: flag(&args, "--seconds").unwrap_or(3.0),
         warmup: flag(&args, "--warmup-iterations"),
         iterations: flag(&args, "--iterations"),
+        rate: flag::<f64>(&args, "--rate").filter(|r| *r > 0.0 && r.is_finite()),
     };
     // `--ops N`: exactly N ops and no warm-up, for instruction counting
     // (the difference between two op counts is the cost of the extra ops).
@@ -120,7 +187,7 @@ async fn main() {
     if exporter {
         install_exporter();
     }
-    let (warmed, n, ns) = match name.as_str() {
+    let (warmed, n, ns, pct) = match name.as_str() {
         "flow_echo" => {
             let ai = flow_echo();
             assert_eq!(call_flow_echo(&ai).await, "hello");
@@ -180,6 +247,9 @@ async fn main() {
             "turns_run": ops_run as f64 * turns,
             "exporter": exporter,
             "spans_exported_dropped": exporter_counts(),
+            "rate_per_s": plan.rate,
+            "latency_ns_p50": pct.map(|p| p.p50),
+            "latency_ns_p99": pct.map(|p| p.p99),
         })
     );
 }
