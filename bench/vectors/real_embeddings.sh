@@ -27,8 +27,10 @@ cargo build --release -q -p genkit-local-embedder --example embed_corpus
 cargo build --release -q -p genkit-bench --bin hnsw_sweep
 target="${CARGO_TARGET_DIR:-target}/release"
 [ -f "$TEXTS" ] || python3 bench/vectors/corpus.py "$SIZE" "$TEXTS"
-[ -f "$VECTORS" ] || "$target/examples/embed_corpus" "$TEXTS" "$VECTORS.partial" --progress 5000
-[ -f "$VECTORS" ] || mv "$VECTORS.partial" "$VECTORS"
+if [ ! -f "$VECTORS" ]; then
+  "$target/examples/embed_corpus" "$TEXTS" "$VECTORS.partial" --progress 5000
+  mv "$VECTORS.partial" "$VECTORS"
+fi
 echo "# $(date -u +%FT%TZ) load: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$target/hnsw_sweep" "$N" --vectors "$VECTORS" "$@"
 echo "# $(date -u +%FT%TZ) load: $(cut -d' ' -f1-3 /proc/loadavg)"

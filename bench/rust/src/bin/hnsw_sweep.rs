@@ -68,20 +68,17 @@ fn exact(docs: &[Vec<f32>], q: &[f32]) -> HashSet<usize> {
     scored[..K].iter().map(|(_, i)| *i).collect()
 }
 
-/// `count` vectors of `DIMS` values from a file of little-endian `f32`s,
-/// starting at vector `first`.
-fn file_vectors(path: &str, first: usize, count: usize) -> Result<Vec<Vec<f32>>, String> {
+/// The first `count` vectors of `DIMS` values in a file of little-endian
+/// `f32`s.
+fn file_vectors(path: &str, count: usize) -> Result<Vec<Vec<f32>>, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
     let row = DIMS * 4;
     // A file still being written may end inside a vector: whole ones count.
     let available = bytes.len() / row;
-    if first + count > available {
-        return Err(format!(
-            "{path}: {available} vectors, {} needed",
-            first + count
-        ));
+    if count > available {
+        return Err(format!("{path}: {available} vectors, {count} needed"));
     }
-    Ok(bytes[first * row..(first + count) * row]
+    Ok(bytes[..count * row]
         .chunks_exact(row)
         .map(|v| {
             v.chunks_exact(4)
@@ -125,7 +122,11 @@ fn main() -> Result<(), String> {
         return Err(format!("N must be at least {K}"));
     }
     let (docs, queries) = match &file {
-        Some(path) => (file_vectors(path, 0, n)?, file_vectors(path, n, QUERIES)?),
+        Some(path) => {
+            let mut docs = file_vectors(path, n + QUERIES)?;
+            let queries = docs.split_off(n);
+            (docs, queries)
+        }
         None => (vectors(0x9e37_79b9, n), vectors(0x85eb_ca6b, QUERIES)),
     };
     let docs: Vec<Vec<f32>> = docs.iter().map(|v| unit(v)).collect();

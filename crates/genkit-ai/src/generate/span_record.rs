@@ -92,7 +92,7 @@ pub(crate) struct History {
     /// of a copy (and the final response, if it is that message). With the
     /// address of the message's parts, which the loop moves but never
     /// copies, to know it is that very message.
-    offered: Mutex<Option<(usize, SharedPiece<Message>)>>,
+    offered: Mutex<Option<RecordedMessage>>,
 }
 
 impl Default for History {
@@ -108,6 +108,13 @@ impl Default for History {
 
 /// A recorded model message: the address of its parts, and its piece.
 type RecordedMessage = (usize, SharedPiece<Message>);
+
+/// The recorded piece if it is `m`'s: the same parts and (should they be
+/// new ones at the same address) the same content.
+fn piece_of(recorded: &RecordedMessage, m: &Message) -> Option<SharedPiece<Message>> {
+    let (at, piece) = recorded;
+    (parts_address(m) == Some(*at) && **piece == *m).then(|| piece.clone())
+}
 
 thread_local! {
     /// The call whose model response is recorded next on this thread, and
@@ -164,18 +171,12 @@ impl History {
             Some((call, recorded)) if call == self.call => recorded,
             _ => None,
         });
-        *self.offered.lock() = recorded
-            .filter(|(at, piece)| parts_address(message) == Some(*at) && **piece == *message);
+        *self.offered.lock() = recorded.filter(|r| piece_of(r, message).is_some());
     }
 
     /// The offered piece, if it is `message`'s.
     fn offered_for(&self, message: &Message) -> Option<SharedPiece<Message>> {
-        match &*self.offered.lock() {
-            Some((at, piece)) if parts_address(message) == Some(*at) && **piece == *message => {
-                Some(piece.clone())
-            }
-            _ => None,
-        }
+        piece_of(self.offered.lock().as_ref()?, message)
     }
 
     /// A view of `messages`, copying into the log those past its end. The
@@ -202,15 +203,11 @@ impl History {
         for m in &messages[log.messages.len()..] {
             let before = log.bytes.last().copied().unwrap_or(0);
             log.bytes.push(before + message_bytes(m));
-            let piece = match &offered {
-                // The model span's piece of this very message (the same
-                // parts and, should they be new ones at the same address, the
-                // same content).
-                Some((at, piece)) if parts_address(m) == Some(*at) && **piece == *m => {
-                    piece.clone()
-                }
-                _ => SharedPiece::new(m.clone()),
-            };
+            // The model span's piece of this very message, else a new one.
+            let piece = offered
+                .as_ref()
+                .and_then(|r| piece_of(r, m))
+                .unwrap_or_else(|| SharedPiece::new(m.clone()));
             log.messages.push(piece);
         }
         let bytes = messages
@@ -288,8 +285,6 @@ impl Serialize for RequestWith<'_> {
     }
 }
 
-/// A call's final response, its request's messages written from the
-/// call's history and its tools from their piece.
 /// A model response, its message written from a piece (when `message` is
 /// set, `response` holds an empty stand-in for it) and, for a call's final
 /// response, its request's messages from the call's history and its tools
@@ -625,16 +620,13 @@ fn response_bytes(r: &GenerateResponse) -> usize {
 pub(crate) fn record_model_response(r: &GenerateResponse) -> Option<SpanJson> {
     let expected = MODEL_MESSAGE.with(|m| matches!(&*m.borrow(), Some((_, None))));
     let message = r.message.as_ref().filter(|_| expected);
-    let (Some(message), Some(at)) = (message, message.and_then(parts_address)) else {
+    let approx = response_bytes(r);
+    // Left to `record_response`: responses it encodes at once, and those
+    // with no message to share.
+    let plain = r.operation.is_some() || r.candidates.is_some() || approx > max_attribute_bytes();
+    let (Some(message), Some(at), false) = (message, message.and_then(parts_address), plain) else {
         return record_response(r);
     };
-    if r.operation.is_some() || r.candidates.is_some() {
-        return record_response(r);
-    }
-    let approx = response_bytes(r);
-    if approx > max_attribute_bytes() {
-        return SpanJson::serialize(r);
-    }
     let piece = SharedPiece::new(message.clone());
     MODEL_MESSAGE.with(|m| {
         if let Some((_, slot)) = &mut *m.borrow_mut() {

@@ -77,10 +77,10 @@ impl Default for HnswOptions {
     /// embeddings of documentation sentences, 2 cores): at 100,000 entries
     /// recall@10 against exact search is 0.999 with these lists, a query
     /// takes about 4 ms against an exact scan's 34 ms, and building the
-    /// graph takes two to four minutes. Below the threshold exact search is cheap (about 3 ms
-    /// at 10,000 entries) and, as the graph is rebuilt at every start, its
-    /// build costs more than it saves for most uses; lower the threshold for
-    /// a long-running server with many queries. On vectors without
+    /// graph takes two to four minutes. Below the threshold exact search
+    /// is cheap (about 3 ms at 10,000 entries) and, as the graph is rebuilt
+    /// at every start, its build costs more than it saves for most uses;
+    /// lower the threshold for a long-running server with many queries. On vectors without
     /// neighbourhood structure (uniform random ones) recall falls with size:
     /// 0.96 at 10,000 entries, 0.49 at 100,000.
     fn default() -> Self {

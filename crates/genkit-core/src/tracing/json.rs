@@ -132,11 +132,8 @@ impl<T: Send> Pending<T> {
     /// but `Wrote`, `out` is left as it was.
     fn escape_value(&self, v: &T, out: &mut Vec<u8>, check: &Check<'_>) -> Through {
         let start = out.len();
-        let mode = PieceMode::enter();
         let cap = Cap::escaping(self.limit, start, check);
-        let written = (self.write)(v, out, &cap);
-        let poisoned = mode.poisoned();
-        drop(mode);
+        let (written, poisoned) = with_pieces(|| (self.write)(v, out, &cap));
         let cut = match written {
             // A piece went to a serializer that is not this one: the bytes
             // cannot be trusted; the text path does not use pieces.
@@ -154,7 +151,7 @@ impl<T: Send> Pending<T> {
         if cut {
             trim_partial_char(out, start);
         }
-        if cap.needs.get() || check(&out[cap.glue_start.get().min(out.len())..]) {
+        if cap.needs_transform(out) {
             out.truncate(start);
             return Through::Text;
         }
@@ -700,6 +697,24 @@ impl<'c> Cap<'c> {
             ..Self::new(limit, true)
         }
     }
+
+    /// After writing `out` through this cap: whether the check said yes for
+    /// a copied piece or the bytes between pieces, or says so for those
+    /// written since the last piece.
+    fn needs_transform(&self, out: &[u8]) -> bool {
+        self.needs.get()
+            || self
+                .check
+                .is_some_and(|check| check(&out[self.glue_start.get().min(out.len())..]))
+    }
+}
+
+/// Runs `write` with pieces asked for (see [`PieceMode`]); returns what it
+/// returned and whether a piece went to another serializer meanwhile.
+fn with_pieces(write: impl FnOnce() -> Written) -> (Written, bool) {
+    let mode = PieceMode::enter();
+    let written = write();
+    (written, mode.poisoned())
 }
 
 /// A value several spans record (a message of a call's history, a set of
@@ -805,14 +820,11 @@ impl<T: Serialize + Send + Sync> PieceSource for PieceCell<T> {
         self.text.get_or_init(|| {
             let mut out = Vec::new();
             let cap = Cap::escaping(usize::MAX, 0, check);
-            let mode = PieceMode::enter();
-            let written = write_serde(&self.value, &mut out, &cap);
-            let poisoned = mode.poisoned();
-            drop(mode);
+            let (written, poisoned) = with_pieces(|| write_serde(&self.value, &mut out, &cap));
             let raw_len = usize::MAX - cap.room.get();
             let bracketed =
                 matches!(out.first(), Some(b'{' | b'[')) && matches!(out.last(), Some(b'}' | b']'));
-            let needs = cap.needs.get() || check(&out[cap.glue_start.get().min(out.len())..]);
+            let needs = cap.needs_transform(&out);
             PieceText {
                 escaped: out.into(),
                 raw_len,
