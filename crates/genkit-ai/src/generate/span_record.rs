@@ -93,6 +93,10 @@ pub(crate) struct History {
     /// address of the message's parts, which the loop moves but never
     /// copies, to know it is that very message.
     offered: Mutex<Option<RecordedMessage>>,
+    /// The options (without messages) the last turn recorded: a turn whose
+    /// options are the same shares them instead of copying them again (the
+    /// tool loop changes only the messages between turns).
+    options: Mutex<Option<Arc<GenerateActionOptions>>>,
 }
 
 impl Default for History {
@@ -102,6 +106,7 @@ impl Default for History {
             log: Mutex::default(),
             call: CALLS.fetch_add(1, Ordering::Relaxed),
             offered: Mutex::new(None),
+            options: Mutex::new(None),
         }
     }
 }
@@ -174,6 +179,20 @@ impl History {
         *self.offered.lock() = recorded.filter(|r| piece_of(r, message).is_some());
     }
 
+    /// `options` (whose messages the caller took out) as the last turn
+    /// recorded them if they are the same, else a copy, kept for the next.
+    fn options_like(&self, options: &GenerateActionOptions) -> Arc<GenerateActionOptions> {
+        let mut last = self.options.lock();
+        match &*last {
+            Some(kept) if **kept == *options => kept.clone(),
+            _ => {
+                let copy = Arc::new(options.clone());
+                *last = Some(copy.clone());
+                copy
+            }
+        }
+    }
+
     /// The offered piece, if it is `message`'s.
     fn offered_for(&self, message: &Message) -> Option<SharedPiece<Message>> {
         piece_of(self.offered.lock().as_ref()?, message)
@@ -229,19 +248,22 @@ impl History {
 /// A turn's options (without messages) and its history, written as the
 /// options they are.
 struct OptionsRecord {
-    options: GenerateActionOptions,
+    options: Arc<GenerateActionOptions>,
     history: HistoryView,
 }
 
 impl Serialize for OptionsRecord {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.options.serialize(WithFields {
-            inner: s,
-            fields: Fields {
-                messages: Some(&self.history),
-                ..Fields::default()
+        GenerateActionOptions::serialize(
+            &self.options,
+            WithFields {
+                inner: s,
+                fields: Fields {
+                    messages: Some(&self.history),
+                    ..Fields::default()
+                },
             },
-        })
+        )
     }
 }
 
@@ -525,7 +547,7 @@ pub(crate) fn record_options(
     }
     let stop = max_attribute_bytes();
     let messages = std::mem::take(&mut raw.messages);
-    let options = raw.clone();
+    let options = history.options_like(raw);
     raw.messages = messages;
     let (view, history_bytes) = history.view(&raw.messages);
     let approx = history_bytes
@@ -716,13 +738,16 @@ mod tests {
     fn recorded_turns_encode_as_the_options_and_requests_they_were() {
         let history = History::default();
         let mut recorded = Vec::new();
+        let mut kept = Vec::new();
         for n in 0..4 {
             let mut raw = GenerateActionOptions::new(turn_messages(n))
                 .with_model("m")
                 .with_tools(["toolA"]);
-            raw.config = Some(json!({"temperature": n}));
+            // The same options for two turns, then other ones.
+            raw.config = Some(json!({"temperature": n / 2}));
             let opts = record_options(&mut raw, &history).unwrap();
             assert!(opts.is_deferred());
+            kept.push(history.options.lock().clone().map(|o| Arc::as_ptr(&o)));
             let request = GenerateRequest {
                 config: raw.config.clone(),
                 ..GenerateRequest::new(raw.messages.clone())
@@ -732,6 +757,11 @@ mod tests {
             recorded.push((opts, serde_json::to_string(&raw).unwrap()));
             recorded.push((req, serde_json::to_string(&request).unwrap()));
         }
+        // Turns with the same options share one copy; changed ones get theirs.
+        assert!(kept[0].is_some());
+        assert_eq!(kept[0], kept[1]);
+        assert_ne!(kept[1], kept[2]);
+        assert_eq!(kept[2], kept[3]);
         // A rewritten history starts the log over.
         let mut other = GenerateActionOptions::new(vec![Message::user("other")]);
         let o = record_options(&mut other, &history).unwrap();

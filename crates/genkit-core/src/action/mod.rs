@@ -380,6 +380,9 @@ impl<I: Payload, O: Payload, S: Serialize + Send + 'static> Action<I, O, S> {
             None => None,
         };
         let (output, _, trace) = inner.execute(input, input_text, opts, false).await?;
+        // Without `want_json` the output always comes back.
+        let output =
+            output.ok_or_else(|| Error::internal("the action's output was not returned"))?;
         Ok(ActionResult { output, trace })
     }
 
@@ -442,14 +445,16 @@ fn derived_schema<T: JsonSchema>() -> Option<Value> {
 
 impl<I: Payload, O: Payload, S: Serialize + Send + 'static> Inner<I, O, S> {
     /// The common run path. Returns the output, its JSON when `want_json` (or
-    /// when it had to be serialized anyway) and the trace ids.
+    /// when it had to be serialized anyway) and the trace ids. With
+    /// `want_json` the caller needs only the JSON, and the output itself may
+    /// be kept by the span instead (`None` then).
     async fn execute(
         &self,
         input: I,
         input_text: Option<SpanJson>,
         opts: RunOptions<S>,
         want_json: bool,
-    ) -> Result<(O, Option<Value>, TraceInfo)> {
+    ) -> Result<(Option<O>, Option<Value>, TraceInfo)> {
         let parent = Frame::current();
         let mut span = Span::start_with_labels(&self.span, opts.telemetry_labels.as_ref());
         let trace = span.info();
@@ -526,14 +531,19 @@ impl<I: Payload, O: Payload, S: Serialize + Send + 'static> Inner<I, O, S> {
                 } else {
                     None
                 };
+                let mut output = Some(output);
                 if span.is_recording() {
-                    match &output_json {
-                        Some(json) => span.set_output_json(SpanJson::defer_cloned(json)),
-                        None => {
-                            if let Some(recorded) = (self.record_output)(&output) {
-                                span.set_output_json(recorded);
-                            }
+                    let recorded = match &output_json {
+                        // The caller needs only the JSON: the span keeps the
+                        // output itself rather than a copy of its JSON.
+                        Some(json) if want_json => {
+                            output.take().map(|typed| SpanJson::defer_as(typed, json))
                         }
+                        Some(json) => Some(SpanJson::defer_cloned(json)),
+                        None => output.as_ref().and_then(self.record_output),
+                    };
+                    if let Some(recorded) = recorded {
+                        span.set_output_json(recorded);
                     }
                 }
                 span.end_ok();

@@ -312,6 +312,19 @@ impl SpanJson {
         Self::pending(value.clone(), approx, write_value_capped)
     }
 
+    /// `value`, whose JSON is `json`, recorded without a copy: kept and
+    /// encoded later when `json` is small (as [`defer_cloned`](Self::defer_cloned)
+    /// would copy it), `json` encoded now, up to the cap, when it is large.
+    /// For a caller that hands `json` on and has no more use for `value`.
+    pub fn defer_as<T: Serialize + Send + 'static>(value: T, json: &Value) -> SpanJson {
+        let limit = max_attribute_bytes();
+        let approx = approx_value_bytes(json, limit);
+        if approx > limit {
+            return Self::encoded(encode_value(json, limit));
+        }
+        Self::pending(value, approx, write_serde::<T>)
+    }
+
     fn pending<T: Send + 'static>(value: T, approx: usize, write: WriteFn<T>) -> SpanJson {
         Self::pending_within(value, approx, write, max_attribute_bytes())
     }
@@ -1311,6 +1324,36 @@ mod tests {
                 assert_eq!(written, whole, "limit {limit}");
             }
         }
+    }
+
+    #[test]
+    fn a_value_recorded_for_its_json_encodes_as_that_json() {
+        #[derive(Serialize)]
+        struct Out {
+            name: String,
+            n: f64,
+            tags: Vec<&'static str>,
+        }
+        let out = Out {
+            name: "é\"x\n".into(),
+            n: 1.5,
+            tags: vec!["a", "b"],
+        };
+        let json = serde_json::to_value(&out).unwrap();
+        let kept = SpanJson::defer_as(out, &json);
+        assert!(kept.is_deferred());
+        assert_eq!(kept.as_str(), serde_json::to_string(&json).unwrap());
+        // A large one: its JSON is encoded at once, up to the cap.
+        let big = "z".repeat(max_attribute_bytes() * 2);
+        let json = Value::from(big.clone());
+        let now = SpanJson::defer_as(big, &json);
+        assert!(!now.is_deferred() && now.is_truncated());
+        assert!(now.len() <= max_attribute_bytes());
+        assert!(
+            serde_json::to_string(&json)
+                .unwrap()
+                .starts_with(now.as_str())
+        );
     }
 
     #[test]

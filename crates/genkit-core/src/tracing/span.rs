@@ -155,6 +155,46 @@ pub fn propagate<F: Future>(fut: F) -> impl Future<Output = F::Output> {
     frame.scope(fut)
 }
 
+thread_local! {
+    /// Where span paths are put together before they are shared.
+    static PATH_BUF: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// `{parent}/{name,t:type}`, built without the formatting machinery (which
+/// cost more than the rest of starting a span) in a buffer kept per thread,
+/// so the only allocation is the shared path's.
+fn child_path(parent: &str, name: &str, type_label: &str) -> Arc<str> {
+    let build = |path: &mut String| {
+        path.clear();
+        path.push_str(parent);
+        path.push_str("/{");
+        path.push_str(name);
+        path.push_str(",t:");
+        path.push_str(type_label);
+        path.push('}');
+    };
+    // Without the buffer (a thread being torn down), a string of its own.
+    let fresh = || {
+        let mut path = String::new();
+        build(&mut path);
+        Arc::<str>::from(path)
+    };
+    PATH_BUF
+        .try_with(|buf| {
+            let Ok(mut path) = buf.try_borrow_mut() else {
+                return fresh();
+            };
+            build(&mut path);
+            let shared = Arc::from(path.as_str());
+            // A long path is not kept: the buffer stays small.
+            if path.capacity() > 4096 {
+                *path = String::new();
+            }
+            shared
+        })
+        .unwrap_or_else(|_| fresh())
+}
+
 pub(crate) fn now_ms() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -230,16 +270,7 @@ impl Span {
             .as_ref()
             .and_then(|p| p.path.as_deref())
             .unwrap_or("");
-        // `{parent}/{name,t:type}`, built without the formatting machinery
-        // (which cost more than the rest of starting a span).
-        let mut path = String::with_capacity(parent_path.len() + opts.name.len() + 16);
-        path.push_str(parent_path);
-        path.push_str("/{");
-        path.push_str(&opts.name);
-        path.push_str(",t:");
-        path.push_str(type_label);
-        path.push('}');
-        let path: Arc<str> = path.into();
+        let path = child_path(parent_path, &opts.name, type_label);
         let record = RecordedSpan {
             trace_id,
             span_id: info.span_id,
