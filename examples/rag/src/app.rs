@@ -20,6 +20,11 @@ use crate::extractive::{EXTRACTIVE_MODEL, define_extractive_model};
 pub const ANSWER_FLOW: &str = "answerQuestion";
 /// The vector store's index name (`devLocalVectorstore/docs`).
 pub const INDEX: &str = "docs";
+
+/// The name the store's retriever and indexer are registered under.
+fn store_action() -> String {
+    format!("devLocalVectorstore/{INDEX}")
+}
 /// Sources retrieved per question unless the input says `k`.
 pub const DEFAULT_K: u32 = 4;
 /// The most sources one question may ask for.
@@ -109,10 +114,9 @@ async fn answer(ai: &Genkit, model: &str, input: Question) -> Result<Answer> {
             "k: must be between 1 and {MAX_K}, not {k}"
         )));
     }
-    let retriever = format!("devLocalVectorstore/{INDEX}");
     let docs = ai
         .retrieve(
-            RetrieveOptions::new(retriever, question)
+            RetrieveOptions::new(store_action(), question)
                 .options(CommonRetrieverOptions { k: Some(k) }),
         )
         .await?;
@@ -199,7 +203,7 @@ async fn index_into(
 ) -> Result<IndexReport> {
     // Indexing needs no model: the extractive one keeps the build offline.
     let app = build(partial, EXTRACTIVE_MODEL)?;
-    let indexer = format!("devLocalVectorstore/{INDEX}");
+    let indexer = store_action();
     let mut chunks = 0;
     for file in files.iter().filter(|f| !f.chunks.is_empty()) {
         app.ai

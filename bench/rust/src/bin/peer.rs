@@ -172,7 +172,13 @@ async fn main() {
     };
     // `--ops N`: exactly N ops and no warm-up, for instruction counting
     // (the difference between two op counts is the cost of the extra ops).
-    let plan = match flag::<u64>(&args, "--ops") {
+    let ops = flag::<u64>(&args, "--ops");
+    if ops.is_some() && plan.rate.is_some() {
+        // A paced run is timed by `--seconds`; it would ignore `--ops`.
+        eprintln!("peer: --ops and --rate cannot be combined (a paced run lasts --seconds)");
+        std::process::exit(2);
+    }
+    let plan = match ops {
         Some(n) => Plan {
             warmup: Some(0),
             iterations: Some(n),
