@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use genkit::Action;
-use genkit::ai::local_vector_store::LocalVectorStoreOptions;
+use genkit::ai::local_vector_store::{LocalVectorStoreOptions, PLUGIN_NAME};
 use genkit::indexer::IndexOptions;
 use genkit::prelude::*;
 use genkit::retriever::RetrieveOptions;
@@ -23,8 +23,9 @@ pub const INDEX: &str = "docs";
 
 /// The name the store's retriever and indexer are registered under.
 fn store_action() -> String {
-    format!("devLocalVectorstore/{INDEX}")
+    format!("{PLUGIN_NAME}/{INDEX}")
 }
+
 /// Sources retrieved per question unless the input says `k`.
 pub const DEFAULT_K: u32 = 4;
 /// The most sources one question may ask for.

@@ -590,13 +590,12 @@ impl<I: Payload, O: Payload, S: Payload> ErasedAction for Inner<I, O, S> {
             {
                 (serde_path_to_error::deserialize(input), None)
             } else {
-                let limit = crate::tracing::max_attribute_bytes();
-                if crate::tracing::approx_value_bytes(&input, limit) > limit {
-                    let recorded = SpanJson::from_value(&input);
-                    (serde_path_to_error::deserialize(input), Some(recorded))
-                } else {
-                    let typed = serde_path_to_error::deserialize(&input);
-                    (typed, Some(SpanJson::defer_value(input)))
+                match SpanJson::size_within_cap(&input) {
+                    Err(recorded) => (serde_path_to_error::deserialize(input), Some(recorded)),
+                    Ok(approx) => {
+                        let typed = serde_path_to_error::deserialize(&input);
+                        (typed, Some(SpanJson::defer_measured(input, approx)))
+                    }
                 }
             };
             let typed: I = typed.map_err(|e| {

@@ -292,11 +292,15 @@ impl SpanJson {
     /// costs the cap on the request path (strings past the cap are not
     /// scanned) instead of being kept whole while its span waits.
     pub fn defer_value(value: Value) -> SpanJson {
-        let limit = max_attribute_bytes();
-        let approx = approx_value_bytes(&value, limit);
-        if approx > limit {
-            return Self::encoded(encode_value(&value, limit));
+        match Self::size_within_cap(&value) {
+            Ok(approx) => Self::defer_measured(value, approx),
+            Err(encoded) => encoded,
         }
+    }
+
+    /// [`defer_value`](Self::defer_value) of a value
+    /// [`size_within_cap`](Self::size_within_cap) found within the cap.
+    pub(crate) fn defer_measured(value: Value, approx: usize) -> SpanJson {
         Self::pending(value, approx, write_value_capped)
     }
 
@@ -304,12 +308,10 @@ impl SpanJson {
     /// it is small (cheaper than encoding it), and it is encoded now, up to
     /// the cap, when it is large.
     pub fn defer_cloned(value: &Value) -> SpanJson {
-        let limit = max_attribute_bytes();
-        let approx = approx_value_bytes(value, limit);
-        if approx > limit {
-            return Self::encoded(encode_value(value, limit));
+        match Self::size_within_cap(value) {
+            Ok(approx) => Self::pending(value.clone(), approx, write_value_capped),
+            Err(encoded) => encoded,
         }
-        Self::pending(value.clone(), approx, write_value_capped)
     }
 
     /// `value`, whose JSON is `json`, recorded without a copy: kept and
@@ -317,12 +319,22 @@ impl SpanJson {
     /// would copy it), `json` encoded now, up to the cap, when it is large.
     /// For a caller that hands `json` on and has no more use for `value`.
     pub fn defer_as<T: Serialize + Send + 'static>(value: T, json: &Value) -> SpanJson {
+        match Self::size_within_cap(json) {
+            Ok(approx) => Self::pending(value, approx, write_serde::<T>),
+            Err(encoded) => encoded,
+        }
+    }
+
+    /// The size estimate of `json` when it is within the cap, or `json`
+    /// encoded now, up to the cap, when it is larger (the choice every
+    /// `defer_*` of a JSON value makes).
+    pub(crate) fn size_within_cap(json: &Value) -> std::result::Result<usize, SpanJson> {
         let limit = max_attribute_bytes();
         let approx = approx_value_bytes(json, limit);
         if approx > limit {
-            return Self::encoded(encode_value(json, limit));
+            return Err(Self::encoded(encode_value(json, limit)));
         }
-        Self::pending(value, approx, write_serde::<T>)
+        Ok(approx)
     }
 
     fn pending<T: Send + 'static>(value: T, approx: usize, write: WriteFn<T>) -> SpanJson {
