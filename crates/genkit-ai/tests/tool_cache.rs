@@ -3,11 +3,12 @@
 //! side-effecting tools are never cached.
 
 use genkit_ai::generate::{GenerateOptions, generate};
-use genkit_ai::middleware::{Clock, ToolCache, tool_cache};
+use genkit_ai::middleware::{Clock, ConversationScope, ToolCache, tool_cache};
 use genkit_ai::testing::ProgrammableModel;
 use genkit_ai::tool::Tool;
 use genkit_ai::types::{Role, ToolRequest};
-use genkit_core::{Error, Registry};
+use genkit_core::tracing::with_extension;
+use genkit_core::{ActionContext, Error, Registry};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -56,18 +57,35 @@ async fn call_through(
     input: Value,
     id: &str,
 ) -> (Value, Option<String>) {
+    call_as(cache, tool, input, id, None, ActionContext::new()).await
+}
+
+/// [`call_through`] in conversation `scope` (an agent session), with
+/// `context` (the caller's auth).
+async fn call_as(
+    cache: &Arc<ToolCache>,
+    tool: &Tool<Value, Value>,
+    input: Value,
+    id: &str,
+    scope: Option<&str>,
+    context: ActionContext,
+) -> (Value, Option<String>) {
     let reg = Registry::new();
     let model = ProgrammableModel::define(&reg, "m")
         .respond_tool_calls(vec![ToolRequest::new(tool.name(), input).with_ref(id)])
         .respond_text("done");
-    generate(
+    let call = generate(
         &reg,
         GenerateOptions::prompt("go")
             .model("m")
             .tool(tool)
+            .context(context)
             .use_middleware(cache.clone()),
-    )
-    .await
+    );
+    match scope {
+        Some(scope) => with_extension(ConversationScope::new(scope), call).await,
+        None => call.await,
+    }
     .unwrap();
     let seen = model.requests()[1].messages.clone();
     let tool_message = seen.last().unwrap().clone();
@@ -193,4 +211,51 @@ async fn the_cache_keeps_at_most_max_entries() {
     }
     assert_eq!(runs.load(Ordering::SeqCst), 5);
     assert_eq!(cache.len(), 2);
+}
+
+#[tokio::test]
+async fn results_stay_in_their_session_and_with_their_caller() {
+    let cache = Arc::new(
+        tool_cache()
+            .ttl("queryLogs", Duration::from_secs(60))
+            .clock(ManualClock::new()),
+    );
+    let (tool, runs) = counted("queryLogs");
+    let input = json!({"service": "api"});
+    let alice = ActionContext::new().with_auth(json!({"uid": "alice"}));
+    let bob = ActionContext::new().with_auth(json!({"uid": "bob"}));
+    let call =
+        |scope, who: &ActionContext| call_as(&cache, &tool, input.clone(), "r", scope, who.clone());
+
+    let (first, _) = call(Some("s1"), &alice).await;
+    // The same session and caller: from the cache.
+    assert_eq!(call(Some("s1"), &alice).await.0, first);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    // Another session of the same caller, another caller in the same
+    // session, and no session at all: the tool runs for each.
+    assert_eq!(call(Some("s2"), &alice).await.0, json!("queryLogs call 2"));
+    assert_eq!(call(Some("s1"), &bob).await.0, json!("queryLogs call 3"));
+    assert_eq!(call(None, &alice).await.0, json!("queryLogs call 4"));
+    assert_eq!(runs.load(Ordering::SeqCst), 4);
+
+    // A cache shared on purpose serves everyone one result.
+    let shared = Arc::new(
+        tool_cache()
+            .ttl("queryLogs", Duration::from_secs(60))
+            .shared_across_sessions()
+            .clock(ManualClock::new()),
+    );
+    let (tool, runs) = counted("queryLogs");
+    let (one, _) = call_as(
+        &shared,
+        &tool,
+        input.clone(),
+        "a",
+        Some("s1"),
+        alice.clone(),
+    )
+    .await;
+    let (two, _) = call_as(&shared, &tool, input.clone(), "b", Some("s2"), bob.clone()).await;
+    assert_eq!(one, two);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
 }

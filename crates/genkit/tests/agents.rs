@@ -423,3 +423,44 @@ async fn a_session_resumed_by_id_goes_on_after_a_failed_turn() -> Result<()> {
     );
     Ok(())
 }
+
+/// A tool cache shared by an agent's sessions keeps each session's results
+/// to that session: the second session's identical call runs the tool.
+#[tokio::test]
+async fn a_tool_cache_does_not_serve_one_session_to_another() -> Result<()> {
+    use genkit::middleware::{GenerateMiddleware, tool_cache};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let ai = instance();
+    ProgrammableModel::define(ai.registry(), "scripted")
+        .respond_tool_call("lookup", json!({"q": "x"}))
+        .respond_text("first")
+        .respond_tool_call("lookup", json!({"q": "x"}))
+        .respond_text("again")
+        .respond_tool_call("lookup", json!({"q": "x"}))
+        .respond_text("other");
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counter = runs.clone();
+    ai.define_tool("lookup", "Looks up.", move |_input: Value, _ctx| {
+        let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
+        async move { Ok(json!(n)) }
+    });
+    let cache: Arc<dyn GenerateMiddleware> =
+        Arc::new(tool_cache().ttl("lookup", std::time::Duration::from_secs(600)));
+    ai.define_middleware("cache", "A tool cache", move |_config| Ok(cache.clone()));
+    let prompt = ai.define_prompt::<Value, Value>(
+        PromptConfig::new("cached")
+            .model("scripted")
+            .tools(["lookup"])
+            .use_middleware("cache", None),
+    );
+    let (options, _) = server();
+    let agent = ai.define_prompt_agent("cached", &prompt, options);
+    let one = agent.chat();
+    one.send(Message::user("look")).await?;
+    one.send(Message::user("look again")).await?;
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the same session reuses");
+    agent.chat().send(Message::user("look")).await?;
+    assert_eq!(runs.load(Ordering::SeqCst), 2, "another session runs it");
+    Ok(())
+}

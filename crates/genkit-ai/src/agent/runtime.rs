@@ -577,7 +577,15 @@ fn start_turn(shared: &Shared, session: &AgentSession, mut input: AgentInput) ->
     }
     input.detach = None;
     let fut = (shared.turn)(session.clone(), input);
-    with_extension(session.clone(), fut).boxed()
+    // Middleware that remembers results (the tool cache) keeps them per
+    // session. (The inner extension is added once the outer one is in
+    // place: `with_extension` starts from the frame current when called.)
+    let scope = crate::middleware::ConversationScope::new(session.session_id());
+    with_extension(
+        session.clone(),
+        async move { with_extension(scope, fut).await },
+    )
+    .boxed()
 }
 
 struct Progress {

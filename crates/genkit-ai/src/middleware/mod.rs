@@ -53,6 +53,7 @@ mod history_summary;
 #[cfg(feature = "download-media")]
 mod media_fetch;
 mod retry;
+mod scope;
 mod system_prompt;
 mod tool_approval;
 mod tool_cache;
@@ -76,6 +77,7 @@ pub use history_summary::{HISTORY_SUMMARY_ARTIFACT, HISTORY_SUMMARY_KEY, SUMMARY
 #[cfg(feature = "download-media")]
 pub use media_fetch::{DEFAULT_MEDIA_TIMEOUT, HttpMediaFetch};
 pub use retry::{DEFAULT_RETRY_STATUSES, Retry, RetryCallback, retry};
+pub use scope::ConversationScope;
 pub use system_prompt::{SimulateSystemPrompt, simulate_system_prompt};
 pub use tool_approval::{
     TOOL_APPROVED_KEY, ToolApproval, approve, define_tool_approval, deny, tool_approval,

@@ -4,7 +4,12 @@
 //!
 //! Calls are keyed by the tool's name and its input as canonical JSON
 //! ([`canonical_json`]: object keys sorted, so `{"a":1,"b":2}` and
-//! `{"b":2,"a":1}` are one call). Only tools given a time to live
+//! `{"b":2,"a":1}` are one call), within a scope: the conversation the call
+//! runs in ([`ConversationScope`], an agent's session) and the caller's
+//! `auth` context. A result is never served to another session or another
+//! caller, since a tool's answer may depend on who asks; a cache whose
+//! tools answer everyone alike can say so with
+//! [`ToolCache::shared_across_sessions`]. Only tools given a time to live
 //! ([`ToolCache::ttl`], or all with [`ToolCache::default_ttl`]) are cached;
 //! tools marked [`side_effecting`](crate::tool::Tool::side_effecting) never
 //! are, nor tools marked [`needs_approval`](crate::tool::Tool::needs_approval)
@@ -12,9 +17,9 @@
 //! failures or interrupts, nor restarted calls (a human asked for that call
 //! to run).
 
-use super::{GenerateMiddleware, ToolCallCtx, ToolNext};
+use super::{ConversationScope, GenerateMiddleware, ToolCallCtx, ToolNext};
 use crate::tool::{has_side_effects, needs_approval};
-use crate::types::{Part, PartKind};
+use crate::types::{Part, PartKind, ToolRequest};
 use async_trait::async_trait;
 use genkit_core::Result;
 use parking_lot::Mutex;
@@ -49,13 +54,25 @@ struct Entry {
     response: Part,
 }
 
+/// A cached call: its scope (see the module docs), the tool's name and its
+/// input as canonical JSON.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Key {
+    conversation: Option<ConversationScope>,
+    /// The caller's `auth` as canonical JSON.
+    caller: Option<String>,
+    tool: String,
+    input: String,
+}
+
 /// Caches tool results per tool for a time to live (see the module docs).
 pub struct ToolCache {
     ttls: HashMap<String, Duration>,
     default_ttl: Option<Duration>,
     max_entries: usize,
     clock: Arc<dyn Clock>,
-    entries: Mutex<HashMap<(String, String), Entry>>,
+    shared: bool,
+    entries: Mutex<HashMap<Key, Entry>>,
 }
 
 /// A tool result cache that caches nothing until given a time to live.
@@ -76,6 +93,7 @@ pub fn tool_cache() -> ToolCache {
         default_ttl: None,
         max_entries: DEFAULT_MAX_ENTRIES,
         clock: Arc::new(SystemClock),
+        shared: false,
         entries: Mutex::new(HashMap::new()),
     }
 }
@@ -100,6 +118,14 @@ impl ToolCache {
         self
     }
 
+    /// Serves one result to every session and caller alike, for tools whose
+    /// answers do not depend on who asks (by default results are kept per
+    /// session and per caller's `auth`).
+    pub fn shared_across_sessions(mut self) -> Self {
+        self.shared = true;
+        self
+    }
+
     /// Reads the time from `clock`.
     pub fn clock(mut self, clock: impl Clock) -> Self {
         self.clock = Arc::new(clock);
@@ -121,11 +147,30 @@ impl ToolCache {
         self.entries.lock().clear();
     }
 
+    /// The key of a call: in its conversation and for its caller's `auth`,
+    /// unless the cache is shared.
+    fn key_of(&self, request: &ToolRequest, ctx: &ToolCallCtx) -> Key {
+        let (conversation, caller) = if self.shared {
+            (None, None)
+        } else {
+            (
+                ConversationScope::current(),
+                ctx.context.auth().map(canonical_json),
+            )
+        };
+        Key {
+            conversation,
+            caller,
+            tool: request.name.clone(),
+            input: canonical_json(request.input.as_ref().unwrap_or(&Value::Null)),
+        }
+    }
+
     fn ttl_of(&self, name: &str) -> Option<Duration> {
         self.ttls.get(name).copied().or(self.default_ttl)
     }
 
-    fn lookup(&self, key: &(String, String), now: Instant) -> Option<Part> {
+    fn lookup(&self, key: &Key, now: Instant) -> Option<Part> {
         let mut entries = self.entries.lock();
         match entries.get(key) {
             Some(e) if e.expires > now => Some(e.response.clone()),
@@ -137,7 +182,7 @@ impl ToolCache {
         }
     }
 
-    fn store(&self, key: (String, String), response: Part, expires: Instant, now: Instant) {
+    fn store(&self, key: Key, response: Part, expires: Instant, now: Instant) {
         let mut entries = self.entries.lock();
         if entries.len() >= self.max_entries && !entries.contains_key(&key) {
             entries.retain(|_, e| e.expires > now);
@@ -181,10 +226,7 @@ impl GenerateMiddleware for ToolCache {
             Some(ttl) if !uncacheable && !ttl.is_zero() && !is_restart(&ctx) => ttl,
             _ => return next.run(part, ctx).await,
         };
-        let key = (
-            request.name.clone(),
-            canonical_json(request.input.as_ref().unwrap_or(&Value::Null)),
-        );
+        let key = self.key_of(request, &ctx);
         let reference = request.reference.clone();
         if let Some(mut hit) = self.lookup(&key, self.clock.now()) {
             tracing::debug!("tool '{}' answered from the cache", request.name);
