@@ -157,12 +157,17 @@ impl Error {
 
     /// A readable "stack": the message followed by its chain of causes. Rust
     /// has no cheap stack traces; the cause chain is what helps in the Dev UI.
+    /// A cause whose text was already said (an error that quotes its source,
+    /// as most do) is left out, so no sentence is repeated.
     pub fn stack(&self) -> String {
         let mut out = format!("{self}");
         let mut cur: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(self);
         while let Some(e) = cur {
-            out.push_str("\n  caused by: ");
-            out.push_str(&e.to_string());
+            let text = e.to_string();
+            if !out.contains(text.as_str()) {
+                out.push_str("\n  caused by: ");
+                out.push_str(&text);
+            }
             cur = e.source();
         }
         out
@@ -275,6 +280,20 @@ mod tests {
         let io = Error::from(std::io::Error::other("disk on fire"));
         assert!(!io.is_user_facing());
         assert!(io.stack().contains("disk on fire"));
+    }
+
+    #[test]
+    fn a_stack_says_each_cause_once() {
+        // The message quotes its source: the source is not repeated.
+        let io = Error::from(std::io::Error::other("disk on fire"));
+        assert_eq!(io.stack(), "INTERNAL: disk on fire");
+        // A cause that adds something is kept.
+        let wrapped = Error::new(StatusCode::Unavailable, "saving the session failed")
+            .with_source(std::io::Error::other("disk on fire"));
+        assert_eq!(
+            wrapped.stack(),
+            "UNAVAILABLE: saving the session failed\n  caused by: disk on fire"
+        );
     }
 
     #[test]

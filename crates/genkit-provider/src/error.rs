@@ -24,7 +24,10 @@ pub enum HttpError {
         what: &'static str,
     },
     /// The server could not be reached, or the connection broke.
-    #[error("request to {url} failed: {source}")]
+    #[error(
+        "request to {url} failed: {}",
+        transport_cause(url, source, "the server")
+    )]
     Transport {
         /// The request's URL (empty when the request could not be built).
         url: String,
@@ -38,6 +41,43 @@ pub enum HttpError {
     /// A body or stream is not what was expected; the text says what.
     #[error("{0}")]
     Malformed(String),
+}
+
+/// What a transport failure comes down to, in one line: the innermost cause
+/// of the HTTP client's error (`Connection refused (os error 111)`, where
+/// the client itself only says `error sending request for url (...)`), and
+/// for a refused connection a hint naming the server that is not there
+/// (`is <server> at http://127.0.0.1:11434 running?`).
+pub fn transport_cause(url: &str, error: &reqwest::Error, server_name: &str) -> String {
+    let mut root: &(dyn std::error::Error + 'static) = error;
+    while let Some(inner) = root.source() {
+        root = inner;
+    }
+    let cause = root.to_string();
+    if !error.is_connect() {
+        return cause;
+    }
+    let refused = matches!(
+        root.downcast_ref::<std::io::Error>()
+            .map(std::io::Error::kind),
+        Some(std::io::ErrorKind::ConnectionRefused)
+    ) || cause.to_ascii_lowercase().contains("connection refused");
+    match (refused, server_of(url)) {
+        (true, Some(address)) => {
+            format!("cannot connect ({cause}): is {server_name} at {address} running?")
+        }
+        _ => format!("cannot connect ({cause})"),
+    }
+}
+
+/// `scheme://host:port` of a URL, when it parses.
+fn server_of(url: &str) -> Option<String> {
+    let url = reqwest::Url::parse(url).ok()?;
+    let host = url.host_str()?;
+    Some(match url.port_or_known_default() {
+        Some(port) => format!("{}://{host}:{port}", url.scheme()),
+        None => format!("{}://{host}", url.scheme()),
+    })
 }
 
 /// A non-success answer: its status, headers and (at most
@@ -280,6 +320,50 @@ mod tests {
         };
         assert_eq!(late.text(), "(error body not received in time)");
         assert_eq!(late.json(), None);
+    }
+
+    /// A refused connection says so, and names the server to start; the
+    /// error's stack does not repeat a sentence.
+    #[tokio::test]
+    async fn a_refused_connection_ends_with_its_cause_and_a_hint() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .unwrap();
+        // Nothing listens there now.
+        let url = format!("http://127.0.0.1:{port}/v1/chat/completions");
+        let source = reqwest::Client::new()
+            .post(&url)
+            .send()
+            .await
+            .expect_err("nothing listens");
+        let cause = transport_cause(&url, &source, "the server");
+        assert!(
+            cause.starts_with("cannot connect (")
+                && cause.to_ascii_lowercase().contains("connection refused")
+                && cause.ends_with(&format!(
+                    "is the server at http://127.0.0.1:{port} running?"
+                )),
+            "{cause}"
+        );
+        let err = to_genkit_error(
+            StatusCode::Unavailable,
+            HttpError::Transport {
+                url: url.clone(),
+                source,
+            },
+            None,
+        );
+        assert!(err.message().contains(&cause), "{}", err.message());
+        let stack = err.stack();
+        let lines: Vec<&str> = stack.lines().collect();
+        for (i, line) in lines.iter().enumerate().skip(1) {
+            let text = line.trim_start().trim_start_matches("caused by: ");
+            assert!(
+                !lines[..i].iter().any(|earlier| earlier.contains(text)),
+                "repeated: {text}\n{stack}"
+            );
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 use crate::error::{
     ErrorResponse, HttpError, excerpt, http_error_details, status_for_http, to_genkit_error,
+    transport_cause,
 };
 use genkit_core::StatusCode;
 use serde_json::{Map, Value};
@@ -19,8 +20,9 @@ use std::time::Duration;
 pub trait ErrorFormat: fmt::Debug + Send + Sync + Sized + 'static {
     /// What the provider is called in messages, e.g. `the Anthropic API`.
     const API: &'static str;
-    /// Added to transport failures (e.g. `is the server running?`).
-    const TRANSPORT_HINT: &'static str = "";
+    /// What the server is called in the hint of a refused connection (`is
+    /// the Ollama server at http://127.0.0.1:11434 running?`).
+    const SERVER_NAME: &'static str = "the server";
     /// Members of the `error` object naming the error's kind or code, in
     /// order (the first given is shown after the HTTP status).
     const KIND: &'static [&'static str] = &[];
@@ -91,7 +93,10 @@ pub enum ProviderError<F: ErrorFormat> {
         what: &'static str,
     },
     /// The server could not be reached, or the connection broke.
-    #[error("the request to {url} failed{}: {source}", F::TRANSPORT_HINT)]
+    #[error(
+        "the request to {url} failed: {}",
+        transport_cause(url, source, F::SERVER_NAME)
+    )]
     Transport {
         /// The URL.
         url: String,

@@ -9,7 +9,7 @@ pub type OllamaError = ProviderError<OllamaProvider>;
 
 impl ErrorFormat for OllamaProvider {
     const API: &'static str = "the Ollama server";
-    const TRANSPORT_HINT: &'static str = " (is the Ollama server running?)";
+    const SERVER_NAME: &'static str = "the Ollama server";
 }
 
 #[cfg(test)]

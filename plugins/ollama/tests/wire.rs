@@ -345,7 +345,9 @@ async fn unreachable_server_is_unavailable() {
     .expect_err("refused");
     assert_eq!(err.status(), StatusCode::Unavailable);
     assert!(
-        err.message().contains("is the Ollama server running"),
+        err.message().ends_with(&format!(
+            "is the Ollama server at http://127.0.0.1:{port} running?"
+        )),
         "{err}"
     );
 }
