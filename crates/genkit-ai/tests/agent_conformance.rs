@@ -31,8 +31,14 @@ fn load_cases() -> Vec<Value> {
     doc["tests"].as_array().cloned().unwrap_or_default()
 }
 
+/// A server-managed agent as agent.yaml expects it. Its cases seed sessions
+/// under caller-chosen ids (Genkit JS's behaviour), which Genkit for Rust
+/// only allows with `client_session_ids(true)`: by default the server mints
+/// session ids and an unknown `sessionId` is `NOT_FOUND` (tests/agent_sessions.rs).
 fn store() -> AgentOptions {
-    AgentOptions::new().store(Arc::new(InMemorySessionStore::new()))
+    AgentOptions::new()
+        .store(Arc::new(InMemorySessionStore::new()))
+        .client_session_ids(true)
 }
 
 fn done(text: &str) -> Message {

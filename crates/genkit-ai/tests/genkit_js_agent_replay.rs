@@ -36,7 +36,7 @@ use tokio::sync::watch;
 const DIFFERENCES: &[(&str, &str)] = &[
     (
         "branching from an older snapshot, then the session lookup picks the newest leaf",
-        "a session that branched has no latest snapshot (agent.yaml: a branching session looked up by sessionId is an error)",
+        "resuming an older snapshot by snapshotId (a second child of its parent) is refused with FAILED_PRECONDITION: a client cannot fork a session (Agent::fork copies it into a new session; AgentOptions::allow_forks opts into Genkit JS's branching, and even then a session that branched has no latest snapshot, as agent.yaml's branching case expects)",
     ),
     (
         "detach on a client-managed agent",
@@ -165,7 +165,13 @@ fn define_agents(registry: &Registry, header: &Value, gate: watch::Receiver<bool
     for def in header["agents"].as_array().into_iter().flatten() {
         let name = def["name"].as_str().unwrap().to_owned();
         let mut options = if def["store"] == true {
-            AgentOptions::new().store(Arc::new(InMemorySessionStore::new()))
+            // The scenarios start sessions under caller-chosen ids, as
+            // Genkit JS lets every client do; Genkit for Rust mints session
+            // ids unless the app opts in (tests/agent_sessions.rs checks
+            // the default).
+            AgentOptions::new()
+                .store(Arc::new(InMemorySessionStore::new()))
+                .client_session_ids(true)
         } else {
             AgentOptions::new()
         };

@@ -87,9 +87,17 @@ fn report(terminal: &mut Terminal<'_>, outcome: Result<Outcome>) {
     }
 }
 
-/// Runs the chat on `session` until Ctrl-D; line history in `history`;
-/// `resume` is the command line that continues the session.
-pub fn run(rt: &Runtime, agent: &Agent, session: &str, history: &Path, resume: &str) -> Result<()> {
+/// Runs the chat on `session` (`None`: a new one, whose id the server
+/// mints with its first turn; it is shown then) until Ctrl-D; line history
+/// in `history`; `resume_args` are the options besides `--session` that
+/// continue the session (its store).
+pub fn run(
+    rt: &Runtime,
+    agent: &Agent,
+    session: &mut Option<String>,
+    history: &Path,
+    resume_args: &str,
+) -> Result<()> {
     let mut editor = DefaultEditor::new()
         .map_err(|e| Error::internal(format!("cannot open the terminal: {e}")))?;
     // No history yet is fine: it is written when the chat ends.
@@ -127,8 +135,12 @@ pub fn run(rt: &Runtime, agent: &Agent, session: &str, history: &Path, resume: &
             at_line_start: true,
             labelled: false,
         };
+        let new = session.is_none();
         let outcome = turn::run(rt, agent, session, line, &mut terminal, true);
         report(&mut terminal, outcome);
+        if new && let Some(id) = session.as_deref() {
+            terminal.print(&format!("session: {id} (new)\n"));
+        }
     }
     if let Err(e) = editor.save_history(history) {
         eprintln!(
@@ -136,6 +148,9 @@ pub fn run(rt: &Runtime, agent: &Agent, session: &str, history: &Path, resume: &
             history.display()
         );
     }
-    println!("bye. Resume with: {resume}");
+    match session {
+        Some(id) => println!("bye. Resume with: ops-agent --session {id}{resume_args}"),
+        None => println!("bye. (nothing was stored: no session to resume)"),
+    }
     Ok(())
 }

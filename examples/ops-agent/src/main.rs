@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use genkit::agent::store::{SessionStore, new_snapshot_id};
+use genkit::agent::store::SessionStore;
 use genkit::agent::types::GetSnapshotRequest;
 use genkit::prelude::*;
 use tracing_subscriber::filter::LevelFilter;
@@ -33,8 +33,9 @@ use crate::turn::{Decision, Outcome, TurnUi};
 #[derive(Debug, Parser)]
 #[command(name = "ops-agent", version)]
 struct Args {
-    /// Continue the session with this id (printed when a chat starts), or
-    /// start one under it.
+    /// Continue the session with this id (printed when a new chat's first
+    /// turn is stored). New sessions get their id from the agent: start
+    /// without --session for one.
     #[arg(long, value_name = "ID")]
     session: Option<String>,
     /// Where the sessions and the line history are kept [default: the
@@ -149,18 +150,29 @@ fn run(args: Args, serving: bool) -> Result<std::process::ExitCode> {
         return Ok(std::process::ExitCode::SUCCESS);
     }
 
-    let session = match &args.session {
+    // Session ids are minted by the agent (it serves the same sessions over
+    // HTTP with --serve, where clients must not name them): a new session
+    // starts without one, and --session only continues a stored session.
+    let mut session = match &args.session {
         Some(id) if id.trim().is_empty() => {
             return Err(Error::invalid_argument("--session: the id is empty"));
         }
-        Some(id) => id.trim().to_owned(),
-        None => new_snapshot_id(),
+        Some(id) => Some(id.trim().to_owned()),
+        None => None,
     };
-    let earlier = rt.block_on(stored_messages(&app.agent, &session))?;
-    let session_line = match (&args.session, earlier) {
-        (None, _) => format!("session: {session} (new)"),
-        (Some(_), 0) => format!("session: {session} (new: nothing stored under this id yet)"),
-        (Some(_), n) => format!("session: {session} (resumed: {n} messages)"),
+    let session_line = match &session {
+        None => "session: new (its id is shown once its first turn is stored)".to_owned(),
+        Some(id) => match rt.block_on(stored_messages(&app.agent, id))? {
+            Some(n) => format!("session: {id} (resumed: {n} messages)"),
+            None => {
+                return Err(Error::user_facing(
+                    StatusCode::NotFound,
+                    format!(
+                        "--session: no session {id} in {store_label}; start without --session for a new one"
+                    ),
+                ));
+            }
+        },
     };
 
     if let Some(question) = &args.ask {
@@ -171,14 +183,18 @@ fn run(args: Args, serving: bool) -> Result<std::process::ExitCode> {
             approve: args.yes,
         };
         // A restart an earlier run left waiting is settled first (--yes or not).
-        let settled = turn::settle_pending(&rt, &app.agent, &session, &mut ui, false)?;
+        let settled = turn::settle_pending(&rt, &app.agent, &mut session, &mut ui, false)?;
         if settled.is_some() && ui.print {
             println!(); // its answer ends before this question's starts
         }
-        let answer = match turn::run(&rt, &app.agent, &session, question, &mut ui, false)? {
+        let new = session.is_none();
+        let answer = match turn::run(&rt, &app.agent, &mut session, question, &mut ui, false)? {
             Outcome::Answered(text) => text,
             Outcome::Cancelled => return Ok(std::process::ExitCode::FAILURE),
         };
+        if new && let Some(id) = &session {
+            eprintln!("session: {id} (new)");
+        }
         if args.json {
             let out = json!({"answer": answer, "sessionId": session});
             println!("{out}");
@@ -191,32 +207,32 @@ fn run(args: Args, serving: bool) -> Result<std::process::ExitCode> {
     println!("ops-agent: an operations assistant. Ctrl-D leaves, Ctrl-C cancels a running turn.");
     println!("{model_line}\nstore:   {store_label}\n{session_line}");
     // How to come back: the same session, and the same store if not the default.
-    let mut resume = format!("ops-agent --session {session}");
+    let mut resume_args = String::new();
     if let Some(dir) = &args.data_dir {
-        resume.push_str(&format!(" --data-dir {}", dir.display()));
+        resume_args.push_str(&format!(" --data-dir {}", dir.display()));
     }
     if args.database.is_some() {
-        resume.push_str(" --database …");
+        resume_args.push_str(" --database …");
     }
     chat::run(
         &rt,
         &app.agent,
-        &session,
+        &mut session,
         &data_dir.join("history.txt"),
-        &resume,
+        &resume_args,
     )?;
     Ok(std::process::ExitCode::SUCCESS)
 }
 
-/// How many messages the session has stored (0 for a new one).
-async fn stored_messages(agent: &Agent, session: &str) -> Result<usize> {
+/// How many messages the session has stored (`None`: no such session).
+async fn stored_messages(agent: &Agent, session: &str) -> Result<Option<usize>> {
     let request = GetSnapshotRequest {
         session_id: Some(session.to_owned()),
         snapshot_id: None,
     };
     match agent.get_snapshot(request).await {
-        Ok(snapshot) => Ok(snapshot.state.map_or(0, |s| s.messages().len())),
-        Err(e) if e.status() == StatusCode::NotFound => Ok(0),
+        Ok(snapshot) => Ok(Some(snapshot.state.map_or(0, |s| s.messages().len()))),
+        Err(e) if e.status() == StatusCode::NotFound => Ok(None),
         Err(e) => Err(e),
     }
 }

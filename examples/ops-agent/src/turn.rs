@@ -5,7 +5,9 @@
 //!
 //! Every call continues the session's latest snapshot by session id, so a
 //! cancelled turn (nothing stored) and a completed one (stored) both leave
-//! the next turn on the right history.
+//! the next turn on the right history. A new session has no id until its
+//! first turn is stored: the server mints it (clients do not name sessions),
+//! and the turn's output says which it is.
 
 use genkit::agent::types::{AgentFinishReason, AgentInit, GetSnapshotRequest};
 use genkit::middleware::{approve, deny};
@@ -40,12 +42,14 @@ pub enum Outcome {
     Cancelled,
 }
 
-/// Runs one turn of `session` for `message`. With `cancellable`, Ctrl-C
-/// drops the running turn and returns [`Outcome::Cancelled`].
+/// Runs one turn of `session` for `message` (`None`: a new session, whose
+/// id the server mints; `session` holds it once the turn is stored). With
+/// `cancellable`, Ctrl-C drops the running turn and returns
+/// [`Outcome::Cancelled`].
 pub fn run(
     rt: &Runtime,
     agent: &Agent,
-    session: &str,
+    session: &mut Option<String>,
     message: &str,
     ui: &mut dyn TurnUi,
     cancellable: bool,
@@ -56,16 +60,19 @@ pub fn run(
 
 /// Settles approvals the session's last turn left waiting (the app was
 /// closed at the question): asks `ui` about each and resumes with the
-/// answers. `Ok(None)` when nothing waits.
+/// answers. `Ok(None)` when nothing waits (or the session is new).
 pub fn settle_pending(
     rt: &Runtime,
     agent: &Agent,
-    session: &str,
+    session: &mut Option<String>,
     ui: &mut dyn TurnUi,
     cancellable: bool,
 ) -> Result<Option<Outcome>> {
+    let Some(id) = session.as_deref() else {
+        return Ok(None);
+    };
     let request = GetSnapshotRequest {
-        session_id: Some(session.to_owned()),
+        session_id: Some(id.to_owned()),
         snapshot_id: None,
     };
     let snapshot = match rt.block_on(agent.get_snapshot(request)) {
@@ -123,14 +130,14 @@ fn decide(interrupts: &[Part], ui: &mut dyn TurnUi) -> Result<AgentResume> {
 fn run_input(
     rt: &Runtime,
     agent: &Agent,
-    session: &str,
+    session: &mut Option<String>,
     mut input: AgentInput,
     ui: &mut dyn TurnUi,
     cancellable: bool,
 ) -> Result<Outcome> {
     loop {
         let streamed = rt.block_on(async {
-            let step = stream_step(agent, session, input, ui);
+            let step = stream_step(agent, &mut *session, input, ui);
             if !cancellable {
                 return step.await.map(Some);
             }
@@ -167,15 +174,16 @@ fn run_input(
     }
 }
 
-/// Streams one run of the agent (a message or a resume) to `ui`.
+/// Streams one run of the agent (a message or a resume) to `ui`; a new
+/// session's id is kept in `session` from the run's output.
 async fn stream_step(
     agent: &Agent,
-    session: &str,
+    session: &mut Option<String>,
     input: AgentInput,
     ui: &mut dyn TurnUi,
 ) -> Result<AgentOutput> {
     let chat = agent.chat_from(AgentInit {
-        session_id: Some(session.to_owned()),
+        session_id: session.clone(),
         ..AgentInit::default()
     });
     let mut stream = chat.send_stream(input);
@@ -197,6 +205,9 @@ async fn stream_step(
         }
     }
     let output = stream.output().await?;
+    if session.is_none() {
+        session.clone_from(&output.session_id);
+    }
     // A model that does not stream: show its answer whole.
     if !streamed_text
         && output.finish_reason != Some(AgentFinishReason::Interrupted)
@@ -270,15 +281,13 @@ mod tests {
                 Arc::new(Fleet::default()),
             )?
         };
-        let chat = app.agent.chat_from(AgentInit {
-            session_id: Some("s".into()),
-            ..AgentInit::default()
-        });
+        let chat = app.agent.chat();
         let asked = rt.block_on(chat.send(Message::user("restart the worker")))?;
         assert_eq!(asked.finish_reason, Some(AgentFinishReason::Interrupted));
 
         let mut ui = Approver(Vec::new());
-        let settled = settle_pending(&rt, &app.agent, "s", &mut ui, false)?;
+        let mut session = asked.session_id;
+        let settled = settle_pending(&rt, &app.agent, &mut session, &mut ui, false)?;
         assert_eq!(
             settled,
             Some(Outcome::Answered(
@@ -286,7 +295,10 @@ mod tests {
             ))
         );
         // Nothing waits any more.
-        assert_eq!(settle_pending(&rt, &app.agent, "s", &mut ui, false)?, None);
+        assert_eq!(
+            settle_pending(&rt, &app.agent, &mut session, &mut ui, false)?,
+            None
+        );
         Ok(())
     }
 }

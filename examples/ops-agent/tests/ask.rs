@@ -149,6 +149,20 @@ fn bad_flags_are_refused_with_the_flag_named() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--session: the id is empty"));
 
+    // Session ids are minted by the agent: an unknown one (a typo) is an
+    // error, not a new empty session.
+    let out = ops_agent(dir.path())
+        .args(["--ask", "hi", "--session", "no-such-session"])
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--session: no session no-such-session in SQLite ")
+            && stderr.contains("; start without --session for a new one"),
+        "{stderr}"
+    );
+
     let out = ops_agent(dir.path())
         .args(["--ask", "hi", "--model", "mystery/x"])
         .output()

@@ -123,15 +123,25 @@ fn a_person_chats_approves_a_restart_quits_and_resumes_the_session() {
         screen.contains("model:   offline/ops-rules"),
         "says which model it uses:\n{screen}"
     );
-    let session = screen
-        .lines()
-        .find_map(|l| l.strip_prefix("session: "))
-        .and_then(|rest| rest.strip_suffix(" (new)"))
-        .unwrap_or_else(|| panic!("no session line:\n{screen}"))
-        .to_owned();
+    // A new session has no id until its first turn is stored: the agent
+    // mints it, and the chat shows it then.
+    assert!(
+        screen.contains("session: new (its id is shown once its first turn is stored)"),
+        "{screen}"
+    );
 
     tmux.line("Why is the scheduler down?");
     let screen = tmux.wait_for("Shall I restart scheduler?");
+    let screen = if screen.contains(" (new)\n") {
+        screen
+    } else {
+        tmux.wait_for(" (new)")
+    };
+    let session = screen
+        .lines()
+        .find_map(|l| l.strip_prefix("session: ")?.strip_suffix(" (new)"))
+        .unwrap_or_else(|| panic!("no session line:\n{screen}"))
+        .to_owned();
     let answer = answer_to(&screen, "Why is the scheduler down?");
     assert!(
         answer.contains("[tool] getServiceStatus {\"service\":\"scheduler\"}"),

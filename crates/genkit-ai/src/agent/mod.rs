@@ -16,11 +16,14 @@
 //! - [`store`]: the [`SessionStore`](store::SessionStore) trait (versioned,
 //!   optimistic writes) and the in-memory store.
 //! - [`clock`]: snapshot timestamps and heartbeat expiry.
+//! - [`ownership`]: who a server-managed session belongs to (principals).
 //! - [`testing`]: the test suite every store implementation runs.
 
 pub mod chat;
 pub mod clock;
+mod detached;
 pub mod json_patch;
+pub mod ownership;
 pub mod prompt_agent;
 pub mod runtime;
 pub mod session;

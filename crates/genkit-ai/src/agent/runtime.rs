@@ -10,6 +10,13 @@
 //! failed`, the error in the output and snapshot) and leaves the state as it
 //! was. A `detach` input hands the running turn to a background task that
 //! records its outcome in a pending snapshot.
+//!
+//! Server-managed sessions belong to the principal that created them (see
+//! [`ownership`](super::ownership)); their ids are minted here unless the
+//! agent lets clients name them; a resume continues a session and never
+//! branches it (forks are [`Agent::fork`], or opted into); detached turns
+//! run under a deadline and a per-agent limit, and an abort cancels the
+//! model calls and tools they run.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -19,14 +26,17 @@ use futures::future::{BoxFuture, Either, select};
 use futures::{FutureExt, StreamExt};
 use genkit_core::action::{Action, ActionCtx, ActionDesc, ActionKind, BidiAction, BidiInputs};
 use genkit_core::schema::{SchemaValidator, schema_for};
-use genkit_core::tracing::with_extension;
-use genkit_core::{CancellationToken, Error, Registry, Result, StatusCode};
+use genkit_core::tracing::{current_context, with_cancellation_scope, with_extension};
+use genkit_core::{ActionContext, CancellationToken, Error, Registry, Result, StatusCode};
 use parking_lot::Mutex;
 use serde_json::Value;
 
 use super::clock::{HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT, effective_status, now_rfc3339};
+pub use super::detached::{DEFAULT_DETACHED_TIMEOUT, DEFAULT_MAX_DETACHED};
+use super::detached::{DetachedLimit, DetachedSlot, deadline_exceeded};
+use super::ownership::{self, PrincipalFn, default_principal};
 use super::session::AgentSession;
-use super::store::{SessionStore, is_conflict, new_snapshot_id};
+use super::store::{SessionStore, StoredSnapshot, is_conflict, new_snapshot_id};
 use super::transform::ClientTransform;
 use super::types::{
     AgentAbortRequest, AgentAbortResponse, AgentFinishReason, AgentInit, AgentInput, AgentMetadata,
@@ -42,13 +52,30 @@ pub type TurnFuture = BoxFuture<'static, Result<AgentResult>>;
 
 type TurnFn = dyn Fn(AgentSession, AgentInput) -> TurnFuture + Send + Sync;
 
-/// Options of an agent: where its sessions live and how it describes itself.
+/// Options of an agent: where its sessions live, how it describes itself,
+/// and what its clients may do with server-managed sessions.
+///
+/// Server-managed sessions are owned (see [`ownership`](super::ownership)):
+/// the principal that created a session is the only one that can resume it,
+/// read its snapshots or abort its turns. New session ids are minted by the
+/// server (an unknown `sessionId` is `NOT_FOUND`) unless
+/// [`client_session_ids`](Self::client_session_ids); resuming a snapshot
+/// that is not its session's latest (a fork) is refused unless
+/// [`allow_forks`](Self::allow_forks) (or done explicitly with
+/// [`Agent::fork`]). Detached turns are bounded by
+/// [`detached_timeout`](Self::detached_timeout) and
+/// [`max_detached`](Self::max_detached).
 #[derive(Clone, Default)]
 pub struct AgentOptions {
     store: Option<Arc<dyn SessionStore>>,
     description: Option<String>,
     state_schema: Option<serde_json::Map<String, Value>>,
     client_transform: Option<ClientTransform>,
+    principal: Option<PrincipalFn>,
+    client_session_ids: bool,
+    allow_forks: bool,
+    detached_timeout: Option<std::time::Duration>,
+    max_detached: Option<usize>,
 }
 
 impl std::fmt::Debug for AgentOptions {
@@ -57,6 +84,11 @@ impl std::fmt::Debug for AgentOptions {
             .field("store", &self.store.is_some())
             .field("description", &self.description)
             .field("client_transform", &self.client_transform)
+            .field("principal", &self.principal.is_some())
+            .field("client_session_ids", &self.client_session_ids)
+            .field("allow_forks", &self.allow_forks)
+            .field("detached_timeout", &self.detached_timeout)
+            .field("max_detached", &self.max_detached)
             .finish()
     }
 }
@@ -98,6 +130,56 @@ impl AgentOptions {
         self.client_transform = Some(transform);
         self
     }
+
+    /// How a request's principal (who owns the sessions it creates, and
+    /// whose sessions it may use) is derived from its action context;
+    /// `None` is anonymous. Default:
+    /// [`default_principal`](super::ownership::default_principal), a hash
+    /// of the context's `auth`.
+    pub fn principal<F>(mut self, principal: F) -> Self
+    where
+        F: Fn(&ActionContext) -> Option<String> + Send + Sync + 'static,
+    {
+        self.principal = Some(Arc::new(principal));
+        self
+    }
+
+    /// Lets clients name new sessions: an init `sessionId` that does not
+    /// exist yet starts a session under that id (as Genkit JS does).
+    /// Off by default: new session ids are minted by the server (the
+    /// output's `sessionId`), and an unknown `sessionId` is `NOT_FOUND`, so
+    /// a mistyped id is an error rather than a new, empty session.
+    pub fn client_session_ids(mut self, allow: bool) -> Self {
+        self.client_session_ids = allow;
+        self
+    }
+
+    /// Lets clients fork sessions: resuming by `snapshotId` a snapshot that
+    /// is not its session's latest starts a second branch (as Genkit JS
+    /// does; such a session has no latest and can only be resumed by
+    /// snapshot id from then on). Off by default: refused with
+    /// `FAILED_PRECONDITION`; [`Agent::fork`] copies a snapshot into a new
+    /// session instead.
+    pub fn allow_forks(mut self, allow: bool) -> Self {
+        self.allow_forks = allow;
+        self
+    }
+
+    /// How long a detached turn may run before it is cancelled and its
+    /// snapshot marked failed with a `DEADLINE_EXCEEDED` error (default
+    /// [`DEFAULT_DETACHED_TIMEOUT`], 15 minutes).
+    pub fn detached_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.detached_timeout = Some(timeout);
+        self
+    }
+
+    /// How many detached turns of this agent may run at once in this
+    /// process (default [`DEFAULT_MAX_DETACHED`], 64); a detach over it is
+    /// refused with `RESOURCE_EXHAUSTED` and writes nothing.
+    pub fn max_detached(mut self, max: usize) -> Self {
+        self.max_detached = Some(max);
+        self
+    }
 }
 
 /// A defined agent: its bidirectional action and companions.
@@ -126,6 +208,11 @@ struct Shared {
     transform: Option<ClientTransform>,
     /// Abort signals of this process's detached turns, by snapshot id.
     running: Mutex<HashMap<String, CancellationToken>>,
+    principal: PrincipalFn,
+    client_session_ids: bool,
+    allow_forks: bool,
+    detached_timeout: std::time::Duration,
+    detached: DetachedLimit,
 }
 
 /// The wire schemas every agent's descriptor carries, derived once.
@@ -185,6 +272,14 @@ impl Agent {
             state_validator,
             transform: options.client_transform.clone(),
             running: Mutex::new(HashMap::new()),
+            principal: options
+                .principal
+                .clone()
+                .unwrap_or_else(|| Arc::new(default_principal)),
+            client_session_ids: options.client_session_ids,
+            allow_forks: options.allow_forks,
+            detached_timeout: options.detached_timeout.unwrap_or(DEFAULT_DETACHED_TIMEOUT),
+            detached: DetachedLimit::new(options.max_detached.unwrap_or(DEFAULT_MAX_DETACHED)),
         });
         let metadata = AgentMetadata {
             state_management: if options.store.is_some() {
@@ -218,9 +313,12 @@ impl Agent {
         let mut snapshot_desc = snapshot_desc;
         snapshot_desc.input_schema = Some(schema_for::<GetSnapshotRequest>());
         snapshot_desc.output_schema = Some(schema_for::<SessionSnapshot>());
-        let snapshot = Action::from_desc_typed(snapshot_desc, move |req, _ctx: ActionCtx| {
+        let snapshot = Action::from_desc_typed(snapshot_desc, move |req, ctx: ActionCtx| {
             let shared = snap_shared.clone();
-            async move { shared.read_snapshot(req).await }
+            async move {
+                let principal = shared.principal_of(&ctx.context);
+                shared.read_snapshot(req, principal.as_deref()).await
+            }
         });
 
         let abort_shared = shared.clone();
@@ -230,9 +328,12 @@ impl Agent {
             ));
         abort_desc.input_schema = Some(schema_for::<AgentAbortRequest>());
         abort_desc.output_schema = Some(schema_for::<AgentAbortResponse>());
-        let abort = Action::from_desc_typed(abort_desc, move |req, _ctx: ActionCtx| {
+        let abort = Action::from_desc_typed(abort_desc, move |req, ctx: ActionCtx| {
             let shared = abort_shared.clone();
-            async move { shared.abort(req).await }
+            async move {
+                let principal = shared.principal_of(&ctx.context);
+                shared.abort(req, principal.as_deref()).await
+            }
         });
         Ok(Self {
             action,
@@ -268,12 +369,23 @@ impl Agent {
     }
 
     /// Aborts a detached turn; returns the snapshot's status before the
-    /// abort (`None` if there is no such snapshot).
+    /// abort (`None` if there is no such snapshot, or it is another
+    /// principal's).
     pub async fn abort(&self, snapshot_id: impl Into<String>) -> Result<Option<SnapshotStatus>> {
         let request = AgentAbortRequest {
             snapshot_id: snapshot_id.into(),
         };
         self.abort.run(request).await.map(|r| r.status)
+    }
+
+    /// Forks a session explicitly: copies the state of a completed snapshot
+    /// into a new session with a server-minted id, owned by the caller (the
+    /// principal of the running action's context), and returns the new
+    /// session's id. The snapshot's session is left as it is. A snapshot
+    /// the caller does not own is `NOT_FOUND`, as an unknown one.
+    pub async fn fork(&self, snapshot_id: &str) -> Result<String> {
+        let principal = self.shared.principal_of(&current_context());
+        self.shared.fork(snapshot_id, principal.as_deref()).await
     }
 }
 
@@ -310,11 +422,78 @@ impl Shared {
         }
     }
 
-    async fn read_snapshot(&self, req: GetSnapshotRequest) -> Result<SessionSnapshot> {
+    /// The principal a request with this context speaks for.
+    fn principal_of(&self, context: &ActionContext) -> Option<String> {
+        (self.principal)(context)
+    }
+
+    /// What a caller who may not see a snapshot is told: exactly what an
+    /// unknown snapshot id gets.
+    fn snapshot_not_found(&self, id: &str) -> Error {
+        Error::user_facing(
+            StatusCode::NotFound,
+            format!("Snapshot '{id}' not found for agent '{}'.", self.name),
+        )
+    }
+
+    /// What resuming an unknown session (or another principal's) is told.
+    fn session_not_found(&self, id: &str) -> Error {
+        Error::user_facing(
+            StatusCode::NotFound,
+            format!(
+                "Session '{id}' not found for agent '{}'; omit `sessionId` to start a new session.",
+                self.name
+            ),
+        )
+    }
+
+    /// The stored snapshot `id` if `principal` may see it (its session is
+    /// theirs); `None` alike for unknown ids and other principals'.
+    async fn owned_snapshot(
+        &self,
+        store: &Arc<dyn SessionStore>,
+        id: &str,
+        principal: Option<&str>,
+    ) -> Result<Option<StoredSnapshot>> {
+        let stored = match store.get(id).await {
+            Ok(stored) => stored,
+            Err(e) if e.status() == StatusCode::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let session = stored.snapshot.owner_session_id().unwrap_or_default();
+        if session.is_empty() || !ownership::may_use(store, session, principal).await? {
+            return Ok(None);
+        }
+        Ok(Some(stored))
+    }
+
+    /// Reads a snapshot by id, or a session's latest; a snapshot or session
+    /// of another principal reads as unknown (`NOT_FOUND`).
+    async fn read_snapshot(
+        &self,
+        req: GetSnapshotRequest,
+        principal: Option<&str>,
+    ) -> Result<SessionSnapshot> {
         let store = self.store("getSnapshotData")?;
-        let (lookup, id) = match (&req.snapshot_id, &req.session_id) {
-            (Some(id), None) => (store.get(id).await, id),
-            (None, Some(session)) => (store.latest(session).await, session),
+        let mut snapshot = match (&req.snapshot_id, &req.session_id) {
+            (Some(id), None) => match self.owned_snapshot(store, id, principal).await? {
+                Some(stored) => stored.snapshot,
+                None => return Err(self.snapshot_not_found(id)),
+            },
+            (None, Some(session)) => {
+                let lookup = if ownership::may_use(store, session, principal).await? {
+                    store.latest(session).await
+                } else {
+                    Err(Error::new(StatusCode::NotFound, "not the caller's"))
+                };
+                match lookup {
+                    Ok(stored) => stored.snapshot,
+                    Err(e) if e.status() == StatusCode::NotFound => {
+                        return Err(self.snapshot_not_found(session));
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
             (snapshot, _) => {
                 let got = if snapshot.is_some() {
                     "snapshotId and sessionId"
@@ -329,24 +508,33 @@ impl Shared {
                 ));
             }
         };
-        let mut snapshot = match lookup {
-            Ok(stored) => stored.snapshot,
-            Err(e) if e.status() == StatusCode::NotFound => {
-                return Err(Error::user_facing(
-                    StatusCode::NotFound,
-                    format!("Snapshot '{id}' not found for agent '{}'.", self.name),
-                ));
-            }
-            Err(e) => return Err(e),
-        };
         snapshot.status =
             effective_status(&snapshot, std::time::SystemTime::now(), HEARTBEAT_TIMEOUT);
         snapshot.state = snapshot.state.map(|s| self.client_state(s));
         Ok(snapshot)
     }
 
-    async fn abort(&self, req: AgentAbortRequest) -> Result<AgentAbortResponse> {
+    /// Aborts a detached turn: marks its snapshot `aborted` and cancels the
+    /// turn (its model calls and tools) if it runs in this process. A
+    /// snapshot of another principal is left alone and answered as an
+    /// unknown one (no status).
+    async fn abort(
+        &self,
+        req: AgentAbortRequest,
+        principal: Option<&str>,
+    ) -> Result<AgentAbortResponse> {
         let store = self.store("abort")?;
+        let unknown = AgentAbortResponse {
+            snapshot_id: req.snapshot_id.clone(),
+            status: None,
+        };
+        if self
+            .owned_snapshot(store, &req.snapshot_id, principal)
+            .await?
+            .is_none()
+        {
+            return Ok(unknown);
+        }
         let status = match store.abort(&req.snapshot_id).await {
             Ok(status) => status,
             Err(e) if e.status() == StatusCode::NotFound => None,
@@ -361,15 +549,47 @@ impl Shared {
         })
     }
 
+    /// Copies a completed snapshot the caller owns into a new session
+    /// (server-minted id, owned by the caller); returns its id.
+    async fn fork(&self, snapshot_id: &str, principal: Option<&str>) -> Result<String> {
+        let store = self.store("fork")?;
+        let snapshot = self
+            .owned_snapshot(store, snapshot_id, principal)
+            .await?
+            .ok_or_else(|| self.snapshot_not_found(snapshot_id))?
+            .snapshot;
+        if let Some(status) = snapshot.status.filter(|s| *s != SnapshotStatus::Completed) {
+            return Err(precondition(format!(
+                "Snapshot '{snapshot_id}' cannot be forked (status: {status}); only completed snapshots can."
+            )));
+        }
+        let session_id = new_snapshot_id();
+        let state = with_session_id(
+            snapshot.state.unwrap_or_else(|| fresh(None)),
+            Some(session_id.clone()),
+        );
+        let now = now_rfc3339();
+        let mut copy = SessionSnapshot::new(new_snapshot_id(), now.clone());
+        copy.session_id = Some(session_id.clone());
+        copy.updated_at = Some(now);
+        copy.status = Some(SnapshotStatus::Completed);
+        copy.finish_reason = snapshot.finish_reason;
+        copy.state = Some(state);
+        self.append(store, copy, 0, principal).await?;
+        Ok(session_id)
+    }
+
     /// The session a run starts from, the snapshot it continues, and the
     /// session version read with it (the base of the run's first append).
     /// `Err` is misuse of the init (the invocation fails); `Ok(Err)` a
     /// start that cannot be continued: an unknown or not resumable
-    /// snapshot, or a custom state failing the state schema (the run ends
+    /// snapshot, an unknown session (or another principal's: the same
+    /// answer), or a custom state failing the state schema (the run ends
     /// as a failed turn, as in Genkit JS).
     async fn resolve(
         &self,
         init: AgentInit,
+        principal: Option<&str>,
     ) -> Result<std::result::Result<(SessionState, Option<String>, u64), StartFailure>> {
         let Some(store) = &self.store else {
             for (field, given) in [
@@ -412,28 +632,54 @@ impl Shared {
                 "'sessionId' must not be empty.",
             ));
         }
-        let stored = match (&init.snapshot_id, &init.session_id) {
-            (Some(id), _) => match store.get(id).await {
-                Ok(stored) => stored,
-                Err(e) if e.status() == StatusCode::NotFound => return Ok(Err(e.into())),
-                Err(e) => return Err(e),
-            },
-            (None, Some(session)) => match store.latest(session).await {
-                Ok(stored) => {
-                    let version = stored.session_version;
-                    match self.resumable_ancestor(store, stored).await? {
-                        Some(stored) => stored,
-                        None => return Ok(Ok((fresh(Some(session.clone())), None, version))),
+        let (stored, version) = match (&init.snapshot_id, &init.session_id) {
+            (Some(id), _) => {
+                let Some(stored) = self.owned_snapshot(store, id, principal).await? else {
+                    // As the stores word an unknown snapshot id.
+                    let unknown = Error::user_facing(
+                        StatusCode::NotFound,
+                        format!("Snapshot {id} not found"),
+                    );
+                    return Ok(Err(unknown.into()));
+                };
+                let version = stored.session_version;
+                (stored, version)
+            }
+            (None, Some(session)) => {
+                let latest = if ownership::may_use(store, session, principal).await? {
+                    store.latest(session).await
+                } else {
+                    Err(Error::new(StatusCode::NotFound, "not the caller's"))
+                };
+                match latest {
+                    Ok(latest) => {
+                        // Appends are based on the version read with the
+                        // latest: a turn appended since (say, past the same
+                        // failed leaf) makes this run's append conflict.
+                        let version = latest.session_version;
+                        match self.resumable_ancestor(store, latest).await? {
+                            Some(stored) => (stored, version),
+                            None => return Ok(Ok((fresh(Some(session.clone())), None, version))),
+                        }
                     }
+                    Err(e) if e.status() == StatusCode::NotFound => {
+                        // No snapshot: a new session, if clients may name
+                        // them, or one this principal owns (created, but
+                        // its first write failed).
+                        let starts = match ownership::owned_by(store, session, principal).await? {
+                            None => self.client_session_ids,
+                            Some(ours) => ours,
+                        };
+                        if starts {
+                            return Ok(Ok((fresh(Some(session.clone())), None, 0)));
+                        }
+                        return Ok(Err(self.session_not_found(session).into()));
+                    }
+                    Err(e) => return Err(e),
                 }
-                Err(e) if e.status() == StatusCode::NotFound => {
-                    return Ok(Ok((fresh(Some(session.clone())), None, 0)));
-                }
-                Err(e) => return Err(e),
-            },
+            }
             (None, None) => return Ok(Ok((fresh(None), None, 0))),
         };
-        let version = stored.session_version;
         let snapshot = stored.snapshot;
         if let Some(session) = &init.session_id
             && snapshot.owner_session_id() != Some(session.as_str())
@@ -460,6 +706,10 @@ impl Shared {
                 .into()));
             }
         }
+        let version = match &init.snapshot_id {
+            Some(id) if !self.allow_forks => self.unforked_base(store, &snapshot, id).await?,
+            _ => version,
+        };
         if let Err(error) = self.validate_custom(snapshot.state.as_ref()) {
             return Ok(Err(error.into()));
         }
@@ -468,21 +718,51 @@ impl Shared {
         Ok(Ok((state, Some(snapshot.snapshot_id), version)))
     }
 
+    /// The session version a run resumed by snapshot id appends on, when
+    /// the snapshot is what its session resumed by id would continue (its
+    /// latest, or the completed ancestor past failed turns): then the run
+    /// continues the session, based on the version read with its latest.
+    /// Any other snapshot would start a second branch (a fork), refused.
+    async fn unforked_base(
+        &self,
+        store: &Arc<dyn SessionStore>,
+        snapshot: &SessionSnapshot,
+        id: &str,
+    ) -> Result<u64> {
+        let session = snapshot.owner_session_id().unwrap_or_default();
+        let fork_refused = |latest: &str| {
+            precondition(format!(
+                "Snapshot '{id}' is not the latest of session '{session}' ({latest}); continuing it would fork the session. Resume by 'sessionId', or fork it into a new session explicitly (Agent::fork)."
+            ))
+        };
+        let latest = match store.latest(session).await {
+            Ok(latest) => latest,
+            Err(e) if e.status() == StatusCode::FailedPrecondition => {
+                return Err(fork_refused("the session has branched"));
+            }
+            Err(e) => return Err(e),
+        };
+        let version = latest.session_version;
+        let latest_id = latest.snapshot.snapshot_id.clone();
+        match self.resumable_ancestor(store, latest).await? {
+            Some(head) if head.snapshot.snapshot_id == id => Ok(version),
+            _ => Err(fork_refused(&format!("its latest is '{latest_id}'"))),
+        }
+    }
+
     /// The snapshot a session resumed by id continues: its latest, or past
     /// failed and aborted turns the newest completed ancestor (`None`: start
     /// the session afresh), as Genkit JS does. A session whose latest turn is
-    /// still running is refused: two turns would race on one history.
+    /// still running is refused: two turns would race on one history. A
+    /// pending latest whose heartbeat expired (its worker died) is rewritten
+    /// `failed` and passed like any failed turn.
     async fn resumable_ancestor(
         &self,
         store: &Arc<dyn SessionStore>,
-        mut stored: super::store::StoredSnapshot,
-    ) -> Result<Option<super::store::StoredSnapshot>> {
+        mut stored: StoredSnapshot,
+    ) -> Result<Option<StoredSnapshot>> {
         if stored.snapshot.status == Some(SnapshotStatus::Pending) {
-            return Err(precondition(format!(
-                "Session '{}' has a turn running (snapshot {} is pending); wait until it completes or abort it.",
-                stored.snapshot.owner_session_id().unwrap_or_default(),
-                stored.snapshot.snapshot_id
-            )));
+            stored = self.fail_expired(store, stored).await?;
         }
         loop {
             match stored.snapshot.status {
@@ -497,6 +777,56 @@ impl Shared {
         }
     }
 
+    /// A pending snapshot: refused while its turn runs (a live heartbeat);
+    /// rewritten `failed` (`UNAVAILABLE`) once its heartbeat expired, so
+    /// the session is continued past it and it no longer counts as a leaf.
+    /// Returns the snapshot as it now stands.
+    async fn fail_expired(
+        &self,
+        store: &Arc<dyn SessionStore>,
+        mut stored: StoredSnapshot,
+    ) -> Result<StoredSnapshot> {
+        for _ in 0..4 {
+            if stored.snapshot.status != Some(SnapshotStatus::Pending) {
+                return Ok(stored);
+            }
+            let now = std::time::SystemTime::now();
+            if effective_status(&stored.snapshot, now, HEARTBEAT_TIMEOUT)
+                != Some(SnapshotStatus::Expired)
+            {
+                return Err(precondition(format!(
+                    "Session '{}' has a turn running (snapshot {} is pending); wait until it completes or abort it.",
+                    stored.snapshot.owner_session_id().unwrap_or_default(),
+                    stored.snapshot.snapshot_id
+                )));
+            }
+            let mut failed = stored.snapshot.clone();
+            failed.status = Some(SnapshotStatus::Failed);
+            failed.finish_reason = Some(AgentFinishReason::Failed);
+            failed.updated_at = Some(now_rfc3339());
+            failed.heartbeat_at = None;
+            failed.error = Some(RuntimeError::new(
+                StatusCode::Unavailable,
+                "The detached turn stopped reporting (its heartbeat expired); the session continues from its last completed snapshot.",
+            ));
+            match store.update(failed, stored.revision).await {
+                Ok(rewritten) => return Ok(rewritten),
+                // A heartbeat, an outcome or an abort won: look again.
+                Err(e) if is_conflict(&e) || e.status() == StatusCode::FailedPrecondition => {
+                    stored = store.get(&stored.snapshot.snapshot_id).await?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::user_facing(
+            StatusCode::Aborted,
+            format!(
+                "Snapshot {} kept changing while its expired turn was being closed; retry.",
+                stored.snapshot.snapshot_id
+            ),
+        ))
+    }
+
     /// Appends a turn's snapshot, based on the session version the run last
     /// read or wrote (`base`). If another turn was appended to the session
     /// meanwhile, the store refuses it (`ABORTED`) and the run fails with
@@ -504,12 +834,23 @@ impl Shared {
     /// is no longer the session's, so re-basing it would fork the session
     /// behind the caller's back. The caller retries the turn from a fresh
     /// read (e.g. resuming by session id again).
+    ///
+    /// A session's first snapshot (`base` 0) creates it: its owner,
+    /// `principal`, is recorded first; a session someone else created
+    /// meanwhile under the same (client-chosen) id is `NOT_FOUND`.
     async fn append(
         &self,
         store: &Arc<dyn SessionStore>,
         snapshot: SessionSnapshot,
         base: u64,
-    ) -> Result<super::store::StoredSnapshot> {
+        principal: Option<&str>,
+    ) -> Result<StoredSnapshot> {
+        if base == 0 {
+            let session = snapshot.owner_session_id().unwrap_or_default().to_owned();
+            if !session.is_empty() && !ownership::claim(store, &session, principal).await? {
+                return Err(self.session_not_found(&session));
+            }
+        }
         store.append(snapshot, base).await
     }
 }
@@ -595,6 +936,16 @@ struct Progress {
     message: Option<crate::types::Message>,
     artifacts: Option<Vec<super::types::Artifact>>,
     finish_reason: Option<AgentFinishReason>,
+    /// Who the run speaks for: the owner of a session it creates.
+    principal: Option<String>,
+}
+
+/// The turn function's future for `input`, built so that the model calls,
+/// tools and flows it runs see the session's abort signal as their
+/// cancellation (`ActionCtx::is_cancelled`): an abort or a detached turn's
+/// deadline stops them, not only the turn function.
+fn cancellable_turn(shared: &Shared, session: &AgentSession, input: AgentInput) -> TurnFuture {
+    with_cancellation_scope(session.abort_token(), || start_turn(shared, session, input))
 }
 
 async fn run(
@@ -603,7 +954,8 @@ async fn run(
     mut inputs: BidiInputs<AgentInput>,
     ctx: ActionCtx<AgentStreamChunk>,
 ) -> Result<AgentOutput> {
-    let (state, parent, version) = match shared.resolve(init).await? {
+    let principal = shared.principal_of(&ctx.context);
+    let (state, parent, version) = match shared.resolve(init, principal.as_deref()).await? {
         Ok(start) => start,
         Err(failure) => {
             return Ok(AgentOutput {
@@ -626,6 +978,7 @@ async fn run(
         message: None,
         artifacts: None,
         finish_reason: None,
+        principal,
     };
     let mut queue: VecDeque<AgentInput> = VecDeque::new();
     let mut open = true;
@@ -647,16 +1000,19 @@ async fn run(
         }
         let detach_now = input.is_detach();
         let before = session.state();
+        let mut slot = None;
         if detach_now {
             // Refused before the turn starts: Genkit JS runs the turn (and
             // calls the model) in the background of a failed invocation.
             shared.detach_store()?;
+            slot = Some(shared.detached.acquire(&shared.name)?);
         }
-        let mut turn = start_turn(&shared, &session, input);
-        if detach_now {
+        let mut turn = cancellable_turn(&shared, &session, input);
+        if let Some(slot) = slot {
             // Detached as it starts: the pending snapshot is the session
             // before the turn (as Genkit JS writes it).
-            return detach(&shared, &session, &mut progress, Some(turn), before).await;
+            let turn = Some((turn, slot));
+            return detach(&shared, &session, &mut progress, turn, before).await;
         }
         let outcome = loop {
             if !open {
@@ -670,8 +1026,10 @@ async fn run(
                     if next.is_detach() && !next.has_payload() {
                         // Detached mid-turn: the pending snapshot is the
                         // session as the turn has it so far.
+                        let slot = shared.detached.acquire(&shared.name)?;
                         let now = session.state();
-                        return detach(&shared, &session, &mut progress, Some(turn), now).await;
+                        let turn = Some((turn, slot));
+                        return detach(&shared, &session, &mut progress, turn, now).await;
                     }
                     queue.push_back(next);
                 }
@@ -689,7 +1047,10 @@ async fn run(
                             session.state(),
                         );
                         snap.finish_reason = finish;
-                        let stored = shared.append(store, snap, progress.version).await?;
+                        let principal = progress.principal.as_deref();
+                        let stored = shared
+                            .append(store, snap, progress.version, principal)
+                            .await?;
                         let id = stored.snapshot.snapshot_id;
                         progress.parent = Some(id.clone());
                         progress.version = stored.session_version;
@@ -721,7 +1082,10 @@ async fn run(
                         );
                         snap.finish_reason = Some(AgentFinishReason::Failed);
                         snap.error = Some(runtime_error.clone());
-                        let stored = shared.append(store, snap, progress.version).await?;
+                        let principal = progress.principal.as_deref();
+                        let stored = shared
+                            .append(store, snap, progress.version, principal)
+                            .await?;
                         Some(stored.snapshot.snapshot_id)
                     }
                     None => None,
@@ -759,17 +1123,35 @@ fn output_of(shared: &Shared, session: &AgentSession, progress: &Progress) -> Ag
     }
 }
 
-/// Hands the running turn (if any) to a background task: a pending snapshot
-/// of `state` is stored at once and rewritten with the turn's outcome.
+/// Hands the running turn (if any, with its place under the agent's limit
+/// of detached turns) to a background task: a pending snapshot of `state`
+/// is stored at once and rewritten with the turn's outcome.
+///
+/// With no turn (a detach-only input between turns) the session is as its
+/// last snapshot left it, so nothing is written and that snapshot's id is
+/// returned: writing a copy would give its parent a second child, a fork
+/// that leaves the session without a latest snapshot. A session not stored
+/// yet gets its first, completed snapshot.
 async fn detach(
     shared: &Arc<Shared>,
     session: &AgentSession,
     progress: &mut Progress,
-    turn: Option<TurnFuture>,
+    turn: Option<(TurnFuture, DetachedSlot)>,
     state: SessionState,
 ) -> Result<AgentOutput> {
     let store = shared.detach_store()?.clone();
     session.detach_stream();
+    let detached = |snapshot_id: String| AgentOutput {
+        session_id: Some(session.session_id()),
+        snapshot_id: Some(snapshot_id),
+        finish_reason: Some(AgentFinishReason::Detached),
+        ..AgentOutput::default()
+    };
+    if turn.is_none()
+        && let Some(current) = &progress.parent
+    {
+        return Ok(detached(current.clone()));
+    }
     let status = if turn.is_some() {
         SnapshotStatus::Pending
     } else {
@@ -779,12 +1161,13 @@ async fn detach(
     if turn.is_some() {
         snap.heartbeat_at = snap.updated_at.clone();
     }
+    let principal = progress.principal.as_deref();
     let id = shared
-        .append(&store, snap, progress.version)
+        .append(&store, snap, progress.version, principal)
         .await?
         .snapshot
         .snapshot_id;
-    if let Some(turn) = turn {
+    if let Some((turn, slot)) = turn {
         shared
             .running
             .lock()
@@ -795,33 +1178,51 @@ async fn detach(
             session.clone(),
             id.clone(),
             turn,
+            slot,
         ));
     }
-    Ok(AgentOutput {
-        session_id: Some(session.session_id()),
-        snapshot_id: Some(id),
-        finish_reason: Some(AgentFinishReason::Detached),
-        ..AgentOutput::default()
-    })
+    Ok(detached(id))
 }
 
+/// How a detached turn's run ended.
+enum Ending {
+    /// The turn function returned.
+    Returned(Result<AgentResult>),
+    /// Its abort signal fired (an abort here, or one seen in the store).
+    Aborted,
+    /// It ran past the agent's detached timeout.
+    Deadline,
+}
+
+/// Runs a detached turn to its end, keeping its pending snapshot's
+/// heartbeat fresh, and records the outcome. An abort (through this
+/// process's abort action, or an `aborted` status the heartbeat finds in
+/// the store) or the deadline stops the turn at once: its future, with the
+/// model calls and tools it is running, is dropped, and actions started
+/// after that see their cancellation.
 async fn finish_detached(
     shared: Arc<Shared>,
     store: Arc<dyn SessionStore>,
     session: AgentSession,
     id: String,
     turn: TurnFuture,
+    slot: DetachedSlot,
 ) {
+    let abort = session.abort_token();
     let heartbeat = {
         let store = store.clone();
         let id = id.clone();
+        let abort = abort.clone();
         async move {
             loop {
                 tokio::time::sleep(HEARTBEAT_INTERVAL).await;
                 let Ok(stored) = store.get(&id).await else {
-                    return;
+                    continue; // the store is unreachable for now
                 };
                 if stored.snapshot.status != Some(SnapshotStatus::Pending) {
+                    // Closed elsewhere (aborted by another process, or
+                    // failed as expired): stop the turn.
+                    abort.cancel();
                     return;
                 }
                 let mut snap = stored.snapshot;
@@ -830,13 +1231,22 @@ async fn finish_detached(
                 let _ = store.update(snap, stored.revision).await;
             }
         }
-        .boxed()
     };
-    let outcome = match select(turn, heartbeat).await {
-        Either::Left((outcome, _)) => outcome,
-        Either::Right(((), turn)) => turn.await,
+    let ending = tokio::select! {
+        outcome = turn => Ending::Returned(outcome),
+        () = abort.cancelled() => Ending::Aborted,
+        () = tokio::time::sleep(shared.detached_timeout) => Ending::Deadline,
+        () = heartbeat => Ending::Aborted,
     };
+    // Anything the turn started elsewhere (spawned with its context) stops.
+    abort.cancel();
     shared.running.lock().remove(&id);
+    drop(slot);
+    let outcome = match ending {
+        Ending::Returned(outcome) => outcome,
+        Ending::Aborted => Err(Error::cancelled()),
+        Ending::Deadline => Err(deadline_exceeded(shared.detached_timeout)),
+    };
     for _ in 0..16 {
         let Ok(stored) = store.get(&id).await else {
             return;

@@ -29,6 +29,7 @@ pub use record::{RecordedSpan, SpanFailure, TraceJson};
 pub(crate) use span::Frame;
 pub use span::{
     Span, SpanOptions, SpanType, TraceInfo, current_cancellation, current_context,
-    current_extensions, current_registry, current_trace, in_span, propagate, run, with_extension,
+    current_extensions, current_registry, current_trace, in_span, propagate, run,
+    with_cancellation_scope, with_extension,
 };
 pub use store::InMemoryTraceStore;

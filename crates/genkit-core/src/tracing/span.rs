@@ -147,6 +147,18 @@ where
     frame.scope(fut)
 }
 
+/// Runs `build` with `token` as the running action's cancellation, so the
+/// futures it builds that carry the caller's frame ([`with_extension`],
+/// [`propagate`]) and every action they run see `token` in
+/// [`ActionCtx::is_cancelled`](crate::ActionCtx::is_cancelled) and stop when
+/// it fires, instead of the caller's cancellation (e.g. an agent turn that
+/// outlives its caller and is stopped by its own abort signal).
+pub fn with_cancellation_scope<R>(token: crate::CancellationToken, build: impl FnOnce() -> R) -> R {
+    let mut frame = Frame::current();
+    frame.cancel = Some(token);
+    FRAME.sync_scope(frame, build)
+}
+
 /// Carries the caller's span, context and cancellation into `fut`, for work
 /// moved to another task with `tokio::spawn`:
 /// `tokio::spawn(genkit_core::tracing::propagate(async { ... }))`.
