@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use genkit_ai::agent::store::{InMemorySessionStore, SessionStore};
+use genkit_ai::agent::store::{InMemorySessionStore, SessionStore, StoredSnapshot};
 use genkit_ai::agent::types::{
     AgentFinishReason, AgentInit, AgentInput, AgentOutput, AgentResult, GetSnapshotRequest,
     SessionSnapshot, SessionState, SnapshotStatus,
@@ -694,4 +694,89 @@ async fn a_live_pending_turn_still_blocks_resume_by_session() {
     .unwrap_err();
     assert_eq!(err.status(), StatusCode::FailedPrecondition);
     release.notify_one();
+}
+
+/// A store that, when the snapshot `on` is read, first appends `concurrent`
+/// to its session (another turn landing between two reads of a run).
+#[derive(Default)]
+struct LandsBetweenReads {
+    inner: InMemorySessionStore,
+    on: Mutex<Option<(String, SessionSnapshot)>>,
+}
+
+#[async_trait::async_trait]
+impl SessionStore for LandsBetweenReads {
+    async fn get(&self, id: &str) -> Result<StoredSnapshot> {
+        let armed = {
+            let mut on = self.on.lock();
+            match on.as_ref() {
+                Some((target, _)) if target == id => on.take(),
+                _ => None,
+            }
+        };
+        if let Some((_, snapshot)) = armed {
+            let session = snapshot.session_id.clone().unwrap_or_default();
+            let version = self.inner.latest(&session).await?.session_version;
+            self.inner.append(snapshot, version).await?;
+        }
+        self.inner.get(id).await
+    }
+    async fn latest(&self, session: &str) -> Result<StoredSnapshot> {
+        self.inner.latest(session).await
+    }
+    async fn append(&self, snapshot: SessionSnapshot, base: u64) -> Result<StoredSnapshot> {
+        self.inner.append(snapshot, base).await
+    }
+    async fn update(&self, snapshot: SessionSnapshot, base: u64) -> Result<StoredSnapshot> {
+        self.inner.update(snapshot, base).await
+    }
+    async fn record_effect(&self, session: &str, key: &str, result: Value) -> Result<Value> {
+        self.inner.record_effect(session, key, result).await
+    }
+    async fn effect(&self, session: &str, key: &str) -> Result<Option<Value>> {
+        self.inner.effect(session, key).await
+    }
+}
+
+fn child_of(id: &str, parent: &SessionSnapshot, status: SnapshotStatus) -> SessionSnapshot {
+    let mut child = SessionSnapshot::new(id, "2026-01-01T00:00:00.000Z");
+    child.session_id = parent.session_id.clone();
+    child.parent_id = Some(parent.snapshot_id.clone());
+    child.status = Some(status);
+    child.state = parent.state.clone();
+    child
+}
+
+#[tokio::test]
+async fn a_resume_past_a_failed_turn_conflicts_with_a_turn_that_landed_meanwhile() {
+    let store = Arc::new(LandsBetweenReads::default());
+    let agent = echo_agent(AgentOptions::new().store(store.clone()));
+    let one = say(&agent, &ActionContext::new(), AgentInit::default(), "one").await;
+    let session = one.session_id.clone().unwrap();
+    let good = store.get(one.snapshot_id.as_deref().unwrap()).await.unwrap();
+    // The session's latest is a failed turn after `good`.
+    let failed = child_of("failed", &good.snapshot, SnapshotStatus::Failed);
+    store.append(failed, good.session_version).await.unwrap();
+    // Another resume past the same failed turn lands while this one walks
+    // back from the failed turn to `good`.
+    let other = child_of("other", &good.snapshot, SnapshotStatus::Completed);
+    *store.on.lock() = Some((good.snapshot.snapshot_id.clone(), other));
+
+    let refused = run(
+        &agent,
+        &ActionContext::new(),
+        by_session(&session),
+        vec![AgentInput::message(Message::user("two"))],
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(refused.status(), StatusCode::Aborted, "{refused}");
+    // The session did not fork: the turn that landed is its latest.
+    let latest = store.latest(&session).await.unwrap().snapshot;
+    assert_eq!(latest.snapshot_id, "other");
+    // Retried, the resume continues it.
+    let two = say(&agent, &ActionContext::new(), by_session(&session), "two").await;
+    assert_eq!(two.message.unwrap().text(), "echo: two (2 before)");
+    let latest = store.latest(&session).await.unwrap().snapshot;
+    assert_eq!(latest.parent_id.as_deref(), Some("other"));
 }

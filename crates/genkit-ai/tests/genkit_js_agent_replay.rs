@@ -63,6 +63,10 @@ const DIFFERENCES: &[(&str, &str)] = &[
         "a turn by sessionId on a session whose latest turn is pending is refused (FAILED_PRECONDITION, which the issue allows); Genkit JS starts it as a concurrent branch from the newest completed ancestor (or afresh), two turns racing on one history",
     ),
     (
+        "abort mid-turn: a detached prompt agent whose model is still generating",
+        "the abort cancels the detached turn where it is, here before its model call was made (no model request recorded); Genkit JS marks the snapshot aborted but lets the turn run on and call the model",
+    ),
+    (
         "custom state, server-managed: attached then detached (no customPatch streamed)",
         "the detached turn's completed snapshot keeps its real parent (Genkit JS: itself as parentId)",
     ),
