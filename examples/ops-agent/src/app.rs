@@ -175,14 +175,22 @@ mod tests {
             .respond_tool_call("restartService", json!({"service": "db"}))
             .respond_error(Error::new(StatusCode::Unavailable, "the model went away"))
             .respond_text("db restarted");
-        let session = "s1".to_owned();
+        // The server mints the session's id; later turns resume it by id.
+        let asked = app
+            .agent
+            .chat()
+            .send(Message::user("restart the db"))
+            .await?;
+        let session = asked
+            .session_id
+            .clone()
+            .ok_or_else(|| Error::internal("no session id"))?;
         let chat = || {
             app.agent.chat_from(AgentInit {
                 session_id: Some(session.clone()),
                 ..AgentInit::default()
             })
         };
-        let asked = chat().send(Message::user("restart the db")).await?;
         assert_eq!(asked.finish_reason, Some(AgentFinishReason::Interrupted));
         let interrupt = asked
             .message
