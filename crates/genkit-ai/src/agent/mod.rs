@@ -15,6 +15,8 @@
 //!   state (`customPatch` chunks), computed exactly as Genkit JS does.
 //! - [`store`]: the [`SessionStore`](store::SessionStore) trait (versioned,
 //!   optimistic writes) and the in-memory store.
+//! - [`effect`]: side effects that happen once ([`run_once`]), keyed by
+//!   the server-minted interrupt id of an approved tool call.
 //! - [`clock`]: snapshot timestamps and heartbeat expiry.
 //! - [`ownership`]: who a server-managed session belongs to (principals).
 //! - [`testing`]: the test suite every store implementation runs.
@@ -22,6 +24,7 @@
 pub mod chat;
 pub mod clock;
 mod detached;
+pub mod effect;
 pub mod json_patch;
 pub mod ownership;
 pub mod prompt_agent;
@@ -33,6 +36,7 @@ pub mod transform;
 pub mod types;
 
 pub use chat::{AgentChat, AgentTurnStream};
+pub use effect::{EffectError, run_once};
 pub use prompt_agent::{define_prompt_agent, define_prompt_agent_with};
 pub use runtime::{Agent, AgentAction, AgentOptions, TurnFuture, define_agent};
 pub use session::AgentSession;

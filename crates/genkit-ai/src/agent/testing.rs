@@ -13,11 +13,18 @@
 //! It needs a Tokio runtime (it spawns concurrent writers) and uses fresh
 //! random ids, so it also runs against a persistent store holding other data.
 //! A broken contract panics with what went wrong.
+//!
+//! A store that scopes its data by tenant (derived from the running
+//! action's context) also runs [`tenant_isolation_suite`], with two contexts
+//! it maps to different tenants.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use genkit_core::action::{Action, ActionKind, RunOptions};
+use genkit_core::context::ActionContext;
 use genkit_core::{Result, StatusCode};
+use parking_lot::Mutex;
 use serde_json::json;
 
 use super::clock::now_rfc3339;
@@ -798,4 +805,159 @@ async fn concurrent_writers(store: Arc<dyn SessionStore>, config: SuiteConfig) {
          collided: the store accepted stale writes",
         config.writers
     );
+}
+
+/// Runs `work` as the body of an action called with `context`, so a store
+/// it calls sees that context ([`genkit_core::tracing::current_context`])
+/// as it would inside an agent turn.
+async fn in_context<T, F>(context: &ActionContext, work: F) -> T
+where
+    T: Send + 'static,
+    F: std::future::Future<Output = T> + Send + 'static,
+{
+    type Work<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
+    let work: Arc<Mutex<Option<Work<T>>>> = Arc::new(Mutex::new(Some(Box::pin(work))));
+    let out: Arc<Mutex<Option<T>>> = Arc::new(Mutex::new(None));
+    let (slot, result) = (work.clone(), out.clone());
+    let action: Action<(), (), ()> = Action::new(
+        ActionKind::Custom,
+        "sessionStoreSuite/inContext",
+        move |(), _ctx| {
+            let (slot, result) = (slot.clone(), result.clone());
+            async move {
+                let work = slot.lock().take();
+                if let Some(work) = work {
+                    let value = work.await;
+                    *result.lock() = Some(value);
+                }
+                Ok(())
+            }
+        },
+    );
+    must(
+        action
+            .run_with((), RunOptions::new().context(context.clone()))
+            .await,
+        "running the suite's work in a context",
+    );
+    let value = out.lock().take();
+    value.unwrap_or_else(|| panic!("the suite's work in a context did not finish"))
+}
+
+/// Tenant isolation, for a store that scopes its data by a tenant derived
+/// from the running action's context: `store` must map contexts `a` and `b`
+/// to different tenants. Each tenant writes a session, snapshots and side
+/// effects under the *same* ids; neither sees, continues, rewrites, aborts or
+/// shares the other's (`NOT_FOUND`, or its own data), and both sessions go on
+/// independently.
+pub async fn tenant_isolation_suite(
+    store: Arc<dyn SessionStore>,
+    a: ActionContext,
+    b: ActionContext,
+) {
+    let session = fresh_session();
+    let root_id = new_snapshot_id();
+    let key = "tenant/effect";
+    // Tenant a: a session of two turns, a pending turn, an effect.
+    let mut a_root = turn(&session, None, "a root");
+    a_root.snapshot_id = root_id.clone();
+    let mut a_pending = turn(&session, Some(&root_id), "a pending");
+    a_pending.status = Some(SnapshotStatus::Pending);
+    let a_pending_id = a_pending.snapshot_id.clone();
+    let (st, s, k) = (store.clone(), session.clone(), key.to_owned());
+    let (a_root_w, a_pending_w) = (a_root.clone(), a_pending.clone());
+    in_context(&a, async move {
+        must(st.append(a_root_w, 0).await, "tenant a: root");
+        must(st.append(a_pending_w, 1).await, "tenant a: pending turn");
+        must(
+            st.record_effect(&s, &k, json!("a")).await,
+            "tenant a: effect",
+        );
+    })
+    .await;
+
+    // Tenant b sees none of it.
+    let (st, s, k, rid, pid) = (
+        store.clone(),
+        session.clone(),
+        key.to_owned(),
+        root_id.clone(),
+        a_pending_id.clone(),
+    );
+    let a_root_b = a_root.clone();
+    in_context(&b, async move {
+        expect_status(
+            st.get(&rid).await,
+            StatusCode::NotFound,
+            "tenant b reading tenant a's snapshot",
+        );
+        expect_status(
+            st.latest(&s).await,
+            StatusCode::NotFound,
+            "tenant b reading tenant a's session",
+        );
+        assert_eq!(
+            must(st.effect(&s, &k).await, "tenant b reading an effect"),
+            None,
+            "tenant b sees tenant a's side effect"
+        );
+        expect_status(
+            st.abort(&pid).await,
+            StatusCode::NotFound,
+            "tenant b aborting tenant a's pending turn",
+        );
+        let mut rewrite = a_root_b.clone();
+        rewrite.status = Some(SnapshotStatus::Pending);
+        expect_status(
+            st.update(rewrite, 1).await,
+            StatusCode::NotFound,
+            "tenant b rewriting tenant a's snapshot",
+        );
+        expect_status(
+            st.append(turn(&s, Some(&rid), "b continues a"), 0).await,
+            StatusCode::NotFound,
+            "tenant b continuing tenant a's snapshot",
+        );
+        // The same ids are free in tenant b: its own session, effect, root.
+        let mut b_root = turn(&s, None, "b root");
+        b_root.snapshot_id = rid.clone();
+        let stored = must(st.append(b_root.clone(), 0).await, "tenant b: same ids");
+        assert_eq!((stored.revision, stored.session_version), (1, 1));
+        assert_eq!(
+            must(
+                st.record_effect(&s, &k, json!("b")).await,
+                "tenant b: effect"
+            ),
+            json!("b"),
+            "tenant b's effect under the same key is its own"
+        );
+        assert_eq!(
+            must(st.latest(&s).await, "tenant b: latest").snapshot,
+            b_root,
+            "tenant b's session is its own"
+        );
+    })
+    .await;
+
+    // Tenant a's data is as it wrote it; its pending turn still abortable.
+    let st = store.clone();
+    in_context(&a, async move {
+        assert_eq!(
+            must(st.get(&root_id).await, "tenant a: root again").snapshot,
+            a_root,
+            "tenant b's write under the same id changed tenant a's snapshot"
+        );
+        let latest = must(st.latest(&session).await, "tenant a: latest");
+        assert_eq!(latest.snapshot.snapshot_id, a_pending_id);
+        assert_eq!(latest.session_version, 2);
+        assert_eq!(
+            must(st.effect(&session, key).await, "tenant a: effect"),
+            Some(json!("a"))
+        );
+        assert_eq!(
+            must(st.abort(&a_pending_id).await, "tenant a: abort"),
+            Some(SnapshotStatus::Pending)
+        );
+    })
+    .await;
 }
