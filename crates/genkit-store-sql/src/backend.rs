@@ -15,10 +15,12 @@ use crate::codec::Link;
 pub(crate) trait Backend: Send + Sync + 'static {
     /// Its transactions.
     type Tx: Tx;
-    /// A read-only transaction that sees one consistent state.
-    async fn read(&self) -> Result<Self::Tx>;
-    /// A write transaction (on SQLite it holds the write lock from the start).
-    async fn write(&self) -> Result<Self::Tx>;
+    /// A read-only transaction that sees one consistent state, its
+    /// statements scoped to `tenant`.
+    async fn read(&self, tenant: String) -> Result<Self::Tx>;
+    /// A write transaction scoped to `tenant` (on SQLite it holds the write
+    /// lock from the start).
+    async fn write(&self, tenant: String) -> Result<Self::Tx>;
 }
 
 /// A snapshot as read, with the chain its state is stored in.
@@ -118,31 +120,38 @@ pub(crate) fn to_u64(v: i64, what: &str) -> Result<u64> {
 }
 
 /// The migrations, in order: (version, description, SQL).
-pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "sessions, snapshots, effects",
-    include_str!("../migrations/0001_sessions.sql"),
-)];
+pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "sessions, snapshots, effects",
+        include_str!("../migrations/0001_sessions.sql"),
+    ),
+    (2, "tenants", include_str!("../migrations/0002_tenants.sql")),
+];
 
-/// The statement that loads a snapshot, its chain and its session's
-/// version at once (one statement: one consistent read).
+/// The statement that loads a snapshot of tenant `$1`, its chain and its
+/// session's version at once (one statement: one consistent read).
 pub(crate) const LOAD: &str = "\
 WITH RECURSIVE chain (snapshot_id, parent_id, kind, body, n) AS (
-    SELECT snapshot_id, parent_id, kind, body, 0 FROM genkit_snapshots WHERE snapshot_id = $1
+    SELECT snapshot_id, parent_id, kind, body, 0 FROM genkit_snapshots
+     WHERE tenant = $1 AND snapshot_id = $2
     UNION ALL
     SELECT s.snapshot_id, s.parent_id, s.kind, s.body, chain.n + 1
-      FROM genkit_snapshots s JOIN chain ON s.snapshot_id = chain.parent_id
+      FROM genkit_snapshots s JOIN chain ON s.tenant = $1 AND s.snapshot_id = chain.parent_id
      WHERE chain.kind = 'diff' AND chain.n < 100000
 )
 SELECT chain.kind, chain.body, t.session_id, t.parent_id, t.revision,
-       NOT EXISTS (SELECT 1 FROM genkit_snapshots c WHERE c.parent_id = t.snapshot_id), t.meta,
-       (SELECT v.version FROM genkit_sessions v WHERE v.session_id = t.session_id), t.status
-  FROM chain JOIN genkit_snapshots t ON t.snapshot_id = $1
+       NOT EXISTS (SELECT 1 FROM genkit_snapshots c
+                    WHERE c.tenant = $1 AND c.parent_id = t.snapshot_id), t.meta,
+       (SELECT v.version FROM genkit_sessions v
+         WHERE v.tenant = $1 AND v.session_id = t.session_id), t.status
+  FROM chain JOIN genkit_snapshots t ON t.tenant = $1 AND t.snapshot_id = $2
  ORDER BY chain.n DESC";
 
 /// Implements [`Tx`] for `$tx` (a wrapper of `sqlx::Transaction<'static,
-/// $db>`) with the shared SQL; `$lock` is the backend's session-locking
-/// `SELECT`, `$migration_lock` what serializes concurrent migrations.
+/// $db>` and the tenant every statement is scoped by) with the shared SQL;
+/// `$lock` is the backend's session-locking `SELECT` (tenant `$1`, session
+/// `$2`), `$migration_lock` what serializes concurrent migrations.
 macro_rules! shared_sql_tx {
     ($tx:ident, $db:ty, lock_session: $lock:expr, migration_lock: $migration_lock:expr) => {
         #[async_trait::async_trait]
@@ -150,6 +159,7 @@ macro_rules! shared_sql_tx {
             async fn load(&mut self, snapshot_id: &str) -> genkit_core::Result<Option<$crate::backend::Loaded>> {
                 use sqlx::Row as _;
                 let rows = sqlx::query($crate::backend::LOAD)
+                    .bind(&self.1)
                     .bind(snapshot_id)
                     .fetch_all(&mut *self.0)
                     .await
@@ -178,8 +188,9 @@ macro_rules! shared_sql_tx {
 
             async fn session(&mut self, session_id: &str) -> genkit_core::Result<Option<$crate::backend::SessionRow>> {
                 let row: Option<(i64, String)> = sqlx::query_as(
-                    "SELECT leaves, latest_id FROM genkit_sessions WHERE session_id = $1",
+                    "SELECT leaves, latest_id FROM genkit_sessions WHERE tenant = $1 AND session_id = $2",
                 )
+                .bind(&self.1)
                 .bind(session_id)
                 .fetch_optional(&mut *self.0)
                 .await
@@ -195,7 +206,8 @@ macro_rules! shared_sql_tx {
 
             async fn session_version(&mut self, session_id: &str) -> genkit_core::Result<Option<u64>> {
                 let v: Option<i64> =
-                    sqlx::query_scalar("SELECT version FROM genkit_sessions WHERE session_id = $1")
+                    sqlx::query_scalar("SELECT version FROM genkit_sessions WHERE tenant = $1 AND session_id = $2")
+                        .bind(&self.1)
                         .bind(session_id)
                         .fetch_optional(&mut *self.0)
                         .await
@@ -205,6 +217,7 @@ macro_rules! shared_sql_tx {
 
             async fn lock_session(&mut self, session_id: &str) -> genkit_core::Result<Option<u64>> {
                 let v: Option<i64> = sqlx::query_scalar($lock)
+                    .bind(&self.1)
                     .bind(session_id)
                     .fetch_optional(&mut *self.0)
                     .await
@@ -214,9 +227,10 @@ macro_rules! shared_sql_tx {
 
             async fn create_session(&mut self, session_id: &str, latest: &str) -> genkit_core::Result<bool> {
                 let done = sqlx::query(
-                    "INSERT INTO genkit_sessions (session_id, version, leaves, latest_id) \
-                     VALUES ($1, 1, 1, $2) ON CONFLICT (session_id) DO NOTHING",
+                    "INSERT INTO genkit_sessions (tenant, session_id, version, leaves, latest_id) \
+                     VALUES ($1, $2, 1, 1, $3) ON CONFLICT (tenant, session_id) DO NOTHING",
                 )
+                .bind(&self.1)
                 .bind(session_id)
                 .bind(latest)
                 .execute(&mut *self.0)
@@ -228,8 +242,9 @@ macro_rules! shared_sql_tx {
             async fn bump_session(&mut self, session_id: &str, base: u64) -> genkit_core::Result<bool> {
                 let done = sqlx::query(
                     "UPDATE genkit_sessions SET version = version + 1 \
-                     WHERE session_id = $1 AND version = $2",
+                     WHERE tenant = $1 AND session_id = $2 AND version = $3",
                 )
+                .bind(&self.1)
                 .bind(session_id)
                 .bind($crate::backend::to_i64(base))
                 .execute(&mut *self.0)
@@ -240,8 +255,10 @@ macro_rules! shared_sql_tx {
 
             async fn set_latest(&mut self, session_id: &str, latest: &str, leaves_added: u64) -> genkit_core::Result<()> {
                 sqlx::query(
-                    "UPDATE genkit_sessions SET latest_id = $2, leaves = leaves + $3 WHERE session_id = $1",
+                    "UPDATE genkit_sessions SET latest_id = $3, leaves = leaves + $4 \
+                     WHERE tenant = $1 AND session_id = $2",
                 )
+                .bind(&self.1)
                 .bind(session_id)
                 .bind(latest)
                 .bind($crate::backend::to_i64(leaves_added))
@@ -254,9 +271,11 @@ macro_rules! shared_sql_tx {
             async fn newest_child_is_dead_leaf(&mut self, parent: &str) -> genkit_core::Result<bool> {
                 let dead: Option<bool> = sqlx::query_scalar(
                     "SELECT s.status IN ('failed', 'aborted') AND NOT EXISTS \
-                     (SELECT 1 FROM genkit_snapshots c WHERE c.parent_id = s.snapshot_id) \
-                     FROM genkit_snapshots s WHERE s.parent_id = $1 ORDER BY s.seq DESC LIMIT 1",
+                     (SELECT 1 FROM genkit_snapshots c WHERE c.tenant = $1 AND c.parent_id = s.snapshot_id) \
+                     FROM genkit_snapshots s WHERE s.tenant = $1 AND s.parent_id = $2 \
+                     ORDER BY s.seq DESC LIMIT 1",
                 )
+                .bind(&self.1)
                 .bind(parent)
                 .fetch_optional(&mut *self.0)
                 .await
@@ -270,8 +289,9 @@ macro_rules! shared_sql_tx {
             ) -> genkit_core::Result<Vec<(String, Option<String>, Option<String>)>> {
                 sqlx::query_as(
                     "SELECT snapshot_id, parent_id, status FROM genkit_snapshots \
-                     WHERE session_id = $1 ORDER BY seq",
+                     WHERE tenant = $1 AND session_id = $2 ORDER BY seq",
                 )
+                .bind(&self.1)
                 .bind(session_id)
                 .fetch_all(&mut *self.0)
                 .await
@@ -279,7 +299,10 @@ macro_rules! shared_sql_tx {
             }
 
             async fn snapshot_session(&mut self, snapshot_id: &str) -> genkit_core::Result<Option<String>> {
-                sqlx::query_scalar("SELECT session_id FROM genkit_snapshots WHERE snapshot_id = $1")
+                sqlx::query_scalar(
+                    "SELECT session_id FROM genkit_snapshots WHERE tenant = $1 AND snapshot_id = $2",
+                )
+                    .bind(&self.1)
                     .bind(snapshot_id)
                     .fetch_optional(&mut *self.0)
                     .await
@@ -289,9 +312,10 @@ macro_rules! shared_sql_tx {
             async fn insert_snapshot(&mut self, row: &$crate::backend::Row<'_>) -> genkit_core::Result<()> {
                 sqlx::query(
                     "INSERT INTO genkit_snapshots \
-                     (snapshot_id, session_id, parent_id, seq, revision, kind, status, meta, body) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                     (tenant, snapshot_id, session_id, parent_id, seq, revision, kind, status, meta, body) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
                 )
+                .bind(&self.1)
                 .bind(row.snapshot_id)
                 .bind(row.session_id)
                 .bind(row.parent_id)
@@ -309,9 +333,10 @@ macro_rules! shared_sql_tx {
 
             async fn rewrite_snapshot(&mut self, row: &$crate::backend::Row<'_>, base: u64) -> genkit_core::Result<bool> {
                 let done = sqlx::query(
-                    "UPDATE genkit_snapshots SET revision = $2, kind = $3, status = $4, meta = $5, body = $6 \
-                     WHERE snapshot_id = $1 AND revision = $7",
+                    "UPDATE genkit_snapshots SET revision = $3, kind = $4, status = $5, meta = $6, body = $7 \
+                     WHERE tenant = $1 AND snapshot_id = $2 AND revision = $8",
                 )
+                .bind(&self.1)
                 .bind(row.snapshot_id)
                 .bind($crate::backend::to_i64(row.revision))
                 .bind(row.kind)
@@ -327,9 +352,10 @@ macro_rules! shared_sql_tx {
 
             async fn insert_effect(&mut self, session_id: &str, key: &str, result: &str, at: &str) -> genkit_core::Result<()> {
                 sqlx::query(
-                    "INSERT INTO genkit_effects (session_id, effect_key, result, recorded_at) \
-                     VALUES ($1, $2, $3, $4) ON CONFLICT (session_id, effect_key) DO NOTHING",
+                    "INSERT INTO genkit_effects (tenant, session_id, effect_key, result, recorded_at) \
+                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (tenant, session_id, effect_key) DO NOTHING",
                 )
+                .bind(&self.1)
                 .bind(session_id)
                 .bind(key)
                 .bind(result)
@@ -342,8 +368,10 @@ macro_rules! shared_sql_tx {
 
             async fn effect(&mut self, session_id: &str, key: &str) -> genkit_core::Result<Option<String>> {
                 sqlx::query_scalar(
-                    "SELECT result FROM genkit_effects WHERE session_id = $1 AND effect_key = $2",
+                    "SELECT result FROM genkit_effects \
+                     WHERE tenant = $1 AND session_id = $2 AND effect_key = $3",
                 )
+                .bind(&self.1)
                 .bind(session_id)
                 .bind(key)
                 .fetch_optional(&mut *self.0)

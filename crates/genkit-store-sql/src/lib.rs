@@ -48,12 +48,48 @@
 //! - A snapshot that another snapshot continues is not given a new state
 //!   (`FAILED_PRECONDITION`): its children's diffs are based on it.
 //!
+//! # Tenants
+//!
+//! Every row belongs to a tenant, part of every key, and every operation
+//! (`get`, `latest`, `append`, `update`, `abort`, `record_effect`,
+//! `effect`) is scoped to one: a tenant never sees, continues, rewrites or
+//! aborts another's snapshots, sessions or side effects, even under the same
+//! ids. By default a store has one tenant, [`DEFAULT_TENANT`] (`global`);
+//! [`tenant`](SqliteSessionStore::tenant) fixes another, and
+//! [`tenant_fn`](SqliteSessionStore::tenant_fn) derives it from the running
+//! action's context (stores run in the caller's task, so this is the agent
+//! turn's context, with the request's `auth`), as the Firestore store's
+//! `prefix_fn`:
+//!
+//! ```no_run
+//! # async fn demo() -> genkit_core::Result<()> {
+//! use genkit_store_sql::SqliteSessionStore;
+//!
+//! let store = SqliteSessionStore::open("sessions.db")
+//!     .await?
+//!     .tenant_fn(|ctx| {
+//!         ctx.auth()
+//!             .and_then(|auth| auth.get("org"))
+//!             .and_then(|org| org.as_str())
+//!             .unwrap_or_default()
+//!             .to_owned()
+//!     });
+//! # let _ = store; Ok(()) }
+//! ```
+//!
+//! An operation whose tenant comes out empty is refused
+//! (`PERMISSION_DENIED`). Databases written before tenants are migrated on
+//! open (`0002_tenants`): their rows belong to the default tenant.
+//!
 //! # Layout
 //!
 //! Applied on open by the crate's own migrations (`migrations/*.sql`, the
 //! same SQL on both databases; applied versions are kept in
 //! `genkit_store_migrations`, so an app's own sqlx migrations on the same
 //! database are not disturbed; concurrent servers migrate one at a time):
+//!
+//! Every table's first column is `tenant` (see [Tenants](#tenants)), and
+//! ids are unique within a tenant.
 //!
 //! - `genkit_sessions(session_id, version, leaves, latest_id)`: the
 //!   session version (the number of snapshots appended to the session), how
@@ -106,6 +142,7 @@ mod codec;
 mod error;
 mod open;
 mod store;
+mod tenant;
 
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -118,3 +155,4 @@ pub use open::open;
 pub use postgres::{DEFAULT_MAX_CONNECTIONS, PostgresSessionStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteSessionStore;
+pub use tenant::DEFAULT_TENANT;

@@ -9,6 +9,7 @@ use sqlx::postgres::{PgPool, PgPoolOptions};
 use crate::backend::{Backend, shared_sql_tx};
 use crate::error::db;
 use crate::store::{Core, delegate_session_store};
+use crate::tenant::tenant_options;
 
 /// Connections in the pool [`PostgresSessionStore::connect`] opens.
 pub const DEFAULT_MAX_CONNECTIONS: u32 = 10;
@@ -41,13 +42,14 @@ pub(crate) struct Postgres {
     pool: PgPool,
 }
 
-/// A transaction on a pooled connection.
-pub(crate) struct PgTx(sqlx::Transaction<'static, sqlx::Postgres>);
+/// A transaction on a pooled connection, and the tenant its statements
+/// are scoped by.
+pub(crate) struct PgTx(sqlx::Transaction<'static, sqlx::Postgres>, String);
 
 shared_sql_tx!(
     PgTx,
     sqlx::Postgres,
-    lock_session: "SELECT version FROM genkit_sessions WHERE session_id = $1 FOR UPDATE",
+    lock_session: "SELECT version FROM genkit_sessions WHERE tenant = $1 AND session_id = $2 FOR UPDATE",
     // Servers starting at once migrate one after the other (the key is
     // arbitrary but fixed: "genkit-store-sql").
     migration_lock: Some("SELECT pg_advisory_xact_lock(7160375306254591088)")
@@ -57,17 +59,17 @@ shared_sql_tx!(
 impl Backend for Postgres {
     type Tx = PgTx;
 
-    async fn read(&self) -> Result<PgTx> {
+    async fn read(&self, tenant: String) -> Result<PgTx> {
         // One snapshot of the database for all of a read's statements.
         let tx = self
             .pool
             .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             .await
             .map_err(|e| db(e, "starting a read"))?;
-        Ok(PgTx(tx))
+        Ok(PgTx(tx, tenant))
     }
 
-    async fn write(&self) -> Result<PgTx> {
+    async fn write(&self, tenant: String) -> Result<PgTx> {
         // READ COMMITTED: a write first locks its session's row (the
         // version bump or `FOR UPDATE`), so what it reads afterwards is the
         // session as it extends it; a concurrent write of the session
@@ -77,7 +79,7 @@ impl Backend for Postgres {
             .begin()
             .await
             .map_err(|e| db(e, "starting a write"))?;
-        Ok(PgTx(tx))
+        Ok(PgTx(tx, tenant))
     }
 }
 
@@ -100,6 +102,7 @@ impl PostgresSessionStore {
     pub async fn from_pool(pool: PgPool) -> Result<Self> {
         let core = Core {
             backend: Postgres { pool },
+            tenant: Default::default(),
         };
         core.migrate().await?;
         Ok(Self { core })
@@ -112,3 +115,4 @@ impl PostgresSessionStore {
 }
 
 delegate_session_store!(PostgresSessionStore);
+tenant_options!(PostgresSessionStore);

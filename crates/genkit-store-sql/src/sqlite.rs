@@ -12,6 +12,7 @@ use sqlx::sqlite::{
 use crate::backend::{Backend, shared_sql_tx};
 use crate::error::db;
 use crate::store::{Core, delegate_session_store};
+use crate::tenant::tenant_options;
 
 /// How long a connection waits for another process's write lock before the
 /// write is refused (`ABORTED`, retry).
@@ -56,14 +57,15 @@ pub(crate) struct Sqlite {
     readers: SqlitePool,
 }
 
-/// A transaction on one of the store's connections.
-pub(crate) struct SqliteTx(sqlx::Transaction<'static, sqlx::Sqlite>);
+/// A transaction on one of the store's connections, and the tenant its
+/// statements are scoped by.
+pub(crate) struct SqliteTx(sqlx::Transaction<'static, sqlx::Sqlite>, String);
 
 shared_sql_tx!(
     SqliteTx,
     sqlx::Sqlite,
     // The writer holds SQLite's database-wide write lock already.
-    lock_session: "SELECT version FROM genkit_sessions WHERE session_id = $1",
+    lock_session: "SELECT version FROM genkit_sessions WHERE tenant = $1 AND session_id = $2",
     migration_lock: None
 );
 
@@ -71,16 +73,16 @@ shared_sql_tx!(
 impl Backend for Sqlite {
     type Tx = SqliteTx;
 
-    async fn read(&self) -> Result<SqliteTx> {
+    async fn read(&self, tenant: String) -> Result<SqliteTx> {
         let tx = self
             .readers
             .begin()
             .await
             .map_err(|e| db(e, "starting a read"))?;
-        Ok(SqliteTx(tx))
+        Ok(SqliteTx(tx, tenant))
     }
 
-    async fn write(&self) -> Result<SqliteTx> {
+    async fn write(&self, tenant: String) -> Result<SqliteTx> {
         // IMMEDIATE: the write lock is taken now (waiting up to the busy
         // timeout for another process), never upgraded from a read lock
         // mid-transaction, where SQLite would fail with SQLITE_BUSY.
@@ -89,7 +91,7 @@ impl Backend for Sqlite {
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(|e| db(e, "starting a write"))?;
-        Ok(SqliteTx(tx))
+        Ok(SqliteTx(tx, tenant))
     }
 }
 
@@ -132,6 +134,7 @@ impl SqliteSessionStore {
             .map_err(opening)?;
         let core = Core {
             backend: Sqlite { writer, readers },
+            tenant: Default::default(),
         };
         core.migrate().await?;
         Ok(Self { core, path })
@@ -150,3 +153,4 @@ impl SqliteSessionStore {
 }
 
 delegate_session_store!(SqliteSessionStore);
+tenant_options!(SqliteSessionStore);

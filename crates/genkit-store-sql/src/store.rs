@@ -12,10 +12,12 @@ use serde_json::Value;
 use crate::backend::{Backend, Loaded, Row, Tx};
 use crate::codec::{self, Kind};
 use crate::error::{data_loss, not_found_session, not_found_snapshot, stale};
+use crate::tenant::Tenant;
 
-/// The store's logic over a backend.
+/// The store's logic over a backend, for the tenant of each operation.
 pub(crate) struct Core<B> {
     pub backend: B,
+    pub tenant: Tenant,
 }
 
 fn status_str(snapshot: &SessionSnapshot) -> Option<&'static str> {
@@ -34,13 +36,14 @@ fn stored(loaded: &Loaded) -> Result<StoredSnapshot> {
 impl<B: Backend> Core<B> {
     /// Applies the crate's migrations (in one write transaction).
     pub async fn migrate(&self) -> Result<()> {
-        let mut tx = self.backend.write().await?;
+        // Migrations span every tenant; the tenant is unused.
+        let mut tx = self.backend.write(String::new()).await?;
         tx.migrate().await?;
         tx.commit().await
     }
 
     pub async fn get(&self, snapshot_id: &str) -> Result<StoredSnapshot> {
-        let mut tx = self.backend.read().await?;
+        let mut tx = self.backend.read(self.tenant.current()?).await?;
         let loaded = tx
             .load(snapshot_id)
             .await?
@@ -50,7 +53,7 @@ impl<B: Backend> Core<B> {
     }
 
     pub async fn latest(&self, session_id: &str) -> Result<StoredSnapshot> {
-        let mut tx = self.backend.read().await?;
+        let mut tx = self.backend.read(self.tenant.current()?).await?;
         let session = tx
             .session(session_id)
             .await?
@@ -93,7 +96,7 @@ impl<B: Backend> Core<B> {
         }
         let session_id = snapshot_session_id(&snapshot)?;
         let encoded = codec::encode(&snapshot)?;
-        let mut tx = self.backend.write().await?;
+        let mut tx = self.backend.write(self.tenant.current()?).await?;
         // The version check first: it takes the session's row lock, so the
         // reads below see the session as this append extends it.
         let advanced = if base == 0 {
@@ -175,7 +178,7 @@ impl<B: Backend> Core<B> {
     pub async fn update(&self, snapshot: SessionSnapshot, base: u64) -> Result<StoredSnapshot> {
         let id = snapshot.snapshot_id.as_str();
         let encoded = codec::encode(&snapshot)?;
-        let mut tx = self.backend.write().await?;
+        let mut tx = self.backend.write(self.tenant.current()?).await?;
         let session_id = tx
             .snapshot_session(id)
             .await?
@@ -264,7 +267,7 @@ impl<B: Backend> Core<B> {
         }
         let text = result.to_string();
         // Its own transaction, outside any turn's: the first record wins.
-        let mut tx = self.backend.write().await?;
+        let mut tx = self.backend.write(self.tenant.current()?).await?;
         tx.insert_effect(session_id, key, &text, &now_rfc3339())
             .await?;
         let recorded = tx.effect(session_id, key).await?;
@@ -279,7 +282,7 @@ impl<B: Backend> Core<B> {
     }
 
     pub async fn effect(&self, session_id: &str, key: &str) -> Result<Option<Value>> {
-        let mut tx = self.backend.read().await?;
+        let mut tx = self.backend.read(self.tenant.current()?).await?;
         let recorded = tx.effect(session_id, key).await?;
         drop(tx);
         recorded.as_deref().map(parse_effect).transpose()
