@@ -1,8 +1,9 @@
 //! Context providers: turn an HTTP request into the action context a flow
 //! runs with (`{"auth": ...}`), or refuse it.
 //!
-//! A provider sees the request method, its headers (names are lower-case) and
-//! the decoded input, like Genkit JS's `ContextProvider`. A refusal is a
+//! A provider sees the request method, its headers (names are lower-case),
+//! the decoded input and, for an agent, its `init` (the session or snapshot
+//! the turn continues), like Genkit JS's `ContextProvider`. A refusal is a
 //! [`genkit_core::Error`]; make it [user-facing](genkit_core::Error::user_facing)
 //! (the built-in providers do) so the client sees its status and message:
 //! `UNAUTHENTICATED` answers 401, `PERMISSION_DENIED` 403. Any other error is
@@ -24,6 +25,10 @@ pub struct RequestData {
     pub headers: HeaderMap,
     /// The flow input (`data` of the request body).
     pub input: Value,
+    /// `init` of the request body: for an agent turn, the session or
+    /// snapshot it continues (or the client-managed state), so a provider
+    /// can authorize by session; `None` without one (flows ignore it).
+    pub init: Option<Value>,
 }
 
 impl RequestData {
@@ -170,12 +175,7 @@ where
         &'a self,
         request: &'a RequestData,
     ) -> BoxFuture<'a, Result<ActionContext, Error>> {
-        let token = request.header("authorization").and_then(|h| {
-            let (scheme, token) = h.split_once(' ')?;
-            let token = token.trim();
-            (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then(|| token.to_owned())
-        });
-        match token {
+        match bearer_of(request) {
             None => Box::pin(std::future::ready(Err(unauthenticated()))),
             Some(token) => {
                 let check = (self.0)(token);
@@ -183,6 +183,74 @@ where
             }
         }
     }
+}
+
+/// A check against one shared bearer token, for a server with one kind of
+/// caller (an operator, another service): the `Authorization` header must be
+/// `Bearer <token>`. Missing or malformed: 401 `Unauthenticated`; another
+/// token: 403 `Permission Denied` (compared in constant time); the token:
+/// context `{"auth": principal}`.
+///
+/// `principal` names the caller, e.g. `{"sub": "operator"}`; it is what
+/// actions see as `auth` and may be recorded (an agent session's owner), so
+/// it must not be the token itself.
+///
+/// ```
+/// use genkit_server::context_providers::static_bearer_token;
+/// let provider = static_bearer_token(
+///     std::env::var("MY_TOKEN").unwrap_or_default(),
+///     serde_json::json!({"sub": "operator"}),
+/// );
+/// # let _ = provider;
+/// ```
+pub fn static_bearer_token(token: impl Into<String>, principal: Value) -> StaticBearerToken {
+    StaticBearerToken {
+        token: token.into(),
+        principal,
+    }
+}
+
+/// The provider built by [`static_bearer_token`].
+#[derive(Clone)]
+pub struct StaticBearerToken {
+    token: String,
+    principal: Value,
+}
+
+impl std::fmt::Debug for StaticBearerToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StaticBearerToken")
+            .field("token", &"<redacted>")
+            .field("principal", &self.principal)
+            .finish()
+    }
+}
+
+impl ContextProvider for StaticBearerToken {
+    fn provide<'a>(
+        &'a self,
+        request: &'a RequestData,
+    ) -> BoxFuture<'a, Result<ActionContext, Error>> {
+        let result = match bearer_of(request) {
+            None => Err(unauthenticated()),
+            // An empty configured token matches nothing (`bearer_of` never
+            // returns an empty one).
+            Some(given) if !constant_time_eq(given.as_bytes(), self.token.as_bytes()) => Err(
+                Error::user_facing(StatusCode::PermissionDenied, "Permission Denied"),
+            ),
+            Some(_) => Ok(ActionContext::new().with_auth(self.principal.clone())),
+        };
+        Box::pin(std::future::ready(result))
+    }
+}
+
+/// The token of `Authorization: Bearer <token>` (scheme case-insensitive);
+/// `None` if the header is missing, has another scheme or no token.
+fn bearer_of(request: &RequestData) -> Option<String> {
+    let header = request.header("authorization")?;
+    let (scheme, token) = header.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then(|| token.to_owned())
 }
 
 fn unauthenticated() -> Error {
@@ -211,6 +279,7 @@ mod tests {
             method: Method::POST,
             headers,
             input: Value::Null,
+            init: None,
         }
     }
 
@@ -264,6 +333,36 @@ mod tests {
         );
         let ctx = p.provide(&request(Some("bearer good"))).await.unwrap();
         assert_eq!(ctx.auth(), Some(&json!({"uid": "u1"})));
+    }
+
+    #[tokio::test]
+    async fn a_static_bearer_token_names_its_principal_not_itself() {
+        let p = static_bearer_token("t0ken", json!({"sub": "operator"}));
+        for (header, status) in [
+            (None, StatusCode::Unauthenticated),
+            (Some("t0ken"), StatusCode::Unauthenticated),
+            (Some("Basic t0ken"), StatusCode::Unauthenticated),
+            (Some("Bearer "), StatusCode::Unauthenticated),
+            (Some("Bearer t0ke"), StatusCode::PermissionDenied),
+            (Some("Bearer t0ken2"), StatusCode::PermissionDenied),
+        ] {
+            let e = p.provide(&request(header)).await.unwrap_err();
+            assert_eq!(e.status(), status, "{header:?}");
+            assert!(e.is_user_facing());
+        }
+        let ctx = p.provide(&request(Some("bearer t0ken"))).await.unwrap();
+        assert_eq!(ctx.auth(), Some(&json!({"sub": "operator"})));
+        assert!(!format!("{p:?}").contains("t0ken"));
+        // No token configured: nothing gets in.
+        let empty = static_bearer_token("", json!({}));
+        assert_eq!(
+            empty
+                .provide(&request(Some("Bearer ")))
+                .await
+                .unwrap_err()
+                .status(),
+            StatusCode::Unauthenticated
+        );
     }
 
     #[test]

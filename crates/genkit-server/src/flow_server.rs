@@ -15,9 +15,16 @@
 //!   an error that is not [user-facing](genkit_core::Error::user_facing) is
 //!   500 `{"status":"INTERNAL","message":"Internal Error"}`, its details only
 //!   in the server log and the trace.
+//!
+//! Every request first passes the [request guard](crate::guard): JSON
+//! bodies only (415 otherwise), no foreign `Origin` or cross-site request
+//! unless the app [lists the origin](FlowServer::allow_origins) (403), and
+//! on a loopback-bound server no `Host` but a loopback name (403). Pages in
+//! a browser therefore cannot run flows unless the app lets them.
 
 use crate::context_providers::{ContextProvider, RequestData, SharedContextProvider};
 use crate::error::ServerError;
+use crate::guard::{AllowedHosts, RequestGuard};
 use crate::run::{self, Event};
 use crate::serving::{self, ServeOptions};
 use crate::shutdown;
@@ -39,7 +46,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 use tokio::net::{TcpListener, ToSocketAddrs};
-use tower_http::cors::CorsLayer;
+use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
 /// Default request body limit: 10 MiB (large enough for inline images).
 pub const DEFAULT_BODY_LIMIT: usize = 10 * 1024 * 1024;
@@ -68,7 +75,8 @@ enum Served {
 /// FlowServer::new(&registry)
 ///     .flows(["summarize", "translate"])
 ///     .context_provider(api_key("my-secret"))
-///     .cors(tower_http::cors::CorsLayer::permissive())
+///     // The web app that calls these flows from the browser.
+///     .allow_origins(["https://app.example.com"])
 ///     .body_limit(1 << 20)
 ///     .serve("127.0.0.1:3400")
 ///     .await
@@ -78,7 +86,9 @@ pub struct FlowServer {
     registry: Registry,
     selection: Selection,
     provider: Option<SharedContextProvider>,
+    origins: Vec<String>,
     cors: Option<CorsLayer>,
+    hosts: Option<AllowedHosts>,
     body_limit: usize,
     path_prefix: String,
     options: ServeOptions,
@@ -92,7 +102,9 @@ impl FlowServer {
             registry: registry.clone(),
             selection: Selection::All,
             provider: None,
+            origins: Vec::new(),
             cors: None,
+            hosts: None,
             body_limit: DEFAULT_BODY_LIMIT,
             path_prefix: String::new(),
             options: ServeOptions::default(),
@@ -163,9 +175,52 @@ impl FlowServer {
         self
     }
 
-    /// Answers CORS requests as `layer` says (none by default).
+    /// Lets web pages from these origins call the flows: the [request
+    /// guard](crate::guard) accepts requests with their `Origin` (cross-site
+    /// ones included), and a CORS layer answers their preflights and
+    /// responses (`POST`, any request header, the `x-genkit-trace-id` and
+    /// `x-genkit-span-id` headers readable; no credentials: see
+    /// [`cors`](Self::cors) to change that). Each origin is
+    /// `scheme://host[:port]` as a browser sends it (`https://app.example`);
+    /// [`into_router`](Self::into_router) fails on anything else. Calls
+    /// add up.
+    ///
+    /// Without this, only requests without `Origin` (non-browser clients)
+    /// and from the server's own origin are served: no page elsewhere can
+    /// run a flow, not even with a "simple" request that needs no preflight.
+    pub fn allow_origins<I, S>(mut self, origins: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.origins.extend(origins.into_iter().map(Into::into));
+        self
+    }
+
+    /// Answers CORS requests as `layer` says (methods, headers,
+    /// credentials, max age), for the origins of
+    /// [`allow_origins`](Self::allow_origins) only: the layer's own origin
+    /// setting is replaced by that list, so what CORS lets a page read and
+    /// what the request guard lets it run are always the same origins.
+    /// [`into_router`](Self::into_router) fails if no origin is listed.
     pub fn cors(mut self, layer: CorsLayer) -> Self {
         self.cors = Some(layer);
+        self
+    }
+
+    /// The `Host` names the server answers; others get 403 (this keeps out
+    /// pages that rebind their name to this server's address). By default,
+    /// [`serve`](Self::serve) and
+    /// [`serve_with_shutdown`](Self::serve_with_shutdown) on a loopback
+    /// address answer only loopback names ([`AllowedHosts::Loopback`]), and
+    /// any name on other addresses; [`into_router`](Self::into_router),
+    /// which does not know where it is served, answers any name
+    /// ([`AllowedHosts::Any`]): say [`AllowedHosts::Loopback`] when you
+    /// serve it on loopback yourself, and list your names
+    /// ([`AllowedHosts::listed`]) for a server on a private network or
+    /// behind a proxy that keeps `Host`.
+    pub fn allowed_hosts(mut self, hosts: AllowedHosts) -> Self {
+        self.hosts = Some(hosts);
         self
     }
 
@@ -195,12 +250,22 @@ impl FlowServer {
     }
 
     /// The router, for serving it yourself or merging it into a larger app.
-    /// Serves every flow and agent of the registry unless some were named.
-    /// Fails if a named flow or agent is not registered. The per-request
+    /// Serves every flow and agent of the registry unless some were named,
+    /// behind the [request guard](crate::guard) (see
+    /// [`allowed_hosts`](Self::allowed_hosts) for its default here). Fails
+    /// if a named flow or agent is not registered, if an
+    /// [allowed origin](Self::allow_origins) is not an origin, or if a
+    /// [CORS layer](Self::cors) is set without any. The per-request
     /// limits of the [serve options](Self::serve_options) are not in it:
     /// add them with [`ServeOptions::apply`] (connection timeouts and
-    /// graceful shutdown are up to the server you use).
+    /// graceful shutdown are up to the server you use); it uses their
+    /// [event buffer](ServeOptions::event_buffer) and
+    /// [request timeout](ServeOptions::request_timeout) for agent turns.
     pub async fn into_router(self) -> Result<Router, ServerError> {
+        let guard = RequestGuard::new()
+            .allowed_hosts(self.hosts.clone().unwrap_or_default())
+            .allow_origins(&self.origins)?;
+        let cors = cors_layer(self.cors, guard.origins())?;
         let mut routes = HashMap::new();
         let default = self.provider.clone();
         match self.selection {
@@ -249,14 +314,20 @@ impl FlowServer {
                 }
             }
         }
+        let served = Routes {
+            routes,
+            event_buffer: self.options.event_buffer_len(),
+            turn_timeout: self.options.request_deadline(),
+        };
         let mut router = Router::new()
             .fallback(dispatch)
-            .with_state(Arc::new(routes))
+            .with_state(Arc::new(served))
             .layer(DefaultBodyLimit::max(self.body_limit));
-        if let Some(cors) = self.cors {
+        if let Some(cors) = cors {
             router = router.layer(cors);
         }
-        Ok(router)
+        // Outermost: a refused request reaches nothing else.
+        Ok(guard.apply(router, "flow server"))
     }
 
     /// Binds `addr` and serves until Ctrl-C or SIGTERM, then finishes the
@@ -281,14 +352,21 @@ impl FlowServer {
     /// connections, waits for the requests in flight (streams included) until
     /// the [drain deadline](ServeOptions::drain_timeout), closes the rest and
     /// flushes the installed trace exporters.
+    ///
+    /// Unless [`allowed_hosts`](Self::allowed_hosts) says otherwise, a
+    /// listener on a loopback address answers only loopback `Host` names.
     pub async fn serve_with_shutdown(
-        self,
+        mut self,
         listener: TcpListener,
         signal: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServerError> {
+        let addr = listener.local_addr().ok();
+        if self.hosts.is_none() && addr.is_some_and(|a| a.ip().is_loopback()) {
+            self.hosts = Some(AllowedHosts::Loopback);
+        }
         let options = self.options.clone();
         let router = self.into_router().await?;
-        if let Ok(addr) = listener.local_addr() {
+        if let Some(addr) = addr {
             ::tracing::info!("flow server listening on http://{addr}");
         }
         serving::serve(listener, router, &options, signal, "flow server").await
@@ -307,7 +385,45 @@ impl Route {
     }
 }
 
-type Routes = Arc<HashMap<String, Route>>;
+/// What the router serves, and how agent turns are bounded.
+struct Routes {
+    routes: HashMap<String, Route>,
+    event_buffer: usize,
+    turn_timeout: Option<std::time::Duration>,
+}
+
+/// The CORS layer for the listed `origins` (normalized): `custom` (with its
+/// origins replaced) or the default one; none without origins.
+fn cors_layer(
+    custom: Option<CorsLayer>,
+    origins: &[String],
+) -> Result<Option<CorsLayer>, ServerError> {
+    if origins.is_empty() {
+        return match custom {
+            None => Ok(None),
+            Some(_) => Err(ServerError::Config(
+                "FlowServer::cors needs the origins it serves: list them with \
+                 FlowServer::allow_origins (the request guard refuses every other origin)"
+                    .into(),
+            )),
+        };
+    }
+    let values = origins
+        .iter()
+        .map(|o| {
+            HeaderValue::from_str(o).map_err(|_| {
+                ServerError::Config(format!("allowed origins: `{o}` is not a header value"))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let layer = custom.unwrap_or_else(|| {
+        CorsLayer::new()
+            .allow_methods([Method::POST])
+            .allow_headers(AllowHeaders::mirror_request())
+            .expose_headers([TRACE_ID, SPAN_ID])
+    });
+    Ok(Some(layer.allow_origin(AllowOrigin::list(values))))
+}
 
 /// Adds a route; two different actions at one path (a flow named like an
 /// agent's route) are refused rather than one silently hiding the other.
@@ -324,14 +440,15 @@ fn add_route(routes: &mut HashMap<String, Route>, path: String, route: Route) ->
     Ok(())
 }
 
-async fn dispatch(State(routes): State<Routes>, request: Request) -> Response {
+async fn dispatch(State(served): State<Arc<Routes>>, request: Request) -> Response {
     // Take the parts apart rather than through extractors, which would
     // clone the headers.
     let (mut parts, body) = request.into_parts();
     let method = std::mem::take(&mut parts.method);
     let uri = std::mem::take(&mut parts.uri);
     let headers = std::mem::take(&mut parts.headers);
-    let Some(route) = routes.get(uri.path()) else {
+    let in_flight = parts.extensions.remove::<crate::serving::InFlight>();
+    let Some(route) = served.routes.get(uri.path()) else {
         return error_response(&Error::user_facing(
             StatusCode::NotFound,
             format!("no flow at `{}`", uri.path()),
@@ -359,9 +476,11 @@ async fn dispatch(State(routes): State<Routes>, request: Request) -> Response {
             return r;
         }
         Err(e) => {
+            // The cause (a connection error) is the server's business.
+            ::tracing::debug!("flow server: reading a request body failed: {e}");
             return error_response(&Error::user_facing(
                 StatusCode::InvalidArgument,
-                format!("could not read the request body: {e}"),
+                "could not read the request body",
             ));
         }
     };
@@ -375,17 +494,20 @@ async fn dispatch(State(routes): State<Routes>, request: Request) -> Response {
         return error_response(&e);
     }
     let streaming = wants_stream(&uri, &headers);
-    let (context, input) = match &route.provider {
-        None => (ActionContext::new(), input),
+    let (context, input, init) = match &route.provider {
+        None => (ActionContext::new(), input, init),
         Some(provider) => {
             let request = RequestData {
                 method,
                 headers,
                 input,
+                init,
             };
             match provider.provide(&request).await {
-                Ok(ctx) => (ctx, request.input),
+                Ok(ctx) => (ctx, request.input, request.init),
                 Err(e) => {
+                    // Its details (an auth service's address...) stay here
+                    // unless it made the error user-facing.
                     ::tracing::warn!(flow = route.action.name(), "context provider refused: {e}");
                     return error_response(&e);
                 }
@@ -393,17 +515,23 @@ async fn dispatch(State(routes): State<Routes>, request: Request) -> Response {
         }
     };
     let opts = RunOptions::new().context(context);
+    let bounds = crate::bidi::Bounds {
+        buffer: served.event_buffer,
+        deadline: served.turn_timeout.map(|t| tokio::time::Instant::now() + t),
+        in_flight,
+    };
     if streaming {
-        stream_response(route.action.clone(), init, input, opts).await
+        stream_response(route.action.clone(), init, input, opts, bounds).await
     } else {
         let started = run::start(route.action.clone(), init, input, opts, false).await;
         let trace = started.trace;
-        let outcome = events_of(&route.action, started.events).filter_map(|ev| async move {
-            match ev {
-                Event::Done(r) => Some(r),
-                Event::Chunk(_) => None,
-            }
-        });
+        let outcome =
+            events_of(&route.action, started.events, bounds).filter_map(|ev| async move {
+                match ev {
+                    Event::Done(r) => Some(r),
+                    Event::Chunk(_) => None,
+                }
+            });
         let outcome = std::pin::pin!(outcome).next().await;
         match outcome.unwrap_or_else(|| Err(Error::internal("the run ended without an outcome"))) {
             Ok(output) => json_response(&output, trace),
@@ -529,10 +657,11 @@ async fn stream_response(
     init: Option<Value>,
     input: Value,
     opts: RunOptions<Value>,
+    bounds: crate::bidi::Bounds,
 ) -> Response {
     let name = action.name().to_owned();
     let started = run::start(action.clone(), init, input, opts, true).await;
-    let frames = events_of(&action, started.events).map(move |ev| match ev {
+    let frames = events_of(&action, started.events, bounds).map(move |ev| match ev {
         Event::Chunk(c) => sse::message_frame(&c),
         Event::Done(Ok(out)) => sse::result_frame(&out),
         Event::Done(Err(e)) => {
@@ -555,13 +684,15 @@ async fn stream_response(
 }
 
 /// The events of a run for its response. Bidirectional actions (agents)
-/// outlive a client that leaves, as in Genkit JS; other runs stop with it.
+/// outlive a client that leaves, as in Genkit JS, within `bounds`; other
+/// runs stop with it.
 fn events_of(
     action: &DynAction,
     events: run::Events,
+    bounds: crate::bidi::Bounds,
 ) -> futures::stream::BoxStream<'static, Event> {
     if genkit_core::action::as_bidi(action).is_some() {
-        crate::bidi::outliving_the_client(events).boxed()
+        crate::bidi::outliving_the_client(events, bounds).boxed()
     } else {
         events.boxed()
     }

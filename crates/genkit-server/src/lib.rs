@@ -64,6 +64,7 @@ pub mod context_providers;
 mod dev;
 mod error;
 pub mod flow_server;
+pub mod guard;
 pub mod reflection;
 mod run;
 pub mod runtime_file;

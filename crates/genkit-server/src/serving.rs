@@ -38,6 +38,8 @@ pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 /// Default [`ServeOptions::concurrency_limit`]: 1024 requests in flight.
 pub const DEFAULT_CONCURRENCY_LIMIT: usize = 1024;
+/// Default [`ServeOptions::event_buffer`]: 64 events.
+pub const DEFAULT_EVENT_BUFFER: usize = 64;
 /// Default [`ServeOptions::drain_timeout`]: 10 s (well inside the 30 s a
 /// container orchestrator usually grants between SIGTERM and SIGKILL).
 pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -63,6 +65,7 @@ pub struct ServeOptions {
     header_read_timeout: Option<Duration>,
     request_timeout: Option<Duration>,
     concurrency_limit: Option<usize>,
+    event_buffer: usize,
     drain_timeout: Duration,
     keep_alive: bool,
 }
@@ -73,6 +76,7 @@ impl Default for ServeOptions {
             header_read_timeout: Some(DEFAULT_HEADER_READ_TIMEOUT),
             request_timeout: Some(DEFAULT_REQUEST_TIMEOUT),
             concurrency_limit: Some(DEFAULT_CONCURRENCY_LIMIT),
+            event_buffer: DEFAULT_EVENT_BUFFER,
             drain_timeout: DEFAULT_DRAIN_TIMEOUT,
             keep_alive: true,
         }
@@ -106,22 +110,51 @@ impl ServeOptions {
     /// as soon as the run does, so this does not cut them: a stream lasts
     /// until its run ends, its client leaves, or shutdown's
     /// [drain deadline](Self::drain_timeout) passes. Bound a streaming run
-    /// inside the flow if it needs a time limit. Default
+    /// inside the flow if it needs a time limit.
+    ///
+    /// An agent turn on the flow server goes on when its client leaves (as
+    /// in Genkit JS, so that it records its snapshot), but not past this
+    /// long after it started: then it is cancelled. So a turn whose
+    /// non-streaming request timed out is cancelled with it. Default
     /// [`DEFAULT_REQUEST_TIMEOUT`]; `None` for no limit.
     pub fn request_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
         self.request_timeout = timeout.into();
         self
     }
 
-    /// Most requests served at once; one more is answered at once with 503
-    /// and Genkit's error body (`{"status":"UNAVAILABLE",...}`, with
-    /// `Retry-After: 1`) instead of waiting. A streaming response counts
-    /// until its body ends (or its client leaves), not only until its
-    /// headers. Default [`DEFAULT_CONCURRENCY_LIMIT`]; `None` for no limit.
-    /// The value 0 is taken as 1.
+    /// Most requests and runs served at once; one more request is answered
+    /// at once with 503 and Genkit's error body
+    /// (`{"status":"UNAVAILABLE",...}`, with `Retry-After: 1`) instead of
+    /// waiting. A streaming response counts until its body ends (or its
+    /// client leaves), not only until its headers; an agent turn on the flow
+    /// server counts until the turn ends, even when its client has left
+    /// (see [`request_timeout`](Self::request_timeout)). Default
+    /// [`DEFAULT_CONCURRENCY_LIMIT`]; `None` for no limit. The value 0 is
+    /// taken as 1.
     pub fn concurrency_limit(mut self, limit: impl Into<Option<usize>>) -> Self {
         self.concurrency_limit = limit.into().map(|n| n.max(1));
         self
+    }
+
+    /// How many events (stream chunks) of an agent turn the flow server
+    /// holds for a client that reads them slower than the turn makes them.
+    /// When the buffer is full, the turn waits for the client
+    /// (backpressure); once the client has left, the turn's events are
+    /// dropped as they come. Default [`DEFAULT_EVENT_BUFFER`]; 0 is taken
+    /// as 1.
+    pub fn event_buffer(mut self, events: usize) -> Self {
+        self.event_buffer = events.max(1);
+        self
+    }
+
+    /// The [event buffer](Self::event_buffer) of agent turns.
+    pub(crate) fn event_buffer_len(&self) -> usize {
+        self.event_buffer
+    }
+
+    /// The [request timeout](Self::request_timeout).
+    pub(crate) fn request_deadline(&self) -> Option<Duration> {
+        self.request_timeout
     }
 
     /// On shutdown, how long the requests in flight (streams included) may
@@ -145,7 +178,9 @@ impl ServeOptions {
     /// The router with the per-request layers of these options: the
     /// concurrency limit (outermost), the panic catcher and the request
     /// timeout. [`serve`] applies them; use this when serving the router
-    /// with your own server.
+    /// with your own server. Apply it to the whole router, after merging a
+    /// [`FlowServer`](crate::FlowServer)'s: its agent turns then count
+    /// against the limit until they end.
     pub fn apply(&self, router: Router) -> Router {
         let mut router = router;
         if let Some(timeout) = self.request_timeout {
@@ -193,11 +228,31 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
     }
 }
 
-/// Takes a permit for the request, held until its response body ends;
-/// answers 503 when none is left.
+/// A request's place under the [concurrency
+/// limit](ServeOptions::concurrency_limit), in the request's extensions: the
+/// place is given back when the last clone is dropped. The response body
+/// holds one; a run that outlives its client holds another (see
+/// `crate::bidi`).
+#[derive(Clone)]
+pub(crate) struct InFlight {
+    _permit: Arc<OwnedSemaphorePermit>,
+}
+
+#[cfg(test)]
+impl InFlight {
+    pub(crate) fn test(permit: OwnedSemaphorePermit) -> Self {
+        Self {
+            _permit: Arc::new(permit),
+        }
+    }
+}
+
+/// Takes a permit for the request, held until its response body ends (and
+/// by whatever keeps the request's [`InFlight`]); answers 503 when none is
+/// left.
 async fn limit_in_flight(
     State(permits): State<Arc<Semaphore>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     let Ok(permit) = permits.try_acquire_owned() else {
@@ -209,6 +264,10 @@ async fn limit_in_flight(
             .insert(RETRY_AFTER, HeaderValue::from_static("1"));
         return r;
     };
+    let permit = InFlight {
+        _permit: Arc::new(permit),
+    };
+    request.extensions_mut().insert(permit.clone());
     let response = next.run(request).await;
     if response.body().is_end_stream() {
         return response;
@@ -224,7 +283,7 @@ async fn limit_in_flight(
 /// A response body holding a concurrency permit until it is dropped.
 struct PermitBody {
     inner: Body,
-    _permit: OwnedSemaphorePermit,
+    _permit: InFlight,
 }
 
 impl HttpBody for PermitBody {

@@ -757,6 +757,63 @@ async fn an_agent_context_provider_guards_every_route() {
     server.stop();
 }
 
+/// A context provider sees an agent turn's `init` beside its input, so it
+/// can decide by session.
+#[tokio::test]
+async fn a_context_provider_sees_the_turns_init() {
+    use genkit_server::context_providers::{RequestData, from_fn};
+    let registry = Registry::new();
+    let agent = BidiAction::from_desc(
+        ActionDesc::new(ActionKind::Agent, "echoAuth"),
+        |init: Value, mut inputs: BidiInputs<Value>, ctx: ActionCtx<Value>| async move {
+            let input = inputs.next().await.transpose()?.unwrap_or_default();
+            Ok(json!({"init": init, "input": input, "auth": ctx.context.auth()}))
+        },
+    )
+    .unwrap();
+    registry.register(&agent).unwrap();
+    let by_session = from_fn(|req: &RequestData| {
+        let session = req
+            .init
+            .as_ref()
+            .and_then(|i| i.get("sessionId"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let input = req.input.clone();
+        async move {
+            match session.as_deref() {
+                Some("s-alice") => Ok(genkit_core::ActionContext::new()
+                    .with_auth(json!({"sub": "alice", "sawInput": input}))),
+                _ => Err(Error::user_facing(
+                    StatusCode::PermissionDenied,
+                    "not your session",
+                )),
+            }
+        }
+    });
+    let mut server =
+        common::start(FlowServer::new(&registry).agent_with_context("echoAuth", by_session)).await;
+    let post = |init: Value| {
+        common::client()
+            .post(server.url("/echoAuth"))
+            .json(&json!({"data": "hi", "init": init}))
+            .send()
+    };
+    let r = post(json!({"sessionId": "s-bob"})).await.unwrap();
+    assert_eq!(r.status(), 403);
+    let r = post(json!({"sessionId": "s-alice"})).await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        r.json::<Value>().await.unwrap(),
+        json!({"result": {
+            "init": {"sessionId": "s-alice"},
+            "input": "hi",
+            "auth": {"sub": "alice", "sawInput": "hi"}
+        }})
+    );
+    server.stop();
+}
+
 /// A flow named like one of an agent's routes is refused when the router is
 /// built, rather than one hiding the other.
 #[tokio::test]

@@ -375,7 +375,15 @@ async fn cors_is_configurable() {
             axum::http::header::CONTENT_TYPE,
             axum::http::header::AUTHORIZATION,
         ]);
-    let s = start(FlowServer::new(&registry()).cors(cors)).await;
+    // The layer's origin is replaced by the listed ones (so that the CORS
+    // layer and the request guard agree); a layer without listed origins
+    // is refused (see tests/guard.rs).
+    let s = start(
+        FlowServer::new(&registry())
+            .allow_origins(["https://app.example"])
+            .cors(cors),
+    )
+    .await;
     let pre = client()
         .request(reqwest::Method::OPTIONS, s.url("/hello"))
         .header("origin", "https://app.example")
@@ -400,6 +408,8 @@ async fn cors_is_configurable() {
         r.headers()["access-control-allow-origin"],
         "https://app.example"
     );
+    // Other origins are refused outright (they used to run, with no CORS
+    // grant: now the request guard stops them before the flow).
     let other = client()
         .post(s.url("/hello"))
         .header("origin", "https://evil.example")
@@ -407,14 +417,8 @@ async fn cors_is_configurable() {
         .send()
         .await
         .unwrap();
-    // A fixed origin is always the one announced, so browsers refuse others.
-    assert_ne!(
-        other
-            .headers()
-            .get("access-control-allow-origin")
-            .and_then(|v| v.to_str().ok()),
-        Some("https://evil.example")
-    );
+    assert_eq!(other.status(), 403);
+    assert!(other.headers().get("access-control-allow-origin").is_none());
 
     let plain = start(FlowServer::new(&registry())).await;
     let r = client()
@@ -424,6 +428,7 @@ async fn cors_is_configurable() {
         .send()
         .await
         .unwrap();
+    assert_eq!(r.status(), 403);
     assert!(r.headers().get("access-control-allow-origin").is_none());
 }
 

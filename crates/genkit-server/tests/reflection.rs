@@ -372,7 +372,10 @@ async fn notify_answers_ok() {
 /// Requests a web page could make (a simple `text/plain` POST, a foreign
 /// `Origin`, a DNS-rebound `Host`) are refused before the action runs; the
 /// official CLI's (JSON, loopback `Host`, no `Origin`) and the Dev UI's
-/// loopback origin get through.
+/// loopback origin get through. The guard is the flow server's (`guard`
+/// module), so a body of the wrong type is 415 and every refusal is
+/// Genkit's JSON error body (it was 403 and plain text before the two
+/// servers shared it).
 #[tokio::test]
 async fn pages_and_rebound_hosts_cannot_drive_the_api() {
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -392,35 +395,56 @@ async fn pages_and_rebound_hosts_cannot_drive_the_api() {
     let body = r#"{"key":"/flow/diagnose","input":null,"context":{"auth":{"admin":true}}}"#;
     let port = api.base.rsplit(':').next().unwrap().to_owned();
     let refused = [
-        client()
-            .post(&url)
-            .header("content-type", "text/plain")
-            .body(body),
-        client().post(&url).body(body),
-        client()
-            .post(&url)
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(body),
-        client()
-            .post(&url)
-            .header("content-type", "application/json")
-            .header("origin", "http://evil.example")
-            .body(body),
-        client()
-            .post(&url)
-            .header("content-type", "application/json")
-            .header("origin", "null")
-            .body(body),
-        client()
-            .post(&url)
-            .header("content-type", "application/json")
-            .header("host", format!("evil.example:{port}"))
-            .body(body),
+        (
+            415,
+            client()
+                .post(&url)
+                .header("content-type", "text/plain")
+                .body(body),
+        ),
+        (415, client().post(&url).body(body)),
+        (
+            415,
+            client()
+                .post(&url)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(body),
+        ),
+        (
+            403,
+            client()
+                .post(&url)
+                .header("content-type", "application/json")
+                .header("origin", "http://evil.example")
+                .body(body),
+        ),
+        (
+            403,
+            client()
+                .post(&url)
+                .header("content-type", "application/json")
+                .header("origin", "null")
+                .body(body),
+        ),
+        (
+            403,
+            client()
+                .post(&url)
+                .header("content-type", "application/json")
+                .header("host", format!("evil.example:{port}"))
+                .body(body),
+        ),
     ];
-    for request in refused {
+    for (status, request) in refused {
         let r = request.send().await.unwrap();
-        assert_eq!(r.status(), 403);
-        assert!(r.text().await.unwrap().starts_with("Forbidden: "));
+        assert_eq!(r.status(), status);
+        let v: Value = r.json().await.unwrap();
+        let expected = if status == 403 {
+            "PERMISSION_DENIED"
+        } else {
+            "INVALID_ARGUMENT"
+        };
+        assert_eq!(v["status"], expected, "{v}");
     }
     // Reading answers through a rebound name is refused too.
     let r = client()

@@ -7,8 +7,9 @@ mod common;
 
 use common::{client, start};
 use futures::StreamExt;
+use genkit_core::action::{ActionCtx, BidiAction, BidiInputs};
 use genkit_core::flow::{define_flow, define_streaming_flow};
-use genkit_core::{ActionContext, Registry};
+use genkit_core::{ActionContext, ActionDesc, ActionKind, Registry};
 use genkit_server::context_providers::{ContextProvider, RequestData};
 use genkit_server::{FlowServer, ServeOptions};
 use serde_json::{Value, json};
@@ -217,6 +218,92 @@ async fn requests_over_the_concurrency_limit_get_503() {
             .await
             .unwrap();
         assert_eq!(r.status(), 200);
+    }
+    server.stop();
+    server.task.await.unwrap().unwrap();
+}
+
+/// An agent turn goes on when its client leaves (as in Genkit JS), and
+/// keeps its place under the concurrency limit until it ends: a client
+/// cannot start turns without bound by hanging up on each.
+#[tokio::test]
+async fn an_agent_turn_counts_against_the_limit_until_it_ends() {
+    let gate = Arc::new(Semaphore::new(0));
+    let registry = registry(gate.clone());
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
+    let done = Arc::new(std::sync::Mutex::new(Some(done_tx)));
+    let turn_gate = gate.clone();
+    let agent = BidiAction::from_desc(
+        ActionDesc::new(ActionKind::Agent, "heldAgent"),
+        move |_init: Value, mut inputs: BidiInputs<Value>, ctx: ActionCtx<Value>| {
+            let (gate, done) = (turn_gate.clone(), done.clone());
+            async move {
+                let _input = inputs.next().await;
+                ctx.send_chunk(json!("holding"));
+                let _pass = gate.acquire().await;
+                if let Some(tx) = done.lock().unwrap().take() {
+                    let _ = tx.send(());
+                }
+                Ok(json!({"finishReason": "stop"}))
+            }
+        },
+    )
+    .unwrap();
+    registry.register(&agent).unwrap();
+    let server = FlowServer::new(&registry)
+        .agent("heldAgent")
+        .flow("hello")
+        .serve_options(ServeOptions::new().concurrency_limit(1));
+    let mut server = start(server).await;
+    let r = client()
+        .post(server.url("/heldAgent?stream=true"))
+        .json(&json!({"data": {"message": {"role": "user", "content": [{"text": "go"}]}}, "init": {}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let mut body = r.bytes_stream();
+    let first = body.next().await.unwrap().unwrap();
+    assert!(std::str::from_utf8(&first).unwrap().contains("holding"));
+    drop(body);
+    // Give the server time to see the closed connection (before the turn
+    // counted, its place was free again from then on).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for _ in 0..3 {
+        let r = client()
+            .post(server.url("/hello"))
+            .json(&json!({"data": "x"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 503);
+        assert_eq!(r.headers()["retry-after"], "1");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(
+            v,
+            json!({"status": "UNAVAILABLE", "message": "the server is at its concurrency limit; retry later"})
+        );
+    }
+    // The turn ends; its place is free again.
+    gate.add_permits(1);
+    tokio::time::timeout(Duration::from_secs(10), done_rx)
+        .await
+        .expect("the turn ran to its end")
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = client()
+            .post(server.url("/hello"))
+            .json(&json!({"data": "x"}))
+            .send()
+            .await
+            .unwrap();
+        if r.status() == 200 {
+            break;
+        }
+        assert_eq!(r.status(), 503);
+        assert!(Instant::now() < deadline, "the ended turn kept its place");
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     server.stop();
     server.task.await.unwrap().unwrap();

@@ -1,9 +1,11 @@
 //! The Reflection API (v1) the `genkit` CLI and Dev UI use to list and run a
 //! dev-mode app's actions. Served on 127.0.0.1 only (it is unauthenticated),
-//! and only to local tools: a request whose `Host` or `Origin` is not
-//! loopback, or a `POST` that is not `application/json`, is refused with 403
-//! before it reaches an endpoint (see the `guard` module source: this keeps
-//! web pages and DNS rebinding out).
+//! and only to local tools: the [request guard](crate::guard) refuses a
+//! request whose `Host` is not loopback or whose `Origin` is neither its own
+//! nor a loopback origin (403), and a `POST` that is not `application/json`
+//! (415), before it reaches an endpoint. This keeps web pages and DNS
+//! rebinding out; the official CLI (JSON to `http://localhost:<port>`, no
+//! `Origin`) and the Dev UI (a loopback origin) get through.
 //!
 //! | endpoint | |
 //! |---|---|
@@ -15,11 +17,11 @@
 //! | `GET /api/values?type=` | `defaultModel` / `middleware` values |
 //! | `GET /api/envs` | configured environments (`["dev"]`) |
 
-mod guard;
 mod routes;
 pub mod run_action;
 
 use crate::error::ServerError;
+use crate::guard::{AllowedHosts, RequestGuard};
 use crate::telemetry::Telemetry;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -78,7 +80,7 @@ impl ReflectionState {
 
 /// The Reflection API router over `state`.
 pub fn router(state: Arc<ReflectionState>) -> Router {
-    Router::new()
+    let router = Router::new()
         .route("/api/__health", get(routes::health))
         .route("/api/actions", get(routes::actions))
         .route("/api/values", get(routes::values))
@@ -88,8 +90,16 @@ pub fn router(state: Arc<ReflectionState>) -> Router {
         .route("/api/runAction", post(run_action::run_action))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::map_response(version_header))
-        .layer(axum::middleware::from_fn(guard::local_tools_only))
-        .with_state(state)
+        .with_state(state);
+    local_tools_only().apply(router, "reflection API")
+}
+
+/// The Reflection API's guard: loopback `Host` names only, and besides the
+/// API's own origin, loopback origins (the Dev UI) only.
+fn local_tools_only() -> RequestGuard {
+    RequestGuard::new()
+        .allowed_hosts(AllowedHosts::Loopback)
+        .allow_loopback_origins()
 }
 
 async fn version_header(mut r: axum::response::Response) -> axum::response::Response {
