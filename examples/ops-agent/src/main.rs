@@ -5,7 +5,8 @@
 //! history trimmed for the model, answers streamed, and every turn stored
 //! in a SQLite file (or PostgreSQL) so `--session ID` continues a
 //! conversation after a restart. `--ask` answers one question for scripts;
-//! `--serve` serves the agent over HTTP (and to `genkit start`).
+//! `--serve` serves the agent over HTTP to clients holding its bearer token
+//! (and to `genkit start`).
 
 mod app;
 mod chat;
@@ -62,7 +63,9 @@ struct Args {
     #[arg(long, requires = "ask")]
     yes: bool,
     /// Serve the agent over HTTP (POST /opsAgent, as Genkit's remoteAgent
-    /// expects) instead of chatting; also what `genkit start` runs.
+    /// expects) instead of chatting; also what `genkit start` runs. Requests
+    /// need `Authorization: Bearer <token>`: the value of OPS_AGENT_TOKEN,
+    /// or a token generated at start and printed.
     #[arg(long)]
     serve: bool,
     /// The HTTP port of --serve.
@@ -144,8 +147,10 @@ fn run(args: Args, serving: bool) -> Result<std::process::ExitCode> {
     );
 
     if serving {
+        // Before anything is served: a bad OPS_AGENT_TOKEN stops here.
+        let token = ServeToken::from_env()?;
         println!("{model_line}\nstore:   {store_label}");
-        rt.block_on(serve(&app, args.port))?;
+        rt.block_on(serve(&app, args.port, token))?;
         return Ok(std::process::ExitCode::SUCCESS);
     }
 
@@ -221,8 +226,68 @@ async fn stored_messages(agent: &Agent, session: &str) -> Result<usize> {
     }
 }
 
-/// `--serve`: the agent over HTTP, plus the Reflection API under `genkit start`.
-async fn serve(app: &App, port: u16) -> Result<()> {
+/// Who a request holding the `--serve` token is, as the agent sees it
+/// (`auth`, recorded as a session's owner): one principal for every holder
+/// of the token, and never the token itself.
+const OPERATOR: &str = "ops-agent-operator";
+
+/// The bearer token `--serve` requires.
+struct ServeToken {
+    value: String,
+    /// Generated at start (so printed), rather than OPS_AGENT_TOKEN's.
+    generated: bool,
+}
+
+impl ServeToken {
+    /// OPS_AGENT_TOKEN if set (visible ASCII, no spaces), else 256 random
+    /// bits from the operating system, in hex.
+    fn from_env() -> Result<Self> {
+        match std::env::var("OPS_AGENT_TOKEN") {
+            Ok(value) => {
+                if value.is_empty() || !value.bytes().all(|b| b.is_ascii_graphic()) {
+                    return Err(Error::invalid_argument(
+                        "OPS_AGENT_TOKEN: the token must be non-empty printable ASCII without \
+                         spaces (unset it to have one generated)",
+                    ));
+                }
+                Ok(Self {
+                    value,
+                    generated: false,
+                })
+            }
+            Err(std::env::VarError::NotUnicode(_)) => Err(Error::invalid_argument(
+                "OPS_AGENT_TOKEN: the token is not valid UTF-8",
+            )),
+            Err(std::env::VarError::NotPresent) => {
+                use rand::TryRngCore;
+                let mut bytes = [0u8; 32];
+                rand::rngs::OsRng.try_fill_bytes(&mut bytes).map_err(|e| {
+                    Error::internal(format!("cannot generate the --serve token: {e}"))
+                })?;
+                let value = bytes.iter().map(|b| format!("{b:02x}")).collect();
+                Ok(Self {
+                    value,
+                    generated: true,
+                })
+            }
+        }
+    }
+
+    /// How the serving lines show the token: itself if generated (no one
+    /// knows it yet), else only where it comes from.
+    fn shown(&self) -> &str {
+        if self.generated {
+            &self.value
+        } else {
+            "$OPS_AGENT_TOKEN"
+        }
+    }
+}
+
+/// `--serve`: the agent over HTTP to holders of `token`, plus the
+/// Reflection API under `genkit start` (loopback only and unauthenticated,
+/// as Genkit's tools expect: the Dev UI and CLI do not send the token).
+async fn serve(app: &App, port: u16, token: ServeToken) -> Result<()> {
     let registry = app.ai.registry();
     let _dev = genkit_server::start_dev_tooling(registry).await?;
     genkit_server::telemetry::init_from_env()?;
@@ -230,11 +295,26 @@ async fn serve(app: &App, port: u16) -> Result<()> {
         .await
         .map_err(|e| Error::failed_precondition(format!("--port: cannot listen on {port}: {e}")))?;
     // Announced once bound, so whoever waits for this line can connect.
+    let url = format!("http://127.0.0.1:{port}/{AGENT}");
+    let shown = token.shown();
+    let origin = if token.generated {
+        "generated at start: set OPS_AGENT_TOKEN to choose it"
+    } else {
+        "from OPS_AGENT_TOKEN"
+    };
     println!(
-        "serving agent {AGENT} on http://127.0.0.1:{port}/{AGENT} (Genkit JS: remoteAgent({{url: 'http://127.0.0.1:{port}/{AGENT}'}})); Ctrl-C stops"
+        "serving agent {AGENT} on {url} to requests with `Authorization: Bearer {shown}` ({origin}); Ctrl-C stops"
+    );
+    println!(
+        "Genkit JS: remoteAgent({{url: '{url}', headers: {{Authorization: 'Bearer {shown}'}}}})"
+    );
+    // All three routes (turns, getSnapshot, abort) need the token.
+    let operator = genkit_server::context_providers::static_bearer_token(
+        token.value,
+        json!({"sub": OPERATOR}),
     );
     Ok(genkit_server::FlowServer::new(registry)
-        .agent(AGENT)
+        .agent_with_context(AGENT, operator)
         .serve_with_shutdown(listener, genkit_server::shutdown::signal())
         .await?)
 }

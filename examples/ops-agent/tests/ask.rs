@@ -3,16 +3,13 @@
 //! unless `--yes`; every turn is stored like a chat turn. And `--serve`:
 //! the agent over HTTP, as Genkit JS's `remoteAgent` calls it.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
 
 use genkit::prelude::*;
 
 mod common;
-use common::ops_agent;
+use common::{ops_agent, serve};
 
 fn ask(data: &Path, args: &[&str]) -> Output {
     let out = ops_agent(data).args(args).output().expect("ops-agent runs");
@@ -157,68 +154,31 @@ fn bad_flags_are_refused_with_the_flag_named() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown provider `mystery`"));
 }
 
-/// A free 127.0.0.1 port.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-/// POSTs `body` to `path` and returns the response body (HTTP/1.1,
-/// `Connection: close`).
-fn post(port: u16, path: &str, body: &str) -> String {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connects");
-    write!(
-        stream,
-        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .expect("writes");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).expect("reads");
-    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
-    response
-        .split_once("\r\n\r\n")
-        .map(|(_, body)| body.to_owned())
-        .unwrap_or_default()
-}
-
-struct Child(std::process::Child);
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// POSTs `body` as JSON to `path` with the server's bearer token and
+/// returns the response body, which must come with 200.
+fn post(served: &common::Served, path: &str, body: &str) -> String {
+    let auth = format!("Bearer {}", served.token);
+    let (status, body) = common::request(
+        served.port,
+        path,
+        &[
+            ("Content-Type", "application/json"),
+            ("Authorization", &auth),
+        ],
+        body,
+    );
+    assert_eq!(status, 200, "{body}");
+    body
 }
 
 #[test]
 fn serve_answers_remote_agent_calls_and_stores_the_session() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let port = free_port();
-    let mut child = Child(
-        ops_agent(dir.path())
-            .args(["--serve", "--port", &port.to_string()])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawns"),
-    );
-    let stdout = child.0.stdout.take().expect("stdout");
-    let mut lines = BufReader::new(stdout).lines();
-    let start = Instant::now();
-    loop {
-        let line = lines.next().expect("a line").expect("utf-8");
-        if line.starts_with("serving agent opsAgent") {
-            break;
-        }
-        assert!(start.elapsed() < Duration::from_secs(30), "no serving line");
-    }
+    let served = serve(dir.path(), None);
     // remoteAgent's first call of a session: {data: AgentInput, init: {}}.
     let body = json!({"data": {"message": {"role": "user", "content": [{"text": "is the api ok?"}]}}, "init": {}});
     let reply: Value =
-        serde_json::from_str(&post(port, "/opsAgent", &body.to_string())).expect("a JSON body");
+        serde_json::from_str(&post(&served, "/opsAgent", &body.to_string())).expect("a JSON body");
     let result = &reply["result"];
     let text = result["message"]["content"][0]["text"]
         .as_str()
@@ -230,7 +190,7 @@ fn serve_answers_remote_agent_calls_and_stores_the_session() {
     // The next call continues the session; the snapshot is served too.
     let body = json!({"data": {"message": {"role": "user", "content": [{"text": "and its logs?"}]}}, "init": {"sessionId": session}});
     let reply: Value =
-        serde_json::from_str(&post(port, "/opsAgent", &body.to_string())).expect("a JSON body");
+        serde_json::from_str(&post(&served, "/opsAgent", &body.to_string())).expect("a JSON body");
     let text = reply["result"]["message"]["content"][0]["text"]
         .as_str()
         .unwrap_or_default();
@@ -240,7 +200,7 @@ fn serve_answers_remote_agent_calls_and_stores_the_session() {
     );
     let body = json!({"data": {"sessionId": session}});
     let snapshot: Value =
-        serde_json::from_str(&post(port, "/opsAgent/getSnapshot", &body.to_string()))
+        serde_json::from_str(&post(&served, "/opsAgent/getSnapshot", &body.to_string()))
             .expect("a JSON body");
     let messages = snapshot["result"]["state"]["messages"]
         .as_array()

@@ -1,21 +1,23 @@
 //! What the app's integration tests share: the binary run with a clean
 //! environment (no provider key, address or setting of the developer's
-//! leaking in), a child process killed on drop, and the npm packages of
+//! leaking in), a child process killed on drop, `--serve` started with its
+//! bearer token, plain HTTP requests to it, and the npm packages of
 //! Genkit's official tools.
 //!
 //! Each test file compiles this module on its own and uses part of it.
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader, Lines, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::time::Duration;
+use std::process::{ChildStdout, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// The app under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_ops-agent");
 
 /// Every variable that picks or configures the app's model, store, data
 /// directory, port or dev mode: removed so a test sets only its own.
-pub const APP_ENV: [&str; 18] = [
+pub const APP_ENV: [&str; 19] = [
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
     "GEMINI_API_KEY",
@@ -34,6 +36,7 @@ pub const APP_ENV: [&str; 18] = [
     "PORT",
     "TMUX",
     "GENKIT_REFLECTION_PORT",
+    "OPS_AGENT_TOKEN",
 ];
 
 /// Removes [`APP_ENV`] from what `cmd` passes on.
@@ -97,4 +100,93 @@ pub fn npm_tools() -> Option<PathBuf> {
         assert!(st.success(), "npm ci failed in {}", js.display());
     }
     Some(js)
+}
+
+/// A free 127.0.0.1 port.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// `ops-agent --serve` on a free port, once it has announced itself.
+pub struct Served {
+    pub child: Child,
+    pub port: u16,
+    /// The bearer token requests need.
+    pub token: String,
+    /// The announcement: the serving line and the Genkit JS line.
+    pub lines: [String; 2],
+    /// Kept open: the app may still write to stdout.
+    _stdout: Lines<BufReader<ChildStdout>>,
+}
+
+/// Starts `ops-agent --serve` with data in `data`; with `token`, as the
+/// value of OPS_AGENT_TOKEN, else the app generates one and prints it.
+pub fn serve(data: &Path, token: Option<&str>) -> Served {
+    let port = free_port();
+    let mut cmd = ops_agent(data);
+    cmd.args(["--serve", "--port", &port.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    if let Some(t) = token {
+        cmd.env("OPS_AGENT_TOKEN", t);
+    }
+    let mut child = Child(cmd.spawn().expect("ops-agent starts"));
+    let stdout = child.0.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let start = Instant::now();
+    let serving = loop {
+        let line = lines
+            .next()
+            .expect("ops-agent printed its serving line")
+            .expect("utf-8");
+        if line.starts_with("serving agent opsAgent") {
+            break line;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "no serving line");
+    };
+    let js = lines.next().expect("the Genkit JS line").expect("utf-8");
+    let printed = serving
+        .split_once("Authorization: Bearer ")
+        .and_then(|(_, rest)| rest.split('`').next())
+        .expect("the serving line shows the Authorization header")
+        .to_owned();
+    Served {
+        child,
+        port,
+        token: token.map_or(printed, str::to_owned),
+        lines: [serving, js],
+        _stdout: lines,
+    }
+}
+
+/// Sends one HTTP/1.1 request (`Connection: close`) to 127.0.0.1:`port` with
+/// `Host: 127.0.0.1:<port>` unless `headers` give one: (status, body).
+pub fn request(port: u16, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connects");
+    let mut head = format!("POST {path} HTTP/1.1\r\n");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        head.push_str(&format!("Host: 127.0.0.1:{port}\r\n"));
+    }
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str(&format!(
+        "Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    ));
+    stream.write_all(head.as_bytes()).expect("writes");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("reads");
+    let status = response
+        .get(9..12)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP response: {response}"));
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned())
+        .unwrap_or_default();
+    (status, body)
 }

@@ -1,19 +1,22 @@
 // Genkit JS's own agent client (`remoteAgent` from `genkit/beta/client`)
-// talking to `ops-agent --serve`: a question answered from the tools, a
+// talking to `ops-agent --serve`: refused without the bearer token (401) or
+// with another one (403); with it, a question answered from the tools, a
 // follow-up that needs the earlier turn, a restart that waits for approval
 // and runs once the client approves it, and the stored snapshot.
 //
-// Run by tests/remote_agent.rs with the agent's URL in OPS_AGENT_URL, from
-// crates/genkit-server/tests/js (where the npm packages are). Exits non-zero
-// if any check fails.
+// Run by tests/remote_agent.rs with the agent's URL in OPS_AGENT_URL and its
+// token in OPS_AGENT_TOKEN, from crates/genkit-server/tests/js (where the npm
+// packages are). Exits non-zero if any check fails.
 import { remoteAgent } from 'genkit/beta/client';
 
 const url = process.env.OPS_AGENT_URL;
-if (!url) {
-  console.error('OPS_AGENT_URL is not set');
+const token = process.env.OPS_AGENT_TOKEN;
+if (!url || !token) {
+  console.error('OPS_AGENT_URL and OPS_AGENT_TOKEN must be set');
   process.exit(2);
 }
-const agent = remoteAgent({ url });
+// remoteAgent sends `headers` with each of its requests (turns, getSnapshot, abort).
+const agent = remoteAgent({ url, headers: { Authorization: `Bearer ${token}` } });
 
 function eq(got, want, what) {
   const g = JSON.stringify(got);
@@ -24,7 +27,24 @@ function ok(cond, what) {
   if (!cond) throw new Error(what);
 }
 
+async function refused(client, status) {
+  try {
+    await client.chat().send('Why is the scheduler down?');
+  } catch (e) {
+    // The client reports `Server returned: <status>: <body>`.
+    ok(String(e?.message).includes(`Server returned: ${status}:`), `want ${status}, got: ${e?.message}`);
+    return;
+  }
+  throw new Error(`a turn ran without a valid token (want ${status})`);
+}
+
 try {
+  await refused(remoteAgent({ url }), 401);
+  await refused(remoteAgent({ url, headers: { Authorization: 'Bearer not-the-token' } }), 403);
+  // Headers may also come from a function (called for each request).
+  const tokenFromFn = remoteAgent({ url, headers: async () => ({ Authorization: `Bearer ${token}` }) });
+  eq((await tokenFromFn.chat().send('Is the api ok?')).finishReason, 'stop', 'headers from a function');
+
   const chat = agent.chat();
   const first = await chat.send('Why is the scheduler down?');
   eq(first.finishReason, 'stop', 'first finishReason');
