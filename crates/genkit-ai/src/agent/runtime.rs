@@ -25,9 +25,13 @@ use parking_lot::Mutex;
 use serde_json::Value;
 
 use super::clock::{HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT, effective_status, now_rfc3339};
+use super::input_check::admit;
+use super::limits::SessionLimits;
 use super::session::AgentSession;
+use super::state_signing::StateSigner;
 use super::store::{SessionStore, is_conflict, new_snapshot_id};
 use super::transform::ClientTransform;
+use super::turn_failure::report_failed_turn;
 use super::types::{
     AgentAbortRequest, AgentAbortResponse, AgentFinishReason, AgentInit, AgentInput, AgentMetadata,
     AgentOutput, AgentResult, AgentStateManagement, AgentStreamChunk, GetSnapshotRequest,
@@ -42,13 +46,21 @@ pub type TurnFuture = BoxFuture<'static, Result<AgentResult>>;
 
 type TurnFn = dyn Fn(AgentSession, AgentInput) -> TurnFuture + Send + Sync;
 
-/// Options of an agent: where its sessions live and how it describes itself.
+/// Options of an agent: where its sessions live, how it describes itself,
+/// and the bounds of its sessions (see [`limits`](super::limits)).
+///
+/// Without a store the agent is client-managed: the client holds the whole
+/// state and can rewrite it (history included) unless the agent signs it
+/// ([`AgentOptions::state_signing_key`], see
+/// [`state_signing`](super::state_signing)).
 #[derive(Clone, Default)]
 pub struct AgentOptions {
     store: Option<Arc<dyn SessionStore>>,
     description: Option<String>,
     state_schema: Option<serde_json::Map<String, Value>>,
     client_transform: Option<ClientTransform>,
+    pub(super) limits: SessionLimits,
+    pub(super) signer: Option<StateSigner>,
 }
 
 impl std::fmt::Debug for AgentOptions {
@@ -57,6 +69,8 @@ impl std::fmt::Debug for AgentOptions {
             .field("store", &self.store.is_some())
             .field("description", &self.description)
             .field("client_transform", &self.client_transform)
+            .field("limits", &self.limits)
+            .field("state_signing", &self.signer.is_some())
             .finish()
     }
 }
@@ -126,6 +140,9 @@ struct Shared {
     transform: Option<ClientTransform>,
     /// Abort signals of this process's detached turns, by snapshot id.
     running: Mutex<HashMap<String, CancellationToken>>,
+    limits: SessionLimits,
+    /// Signs client-managed states (`None`: they travel unsigned).
+    signer: Option<StateSigner>,
 }
 
 /// The wire schemas every agent's descriptor carries, derived once.
@@ -185,6 +202,8 @@ impl Agent {
             state_validator,
             transform: options.client_transform.clone(),
             running: Mutex::new(HashMap::new()),
+            limits: options.limits,
+            signer: options.signer.clone().filter(|_| options.store.is_none()),
         });
         let metadata = AgentMetadata {
             state_management: if options.store.is_some() {
@@ -207,7 +226,7 @@ impl Agent {
         desc.stream_schema = Some(schemas.stream.clone());
         let run_shared = shared.clone();
         let action = AgentAction::from_desc(desc, move |init, inputs, ctx| {
-            run(run_shared.clone(), init, inputs, ctx)
+            run_signed(run_shared.clone(), init, inputs, ctx)
         })?;
 
         let snap_shared = shared.clone();
@@ -637,14 +656,21 @@ async fn run(
             let now = session.state();
             return detach(&shared, &session, &mut progress, None, now).await;
         }
-        let detach_now = input.is_detach();
         let before = session.state();
-        if detach_now {
+        if input.is_detach() {
             // Refused before the turn starts: Genkit JS runs the turn (and
             // calls the model) in the background of a failed invocation.
             shared.detach_store()?;
         }
-        let mut turn = start_turn(&shared, &session, input);
+        // The client speaks as the user only, within the caps, and resumes
+        // only what the stored session has pending; a refused input is a
+        // failed turn (as Genkit JS fails a bad resume) that changed nothing.
+        let admitted = admit(input, &before, progress.parent.as_deref(), &shared.limits);
+        let detach_now = admitted.as_ref().is_ok_and(AgentInput::is_detach);
+        let mut turn = match admitted {
+            Ok(input) => start_turn(&shared, &session, input),
+            Err(refused) => futures::future::ready(Err(refused)).boxed(),
+        };
         if detach_now {
             // Detached as it starts: the pending snapshot is the session
             // before the turn (as Genkit JS writes it).
@@ -669,6 +695,18 @@ async fn run(
                 }
             }
         };
+        // A turn that grew the session past a cap fails, and the session
+        // stays as it was before it (its failed snapshot too: it is not
+        // stored over the cap).
+        let mut over_cap = false;
+        let outcome = outcome.and_then(|result| {
+            let grown = session.state();
+            shared.limits.check_state(&grown, 0, 0).map_err(|e| {
+                over_cap = true;
+                e
+            })?;
+            Ok(result)
+        });
         match outcome {
             Ok(result) => {
                 let finish = result.finish_reason;
@@ -700,9 +738,13 @@ async fn run(
             Err(error) => {
                 // The failed snapshot records the state as the turn left it
                 // (as Genkit JS does); the run goes on from the state before.
-                let left = session.state();
+                let left = if over_cap {
+                    before.clone()
+                } else {
+                    session.state()
+                };
                 session.restore(before);
-                let runtime_error = RuntimeError::from(&error);
+                let runtime_error = report_failed_turn(&shared.name, &error).await;
                 let failed_id = match &shared.store {
                     Some(store) => {
                         let mut snap = snapshot_of(
@@ -723,7 +765,9 @@ async fn run(
                     finish_reason: Some(AgentFinishReason::Failed),
                 }));
                 let mut output = output_of(&shared, &session, &progress);
-                output.message = session.last_message();
+                // No message: the previous turn's reply is not this turn's,
+                // and a client showing it would show a stale answer.
+                output.message = None;
                 output.artifacts = None;
                 output.finish_reason = Some(AgentFinishReason::Failed);
                 output.error = Some(runtime_error);
@@ -732,6 +776,27 @@ async fn run(
         }
     }
     Ok(output_of(&shared, &session, &progress))
+}
+
+/// [`run`], with a client-managed agent's state signed on the way out and
+/// checked on the way in when the agent signs its states.
+async fn run_signed(
+    shared: Arc<Shared>,
+    mut init: AgentInit,
+    inputs: BidiInputs<AgentInput>,
+    ctx: ActionCtx<AgentStreamChunk>,
+) -> Result<AgentOutput> {
+    let Some(signer) = shared.signer.clone() else {
+        return run(shared, init, inputs, ctx).await;
+    };
+    if let Some(state) = init.state.take() {
+        init.state = Some(signer.verify(state)?);
+    }
+    let mut output = run(shared, init, inputs, ctx).await?;
+    if let Some(state) = output.state.take() {
+        output.state = Some(signer.sign(state)?);
+    }
+    Ok(output)
 }
 
 fn output_of(shared: &Shared, session: &AgentSession, progress: &Progress) -> AgentOutput {
@@ -852,7 +917,7 @@ async fn finish_detached(
             Err(error) => {
                 snap.status = Some(SnapshotStatus::Failed);
                 snap.finish_reason = Some(AgentFinishReason::Failed);
-                snap.error = Some(RuntimeError::from(error));
+                snap.error = Some(report_failed_turn(&shared.name, error).await);
             }
         }
         match store.update(snap, stored.revision).await {
