@@ -36,35 +36,35 @@ use tokio::sync::watch;
 const DIFFERENCES: &[(&str, &str)] = &[
     (
         "an input with neither message nor resume on an empty session fails the turn",
-        "generate"s `at least one message is required` is not a user-facing error, so it is masked; and errors not marked user-facing are masked in outputs and snapshots (`INTERNAL` / `Internal Error`, as the flow server does; issue 26); Genkit JS shows every error"s text",
+        "generate's `at least one message is required` is not a user-facing error, so it is masked; and errors not marked user-facing are masked in outputs and snapshots (`INTERNAL` / `Internal Error`, as the flow server does; issue 26); Genkit JS shows every error's text",
     ),
     (
         "forged restart is refused",
-        "a failed turn"s output carries no message (issue 27: Genkit JS repeats the previous turn"s reply, which a naive client shows as a stale answer)",
+        "a failed turn's output carries no message (issue 27: Genkit JS repeats the previous turn's reply, which a naive client shows as a stale answer)",
     ),
     (
         "stray respond to a tool that was never requested is refused",
-        "a failed turn"s output carries no message (issue 27: Genkit JS repeats the previous turn"s reply, which a naive client shows as a stale answer)",
+        "a failed turn's output carries no message (issue 27: Genkit JS repeats the previous turn's reply, which a naive client shows as a stale answer)",
     ),
     (
         "the model fails: client-managed turn ends with finishReason failed and the last good state",
-        "a failed turn"s output carries no message (issue 27: Genkit JS repeats the previous turn"s reply, which a naive client shows as a stale answer); and errors not marked user-facing are masked in outputs and snapshots (`INTERNAL` / `Internal Error`, as the flow server does; issue 26); Genkit JS shows every error"s text",
+        "a failed turn's output carries no message (issue 27: Genkit JS repeats the previous turn's reply, which a naive client shows as a stale answer); and errors not marked user-facing are masked in outputs and snapshots (`INTERNAL` / `Internal Error`, as the flow server does; issue 26); Genkit JS shows every error's text",
     ),
     (
         "the second turn of one invocation fails, server-managed; the session resumes from the last good snapshot",
-        "a failed turn"s output carries no message (issue 27: Genkit JS repeats the previous turn"s reply, which a naive client shows as a stale answer); and errors not marked user-facing are masked in outputs and snapshots (`INTERNAL` / `Internal Error`, as the flow server does; issue 26); Genkit JS shows every error"s text",
+        "a failed turn's output carries no message (issue 27: Genkit JS repeats the previous turn's reply, which a naive client shows as a stale answer); and errors not marked user-facing are masked in outputs and snapshots (`INTERNAL` / `Internal Error`, as the flow server does; issue 26); Genkit JS shows every error's text",
     ),
     (
         "a failing turn, client-managed custom agent: state changes of the failed turn are dropped",
-        "a failed turn"s output carries no message (issue 27: Genkit JS repeats the previous turn"s reply, which a naive client shows as a stale answer); and errors not marked user-facing are masked in outputs and snapshots (`INTERNAL` / `Internal Error`, as the flow server does; issue 26); Genkit JS shows every error"s text",
+        "a failed turn's output carries no message (issue 27: Genkit JS repeats the previous turn's reply, which a naive client shows as a stale answer); and errors not marked user-facing are masked in outputs and snapshots (`INTERNAL` / `Internal Error`, as the flow server does; issue 26); Genkit JS shows every error's text",
     ),
     (
         "a failing first turn, attached, server-managed",
-        "and errors not marked user-facing are masked in outputs and snapshots (`INTERNAL` / `Internal Error`, as the flow server does; issue 26); Genkit JS shows every error"s text",
+        "and errors not marked user-facing are masked in outputs and snapshots (`INTERNAL` / `Internal Error`, as the flow server does; issue 26); Genkit JS shows every error's text",
     ),
     (
         "a failing first turn, client-managed",
-        "a failed turn"s output carries no message (issue 27: Genkit JS repeats the previous turn"s reply, which a naive client shows as a stale answer); and errors not marked user-facing are masked in outputs and snapshots (`INTERNAL` / `Internal Error`, as the flow server does; issue 26); Genkit JS shows every error"s text",
+        "a failed turn's output carries no message (issue 27: Genkit JS repeats the previous turn's reply, which a naive client shows as a stale answer); and errors not marked user-facing are masked in outputs and snapshots (`INTERNAL` / `Internal Error`, as the flow server does; issue 26); Genkit JS shows every error's text",
     ),
     (
         "an input with neither message nor resume on an empty session fails the turn",
