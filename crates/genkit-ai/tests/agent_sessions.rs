@@ -753,7 +753,10 @@ async fn a_resume_past_a_failed_turn_conflicts_with_a_turn_that_landed_meanwhile
     let agent = echo_agent(AgentOptions::new().store(store.clone()));
     let one = say(&agent, &ActionContext::new(), AgentInit::default(), "one").await;
     let session = one.session_id.clone().unwrap();
-    let good = store.get(one.snapshot_id.as_deref().unwrap()).await.unwrap();
+    let good = store
+        .get(one.snapshot_id.as_deref().unwrap())
+        .await
+        .unwrap();
     // The session's latest is a failed turn after `good`.
     let failed = child_of("failed", &good.snapshot, SnapshotStatus::Failed);
     store.append(failed, good.session_version).await.unwrap();

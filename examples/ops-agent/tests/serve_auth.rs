@@ -60,8 +60,7 @@ fn serve_requires_its_generated_token_on_every_route() {
     let (status, reply) = post(&served, "/opsAgent", &[("Authorization", &good)]);
     assert_eq!(status, 200, "{reply}");
     assert_eq!(
-        reply["result"]["message"]["content"][0]["text"],
-        "- api is healthy (cpu 42%, memory 55%).",
+        reply["result"]["message"]["content"][0]["text"], "- api is healthy (cpu 42%, memory 55%).",
         "{reply}"
     );
     let snapshot = reply["result"]["snapshotId"].clone();
