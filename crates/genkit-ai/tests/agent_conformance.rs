@@ -80,8 +80,17 @@ fn define_agents(registry: &Registry) {
         },
     )
     .unwrap();
+    // A user-facing error: Genkit for Rust masks any other error in outputs
+    // and snapshots (`Internal Error`, the full text in the log and trace;
+    // issue 26, as the flow server does), where Genkit JS stores every
+    // error's text. The case's point, that the failure's message reaches
+    // the snapshot, holds for an error the app shows; masking is tested in
+    // agent_trust.rs.
     define_agent(registry, "customAgentFailing", store(), |_, _| async move {
-        Err(Error::new(StatusCode::Internal, "intentional failure"))
+        Err(Error::user_facing(
+            StatusCode::Internal,
+            "intentional failure",
+        ))
     })
     .unwrap();
     define_agent(

@@ -10,6 +10,12 @@
 //! - [`chat`]: an in-process chat client ([`Agent::chat`]).
 //! - [`types`]: the agent's init, inputs, stream chunks and output, session
 //!   state and snapshots, with exactly Genkit JS's JSON shape.
+//! - [`input_check`]: what a client may say: it speaks as the user, and
+//!   resumes only the interrupts the stored session has pending (with
+//!   server-minted interrupt ids).
+//! - [`limits`]: per-session caps on messages and bytes, per-message caps.
+//! - [`state_signing`]: client-managed agents' trust boundary, and signed
+//!   state.
 //! - [`transform`]: what clients see of the sessions ([`ClientTransform`]).
 //! - [`json_patch`]: JSON Patch (RFC 6902) as agents stream their custom
 //!   state (`customPatch` chunks), computed exactly as Genkit JS does.
@@ -25,19 +31,25 @@ pub mod chat;
 pub mod clock;
 mod detached;
 pub mod effect;
+pub mod input_check;
 pub mod json_patch;
+pub mod limits;
 pub mod ownership;
 pub mod prompt_agent;
 pub mod runtime;
 pub mod session;
+pub mod state_signing;
 pub mod store;
 pub mod testing;
 pub mod transform;
+mod turn_failure;
 pub mod types;
 
 pub use chat::{AgentChat, AgentTurnStream};
 pub use effect::{EffectError, run_once};
+pub use input_check::INTERRUPT_ID_KEY;
 pub use prompt_agent::{define_prompt_agent, define_prompt_agent_with};
 pub use runtime::{Agent, AgentAction, AgentOptions, TurnFuture, define_agent};
 pub use session::AgentSession;
+pub use state_signing::STATE_SIGNATURE_KEY;
 pub use transform::ClientTransform;

@@ -2,20 +2,22 @@
 //! the prompt, continues the session's conversation with `generate_stream`
 //! (streaming model chunks), and keeps the resulting history. Interrupts end
 //! the turn (`finishReason: interrupted`); the next turn resumes them with
-//! `resume.respond` / `resume.restart`, checked against the history first.
+//! `resume.respond` / `resume.restart`, which the runtime checked against
+//! the interrupts pending in the stored history (see
+//! [`input_check`](super::input_check)).
 
 use std::future::Future;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use genkit_core::{Error, Registry, Result, StatusCode};
+use genkit_core::{Registry, Result};
 
 use super::runtime::{Agent, AgentOptions, define_agent};
 use super::session::AgentSession;
-use super::types::{AgentInput, AgentResult, AgentResume, AgentStreamChunk};
+use super::types::{AgentInput, AgentResult, AgentStreamChunk};
 use crate::generate::{GenerateOptions, generate_stream};
 use crate::prompt::ExecutablePrompt;
-use crate::types::{GenerateResponse, GenerateResponseChunk, Message, Part, PartKind, Role};
+use crate::types::{GenerateResponse, GenerateResponseChunk, Message, Part, Role};
 use serde_json::Value;
 
 /// The metadata key marking the messages a prompt contributes to a turn.
@@ -74,10 +76,10 @@ async fn prompt_turn(
     input: AgentInput,
     mut options: GenerateOptions,
 ) -> Result<AgentResult> {
+    // `input.resume` was checked by the runtime against the interrupts the
+    // stored session has pending, and its restarts rebuilt from them
+    // (`input_check::check_resume`), before the message was added.
     let history = session.messages();
-    if let Some(resume) = &input.resume {
-        check_resume(&history, resume)?;
-    }
     // The prompt's system text and messages open every request, marked so
     // they stay out of the session (as Genkit JS marks them).
     let system = options.system.take().map(Message::system);
@@ -134,66 +136,4 @@ fn take_history(response: &mut GenerateResponse) -> Option<Vec<Message>> {
     let mut messages = Arc::try_unwrap(request.messages).unwrap_or_else(|shared| (*shared).clone());
     messages.push(reply);
     Some(messages)
-}
-
-/// Refuses resume input that answers no tool request of the last model
-/// message, or restarts one with changed input.
-fn check_resume(history: &[Message], resume: &AgentResume) -> Result<()> {
-    let requests: Vec<_> = history
-        .iter()
-        .rev()
-        .find(|m| m.role == Role::Model)
-        .map(|m| m.tool_requests().collect())
-        .unwrap_or_default();
-    let find = |name: &str, r#ref: Option<&str>| {
-        requests
-            .iter()
-            .find(|t| t.name == name && t.reference.as_deref() == r#ref)
-    };
-    for part in resume.respond.iter().flatten() {
-        if let PartKind::ToolResponse(resp) = &part.kind
-            && find(&resp.name, resp.reference.as_deref()).is_none()
-        {
-            return Err(not_in_history(
-                "respond",
-                &resp.name,
-                resp.reference.as_deref(),
-            ));
-        }
-    }
-    for part in resume.restart.iter().flatten() {
-        if let PartKind::ToolRequest(req) = &part.kind {
-            match find(&req.name, req.reference.as_deref()) {
-                None => {
-                    return Err(not_in_history(
-                        "restart",
-                        &req.name,
-                        req.reference.as_deref(),
-                    ));
-                }
-                Some(original) if original.input != req.input => {
-                    return Err(Error::user_facing(
-                        StatusCode::InvalidArgument,
-                        format!(
-                            "resume.restart for tool '{}' (ref: {}) has modified inputs that do not match the original tool request in session history. Restart inputs must exactly match the interrupted tool request.",
-                            req.name,
-                            req.reference.as_deref().unwrap_or("")
-                        ),
-                    ));
-                }
-                Some(_) => {}
-            }
-        }
-    }
-    Ok(())
-}
-
-fn not_in_history(what: &str, name: &str, r#ref: Option<&str>) -> Error {
-    Error::user_facing(
-        StatusCode::InvalidArgument,
-        format!(
-            "resume.{what} references tool '{name}' (ref: {}) which was not found in session history.",
-            r#ref.unwrap_or("")
-        ),
-    )
 }

@@ -34,10 +34,14 @@ use serde_json::Value;
 use super::clock::{HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT, effective_status, now_rfc3339};
 pub use super::detached::{DEFAULT_DETACHED_TIMEOUT, DEFAULT_MAX_DETACHED};
 use super::detached::{DetachedLimit, DetachedSlot, deadline_exceeded};
+use super::input_check::admit;
+use super::limits::SessionLimits;
 use super::ownership::{self, PrincipalFn, default_principal};
 use super::session::AgentSession;
+use super::state_signing::StateSigner;
 use super::store::{SessionStore, StoredSnapshot, is_conflict, new_snapshot_id};
 use super::transform::ClientTransform;
+use super::turn_failure::report_failed_turn;
 use super::types::{
     AgentAbortRequest, AgentAbortResponse, AgentFinishReason, AgentInit, AgentInput, AgentMetadata,
     AgentOutput, AgentResult, AgentStateManagement, AgentStreamChunk, GetSnapshotRequest,
@@ -65,6 +69,13 @@ type TurnFn = dyn Fn(AgentSession, AgentInput) -> TurnFuture + Send + Sync;
 /// [`Agent::fork`]). Detached turns are bounded by
 /// [`detached_timeout`](Self::detached_timeout) and
 /// [`max_detached`](Self::max_detached).
+///
+/// Sessions are bounded (see [`limits`](super::limits)).
+///
+/// Without a store the agent is client-managed: the client holds the whole
+/// state and can rewrite it (history included) unless the agent signs it
+/// ([`AgentOptions::state_signing_key`], see
+/// [`state_signing`](super::state_signing)).
 #[derive(Clone, Default)]
 pub struct AgentOptions {
     store: Option<Arc<dyn SessionStore>>,
@@ -76,6 +87,8 @@ pub struct AgentOptions {
     allow_forks: bool,
     detached_timeout: Option<std::time::Duration>,
     max_detached: Option<usize>,
+    pub(super) limits: SessionLimits,
+    pub(super) signer: Option<StateSigner>,
 }
 
 impl std::fmt::Debug for AgentOptions {
@@ -89,6 +102,8 @@ impl std::fmt::Debug for AgentOptions {
             .field("allow_forks", &self.allow_forks)
             .field("detached_timeout", &self.detached_timeout)
             .field("max_detached", &self.max_detached)
+            .field("limits", &self.limits)
+            .field("state_signing", &self.signer.is_some())
             .finish()
     }
 }
@@ -213,6 +228,9 @@ struct Shared {
     allow_forks: bool,
     detached_timeout: std::time::Duration,
     detached: DetachedLimit,
+    limits: SessionLimits,
+    /// Signs client-managed states (`None`: they travel unsigned).
+    signer: Option<StateSigner>,
 }
 
 /// The wire schemas every agent's descriptor carries, derived once.
@@ -280,6 +298,8 @@ impl Agent {
             allow_forks: options.allow_forks,
             detached_timeout: options.detached_timeout.unwrap_or(DEFAULT_DETACHED_TIMEOUT),
             detached: DetachedLimit::new(options.max_detached.unwrap_or(DEFAULT_MAX_DETACHED)),
+            limits: options.limits,
+            signer: options.signer.clone().filter(|_| options.store.is_none()),
         });
         let metadata = AgentMetadata {
             state_management: if options.store.is_some() {
@@ -302,7 +322,7 @@ impl Agent {
         desc.stream_schema = Some(schemas.stream.clone());
         let run_shared = shared.clone();
         let action = AgentAction::from_desc(desc, move |init, inputs, ctx| {
-            run(run_shared.clone(), init, inputs, ctx)
+            run_signed(run_shared.clone(), init, inputs, ctx)
         })?;
 
         let snap_shared = shared.clone();
@@ -998,17 +1018,25 @@ async fn run(
             let now = session.state();
             return detach(&shared, &session, &mut progress, None, now).await;
         }
-        let detach_now = input.is_detach();
         let before = session.state();
         let mut slot = None;
-        if detach_now {
+        if input.is_detach() {
             // Refused before the turn starts: Genkit JS runs the turn (and
             // calls the model) in the background of a failed invocation.
             shared.detach_store()?;
             slot = Some(shared.detached.acquire(&shared.name)?);
         }
-        let mut turn = cancellable_turn(&shared, &session, input);
-        if let Some(slot) = slot {
+        // The client speaks as the user only, within the caps, and resumes
+        // only what the stored session has pending; a refused input is a
+        // failed turn (as Genkit JS fails a bad resume) that changed nothing,
+        // and is not detached.
+        let admitted = admit(input, &before, progress.parent.as_deref(), &shared.limits);
+        let refused = admitted.is_err();
+        let mut turn = match admitted {
+            Ok(input) => cancellable_turn(&shared, &session, input),
+            Err(refused) => futures::future::ready(Err(refused)).boxed(),
+        };
+        if let Some(slot) = slot.filter(|_| !refused) {
             // Detached as it starts: the pending snapshot is the session
             // before the turn (as Genkit JS writes it).
             let turn = Some((turn, slot));
@@ -1035,6 +1063,18 @@ async fn run(
                 }
             }
         };
+        // A turn that grew the session past a cap fails, and the session
+        // stays as it was before it (its failed snapshot too: it is not
+        // stored over the cap).
+        let mut over_cap = false;
+        let outcome = outcome.and_then(|result| {
+            let grown = session.state();
+            shared.limits.check_state(&grown, 0, 0).map_err(|e| {
+                over_cap = true;
+                e
+            })?;
+            Ok(result)
+        });
         match outcome {
             Ok(result) => {
                 let finish = result.finish_reason;
@@ -1069,9 +1109,13 @@ async fn run(
             Err(error) => {
                 // The failed snapshot records the state as the turn left it
                 // (as Genkit JS does); the run goes on from the state before.
-                let left = session.state();
+                let left = if over_cap {
+                    before.clone()
+                } else {
+                    session.state()
+                };
                 session.restore(before);
-                let runtime_error = RuntimeError::from(&error);
+                let runtime_error = report_failed_turn(&shared.name, &error).await;
                 let failed_id = match &shared.store {
                     Some(store) => {
                         let mut snap = snapshot_of(
@@ -1095,7 +1139,9 @@ async fn run(
                     finish_reason: Some(AgentFinishReason::Failed),
                 }));
                 let mut output = output_of(&shared, &session, &progress);
-                output.message = session.last_message();
+                // No message: the previous turn's reply is not this turn's,
+                // and a client showing it would show a stale answer.
+                output.message = None;
                 output.artifacts = None;
                 output.finish_reason = Some(AgentFinishReason::Failed);
                 output.error = Some(runtime_error);
@@ -1104,6 +1150,27 @@ async fn run(
         }
     }
     Ok(output_of(&shared, &session, &progress))
+}
+
+/// [`run`], with a client-managed agent's state signed on the way out and
+/// checked on the way in when the agent signs its states.
+async fn run_signed(
+    shared: Arc<Shared>,
+    mut init: AgentInit,
+    inputs: BidiInputs<AgentInput>,
+    ctx: ActionCtx<AgentStreamChunk>,
+) -> Result<AgentOutput> {
+    let Some(signer) = shared.signer.clone() else {
+        return run(shared, init, inputs, ctx).await;
+    };
+    if let Some(state) = init.state.take() {
+        init.state = Some(signer.verify(state)?);
+    }
+    let mut output = run(shared, init, inputs, ctx).await?;
+    if let Some(state) = output.state.take() {
+        output.state = Some(signer.sign(state)?);
+    }
+    Ok(output)
 }
 
 fn output_of(shared: &Shared, session: &AgentSession, progress: &Progress) -> AgentOutput {
@@ -1270,7 +1337,7 @@ async fn finish_detached(
             Err(error) => {
                 snap.status = Some(SnapshotStatus::Failed);
                 snap.finish_reason = Some(AgentFinishReason::Failed);
-                snap.error = Some(RuntimeError::from(error));
+                snap.error = Some(report_failed_turn(&shared.name, error).await);
             }
         }
         match store.update(snap, stored.revision).await {

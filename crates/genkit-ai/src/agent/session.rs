@@ -138,6 +138,7 @@ impl AgentSession {
     }
 
     /// The last message of the conversation.
+    #[cfg(test)]
     pub(crate) fn last_message(&self) -> Option<Message> {
         let live = self.inner.live.lock();
         live.added

@@ -57,6 +57,18 @@ impl RuntimeError {
     pub fn status_code(&self) -> Option<StatusCode> {
         self.status.as_deref().and_then(StatusCode::from_name)
     }
+
+    /// `e` as a remote client may see it, as the flow server shows errors
+    /// ([`Error::to_public_json`]): a user-facing error's status, message and
+    /// details; `INTERNAL` / `Internal Error` for any other (its text may
+    /// hold internals: upstream URLs, file paths, provider messages).
+    pub fn public(e: &Error) -> Self {
+        if e.is_user_facing() {
+            Self::from(e)
+        } else {
+            Self::new(StatusCode::Internal, "Internal Error")
+        }
+    }
 }
 
 impl From<&Error> for RuntimeError {
