@@ -67,38 +67,6 @@ const DIFFERENCES: &[(&str, &str)] = &[
         "a failed turn's output carries no message (issue 27: Genkit JS repeats the previous turn's reply, which a naive client shows as a stale answer); and errors not marked user-facing are masked in outputs and snapshots (`INTERNAL` / `Internal Error`, as the flow server does; issue 26); Genkit JS shows every error's text",
     ),
     (
-        "an input with neither message nor resume on an empty session fails the turn",
-        "the error is not user-facing in Genkit for Rust, so it is masked as INTERNAL (issue 26 masking); TODO: make it a user-facing INVALID_ARGUMENT",
-    ),
-    (
-        "forged restart is refused",
-        "resume is checked against the stored session's pending interrupts; a failed turn's output no longer carries the previous turn's reply as `message` (issue 26)",
-    ),
-    (
-        "stray respond to a tool that was never requested is refused",
-        "resume is checked against the stored session's pending interrupts; a failed turn's output no longer carries the previous turn's reply as `message` (issue 26)",
-    ),
-    (
-        "the model fails: client-managed turn ends with finishReason failed and the last good state",
-        "internal error text is masked (INTERNAL / \"Internal Error\", as the flow server masks; full text logged), and a failed turn's output no longer carries the previous turn's reply as `message` (issue 26)",
-    ),
-    (
-        "the second turn of one invocation fails, server-managed; the session resumes from the last good snapshot",
-        "internal error text is masked (INTERNAL / \"Internal Error\", as the flow server masks; full text logged), and a failed turn's output no longer carries the previous turn's reply as `message` (issue 26)",
-    ),
-    (
-        "a failing turn, client-managed custom agent: state changes of the failed turn are dropped",
-        "internal error text is masked (INTERNAL / \"Internal Error\", as the flow server masks; full text logged), and a failed turn's output no longer carries the previous turn's reply as `message` (issue 26)",
-    ),
-    (
-        "a failing first turn, attached, server-managed",
-        "internal error text is masked (INTERNAL / \"Internal Error\", as the flow server masks; full text logged), and a failed turn's output no longer carries the previous turn's reply as `message` (issue 26)",
-    ),
-    (
-        "a failing first turn, client-managed",
-        "internal error text is masked (INTERNAL / \"Internal Error\", as the flow server masks; full text logged), and a failed turn's output no longer carries the previous turn's reply as `message` (issue 26)",
-    ),
-    (
         "branching from an older snapshot, then the session lookup picks the newest leaf",
         "resuming an older snapshot by snapshotId (a second child of its parent) is refused with FAILED_PRECONDITION: a client cannot fork a session (Agent::fork copies it into a new session; AgentOptions::allow_forks opts into Genkit JS's branching, and even then a session that branched has no latest snapshot, as agent.yaml's branching case expects)",
     ),

@@ -1069,9 +1069,8 @@ async fn run(
         let mut over_cap = false;
         let outcome = outcome.and_then(|result| {
             let grown = session.state();
-            shared.limits.check_state(&grown, 0, 0).map_err(|e| {
+            shared.limits.check_state(&grown, 0, 0).inspect_err(|_| {
                 over_cap = true;
-                e
             })?;
             Ok(result)
         });
