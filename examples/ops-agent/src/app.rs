@@ -156,13 +156,42 @@ mod tests {
         Ok(())
     }
 
-    /// A restart is recorded the moment it runs: when the turn then fails
-    /// and is retried, the retry finds the record and the service is not
-    /// restarted twice.
+    /// The approval of `interrupt` as a restart part, carrying the
+    /// interrupt id the agent runtime mints for it (`<snapshotId>/<n>`, the
+    /// snapshot that asked). The runtime sets `resumed.interruptId` itself on
+    /// every restart it accepts against the stored interrupt; these tests
+    /// set it too, so that they do not depend on it.
+    fn approved(interrupt: &Part, snapshot_id: Option<&str>) -> Part {
+        let mut part = genkit::middleware::approve(interrupt).unwrap_or_else(|_| interrupt.clone());
+        if let Some(Value::Object(resumed)) =
+            part.metadata.as_mut().and_then(|m| m.get_mut("resumed"))
+        {
+            resumed.insert(
+                genkit::agent::effect::INTERRUPT_ID_KEY.into(),
+                json!(format!("{}/0", snapshot_id.unwrap_or_default())),
+            );
+        }
+        part
+    }
+
+    /// The interrupt a turn ended with.
+    fn interrupt_of(output: &AgentOutput) -> Result<Part> {
+        output
+            .message
+            .iter()
+            .flat_map(|m| m.content.iter())
+            .find(|p| p.metadata_value("interrupt").is_some())
+            .cloned()
+            .ok_or_else(|| Error::internal("no interrupt"))
+    }
+
+    /// A restart is claimed before it runs and recorded the moment it ran:
+    /// when the turn then fails and is retried (from the same interrupted
+    /// snapshot, the same approval), the retry finds the record and the
+    /// service is not restarted twice.
     #[tokio::test]
     async fn a_retried_turn_does_not_restart_the_service_again() -> Result<()> {
         use genkit::agent::types::{AgentFinishReason, AgentInit};
-        use genkit::middleware::approve;
 
         let store = Arc::new(InMemorySessionStore::new());
         let model = ModelChoice {
@@ -192,15 +221,9 @@ mod tests {
             })
         };
         assert_eq!(asked.finish_reason, Some(AgentFinishReason::Interrupted));
-        let interrupt = asked
-            .message
-            .iter()
-            .flat_map(|m| m.content.iter())
-            .find(|p| p.metadata_value("interrupt").is_some())
-            .cloned()
-            .ok_or_else(|| Error::internal("no interrupt"))?;
+        let interrupt = interrupt_of(&asked)?;
         let resume = || AgentResume {
-            restart: approve(&interrupt).ok().map(|p| vec![p]),
+            restart: Some(vec![approved(&interrupt, asked.snapshot_id.as_deref())]),
             ..AgentResume::default()
         };
         // Approved: the restart runs, then the model fails; the turn fails.
@@ -214,6 +237,85 @@ mod tests {
             Some("db restarted")
         );
         assert_eq!(fleet.restarts(), 1, "restarted twice");
+        Ok(())
+    }
+
+    /// Two approvals of the same interrupt sent at once: the service is
+    /// restarted once.
+    #[tokio::test]
+    async fn two_concurrent_approvals_restart_the_service_once() -> Result<()> {
+        use genkit::agent::types::{AgentFinishReason, AgentInit};
+
+        let store = Arc::new(InMemorySessionStore::new());
+        let model = ModelChoice {
+            name: "offline/recorder".into(),
+            reason: "test".into(),
+        };
+        // A slow fleet API, so the second approval arrives mid-restart.
+        let fleet = Arc::new(Fleet::new(Duration::from_millis(50)));
+        let app = build(store, model, fleet.clone())?;
+        ProgrammableModel::define(app.ai.registry(), "offline/recorder")
+            .respond_tool_call("restartService", json!({"service": "db"}))
+            .respond_text("db restarted")
+            .respond_text("db restarted");
+        let chat = || {
+            app.agent.chat_from(AgentInit {
+                session_id: Some("s1".into()),
+                ..AgentInit::default()
+            })
+        };
+        let asked = chat().send(Message::user("restart the db")).await?;
+        assert_eq!(asked.finish_reason, Some(AgentFinishReason::Interrupted));
+        let approval = approved(&interrupt_of(&asked)?, asked.snapshot_id.as_deref());
+        let resume = || AgentResume {
+            restart: Some(vec![approval.clone()]),
+            ..AgentResume::default()
+        };
+        let (a, b) = tokio::join!(chat().resume(resume()), chat().resume(resume()));
+        assert_eq!(
+            fleet.restarts(),
+            1,
+            "one approval restarted twice: {a:?} {b:?}"
+        );
+        Ok(())
+    }
+
+    /// After one approved restart, a later request to restart the same
+    /// service is asked about and, approved, restarts it again: the new
+    /// approval is not mistaken for the first one.
+    #[tokio::test]
+    async fn a_later_approved_restart_of_the_same_service_runs() -> Result<()> {
+        use genkit::agent::types::{AgentFinishReason, AgentInit};
+
+        let store = Arc::new(InMemorySessionStore::new());
+        let model = ModelChoice {
+            name: "offline/recorder".into(),
+            reason: "test".into(),
+        };
+        let fleet = Arc::new(Fleet::default());
+        let app = build(store, model, fleet.clone())?;
+        ProgrammableModel::define(app.ai.registry(), "offline/recorder")
+            .respond_tool_call("restartService", json!({"service": "db"}))
+            .respond_text("db restarted")
+            .respond_tool_call("restartService", json!({"service": "db"}))
+            .respond_text("db restarted again");
+        let chat = app.agent.chat_from(AgentInit {
+            session_id: Some("s1".into()),
+            ..AgentInit::default()
+        });
+        for (round, answer) in [(1, "db restarted"), (2, "db restarted again")] {
+            let asked = chat.send(Message::user("restart the db")).await?;
+            assert_eq!(asked.finish_reason, Some(AgentFinishReason::Interrupted));
+            let approval = approved(&interrupt_of(&asked)?, asked.snapshot_id.as_deref());
+            let done = chat
+                .resume(AgentResume {
+                    restart: Some(vec![approval]),
+                    ..AgentResume::default()
+                })
+                .await?;
+            assert_eq!(done.message.map(|m| m.text()).as_deref(), Some(answer));
+            assert_eq!(fleet.restarts(), round);
+        }
         Ok(())
     }
 }

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use genkit::agent::effect::{EffectError, approved_effect_key, run_once};
 use genkit::agent::store::SessionStore;
 use genkit::prelude::*;
 
@@ -131,29 +132,43 @@ pub struct Restarted {
 
 /// `restartService`: restarts a service, once a person approved it.
 ///
-/// A restart is recorded in the session store the moment it ran, outside
-/// the turn's snapshot (`record_effect`): if the turn then fails (the
-/// model errors on the follow-up call, the process dies) the session goes
-/// back to before the turn, and the retried turn finds the record instead
-/// of restarting the service a second time.
+/// Each approval restarts the service at most once, however often or
+/// concurrently it arrives. The restart is keyed by the server-minted id of
+/// the interrupt the person approved (`resumed.interruptId`, set by the
+/// agent runtime when it accepts the restart against the interrupt stored in
+/// the session), and claimed in the session store *before* it runs
+/// ([`run_once`]): a second approval of the same interrupt, concurrent or a
+/// retry of a turn that failed after the restart, gets the recorded outcome
+/// (or `ABORTED` while the first is still restarting) and never restarts
+/// again; a later approval (another interrupt) is another restart.
+///
+/// A call without an interrupt id was not approved through an agent: it is
+/// refused (`FAILED_PRECONDITION`) and nothing restarts.
 pub struct RestartService {
     /// The fleet.
     pub fleet: Arc<Fleet>,
-    /// Where restarts are recorded.
+    /// Where restarts are claimed and recorded.
     pub store: Arc<dyn SessionStore>,
 }
 
 impl RestartService {
-    /// The session and the key this call's record goes under: one per
-    /// service and point in the session's history, so a retry of the same
-    /// turn finds it and a later turn's restart does not.
-    fn effect_key(ctx: &ToolCtx, service: Service) -> Option<(String, String)> {
-        let session = ctx.extension::<AgentSession>()?;
-        let at = session.messages().len();
-        Some((
-            session.session_id(),
-            format!("restartService/{}/{at}", service.name()),
-        ))
+    /// The restart approved as `effect_key` (see [`approved_effect_key`]) in
+    /// `session_id`: run now if it never ran, else its recorded outcome.
+    pub async fn restart_once(
+        &self,
+        session_id: &str,
+        effect_key: &str,
+        input: RestartInput,
+    ) -> Result<Restarted> {
+        run_once(&*self.store, session_id, effect_key, || async {
+            self.fleet.call_latency().await;
+            let status = self.fleet.restart(input.service);
+            Ok::<_, EffectError>(Restarted {
+                service: input.service,
+                status,
+            })
+        })
+        .await
     }
 }
 
@@ -180,29 +195,14 @@ impl ToolImpl for RestartService {
     }
 
     async fn call(&self, input: RestartInput, ctx: ToolCtx) -> Result<Restarted> {
-        let key = Self::effect_key(&ctx, input.service);
-        if let Some((session, key)) = &key
-            && let Some(done) = self.store.effect(session, key).await?
-        {
-            return Ok(serde_json::from_value(done)?);
-        }
-        self.fleet.call_latency().await;
-        let status = self.fleet.restart(input.service);
-        let done = Restarted {
-            service: input.service,
-            status,
-        };
-        match &key {
-            // The first record under a key wins; report what it says.
-            Some((session, key)) => {
-                let recorded = self
-                    .store
-                    .record_effect(session, key, serde_json::to_value(&done)?)
-                    .await?;
-                Ok(serde_json::from_value(recorded)?)
-            }
-            None => Ok(done),
-        }
+        let key = approved_effect_key(&ctx, self.name())?;
+        let session = ctx.extension::<AgentSession>().ok_or_else(|| {
+            Error::user_facing(
+                StatusCode::FailedPrecondition,
+                "restartService runs only in an agent session, where its restarts are recorded",
+            )
+        })?;
+        self.restart_once(&session.session_id(), &key, input).await
     }
 }
 
@@ -214,4 +214,101 @@ pub fn define_tools(ai: &Genkit, fleet: &Arc<Fleet>, store: &Arc<dyn SessionStor
         fleet: fleet.clone(),
         store: store.clone(),
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use genkit::agent::store::InMemorySessionStore;
+    use genkit::core::action::Cancellation;
+    use genkit::core::tracing::{SpanId, TraceId, TraceInfo};
+
+    use super::*;
+
+    fn restart_tool() -> (Arc<Fleet>, RestartService) {
+        let fleet = Arc::new(Fleet::default());
+        let tool = RestartService {
+            fleet: fleet.clone(),
+            store: Arc::new(InMemorySessionStore::new()),
+        };
+        (fleet, tool)
+    }
+
+    fn db() -> RestartInput {
+        RestartInput {
+            service: Service::Db,
+            reason: None,
+        }
+    }
+
+    /// Two approvals of one interrupt arriving at once: one restart. The
+    /// other approval gets the recorded outcome, or ABORTED while the first
+    /// is still restarting.
+    #[tokio::test]
+    async fn two_concurrent_approvals_of_one_restart_restart_once() -> Result<()> {
+        // A slow fleet API: the second approval arrives mid-restart.
+        let fleet = Arc::new(Fleet::new(std::time::Duration::from_millis(50)));
+        let tool = RestartService {
+            fleet: fleet.clone(),
+            store: Arc::new(InMemorySessionStore::new()),
+        };
+        let key = "restartService/snap-1/0";
+        let (a, b) = tokio::join!(
+            tool.restart_once("s1", key, db()),
+            tool.restart_once("s1", key, db())
+        );
+        assert_eq!(fleet.restarts(), 1, "one approval, two restarts");
+        assert_eq!(a?.service, Service::Db);
+        let e = b
+            .err()
+            .ok_or_else(|| Error::internal("the second approval succeeded"))?;
+        assert_eq!(e.status(), StatusCode::Aborted, "{e}");
+        assert_eq!(
+            e.message(),
+            "the side effect restartService/snap-1/0 is already being carried out, or was \
+             interrupted before its outcome was recorded; it will not be run twice"
+        );
+        // Once the first finished, the same approval gets its outcome.
+        let again = tool.restart_once("s1", key, db()).await?;
+        assert_eq!(again.service, Service::Db);
+        assert_eq!(fleet.restarts(), 1);
+        Ok(())
+    }
+
+    /// A later approval (another interrupt) of the same service restarts
+    /// it again: it is never mistaken for the earlier one.
+    #[tokio::test]
+    async fn a_later_approved_restart_of_the_same_service_runs() -> Result<()> {
+        let (fleet, tool) = restart_tool();
+        tool.restart_once("s1", "restartService/snap-1/0", db())
+            .await?;
+        tool.restart_once("s1", "restartService/snap-7/0", db())
+            .await?;
+        assert_eq!(fleet.restarts(), 2);
+        Ok(())
+    }
+
+    /// Called without a server-minted interrupt id (not through an approved
+    /// agent resume), the tool refuses and nothing restarts.
+    #[tokio::test]
+    async fn a_call_without_an_approved_interrupt_is_refused() {
+        let (fleet, tool) = restart_tool();
+        let trace = TraceInfo {
+            trace_id: TraceId::random(),
+            span_id: SpanId::random(),
+        };
+        let mut ctx = ActionCtx::new(ActionContext::default(), Cancellation::default(), trace);
+        // Even a call that claims approval, but has no interrupt id.
+        ctx.metadata = Some(json!({"resumed": {"toolApproved": true}}));
+        let refused = tool.call(db(), ToolCtx::new(ctx)).await.err();
+        assert_eq!(
+            refused.map(|e| (e.status(), e.message().to_owned())),
+            Some((
+                StatusCode::FailedPrecondition,
+                "restartService needs a person's approval: it runs only when an agent resumes \
+                 its interrupt (the call carries no resumed.interruptId)"
+                    .to_owned()
+            ))
+        );
+        assert_eq!(fleet.restarts(), 0);
+    }
 }
