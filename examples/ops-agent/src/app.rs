@@ -258,20 +258,26 @@ mod tests {
             .respond_tool_call("restartService", json!({"service": "db"}))
             .respond_text("db restarted")
             .respond_text("db restarted");
+        let asked = app
+            .agent
+            .chat()
+            .send(Message::user("restart the db"))
+            .await?;
+        assert_eq!(asked.finish_reason, Some(AgentFinishReason::Interrupted));
+        let session = asked.session_id.clone();
         let chat = || {
             app.agent.chat_from(AgentInit {
-                session_id: Some("s1".into()),
+                session_id: session.clone(),
                 ..AgentInit::default()
             })
         };
-        let asked = chat().send(Message::user("restart the db")).await?;
-        assert_eq!(asked.finish_reason, Some(AgentFinishReason::Interrupted));
         let approval = approved(&interrupt_of(&asked)?, asked.snapshot_id.as_deref());
         let resume = || AgentResume {
             restart: Some(vec![approval.clone()]),
             ..AgentResume::default()
         };
-        let (a, b) = tokio::join!(chat().resume(resume()), chat().resume(resume()));
+        let (one, two) = (chat(), chat());
+        let (a, b) = tokio::join!(one.resume(resume()), two.resume(resume()));
         assert_eq!(
             fleet.restarts(),
             1,
@@ -299,10 +305,7 @@ mod tests {
             .respond_text("db restarted")
             .respond_tool_call("restartService", json!({"service": "db"}))
             .respond_text("db restarted again");
-        let chat = app.agent.chat_from(AgentInit {
-            session_id: Some("s1".into()),
-            ..AgentInit::default()
-        });
+        let chat = app.agent.chat();
         for (round, answer) in [(1, "db restarted"), (2, "db restarted again")] {
             let asked = chat.send(Message::user("restart the db")).await?;
             assert_eq!(asked.finish_reason, Some(AgentFinishReason::Interrupted));

@@ -162,6 +162,8 @@ impl RestartService {
     ) -> Result<Restarted> {
         run_once(&*self.store, session_id, effect_key, || async {
             self.fleet.call_latency().await;
+            // The audit line of every restart that actually happens.
+            tracing::info!("restartService: restarting {}", input.service.name());
             let status = self.fleet.restart(input.service);
             Ok::<_, EffectError>(Restarted {
                 service: input.service,

@@ -284,7 +284,10 @@ async fn a_client_speaks_as_the_user_only() {
         .failed_turn(forged, init.clone(), "INVALID_ARGUMENT")
         .await;
     assert!(
-        error["message"].as_str().unwrap_or("").contains("role `user`"),
+        error["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("role `user`"),
         "{error}"
     );
     // The approval alone: no restart is waiting for one.
