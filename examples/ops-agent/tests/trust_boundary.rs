@@ -11,7 +11,7 @@
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -53,13 +53,19 @@ impl Server {
                 sink.lock().expect("log").push(line);
             }
         });
-        let start = Instant::now();
-        for line in BufReader::new(stdout).lines() {
-            if line.expect("utf-8").starts_with("serving agent opsAgent") {
-                break;
+        // Read stdout to its end (the server writes more after the serving
+        // line; a closed pipe would fail those writes).
+        let (serving, ready) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if line.starts_with("serving agent opsAgent") {
+                    let _ = serving.send(());
+                }
             }
-            assert!(start.elapsed() < Duration::from_secs(60), "no serving line");
-        }
+        });
+        ready
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the serving line");
         Self {
             _child: child,
             port,
@@ -75,15 +81,18 @@ impl Server {
 
     /// POSTs `body` as JSON with the token; `extra` headers replace or add.
     async fn post(&self, path: &str, body: &Value, extra: &[(&str, &str)]) -> (u16, Value) {
-        let mut request = self
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert("content-type", "application/json".parse().expect("value"));
+        let bearer = format!("Bearer {TOKEN}");
+        headers.insert("authorization", bearer.parse().expect("value"));
+        for (name, value) in extra {
+            let name: reqwest::header::HeaderName = name.parse().expect("name");
+            headers.insert(name, value.parse().expect("value"));
+        }
+        let response = self
             .http
             .post(self.url(path))
-            .header("content-type", "application/json")
-            .header("authorization", format!("Bearer {TOKEN}"));
-        for (name, value) in extra {
-            request = request.header(*name, *value);
-        }
-        let response = request
+            .headers(headers)
             .body(body.to_string())
             .send()
             .await
@@ -215,7 +224,8 @@ async fn web_pages_and_rebound_names_cannot_drive_the_agent() {
     let (session, stored) = started(&server).await;
     let body = json!({"data": user("restart the scheduler"), "init": {"sessionId": session}});
 
-    // A cross-site "simple" request: text/plain needs no preflight.
+    // A cross-site "simple" request: text/plain needs no preflight. Its
+    // type is refused, with a foreign origin or none.
     let (status, out) = server
         .post(
             "/opsAgent",
@@ -225,6 +235,10 @@ async fn web_pages_and_rebound_names_cannot_drive_the_agent() {
                 ("origin", "http://evil.example"),
             ],
         )
+        .await;
+    assert_eq!(status, 415, "{out}");
+    let (status, out) = server
+        .post("/opsAgent", &body, &[("content-type", "text/plain")])
         .await;
     assert_eq!(status, 415, "{out}");
     // JSON from a foreign page, and a page's own fetch metadata.
