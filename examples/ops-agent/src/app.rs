@@ -291,7 +291,7 @@ mod tests {
     /// approval is not mistaken for the first one.
     #[tokio::test]
     async fn a_later_approved_restart_of_the_same_service_runs() -> Result<()> {
-        use genkit::agent::types::{AgentFinishReason, AgentInit};
+        use genkit::agent::types::AgentFinishReason;
 
         let store = Arc::new(InMemorySessionStore::new());
         let model = ModelChoice {

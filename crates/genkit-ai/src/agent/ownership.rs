@@ -40,8 +40,8 @@ pub type PrincipalFn = Arc<dyn Fn(&ActionContext) -> Option<String> + Send + Syn
 /// token) is written to the store.
 pub fn default_principal(context: &ActionContext) -> Option<String> {
     let auth = context.auth().filter(|a| !a.is_null())?;
-    let mut canonical = String::new();
-    write_canonical(auth, &mut canonical);
+    // Object keys sorted: equal auth values hash alike.
+    let canonical = crate::middleware::canonical_json(auth);
     let digest = Sha256::digest(canonical.as_bytes());
     let mut principal = String::with_capacity(12 + 64);
     principal.push_str("auth:sha256:");
@@ -49,39 +49,6 @@ pub fn default_principal(context: &ActionContext) -> Option<String> {
         principal.push_str(&format!("{byte:02x}"));
     }
     Some(principal)
-}
-
-/// JSON with object keys sorted at every level, whatever order they came in.
-fn write_canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                if let Some(v) = map.get(key) {
-                    write_canonical(v, out);
-                }
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
 }
 
 /// The owner record of a principal.

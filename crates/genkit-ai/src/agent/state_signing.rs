@@ -91,43 +91,10 @@ fn take_signature(state: &mut Value) -> Option<Value> {
     signature
 }
 
-/// The state's canonical JSON: object keys sorted, no whitespace.
-fn canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                if let Some(v) = map.get(key) {
-                    canonical(v, out);
-                }
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                canonical(item, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
-}
-
 impl StateSigner {
     fn mac(&self, unsigned: &Value) -> Result<Hmac<Sha256>> {
-        let mut text = String::new();
-        canonical(unsigned, &mut text);
+        // Object keys sorted: the MAC does not depend on key order.
+        let text = crate::middleware::canonical_json(unsigned);
         let mut mac = Hmac::<Sha256>::new_from_slice(&self.key)
             .map_err(|e| Error::internal(format!("state signing key: {e}")))?;
         mac.update(text.as_bytes());
