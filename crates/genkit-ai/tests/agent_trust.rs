@@ -569,6 +569,59 @@ async fn sessions_are_capped_and_stay_usable() {
     assert_eq!(out.message.unwrap().text(), "short");
 }
 
+/// A detached turn is held to the caps as an attached one: growing the
+/// session past one fails it, and its snapshot keeps the session as it was
+/// when the turn detached.
+#[tokio::test]
+async fn a_detached_turn_past_a_cap_fails_and_keeps_the_session() {
+    let ops = ops(AgentOptions::new()
+        .store(Arc::new(InMemorySessionStore::new()))
+        .max_session_messages(3));
+    let snap = greeted(&ops).await;
+    ops.model
+        .clone()
+        .respond(text_reply("a reply one message too many"));
+    let out = send(
+        &ops.agent,
+        from_snapshot(&snap),
+        vec![AgentInput {
+            detach: Some(true),
+            ..AgentInput::message(Message::user("again"))
+        }],
+    )
+    .await;
+    assert_eq!(out.finish_reason, Some(AgentFinishReason::Detached));
+    let pending = out.snapshot_id.unwrap();
+    let request = || GetSnapshotRequest {
+        snapshot_id: Some(pending.clone()),
+        session_id: None,
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let ended = loop {
+        let s = ops.agent.get_snapshot(request()).await.unwrap();
+        if s.status != Some(SnapshotStatus::Pending) {
+            break s;
+        }
+        assert!(std::time::Instant::now() < deadline, "still pending");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    };
+    assert_eq!(ended.status, Some(SnapshotStatus::Failed));
+    let error = ended.error.unwrap();
+    assert_eq!(error.status.as_deref(), Some("RESOURCE_EXHAUSTED"));
+    assert_eq!(
+        error.message,
+        "the session would hold 4 messages, past its cap of 3 (raise it with AgentOptions::max_session_messages, or start a new session)"
+    );
+    let kept: Vec<String> = ended
+        .state
+        .unwrap()
+        .messages()
+        .iter()
+        .map(|m| m.text())
+        .collect();
+    assert_eq!(kept, ["hello", "hi"]);
+}
+
 #[tokio::test]
 async fn internal_errors_are_masked_and_user_facing_ones_shown() {
     let registry = Registry::new();

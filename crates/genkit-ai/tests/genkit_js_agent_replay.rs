@@ -104,6 +104,12 @@ const DIFFERENCES: &[(&str, &str)] = &[
     ),
 ];
 
+/// Listed differences whose replay may also match, depending on timing:
+/// the abort lands before or after the detached turn made its model call
+/// (if after, the request is recorded as in Genkit JS).
+const TIMING_DEPENDENT: &[&str] =
+    &["abort mid-turn: a detached prompt agent whose model is still generating"];
+
 fn records() -> (Value, Vec<Value>) {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -730,7 +736,10 @@ async fn recorded_local_scenarios_replay_through_the_rust_runtime() {
             .await
             .unwrap_or_else(|_| Err("timed out".into()));
         match outcome {
-            Ok(()) if known => stale.push(name),
+            Ok(()) if known && !TIMING_DEPENDENT.contains(&name) => stale.push(name),
+            Ok(()) if known => {
+                eprintln!("documented difference, {name}: replayed identically this time (timing)")
+            }
             Ok(()) => passed.push(name),
             Err(e) if !known => failures.push(format!("{name}: {e}")),
             // Shown with --nocapture, to check each reason against the replay.

@@ -196,6 +196,39 @@ impl Extensions {
     }
 }
 
+/// What the caller of a run holds for as long as work the run started goes
+/// on, carried as an [`Extensions`] value. A body that hands work to a task
+/// of its own, to finish after the run returns (an agent's detached turn),
+/// keeps [`RunLease::current`] in that task until the work ends. The flow
+/// server puts its concurrency permit here, so that work counts against
+/// the server's limit like the request that started it.
+#[derive(Clone)]
+pub struct RunLease {
+    _held: Arc<dyn Any + Send + Sync>,
+}
+
+impl RunLease {
+    /// A lease holding `held` until its last clone is dropped.
+    pub fn new<T: Send + Sync + 'static>(held: T) -> Self {
+        Self {
+            _held: Arc::new(held),
+        }
+    }
+
+    /// The running action's lease, if its caller gave one.
+    pub fn current() -> Option<RunLease> {
+        crate::tracing::current_extensions()
+            .get::<RunLease>()
+            .cloned()
+    }
+}
+
+impl std::fmt::Debug for RunLease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RunLease")
+    }
+}
+
 impl std::fmt::Debug for Extensions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // The values need not be Debug: list their types.

@@ -38,7 +38,7 @@ pub use action::{
     Action, ActionCtx, ActionDesc, ActionKey, ActionKind, ActionResult, ActionStream, Cancellation,
     ChunkSender, DynAction, ErasedAction, IntoDynAction, Payload, RunOptions,
 };
-pub use context::{ActionContext, Extensions};
+pub use context::{ActionContext, Extensions, RunLease};
 pub use error::{Error, Result};
 pub use plugin::Plugin;
 pub use registry::{Registry, WeakRegistry};

@@ -514,7 +514,12 @@ async fn dispatch(State(served): State<Arc<Routes>>, request: Request) -> Respon
             }
         }
     };
-    let opts = RunOptions::new().context(context);
+    let mut opts = RunOptions::new().context(context);
+    if let Some(in_flight) = &in_flight {
+        // Work the run hands off (a detached agent turn) keeps the
+        // request's place under the concurrency limit until it ends.
+        opts = opts.extension(genkit_core::RunLease::new(in_flight.clone()));
+    }
     let bounds = crate::bidi::Bounds {
         buffer: served.event_buffer,
         deadline: served.turn_timeout.map(|t| tokio::time::Instant::now() + t),

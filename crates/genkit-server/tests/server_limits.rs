@@ -309,6 +309,82 @@ async fn an_agent_turn_counts_against_the_limit_until_it_ends() {
     server.task.await.unwrap().unwrap();
 }
 
+/// A detached agent turn (a real `genkit-ai` agent) goes on after its
+/// request is answered, and keeps that request's place under the
+/// concurrency limit until it ends: detaching is no way around the limit.
+#[tokio::test]
+async fn a_detached_agent_turn_counts_against_the_limit_until_it_ends() {
+    use genkit_ai::agent::store::InMemorySessionStore;
+    use genkit_ai::agent::types::AgentResult;
+    use genkit_ai::agent::{AgentOptions, define_agent};
+    let registry = registry(Arc::new(Semaphore::new(0)));
+    let release = Arc::new(tokio::sync::Notify::new());
+    let ended = Arc::new(tokio::sync::Notify::new());
+    let (r, e) = (release.clone(), ended.clone());
+    let store = Arc::new(InMemorySessionStore::new());
+    define_agent(
+        &registry,
+        "detaching",
+        AgentOptions::new().store(store),
+        move |_session, _input| {
+            let (release, ended) = (r.clone(), e.clone());
+            async move {
+                release.notified().await;
+                ended.notify_one();
+                Ok(AgentResult::default())
+            }
+        },
+    )
+    .unwrap();
+    let server = FlowServer::new(&registry)
+        .agent("detaching")
+        .flow("hello")
+        .serve_options(ServeOptions::new().concurrency_limit(1));
+    let mut server = start(server).await;
+    let hello = async || {
+        client()
+            .post(server.url("/hello"))
+            .json(&json!({"data": "x"}))
+            .send()
+            .await
+            .unwrap()
+            .status()
+    };
+    assert_eq!(hello().await, 200, "the limit is free before the turn");
+    let r = client()
+        .post(server.url("/detaching"))
+        .json(&json!({
+            "data": {"message": {"role": "user", "content": [{"text": "go"}]}, "detach": true},
+            "init": {}
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let out: Value = r.json().await.unwrap();
+    assert_eq!(out["result"]["finishReason"], "detached", "{out}");
+    // Answered, yet the turn still runs: its place is taken.
+    for _ in 0..3 {
+        assert_eq!(hello().await, 503);
+    }
+    release.notify_one();
+    tokio::time::timeout(Duration::from_secs(10), ended.notified())
+        .await
+        .expect("the detached turn ran to its end");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let status = hello().await;
+        if status == 200 {
+            break;
+        }
+        assert_eq!(status, 503);
+        assert!(Instant::now() < deadline, "the ended turn kept its place");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    server.stop();
+    server.task.await.unwrap().unwrap();
+}
+
 #[tokio::test]
 async fn the_request_timeout_answers_504_but_does_not_cut_streams() {
     let server = FlowServer::new(&registry(Arc::new(Semaphore::new(0))))

@@ -1238,13 +1238,16 @@ async fn detach(
             .running
             .lock()
             .insert(id.clone(), session.abort_token());
+        // The caller's lease (the server's concurrency permit) goes with
+        // the turn: it counts as in flight until it ends.
+        let lease = genkit_core::RunLease::current();
         tokio::spawn(finish_detached(
             shared.clone(),
             store,
             session.clone(),
             id.clone(),
             turn,
-            slot,
+            (slot, lease),
         ));
     }
     Ok(detached(id))
@@ -1272,7 +1275,8 @@ async fn finish_detached(
     session: AgentSession,
     id: String,
     turn: TurnFuture,
-    slot: DetachedSlot,
+    // The lease is held to the end, the outcome's write included.
+    (slot, _lease): (DetachedSlot, Option<genkit_core::RunLease>),
 ) {
     let abort = session.abort_token();
     let heartbeat = {
@@ -1313,6 +1317,16 @@ async fn finish_detached(
         Ending::Aborted => Err(Error::cancelled()),
         Ending::Deadline => Err(deadline_exceeded(shared.detached_timeout)),
     };
+    // A turn that grew the session past a cap fails as an attached one
+    // does: the session stays as the pending snapshot holds it.
+    let mut over_cap = false;
+    let outcome = outcome.and_then(|result| {
+        shared
+            .limits
+            .check_state(&session.state(), 0, 0)
+            .inspect_err(|_| over_cap = true)?;
+        Ok(result)
+    });
     for _ in 0..16 {
         let Ok(stored) = store.get(&id).await else {
             return;
@@ -1326,8 +1340,10 @@ async fn finish_detached(
         // Heartbeats only tell a running turn from a dead one.
         snap.heartbeat_at = None;
         // The outcome with the state as the turn left it (a failed one too,
-        // as for attached turns).
-        snap.state = Some(session.state());
+        // as for attached turns), unless that state is over a cap.
+        if !over_cap {
+            snap.state = Some(session.state());
+        }
         match &outcome {
             Ok(result) => {
                 snap.status = Some(SnapshotStatus::Completed);

@@ -538,7 +538,10 @@ impl<Init: Payload, I: Payload, O: Payload, S: Payload> ErasedBidiAction
             telemetry_labels: opts.telemetry_labels,
             on_trace_start: opts.on_trace_start,
             metadata: opts.metadata,
-            ..RunOptions::default()
+            registry: opts.registry,
+            extensions: opts.extensions,
+            span_input: opts.span_input,
+            on_chunk: None,
         };
         let mut typed = label_init(typed, &init);
         let (tx, rx) = mpsc::unbounded_channel();
