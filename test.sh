@@ -10,7 +10,54 @@ cd "$(dirname "$0")"
 # one process: raise the open-file limit where the machine allows it.
 ulimit -n 8192 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step is announced with the time since the start, and the previous
+# one's duration is printed when it ends (CI time is a budget: see
+# bench/RESULTS.md).
+started=$(date +%s)
+step_started=$started
+step_name=""
+step_done() {
+  local now; now=$(date +%s)
+  [ -z "$step_name" ] || printf '    (%d s: %s)\n' $((now - step_started)) "$step_name"
+  step_started=$now
+}
+step() {
+  step_done
+  step_name=$*
+  local t=$((step_started - started))
+  printf '\n==> [%d:%02d] %s\n' $((t / 60)) $((t % 60)) "$*"
+}
+
+# Slow installs that only later steps need (the local model server's
+# llama.cpp build, the nightly fuzz build) run in the background from the
+# start, at the lowest CPU priority: they take the cycles the compiler and
+# the tests leave idle, and the steps that need them wait for them.
+prep=$(mktemp -d)
+declare -A prep_pid=()
+in_background() {
+  local name=$1
+  shift
+  setsid nice -n 19 bash -c '"$@" >"$0.log" 2>&1; echo $? >"$0.rc"' "$prep/$name" "$@" &
+  prep_pid[$name]=$!
+}
+await() {
+  local name=$1 rc
+  wait "${prep_pid[$name]}" 2>/dev/null || true
+  unset "prep_pid[$name]"
+  rc=$(cat "$prep/$name.rc" 2>/dev/null || echo "none")
+  if [ "$rc" != 0 ]; then
+    tail -n 60 "$prep/$name.log" >&2
+    echo "the background step '$name' failed (exit $rc); its log is above" >&2
+    exit 1
+  fi
+}
+stop_background() {
+  for pid in "${prep_pid[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
+  rm -rf "$prep"
+}
+trap stop_background EXIT
+in_background local-model-server bash .ci/install-local-model-server.sh
+in_background fuzz-build bash fuzz/run.sh build
 
 js=crates/genkit-server/tests/js
 if [ ! -d "$js/node_modules" ] || [ "$js/package-lock.json" -nt "$js/node_modules/.package-lock.json" ]; then
@@ -37,6 +84,7 @@ emulator_pid=$!
 GENKIT_TEST_POSTGRES_DIR=
 GENKIT_TEST_PGVECTOR_DIR=
 cleanup() {
+  stop_background
   kill "$emulator_pid" 2>/dev/null || true
   rm -f "$emulator_out"
   [ -z "$GENKIT_TEST_POSTGRES_DIR" ] || bash tests-support/postgres/stop.sh "$GENKIT_TEST_POSTGRES_DIR"
@@ -94,6 +142,7 @@ CARGO_PROFILE_DEV_DEBUG=0 cargo package --workspace --quiet \
 
 step "end-to-end: OpenAI-compatible plugin against a real local model server (llama-cpp-python + SmolLM2)"
 # The install builds llama.cpp once (about 6 minutes on 2 cores) into ~/.cache/genkit-rs.
+await local-model-server
 export GENKIT_E2E_LOCAL_MODEL=1
 bash tests-support/openai-compat/e2e-local-model.sh
 
@@ -110,6 +159,9 @@ step "fuzzing: every cargo-fuzz target for a short run from its seeds (nightly; 
 # About 15 s per target; the fuzz build (sanitizer-instrumented, nightly)
 # goes to ${CARGO_TARGET_DIR:-target}/fuzz. A crash, a broken invariant,
 # a hang or running out of memory fails the run.
+await fuzz-build
 bash fuzz/run.sh
 
-printf '\nAll tests passed.\n'
+step_done
+t=$(($(date +%s) - started))
+printf '\nAll tests passed (%d:%02d).\n' $((t / 60)) $((t % 60))

@@ -7,6 +7,8 @@
 # reproduce). The long runs recorded in docs/fuzzing.md use the same
 # targets with -max_total_time=600.
 #
+# `fuzz/run.sh build` builds the targets without running them.
+#
 # Needs the nightly toolchain (sanitizer instrumentation); installs
 # cargo-fuzz into ~/.cargo when missing. The fuzz build has its own target
 # folder, ${CARGO_TARGET_DIR:-target}/fuzz (or FUZZ_TARGET_DIR), kept
@@ -27,11 +29,13 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
 fi
 
-cargo +nightly fmt --manifest-path fuzz/Cargo.toml --check
-
 start=$(date +%s)
 cargo +nightly fuzz build --target-dir "$target_dir"
 echo "fuzz build: $(($(date +%s) - start)) s"
+# `run.sh build` only builds (test.sh does it in the background early on).
+[ "${1:-}" != build ] || exit 0
+
+cargo +nightly fmt --manifest-path fuzz/Cargo.toml --check
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

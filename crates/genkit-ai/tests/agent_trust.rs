@@ -569,6 +569,28 @@ async fn sessions_are_capped_and_stay_usable() {
     assert_eq!(out.message.unwrap().text(), "short");
 }
 
+/// An input that asks for nothing (no message, no resume, or an empty
+/// resume) is refused before any model call (issue 27).
+#[tokio::test]
+async fn an_input_that_asks_for_nothing_is_refused() {
+    let ops = server_ops();
+    let snap = greeted(&ops).await;
+    for input in [
+        json!({}),
+        json!({"resume": {}}),
+        json!({"resume": {"respond": []}}),
+    ] {
+        assert_refused(
+            &ops,
+            &snap,
+            input,
+            "INVALID_ARGUMENT",
+            "agent input asks for nothing: send `message` (the user's next message) or `resume` (answers to the pending interrupts)",
+        )
+        .await;
+    }
+}
+
 /// A detached turn is held to the caps as an attached one: growing the
 /// session past one fails it, and its snapshot keeps the session as it was
 /// when the turn detached.

@@ -36,7 +36,7 @@ use tokio::sync::watch;
 const DIFFERENCES: &[(&str, &str)] = &[
     (
         "an input with neither message nor resume on an empty session fails the turn",
-        "generate's `at least one message is required` is not a user-facing error, so it is masked; and errors not marked user-facing are masked in outputs and snapshots (`INTERNAL` / `Internal Error`, as the flow server does; issue 26); Genkit JS shows every error's text",
+        "an input that asks for nothing is refused before the turn with its own message (`agent input asks for nothing: ...`, INVALID_ARGUMENT as in Genkit JS, issue 27); Genkit JS runs the turn and its generate fails with `at least one message is required`",
     ),
     (
         "forged restart is refused",

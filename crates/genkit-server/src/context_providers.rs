@@ -204,24 +204,43 @@ where
 /// # let _ = provider;
 /// ```
 pub fn static_bearer_token(token: impl Into<String>, principal: Value) -> StaticBearerToken {
+    static_bearer_tokens([(token.into(), principal)])
+}
+
+/// [`static_bearer_token`] for several callers, each with its own token and
+/// principal (several operators, each owning the agent sessions they
+/// start). A token listed twice answers as its first principal.
+///
+/// ```
+/// use genkit_server::context_providers::static_bearer_tokens;
+/// use serde_json::json;
+/// let provider = static_bearer_tokens([
+///     ("token-of-alice".to_owned(), json!({"sub": "alice"})),
+///     ("token-of-bob".to_owned(), json!({"sub": "bob"})),
+/// ]);
+/// # let _ = provider;
+/// ```
+pub fn static_bearer_tokens(
+    callers: impl IntoIterator<Item = (String, Value)>,
+) -> StaticBearerToken {
     StaticBearerToken {
-        token: token.into(),
-        principal,
+        callers: callers.into_iter().collect(),
     }
 }
 
-/// The provider built by [`static_bearer_token`].
+/// The provider built by [`static_bearer_token`] and
+/// [`static_bearer_tokens`].
 #[derive(Clone)]
 pub struct StaticBearerToken {
-    token: String,
-    principal: Value,
+    callers: Vec<(String, Value)>,
 }
 
 impl std::fmt::Debug for StaticBearerToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let principals: Vec<&Value> = self.callers.iter().map(|(_, p)| p).collect();
         f.debug_struct("StaticBearerToken")
-            .field("token", &"<redacted>")
-            .field("principal", &self.principal)
+            .field("tokens", &"<redacted>")
+            .field("principals", &principals)
             .finish()
     }
 }
@@ -233,12 +252,24 @@ impl ContextProvider for StaticBearerToken {
     ) -> BoxFuture<'a, Result<ActionContext, Error>> {
         let result = match bearer_of(request) {
             None => Err(unauthenticated()),
-            // An empty configured token matches nothing (`bearer_of` never
-            // returns an empty one).
-            Some(given) if !constant_time_eq(given.as_bytes(), self.token.as_bytes()) => Err(
-                Error::user_facing(StatusCode::PermissionDenied, "Permission Denied"),
-            ),
-            Some(_) => Ok(ActionContext::new().with_auth(self.principal.clone())),
+            Some(given) => {
+                // Every token is compared, so the time taken does not tell
+                // which one came close. An empty configured token matches
+                // nothing (`bearer_of` never returns an empty one).
+                let mut found = None;
+                for (token, principal) in &self.callers {
+                    if constant_time_eq(given.as_bytes(), token.as_bytes()) && found.is_none() {
+                        found = Some(principal);
+                    }
+                }
+                match found {
+                    Some(principal) => Ok(ActionContext::new().with_auth(principal.clone())),
+                    None => Err(Error::user_facing(
+                        StatusCode::PermissionDenied,
+                        "Permission Denied",
+                    )),
+                }
+            }
         };
         Box::pin(std::future::ready(result))
     }
@@ -362,6 +393,31 @@ mod tests {
                 .unwrap_err()
                 .status(),
             StatusCode::Unauthenticated
+        );
+    }
+
+    #[tokio::test]
+    async fn static_bearer_tokens_tell_their_callers_apart() {
+        let p = static_bearer_tokens([
+            ("alice-token".to_owned(), json!({"sub": "alice"})),
+            ("bob-token".to_owned(), json!({"sub": "bob"})),
+        ]);
+        for (token, who) in [("alice-token", "alice"), ("bob-token", "bob")] {
+            let ctx = p
+                .provide(&request(Some(&format!("Bearer {token}"))))
+                .await
+                .unwrap();
+            assert_eq!(ctx.auth(), Some(&json!({"sub": who})));
+        }
+        let e = p
+            .provide(&request(Some("Bearer carol-token")))
+            .await
+            .unwrap_err();
+        assert_eq!(e.status(), StatusCode::PermissionDenied);
+        let shown = format!("{p:?}");
+        assert!(
+            !shown.contains("-token") && shown.contains("bob"),
+            "{shown}"
         );
     }
 

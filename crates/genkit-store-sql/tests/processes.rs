@@ -114,11 +114,16 @@ fn client() -> reqwest::Client {
         .expect("a client")
 }
 
-/// One turn of `session` over the agent HTTP protocol; the output.
-async fn turn(server: &str, session: &str, text: &str) -> Value {
+/// One turn of `session` (`None`: a new session, whose id the server
+/// mints) over the agent HTTP protocol; the output.
+async fn turn(server: &str, session: Option<&str>, text: &str) -> Value {
+    let init = match session {
+        Some(id) => json!({"sessionId": id}),
+        None => json!({}),
+    };
     let body = json!({
         "data": {"message": {"role": "user", "content": [{"text": text}]}},
-        "init": {"sessionId": session},
+        "init": init,
     });
     let response = client()
         .post(format!("{server}/assistant"))
@@ -156,10 +161,13 @@ fn texts(snapshot: &Value) -> Vec<String> {
 /// SIGKILL mid-turn. The stored rows are exactly those before that turn, and
 /// a new process resumes the session from them.
 async fn killed_mid_turn(location: &str, dump: impl AsyncFn() -> Vec<String>) {
-    let session = format!("kill-{}", genkit_ai::agent::store::new_snapshot_id());
     let mut server = Server::start(location).await;
-    turn(&server.url, &session, "one").await;
-    turn(&server.url, &session, "two").await;
+    let first = turn(&server.url, None, "one").await;
+    let session = first["sessionId"]
+        .as_str()
+        .expect("a session id")
+        .to_owned();
+    turn(&server.url, Some(&session), "two").await;
     let before = dump().await;
     assert!(before.len() >= 3, "the turns are stored: {before:#?}");
 
@@ -189,7 +197,7 @@ async fn killed_mid_turn(location: &str, dump: impl AsyncFn() -> Vec<String>) {
     );
 
     let server = Server::start(location).await;
-    turn(&server.url, &session, "three").await;
+    turn(&server.url, Some(&session), "three").await;
     assert_eq!(
         texts(&latest(&server.url, &session).await),
         [
@@ -234,12 +242,16 @@ async fn two_servers_on_one_postgres_alternate_the_turns_of_a_session() {
     let url = support::fresh_postgres_db(&pg).await;
     let (a, b) = tokio::join!(Server::start(&url), Server::start(&url));
     let servers = [&a.url, &b.url];
-    let session = format!("shared-{}", genkit_ai::agent::store::new_snapshot_id());
     const TURNS: usize = 12;
     let mut expected = Vec::new();
+    let mut session = String::new();
     for i in 0..TURNS {
         let text = format!("turn {i}");
-        let out = turn(servers[i % 2], &session, &text).await;
+        let id = (i > 0).then_some(session.as_str());
+        let out = turn(servers[i % 2], id, &text).await;
+        if i == 0 {
+            session = out["sessionId"].as_str().expect("a session id").to_owned();
+        }
         assert_eq!(out["sessionId"], json!(session));
         assert_eq!(out["finishReason"], json!("stop"), "{out}");
         expected.push(format!("user: {text}"));

@@ -66,7 +66,9 @@ struct Args {
     /// Serve the agent over HTTP (POST /opsAgent, as Genkit's remoteAgent
     /// expects) instead of chatting; also what `genkit start` runs. Requests
     /// need `Authorization: Bearer <token>`: the value of OPS_AGENT_TOKEN,
-    /// or a token generated at start and printed.
+    /// or a token generated at start and printed; or, with
+    /// OPS_AGENT_OPERATORS=`name:token ...`, each operator's own token (each
+    /// owns the sessions they start).
     #[arg(long)]
     serve: bool,
     /// The HTTP port of --serve.
@@ -247,34 +249,61 @@ async fn stored_messages(agent: &Agent, session: &str) -> Result<Option<usize>> 
 /// of the token, and never the token itself.
 const OPERATOR: &str = "ops-agent-operator";
 
-/// The bearer token `--serve` requires.
+/// Who may call `--serve`, and how the serving lines show it.
 struct ServeToken {
-    value: String,
-    /// Generated at start (so printed), rather than OPS_AGENT_TOKEN's.
-    generated: bool,
+    /// Each caller's token and the principal it is (`{"sub": name}`).
+    callers: Vec<(String, Value)>,
+    /// Where the tokens come from.
+    source: TokenSource,
+}
+
+enum TokenSource {
+    /// Generated at start (so printed).
+    Generated,
+    /// OPS_AGENT_TOKEN.
+    Env,
+    /// OPS_AGENT_OPERATORS: one token per named operator.
+    Operators(Vec<String>),
+}
+
+/// A token must be non-empty printable ASCII without spaces.
+fn valid_token(token: &str) -> bool {
+    !token.is_empty() && token.bytes().all(|b| b.is_ascii_graphic())
 }
 
 impl ServeToken {
-    /// OPS_AGENT_TOKEN if set (visible ASCII, no spaces), else 256 random
-    /// bits from the operating system, in hex.
+    /// OPS_AGENT_OPERATORS if set (`name:token` pairs separated by spaces:
+    /// each operator owns the sessions they start), else OPS_AGENT_TOKEN
+    /// (one principal for all its holders), else 256 random bits from the
+    /// operating system, in hex.
     fn from_env() -> Result<Self> {
-        match std::env::var("OPS_AGENT_TOKEN") {
-            Ok(value) => {
-                if value.is_empty() || !value.bytes().all(|b| b.is_ascii_graphic()) {
+        let var = |name: &str| match std::env::var(name) {
+            Ok(value) => Ok(Some(value)),
+            Err(std::env::VarError::NotPresent) => Ok(None),
+            Err(std::env::VarError::NotUnicode(_)) => Err(Error::invalid_argument(format!(
+                "{name}: the value is not valid UTF-8"
+            ))),
+        };
+        let operators = var("OPS_AGENT_OPERATORS")?;
+        let single = var("OPS_AGENT_TOKEN")?;
+        match (operators, single) {
+            (Some(_), Some(_)) => Err(Error::invalid_argument(
+                "OPS_AGENT_OPERATORS and OPS_AGENT_TOKEN are both set: set one of them",
+            )),
+            (Some(list), None) => Self::operators(&list),
+            (None, Some(value)) => {
+                if !valid_token(&value) {
                     return Err(Error::invalid_argument(
                         "OPS_AGENT_TOKEN: the token must be non-empty printable ASCII without \
                          spaces (unset it to have one generated)",
                     ));
                 }
                 Ok(Self {
-                    value,
-                    generated: false,
+                    callers: vec![(value, json!({"sub": OPERATOR}))],
+                    source: TokenSource::Env,
                 })
             }
-            Err(std::env::VarError::NotUnicode(_)) => Err(Error::invalid_argument(
-                "OPS_AGENT_TOKEN: the token is not valid UTF-8",
-            )),
-            Err(std::env::VarError::NotPresent) => {
+            (None, None) => {
                 use rand::TryRngCore;
                 let mut bytes = [0u8; 32];
                 rand::rngs::OsRng.try_fill_bytes(&mut bytes).map_err(|e| {
@@ -282,20 +311,78 @@ impl ServeToken {
                 })?;
                 let value = bytes.iter().map(|b| format!("{b:02x}")).collect();
                 Ok(Self {
-                    value,
-                    generated: true,
+                    callers: vec![(value, json!({"sub": OPERATOR}))],
+                    source: TokenSource::Generated,
                 })
             }
         }
     }
 
+    /// `name:token name:token ...`: names of letters, digits, `-`, `_` and
+    /// `.`, each once; tokens as OPS_AGENT_TOKEN's, each once.
+    fn operators(list: &str) -> Result<Self> {
+        let bad = |why: String| {
+            Err(Error::invalid_argument(format!(
+                "OPS_AGENT_OPERATORS: {why}"
+            )))
+        };
+        let mut callers = Vec::new();
+        let mut names: Vec<String> = Vec::new();
+        for entry in list.split_whitespace() {
+            let Some((name, token)) = entry.split_once(':') else {
+                return bad(format!("`{entry}` is not `name:token`"));
+            };
+            let name_ok = !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+            if !name_ok {
+                return bad(format!(
+                    "the operator name `{name}` must be letters, digits, `-`, `_` or `.`"
+                ));
+            }
+            if !valid_token(token) {
+                return bad(format!(
+                    "the token of `{name}` must be non-empty printable ASCII without spaces"
+                ));
+            }
+            if names.iter().any(|n| n == name) {
+                return bad(format!("the operator `{name}` is listed twice"));
+            }
+            if callers.iter().any(|(t, _): &(String, Value)| t == token) {
+                return bad(format!("`{name}` has the token of another operator"));
+            }
+            names.push(name.to_owned());
+            callers.push((token.to_owned(), json!({"sub": name})));
+        }
+        if callers.is_empty() {
+            return bad("no operator listed (`name:token` pairs separated by spaces)".into());
+        }
+        Ok(Self {
+            callers,
+            source: TokenSource::Operators(names),
+        })
+    }
+
     /// How the serving lines show the token: itself if generated (no one
     /// knows it yet), else only where it comes from.
     fn shown(&self) -> &str {
-        if self.generated {
-            &self.value
-        } else {
-            "$OPS_AGENT_TOKEN"
+        match &self.source {
+            TokenSource::Generated => &self.callers[0].0,
+            TokenSource::Env => "$OPS_AGENT_TOKEN",
+            TokenSource::Operators(_) => "<your token in OPS_AGENT_OPERATORS>",
+        }
+    }
+
+    /// Where the token comes from, for the serving line.
+    fn origin(&self) -> String {
+        match &self.source {
+            TokenSource::Generated => "generated at start: set OPS_AGENT_TOKEN to choose it".into(),
+            TokenSource::Env => "from OPS_AGENT_TOKEN".into(),
+            TokenSource::Operators(names) => format!(
+                "from OPS_AGENT_OPERATORS: {}, each owning the sessions they start",
+                names.join(", ")
+            ),
         }
     }
 }
@@ -313,11 +400,7 @@ async fn serve(app: &App, port: u16, token: ServeToken) -> Result<()> {
     // Announced once bound, so whoever waits for this line can connect.
     let url = format!("http://127.0.0.1:{port}/{AGENT}");
     let shown = token.shown();
-    let origin = if token.generated {
-        "generated at start: set OPS_AGENT_TOKEN to choose it"
-    } else {
-        "from OPS_AGENT_TOKEN"
-    };
+    let origin = token.origin();
     println!(
         "serving agent {AGENT} on {url} to requests with `Authorization: Bearer {shown}` ({origin}); Ctrl-C stops"
     );
@@ -325,10 +408,7 @@ async fn serve(app: &App, port: u16, token: ServeToken) -> Result<()> {
         "Genkit JS: remoteAgent({{url: '{url}', headers: {{Authorization: 'Bearer {shown}'}}}})"
     );
     // All three routes (turns, getSnapshot, abort) need the token.
-    let operator = genkit_server::context_providers::static_bearer_token(
-        token.value,
-        json!({"sub": OPERATOR}),
-    );
+    let operator = genkit_server::context_providers::static_bearer_tokens(token.callers);
     Ok(genkit_server::FlowServer::new(registry)
         .agent_with_context(AGENT, operator)
         .serve_with_shutdown(listener, genkit_server::shutdown::signal())

@@ -7,10 +7,10 @@ use std::path::PathBuf;
 use std::process::Command;
 
 mod common;
-use common::{npm_tools, serve};
+use common::{npm_tools, serve_with};
 
 #[test]
-fn genkit_js_remote_agent_chats_and_approves_a_restart() {
+fn genkit_js_remote_agent_chats_approves_a_restart_and_aborts() {
     let Some(js) = npm_tools() else {
         eprintln!("SKIPPED: node and npm are required for the remoteAgent test");
         return;
@@ -20,7 +20,9 @@ fn genkit_js_remote_agent_chats_and_approves_a_restart() {
         .expect("the client script");
 
     let dir = tempfile::tempdir().expect("temp dir");
-    let served = serve(dir.path(), None);
+    // Tool calls take 300 ms, so a detached turn is still running when the
+    // client aborts it.
+    let served = serve_with(dir.path(), None, &["--tool-latency-ms", "300"]);
     // What the app tells a Genkit JS user to write.
     let url = format!("http://127.0.0.1:{}/opsAgent", served.port);
     assert_eq!(

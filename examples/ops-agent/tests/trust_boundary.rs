@@ -24,6 +24,8 @@ const TOKEN: &str = "test-token-0123456789abcdef";
 struct Server {
     _child: Child,
     port: u16,
+    /// The bearer token requests carry unless told otherwise.
+    token: String,
     log: Arc<Mutex<Vec<String>>>,
     http: reqwest::Client,
     _dir: tempfile::TempDir,
@@ -31,6 +33,12 @@ struct Server {
 
 impl Server {
     fn start(extra: &[&str]) -> Self {
+        Self::start_with(extra, ("OPS_AGENT_TOKEN", TOKEN), TOKEN)
+    }
+
+    /// Started with the credentials variable `env` (name, value); requests
+    /// carry `token`.
+    fn start_with(extra: &[&str], env: (&str, &str), token: &str) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
@@ -39,7 +47,7 @@ impl Server {
         let mut cmd = ops_agent(dir.path());
         cmd.args(["--serve", "--port", &port.to_string()])
             .args(extra)
-            .env("OPS_AGENT_TOKEN", TOKEN)
+            .env(env.0, env.1)
             .env("RUST_LOG", "info")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -69,6 +77,7 @@ impl Server {
         Self {
             _child: child,
             port,
+            token: token.to_owned(),
             log,
             http: reqwest::Client::new(),
             _dir: dir,
@@ -83,7 +92,7 @@ impl Server {
     async fn post(&self, path: &str, body: &Value, extra: &[(&str, &str)]) -> (u16, Value) {
         let mut headers = reqwest::header::HeaderMap::new();
         headers.insert("content-type", "application/json".parse().expect("value"));
-        let bearer = format!("Bearer {TOKEN}");
+        let bearer = format!("Bearer {}", self.token);
         headers.insert("authorization", bearer.parse().expect("value"));
         for (name, value) in extra {
             let name: reqwest::header::HeaderName = name.parse().expect("name");
@@ -480,4 +489,98 @@ async fn an_approval_restarts_once_and_an_abort_stops_the_restart() {
     assert_eq!(snap["result"]["status"], "aborted", "{snap}");
     // The session goes on from before the aborted turn.
     goes_on(&server, &scheduler, stored).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_operator_cannot_read_continue_or_abort_a_session() {
+    // Two operators, each with a token; requests carry alice's by default.
+    // Every tool call takes 300 ms, so a detached turn stays pending.
+    let server = Server::start_with(
+        &["--tool-latency-ms", "300"],
+        (
+            "OPS_AGENT_OPERATORS",
+            "alice:alice-token-0123 bob:bob-token-4567",
+        ),
+        "alice-token-0123",
+    );
+    let bob = [("authorization", "Bearer bob-token-4567")];
+    let (session, stored) = started(&server).await;
+    let latest = server.snapshot(&session).await["snapshotId"].clone();
+
+    // Bob sees alice's session as unknown: by session and by snapshot.
+    for lookup in [json!({"sessionId": session}), json!({"snapshotId": latest})] {
+        let (status, out) = server
+            .post("/opsAgent/getSnapshot", &json!({"data": lookup}), &bob)
+            .await;
+        assert_eq!(status, 404, "{out}");
+    }
+    // ... and cannot continue it.
+    let (status, out) = server
+        .post(
+            "/opsAgent",
+            &json!({"data": user("restart the scheduler"), "init": {"sessionId": session}}),
+            &bob,
+        )
+        .await;
+    assert_eq!(status, 200, "{out}");
+    assert_eq!(out["result"]["finishReason"], "failed", "{out}");
+    assert_eq!(out["result"]["error"]["status"], "NOT_FOUND", "{out}");
+    assert_eq!(messages(&server.snapshot(&session).await), stored);
+
+    // Alice detaches a turn; bob's abort does not stop it.
+    let mut detached = user("Why is the api slow?");
+    detached["detach"] = json!(true);
+    let out = server.turn(detached, json!({"sessionId": session})).await;
+    assert_eq!(out["finishReason"], "detached", "{out}");
+    let pending = out["snapshotId"].clone();
+    let (status, out) = server
+        .post(
+            "/opsAgent/abort",
+            &json!({"data": {"snapshotId": pending}}),
+            &bob,
+        )
+        .await;
+    assert_eq!(status, 200, "{out}");
+    assert!(out["result"].get("status").is_none(), "{out}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let ended = loop {
+        let (status, snap) = server
+            .post(
+                "/opsAgent/getSnapshot",
+                &json!({"data": {"snapshotId": pending}}),
+                &[],
+            )
+            .await;
+        assert_eq!(status, 200, "{snap}");
+        if snap["result"]["status"] != "pending" {
+            break snap["result"].clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "still pending");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(ended["status"], "completed", "{ended}");
+    let stored = messages(&ended);
+    assert!(stored > 2, "{ended}");
+
+    // Bob's own sessions are his; alice goes on with hers.
+    let (status, out) = server
+        .post(
+            "/opsAgent",
+            &json!({"data": user("Is the api ok?"), "init": {}}),
+            &bob,
+        )
+        .await;
+    assert_eq!(status, 200, "{out}");
+    assert_eq!(out["result"]["finishReason"], "stop", "{out}");
+    let bobs = session_of(&out["result"]);
+    assert_ne!(bobs, session);
+    let (status, _) = server
+        .post(
+            "/opsAgent/getSnapshot",
+            &json!({"data": {"sessionId": bobs}}),
+            &[],
+        )
+        .await;
+    assert_eq!(status, 404, "alice reads bob's session");
+    goes_on(&server, &session, stored).await;
 }

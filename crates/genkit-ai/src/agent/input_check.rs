@@ -98,6 +98,13 @@ pub(crate) fn admit(
     snapshot_id: Option<&str>,
     limits: &SessionLimits,
 ) -> Result<AgentInput> {
+    if !input.has_payload() {
+        // Genkit JS runs such a turn (and a prompt agent then fails in
+        // generate); a turn should be something the user asked for.
+        return Err(invalid(
+            "agent input asks for nothing: send `message` (the user's next message) or `resume` (answers to the pending interrupts)".to_owned(),
+        ));
+    }
     input.message = input.message.map(check_message).transpose()?;
     limits.check_input(&input, state)?;
     if let Some(resume) = input.resume.take() {

@@ -1012,8 +1012,8 @@ async fn run(
             },
         };
         // A detach-only input detaches the session as it is; any other
-        // input is a turn, even one with neither message nor resume (as in
-        // Genkit JS: a prompt agent's turn then fails, having no message).
+        // input is a turn (one with neither message nor resume is refused
+        // by `admit`, as a failed turn).
         if input.is_detach() && !input.has_payload() {
             let now = session.state();
             return detach(&shared, &session, &mut progress, None, now).await;

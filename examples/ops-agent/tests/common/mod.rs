@@ -125,9 +125,15 @@ pub struct Served {
 /// Starts `ops-agent --serve` with data in `data`; with `token`, as the
 /// value of OPS_AGENT_TOKEN, else the app generates one and prints it.
 pub fn serve(data: &Path, token: Option<&str>) -> Served {
+    serve_with(data, token, &[])
+}
+
+/// [`serve`] with more command-line arguments.
+pub fn serve_with(data: &Path, token: Option<&str>, extra: &[&str]) -> Served {
     let port = free_port();
     let mut cmd = ops_agent(data);
     cmd.args(["--serve", "--port", &port.to_string()])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
     if let Some(t) = token {

@@ -2,7 +2,8 @@
 // talking to `ops-agent --serve`: refused without the bearer token (401) or
 // with another one (403); with it, a question answered from the tools, a
 // follow-up that needs the earlier turn, a restart that waits for approval
-// and runs once the client approves it, and the stored snapshot.
+// and runs once the client approves it, the stored snapshot, and a detached
+// turn aborted while it runs.
 //
 // Run by tests/remote_agent.rs with the agent's URL in OPS_AGENT_URL and its
 // token in OPS_AGENT_TOKEN, from crates/genkit-server/tests/js (where the npm
@@ -89,6 +90,15 @@ try {
     ['Why is the scheduler down?', 'restart it'],
     'stored questions',
   );
+
+  // A detached question, aborted while its tools run: the turn stops there.
+  const background = agent.chat();
+  const task = await background.detach('Why is the api slow?');
+  ok(task.snapshotId, 'a detached turn has a snapshot');
+  eq(await agent.abort(task.snapshotId), 'pending', 'status when aborted');
+  const aborted = await agent.getSnapshot({ snapshotId: task.snapshotId });
+  eq(aborted.status, 'aborted', 'status after the abort');
+  eq(await agent.abort(task.snapshotId), 'aborted', 'a second abort');
   console.log('remoteAgent: all checks passed');
 } catch (e) {
   console.log(`remoteAgent: ${e?.stack ?? e}`);
