@@ -76,6 +76,15 @@ impl Paths {
         )
     }
 
+    /// `<collection>-counters/<prefix>/counters/<sessionId>` (this store's
+    /// own, see `crate::counter`).
+    pub(crate) fn counter(&self, session_id: &str) -> String {
+        format!(
+            "{}/{}-counters/{}/counters/{session_id}",
+            self.root, self.collection, self.prefix
+        )
+    }
+
     /// `<collection>-shards/<prefix>/shards/<checkpointId>_<index>`.
     pub(crate) fn shard(&self, checkpoint_id: &str, index: u64) -> String {
         format!(

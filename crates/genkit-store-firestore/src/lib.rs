@@ -53,13 +53,18 @@
 //! They are kept where Genkit JS neither looks nor is disturbed:
 //!
 //! - the **session version** is the number of the session's snapshot
-//!   documents (a `sessionId ==` query, which also yields the parents,
-//!   statuses and creation times `latest` chooses from with the shared
-//!   [`latest_leaf`](genkit_ai::agent::store::latest_leaf) rule: a branched
-//!   session has no latest, `FAILED_PRECONDITION`, where Genkit JS returns
-//!   the pointer's leaf). So turns appended by Genkit
-//!   JS count too. The query makes `append`, `get` and `latest` read one small
-//!   projection per snapshot of the session.
+//!   documents. Each append keeps it, with the session's leaves, in a
+//!   counter document `C-counters/P/counters/<sessionId>`, so `append`,
+//!   `get` and `latest` read that one document (and the pointer) instead of
+//!   every snapshot of the session; `latest` applies the shared
+//!   [`latest_leaf`](genkit_ai::agent::store::latest_leaf) rule to the
+//!   leaves (a branched session has no latest, `FAILED_PRECONDITION`, where
+//!   Genkit JS returns the pointer's leaf). The counter records the pointer
+//!   it agrees with: when Genkit JS appended meanwhile (it moves the
+//!   pointer, not the counter), or for a session from before the counter,
+//!   the session is read with a `sessionId ==` query over its snapshots
+//!   (their parents, statuses and creation times), so turns appended by
+//!   Genkit JS count too, and the next append writes an agreeing counter.
 //! - each append also creates a marker `C-markers/P/markers/s:<session>:<n>`
 //!   (create-only); an update creates `r:<snapshot>:<revision>:<update
 //!   time>` for the version it read. Two writers based on the same version
@@ -119,6 +124,7 @@
 
 mod builder;
 mod client;
+mod counter;
 mod layout;
 pub mod proto;
 mod store;

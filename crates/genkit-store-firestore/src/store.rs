@@ -319,11 +319,11 @@ impl SessionStore for FirestoreSessionStore {
                 .reconstruct(&paths, snapshot_id)
                 .await?
                 .ok_or_else(|| not_found_snapshot(snapshot_id))?;
-            let index = tx.session_index(&paths, &loaded.doc.session_id).await?;
+            let (view, _) = tx.session_view(&paths, &loaded.doc.session_id).await?;
             let stored = StoredSnapshot {
                 snapshot: loaded.snapshot()?,
                 revision: loaded.revision(),
-                session_version: index.version(),
+                session_version: view.version(),
             };
             Ok((stored, Vec::new()))
         })
@@ -342,15 +342,18 @@ impl SessionStore for FirestoreSessionStore {
         }
         let paths = self.paths()?;
         self.transact(true, async |tx: &Tx<'_>| {
-            let index = tx.session_index(&paths, session_id).await?;
-            let leaf = index.latest(session_id)?.ok_or_else(not_found)?;
+            let (view, _) = tx.session_view(&paths, session_id).await?;
+            let leaf = view
+                .latest(tx, &paths, session_id)
+                .await?
+                .ok_or_else(not_found)?;
             let loaded = tx.reconstruct(&paths, &leaf).await?.ok_or_else(|| {
                 Error::internal(format!("leaf {leaf} of session {session_id} vanished"))
             })?;
             let stored = StoredSnapshot {
                 snapshot: loaded.snapshot()?,
                 revision: loaded.revision(),
-                session_version: index.version(),
+                session_version: view.version(),
             };
             Ok((stored, Vec::new()))
         })
@@ -374,19 +377,20 @@ impl SessionStore for FirestoreSessionStore {
         let paths = self.paths()?;
         let new_state = state_json(&snapshot)?;
         self.transact(false, async |tx: &Tx<'_>| {
-            let index = tx.session_index(&paths, &session_id).await?;
-            if index.version() != base {
+            let (view, pointer) = tx.session_view(&paths, &session_id).await?;
+            if view.version() != base {
                 return Err(stale(
                     &format!("Session {session_id}"),
                     base,
-                    index.version(),
+                    view.version(),
                 ));
             }
             let pointer_name = paths.pointer(&session_id);
-            let mut names = vec![paths.snapshot(&id), pointer_name.clone()];
-            if let Some(parent) = &snapshot.parent_id {
-                names.push(paths.snapshot(parent));
-            }
+            let parent_id = snapshot.parent_id.as_deref();
+            let siblings = view.siblings_of(parent_id);
+            let mut names = vec![paths.snapshot(&id)];
+            names.extend(parent_id.map(|p| paths.snapshot(p)));
+            names.extend(siblings.iter().map(|s| paths.snapshot(s)));
             let docs = tx.get_all(names).await?;
             if docs.contains_key(&paths.snapshot(&id)) {
                 return Err(Error::user_facing(
@@ -394,8 +398,6 @@ impl SessionStore for FirestoreSessionStore {
                     format!("Snapshot {id} already exists"),
                 ));
             }
-            let pointer: Option<PointerDoc> =
-                docs.get(&pointer_name).map(layout::decode).transpose()?;
             let placement = match &snapshot.parent_id {
                 None => self.checkpoint(&paths, &id, &new_state, 0)?,
                 Some(parent) => {
@@ -403,7 +405,7 @@ impl SessionStore for FirestoreSessionStore {
                         Some(d) => layout::decode(d)?,
                         None => return Err(not_found_snapshot(parent)),
                     };
-                    if parent_doc.session_id != session_id || !index.ids.contains(parent) {
+                    if parent_doc.session_id != session_id || !view.may_hold(parent) {
                         return Err(Error::user_facing(
                             StatusCode::InvalidArgument,
                             format!(
@@ -457,6 +459,15 @@ impl SessionStore for FirestoreSessionStore {
                 pointer_name,
                 &Self::pointer_doc(&id, &placement.meta),
             )?));
+            // The counter agrees with the pointer just written.
+            let status_of = |sibling: &str| {
+                view.known_status(sibling).or_else(|| {
+                    let doc = docs.get(&paths.snapshot(sibling))?;
+                    layout::decode::<SnapshotDoc>(doc).ok()?.status
+                })
+            };
+            let counter = view.appended(&session_id, &id, parent_id, status_of);
+            writes.push(set(layout::encode(paths.counter(&session_id), &counter)?));
             let stored = StoredSnapshot {
                 snapshot: snapshot.clone(),
                 revision: 1,
@@ -502,7 +513,7 @@ impl SessionStore for FirestoreSessionStore {
                     format!("Snapshot {id} is {status}; a finished snapshot is not rewritten"),
                 ));
             }
-            let index = tx.session_index(&paths, &old.session_id).await?;
+            let (view, pointer) = tx.session_view(&paths, &old.session_id).await?;
             let unchanged = json_patch::json_equal(&loaded.state, &new_state);
             let placement = if unchanged {
                 // Only metadata changes: the stored state stays as it is.
@@ -512,7 +523,7 @@ impl SessionStore for FirestoreSessionStore {
                     state_patch: old.state_patch.clone(),
                     shard_writes: Vec::new(),
                 }
-            } else if index.parents.contains(&id) {
+            } else if view.is_continued(&id) {
                 // Its children's diffs (or reads of its checkpoint) assume
                 // its state; rewriting it would corrupt them.
                 return Err(Error::user_facing(
@@ -566,20 +577,16 @@ impl SessionStore for FirestoreSessionStore {
             }
             writes.extend(placement.shard_writes);
             // As Genkit JS: a rewrite of the current leaf refreshes the pointer.
-            let pointer_name = paths.pointer(&old.session_id);
-            if let Some(p) = tx.get(pointer_name.clone()).await? {
-                let pointer: PointerDoc = layout::decode(&p)?;
-                if pointer.current_snapshot_id == id {
-                    writes.push(set(layout::encode(
-                        pointer_name,
-                        &Self::pointer_doc(&id, &placement.meta),
-                    )?));
-                }
+            if pointer.is_some_and(|p| p.current_snapshot_id == id) {
+                writes.push(set(layout::encode(
+                    paths.pointer(&old.session_id),
+                    &Self::pointer_doc(&id, &placement.meta),
+                )?));
             }
             let stored = StoredSnapshot {
                 snapshot: snapshot.clone(),
                 revision: base + 1,
-                session_version: index.version(),
+                session_version: view.version(),
             };
             Ok((stored, writes))
         })

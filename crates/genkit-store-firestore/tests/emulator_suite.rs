@@ -166,3 +166,109 @@ async fn missing_documents_are_data_loss() {
     assert!(ok, "deleting a shard");
     assert_eq!(status(store.get(&ids[0]).await), Err(StatusCode::DataLoss));
 }
+
+/// A session's version and latest snapshot come from its counter document,
+/// not from a query over its snapshots: a stray snapshot document of the
+/// session that no append of this store wrote does not count. When another
+/// writer (Genkit JS) moves the session's pointer, the counter no longer
+/// agrees with it and the session is read with the query again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_are_read_from_their_counter_document() {
+    use genkit_ai::agent::clock::now_rfc3339;
+    use genkit_ai::agent::store::{SessionStore, new_snapshot_id};
+    use genkit_ai::agent::types::{SessionSnapshot, SessionState, SnapshotStatus};
+    use genkit_ai::types::Message;
+    use genkit_core::StatusCode;
+
+    let Some(host) = support::emulator("sessions_are_read_from_their_counter_document") else {
+        return;
+    };
+    let collection = support::fresh_collection("counter");
+    let store = support::builder(&host, &collection)
+        .build()
+        .expect("store builds");
+    let session = format!("s-{}", new_snapshot_id());
+    let snapshot = |parent: Option<&String>, text: &str, status: SnapshotStatus| {
+        let mut s = SessionSnapshot::new(new_snapshot_id(), now_rfc3339());
+        s.session_id = Some(session.clone());
+        s.parent_id = parent.cloned();
+        s.status = Some(status);
+        s.state = Some(SessionState {
+            messages: Some(std::sync::Arc::new(vec![Message::user(text)])),
+            ..SessionState::default()
+        });
+        s
+    };
+    // root <- one <- (failed) ; one <- two: the failed leaf is replaced.
+    let root = snapshot(None, "root", SnapshotStatus::Completed);
+    store.append(root.clone(), 0).await.expect("root");
+    let one = snapshot(Some(&root.snapshot_id), "one", SnapshotStatus::Completed);
+    store.append(one.clone(), 1).await.expect("one");
+    let failed = snapshot(Some(&one.snapshot_id), "failed", SnapshotStatus::Failed);
+    store.append(failed.clone(), 2).await.expect("failed");
+    let latest = store.latest(&session).await.expect("latest");
+    assert_eq!(latest.snapshot.snapshot_id, failed.snapshot_id);
+    let two = snapshot(Some(&one.snapshot_id), "two", SnapshotStatus::Completed);
+    store.append(two.clone(), 3).await.expect("two");
+    let latest = store.latest(&session).await.expect("latest");
+    assert_eq!(latest.snapshot.snapshot_id, two.snapshot_id);
+    assert_eq!(latest.session_version, 4);
+    // A pending turn's heartbeat and end rewrite its snapshot, not the
+    // counter; the session still reads right.
+    let mut pending = snapshot(Some(&two.snapshot_id), "pending", SnapshotStatus::Pending);
+    store.append(pending.clone(), 4).await.expect("pending");
+    pending.status = Some(SnapshotStatus::Completed);
+    store.update(pending.clone(), 1).await.expect("completed");
+    let latest = store.latest(&session).await.expect("latest");
+    assert_eq!(latest.snapshot.snapshot_id, pending.snapshot_id);
+    assert_eq!(latest.snapshot.status, Some(SnapshotStatus::Completed));
+    assert_eq!(latest.session_version, 5);
+
+    // A stray snapshot document of the session, a second root.
+    let stray = new_snapshot_id();
+    let fields = serde_json::json!({
+        "snapshotId": stray,
+        "sessionId": session,
+        "createdAt": now_rfc3339(),
+        "updatedAt": now_rfc3339(),
+        "status": "completed",
+        "kind": "checkpoint",
+        "checkpointId": stray,
+        "checkpointShardCount": 1,
+        "segmentPath": [],
+    });
+    let (ok, _) = support::node(
+        &host,
+        "set_doc.mjs",
+        &[&format!("{collection}/global/snapshots/{stray}")],
+        &fields.to_string(),
+    )
+    .await;
+    assert!(ok, "writing the stray snapshot");
+    let latest = store.latest(&session).await.expect("read from the counter");
+    assert_eq!(latest.snapshot.snapshot_id, pending.snapshot_id);
+    assert_eq!(latest.session_version, 5);
+    let got = store.get(&root.snapshot_id).await.expect("get");
+    assert_eq!(got.session_version, 5);
+
+    // Another writer moves the pointer: the query sees both roots' leaves.
+    let (ok, _) = support::node(
+        &host,
+        "set_doc.mjs",
+        &[&format!("{collection}-pointers/global/pointers/{session}")],
+        &serde_json::json!({"currentSnapshotId": stray}).to_string(),
+    )
+    .await;
+    assert!(ok, "moving the pointer");
+    let err = store.latest(&session).await.unwrap_err();
+    assert_eq!(err.status(), StatusCode::FailedPrecondition, "{err}");
+    assert!(err.message().contains("2 leaves"), "{err}");
+    assert_eq!(
+        store
+            .get(&root.snapshot_id)
+            .await
+            .expect("get")
+            .session_version,
+        6
+    );
+}

@@ -184,15 +184,21 @@ pub fn latest_leaf<'a>(session_id: &str, snapshots: &[SnapshotLink<'a>]) -> Resu
             StatusCode::NotFound,
             format!("Session {session_id} not found"),
         )),
-        (Some(_), Some(_)) => Err(Error::user_facing(
-            StatusCode::FailedPrecondition,
-            format!(
-                "Session '{session_id}' has branching snapshots ({} leaves), so there is no \
-                 single latest snapshot. Resume by snapshotId instead.",
-                2 + candidates.count()
-            ),
-        )),
+        (Some(_), Some(_)) => Err(branching_error(session_id, 2 + candidates.count())),
     }
+}
+
+/// The error of [`SessionStore::latest`] for a session with `leaves`
+/// candidate leaves (more than one): `FAILED_PRECONDITION`, as
+/// [`latest_leaf`] reports it (for stores that apply its rule their own way).
+pub fn branching_error(session_id: &str, leaves: usize) -> Error {
+    Error::user_facing(
+        StatusCode::FailedPrecondition,
+        format!(
+            "Session '{session_id}' has branching snapshots ({leaves} leaves), so there is no \
+             single latest snapshot. Resume by snapshotId instead."
+        ),
+    )
 }
 
 /// Whether a store refused a write because its base version was stale
