@@ -35,6 +35,10 @@ use tokio::sync::watch;
 /// on purpose, and why.
 const DIFFERENCES: &[(&str, &str)] = &[
     (
+        "an input that does not match the input schema, and no init at all",
+        "a bad agent init or input is reported in one line per field (`invalid input for `promptAgent`: - message.role: must be equal to one of the allowed values`, same status and field messages, issue 27); Genkit JS sends the validator's text, which goes on with the data and the whole schema",
+    ),
+    (
         "an input with neither message nor resume on an empty session fails the turn",
         "an input that asks for nothing is refused before the turn with its own message (`agent input asks for nothing: ...`, INVALID_ARGUMENT as in Genkit JS, issue 27); Genkit JS runs the turn and its generate fails with `at least one message is required`",
     ),

@@ -493,6 +493,13 @@ async fn dispatch(State(served): State<Arc<Routes>>, request: Request) -> Respon
     {
         return error_response(&e);
     }
+    if init.is_none() && route.action.desc().kind == genkit_core::ActionKind::Agent {
+        return error_response(&Error::user_facing(
+            StatusCode::InvalidArgument,
+            "the agent request has no `init`: send {\"data\": <input>, \"init\": {}} \
+             (`{}` starts a new session; {\"sessionId\": \"...\"} continues one)",
+        ));
+    }
     let streaming = wants_stream(&uri, &headers);
     let (context, input, init) = match &route.provider {
         None => (ActionContext::new(), input, init),

@@ -706,6 +706,43 @@ async fn an_agent_turn_outlives_a_client_that_leaves() {
     server.stop();
 }
 
+/// A bad agent request is told what is wrong in one line naming the field
+/// (issue 27): no `init`, an init or input that does not fit the schema.
+#[tokio::test]
+async fn bad_agent_requests_name_the_field_in_one_line() {
+    let registry = Registry::new();
+    real_agents(&registry);
+    let mut server = common::start(FlowServer::new(&registry).agent("chatAgent")).await;
+    let client = common::client();
+    let hi = json!({"message": {"role": "user", "content": [{"text": "hi"}]}});
+    for (body, message) in [
+        (
+            json!({"data": hi}),
+            "the agent request has no `init`: send {\"data\": <input>, \"init\": {}} (`{}` starts a new session; {\"sessionId\": \"...\"} continues one)",
+        ),
+        (
+            json!({"data": hi, "init": {"sessionId": 5}}),
+            "invalid init for `chatAgent`: - sessionId: must be null,string",
+        ),
+        (
+            json!({"data": {"message": {"role": "boss", "content": [{"text": "hi"}]}}, "init": {}}),
+            "invalid input for `chatAgent`: - message.role: must be equal to one of the allowed values",
+        ),
+    ] {
+        let r = client
+            .post(server.url("/chatAgent"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 400, "{body}");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["status"], "INVALID_ARGUMENT", "{body}");
+        assert_eq!(v["message"], message, "{body}");
+    }
+    server.stop();
+}
+
 /// An agent's context provider guards all three of its routes.
 #[tokio::test]
 async fn an_agent_context_provider_guards_every_route() {

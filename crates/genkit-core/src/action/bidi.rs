@@ -229,7 +229,8 @@ impl Checks {
         value: Value,
     ) -> Result<T> {
         if let Some(v) = validator {
-            v.validate(&value).map_err(caller_error)?;
+            v.validate(&value)
+                .map_err(|e| caller_error(self.concise(what, e)))?;
         }
         serde_path_to_error::deserialize(value).map_err(|e| {
             let path = match e.path().to_string() {
@@ -247,12 +248,49 @@ impl Checks {
         })
     }
 
+    /// A schema failure of the `what` (`init`, `input`) sent to this
+    /// action, in one line per violated field (`invalid init for `a`: -
+    /// (root): must be object`), rather than the validator's text, which
+    /// repeats the data and the whole schema; the details keep the list.
+    fn concise(&self, what: &str, e: Error) -> Error {
+        let fields: Vec<String> = e
+            .details()
+            .and_then(|d| d.get("errors"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|f| {
+                let path = f.get("path").and_then(Value::as_str).unwrap_or("(root)");
+                let message = f
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("is invalid");
+                format!("- {path}: {message}")
+            })
+            .collect();
+        if fields.is_empty() {
+            return e;
+        }
+        let errors = e.details().and_then(|d| d.get("errors")).cloned();
+        Error::invalid_argument(format!(
+            "invalid {what} for `{}`: {}",
+            self.name,
+            fields.join("; ")
+        ))
+        .with_details(serde_json::json!({ "errors": errors }))
+    }
+
     /// Validates a typed value against a schema beyond its serde shape.
-    fn check<T: Serialize>(&self, validator: Option<&SchemaValidator>, value: &T) -> Result<()> {
+    fn check<T: Serialize>(
+        &self,
+        what: &str,
+        validator: Option<&SchemaValidator>,
+        value: &T,
+    ) -> Result<()> {
         match validator {
             Some(v) => v
                 .validate(&serde_json::to_value(value)?)
-                .map_err(caller_error),
+                .map_err(|e| caller_error(self.concise(what, e))),
             None => Ok(()),
         }
     }
@@ -439,7 +477,7 @@ where
     /// init that violates the init schema fails the run before it starts.
     pub fn start_with(&self, init: Init, opts: RunOptions<S>) -> BidiStream<I, S, O> {
         let checks = &self.inner.checks;
-        if let Err(e) = checks.check(checks.init.as_ref(), &init) {
+        if let Err(e) = checks.check("init", checks.init.as_ref(), &init) {
             return BidiStream::failed(e);
         }
         let opts = label_init(opts, &init);
@@ -452,7 +490,9 @@ where
         let checks = checks.clone();
         let sender = BidiSender {
             send: Arc::new(move |input: I| {
-                let checked = checks.check(checks.input.as_ref(), &input).map(|()| input);
+                let checked = checks
+                    .check("input", checks.input.as_ref(), &input)
+                    .map(|()| input);
                 forward(&tx, &checks.name, checked)
             }),
         };
