@@ -17,7 +17,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use genkit::agent::types::{AgentFinishReason, AgentInit};
+use genkit::agent::types::{AgentFinishReason, AgentInit, AgentInput};
 use genkit::prelude::*;
 use genkit_ai::agent::store::{SessionStore, is_conflict, new_snapshot_id};
 use genkit_ai::agent::types::SnapshotStatus;
@@ -205,7 +205,8 @@ async fn a_failed_turn_changes_nothing_stored(
     let before = dump().await;
 
     let out = chat
-        .send(Message::user("fail"))
+        .send_stream(AgentInput::message(Message::user("fail")))
+        .output()
         .await
         .expect("the run ends gracefully");
     assert_eq!(out.finish_reason, Some(AgentFinishReason::Failed));

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use genkit::agent::store::{InMemorySessionStore, SessionStore};
-use genkit::agent::types::{AgentFinishReason, AgentInit, Artifact, SnapshotStatus};
+use genkit::agent::types::{AgentFinishReason, AgentInit, AgentInput, Artifact, SnapshotStatus};
 use genkit::prelude::*;
 use genkit::prompt::PromptConfig;
 
@@ -208,8 +208,12 @@ async fn unknown_snapshots_and_sessions_are_not_found_and_store_nothing() -> Res
         snapshot_id: Some("no-such-snapshot".into()),
         ..AgentInit::default()
     });
-    // As in Genkit JS, the invocation resolves as a failed turn.
-    let output = chat.send(Message::user("hi")).await?;
+    // As in Genkit JS, the invocation resolves as a failed turn (which
+    // `send` reports as an error; the output shows it as the protocol does).
+    let output = chat
+        .send_stream(AgentInput::message(Message::user("hi")))
+        .output()
+        .await?;
     assert_eq!(output.finish_reason, Some(AgentFinishReason::Failed));
     let error = output.error.expect("the error is in the output");
     assert_eq!(error.status.as_deref(), Some("NOT_FOUND"));
@@ -243,7 +247,10 @@ async fn a_resume_that_answers_no_interrupt_fails_the_turn_and_keeps_the_state()
     let resume: genkit::agent::types::AgentResume = serde_json::from_value(json!({
         "respond": [{"toolResponse": {"name": "ghost", "ref": "1", "output": {}}}]
     }))?;
-    let output = chat.resume(resume).await?;
+    let output = chat
+        .send_stream(AgentInput::resume(resume))
+        .output()
+        .await?;
     assert_eq!(output.finish_reason, Some(AgentFinishReason::Failed));
     let error = output.error.expect("the error is in the output");
     // Nothing is pending (Genkit JS answers INVALID_ARGUMENT, "not found in
@@ -290,7 +297,10 @@ async fn a_turn_on_a_session_that_is_still_running_is_refused() -> Result<()> {
     });
     // By snapshot id, as in Genkit JS: a failed turn (the snapshot is not
     // resumable), nothing stored.
-    let output = by_snapshot.send(Message::user("more")).await?;
+    let output = by_snapshot
+        .send_stream(AgentInput::message(Message::user("more")))
+        .output()
+        .await?;
     assert_eq!(output.finish_reason, Some(AgentFinishReason::Failed));
     let error = output.error.expect("the error is in the output");
     assert_eq!(error.status.as_deref(), Some("INVALID_ARGUMENT"));
@@ -398,7 +408,18 @@ async fn a_session_resumed_by_id_goes_on_after_a_failed_turn() -> Result<()> {
             ..AgentInit::default()
         })
     };
-    let failed = by_session().send(Message::user("fail")).await?;
+    // `send` reports the failed turn as an error with the turn's status
+    // and message, not as an answer (issue 27).
+    let error = by_session()
+        .send(Message::user("fail"))
+        .await
+        .expect_err("a failed turn is an error");
+    assert_eq!(error.status(), StatusCode::Internal);
+    assert_eq!(error.message(), "Internal Error");
+    let failed = by_session()
+        .send_stream(AgentInput::message(Message::user("fail")))
+        .output()
+        .await?;
     assert_eq!(failed.finish_reason, Some(AgentFinishReason::Failed));
     for text in ["two", "three"] {
         let output = by_session().send(Message::user(text)).await?;

@@ -191,7 +191,7 @@ mod tests {
     /// service is not restarted twice.
     #[tokio::test]
     async fn a_retried_turn_does_not_restart_the_service_again() -> Result<()> {
-        use genkit::agent::types::{AgentFinishReason, AgentInit};
+        use genkit::agent::types::{AgentFinishReason, AgentInit, AgentInput};
 
         let store = Arc::new(InMemorySessionStore::new());
         let model = ModelChoice {
@@ -227,7 +227,10 @@ mod tests {
             ..AgentResume::default()
         };
         // Approved: the restart runs, then the model fails; the turn fails.
-        let failed = chat().resume(resume()).await?;
+        let failed = chat()
+            .send_stream(AgentInput::resume(resume()))
+            .output()
+            .await?;
         assert_eq!(failed.finish_reason, Some(AgentFinishReason::Failed));
         assert_eq!(fleet.restarts(), 1);
         // The retry (from the interrupted turn again) reuses the record.

@@ -8,14 +8,14 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures::Stream;
-use genkit_core::Result;
 use genkit_core::action::BidiStream;
+use genkit_core::{Error, Result};
 use parking_lot::Mutex;
 
 use super::runtime::Agent;
 use super::types::{
-    AgentInit, AgentInput, AgentOutput, AgentResume, AgentStreamChunk, GetSnapshotRequest,
-    SessionSnapshot, SessionState,
+    AgentFinishReason, AgentInit, AgentInput, AgentOutput, AgentResume, AgentStreamChunk,
+    GetSnapshotRequest, SessionSnapshot, SessionState,
 };
 use crate::types::Message;
 
@@ -45,15 +45,29 @@ impl Agent {
 
 impl AgentChat {
     /// Sends a message and returns the turn's output.
+    ///
+    /// A turn that failed (the model or a tool failed, the input was
+    /// refused) is an `Err` with the turn's status and message, so it
+    /// cannot pass for an answer; the conversation stays where it was, and
+    /// the next message continues from the last good turn. To get the
+    /// failed output itself (`finishReason: failed`, as the agent protocol
+    /// reports it), use [`send_stream`](Self::send_stream).
     pub async fn send(&self, message: Message) -> Result<AgentOutput> {
-        self.send_stream(AgentInput::message(message))
-            .output()
-            .await
+        succeeded(
+            self.send_stream(AgentInput::message(message))
+                .output()
+                .await?,
+        )
     }
 
-    /// Answers or restarts the interrupted tool requests of the last turn.
+    /// Answers or restarts the interrupted tool requests of the last turn;
+    /// a failed turn is an `Err`, as for [`send`](Self::send).
     pub async fn resume(&self, resume: AgentResume) -> Result<AgentOutput> {
-        self.send_stream(AgentInput::resume(resume)).output().await
+        succeeded(
+            self.send_stream(AgentInput::resume(resume))
+                .output()
+                .await?,
+        )
     }
 
     /// Sends one input and streams the turn's chunks; the conversation
@@ -108,6 +122,18 @@ impl AgentChat {
     }
 }
 
+/// The output of a turn that did not fail; a failed one's error.
+fn succeeded(output: AgentOutput) -> Result<AgentOutput> {
+    if output.finish_reason != Some(AgentFinishReason::Failed) {
+        return Ok(output);
+    }
+    Err(output
+        .error
+        .as_ref()
+        .map(Error::from)
+        .unwrap_or_else(|| Error::internal("the agent turn failed")))
+}
+
 /// The chunks of one chat turn, then its output.
 pub struct AgentTurnStream {
     run: BidiStream<AgentInput, AgentStreamChunk, AgentOutput>,
@@ -116,8 +142,9 @@ pub struct AgentTurnStream {
 }
 
 impl AgentTurnStream {
-    /// Runs the turn to completion and returns its output; the conversation
-    /// continues from it.
+    /// Runs the turn to completion and returns its output, a failed one
+    /// included (`finishReason: failed` and its `error`); the conversation
+    /// continues from it (from the last good turn after a failure).
     pub async fn output(self) -> Result<AgentOutput> {
         self.sent?;
         let output = self.run.output().await?;
