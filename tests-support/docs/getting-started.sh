@@ -70,7 +70,7 @@ head, sep, rest = text.partition("[dependencies]")
 assert sep and not rest.strip(), f"unexpected Cargo.toml from cargo new:\n{text}"
 open(path, "w", encoding="utf-8").write(head)
 PY
-docs_block "$DOC" "getting-started: Cargo.toml" >"$SCRATCH/dependencies.toml"
+docs_block "$DOC" "getting-started: Cargo.toml" | docs_local_paths >"$SCRATCH/dependencies.toml"
 {
     cat "$SCRATCH/dependencies.toml"
     docs_workspace_overrides "$SCRATCH/dependencies.toml"

@@ -8,16 +8,22 @@ docs_die() { echo "[docs test] FAILED: $*" >&2; exit 1; }
 # The block labelled `$2` in the Markdown file `$1` (see extract.py).
 docs_block() { python3 "$ROOT/tests-support/docs/extract.py" "$1" "$2"; }
 
+# A dependency block (stdin) with the docs' path to this repository, cloned
+# next to the user's project (`../genkit-rs/`), replaced by the real one.
+docs_local_paths() { sed "s#\.\./genkit-rs/#$ROOT/#g"; }
+
 # Lines that make a user project build against the workspace: the
-# workspace crates its dependencies (in the TOML file `$1`) need, patched in
-# by path, and the workspace's dev profile, so that dependencies compile as
-# they did for the workspace's tests (and are reused from its target folder).
+# workspace crates its dependencies (in the TOML file `$1`) need that are
+# not already taken by path, patched in by path, and the workspace's dev
+# profile, so that dependencies compile as they did for the workspace's
+# tests (and are reused from its target folder).
 docs_workspace_overrides() {
     (cd "$ROOT" && cargo metadata --format-version 1 --locked \
         --filter-platform "$(rustc -vV | sed -n 's/^host: //p')") | python3 -c '
 import json, os, sys, tomllib
 meta = json.load(sys.stdin)
-wanted = set(tomllib.load(open(sys.argv[1], "rb")).get("dependencies", {}))
+deps = tomllib.load(open(sys.argv[1], "rb")).get("dependencies", {})
+wanted = {n for n, spec in deps.items() if not (isinstance(spec, dict) and "path" in spec)}
 members = {p["id"]: p for p in meta["packages"] if p["id"] in meta["workspace_members"]}
 nodes = {n["id"]: n for n in meta["resolve"]["nodes"]}
 todo = [i for i, p in members.items() if p["name"] in wanted]
@@ -30,7 +36,8 @@ while todo:
     for d in nodes[i]["deps"]:
         if d["pkg"] in members and any(k["kind"] is None for k in d["dep_kinds"]):
             todo.append(d["pkg"])
-print("\n[patch.crates-io]")
+if seen:
+    print("\n[patch.crates-io]")
 for p in sorted((members[i] for i in seen), key=lambda p: p["name"]):
     name, path = p["name"], os.path.dirname(p["manifest_path"])
     print(f"{name} = {{ path = \"{path}\" }}")

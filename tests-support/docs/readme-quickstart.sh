@@ -6,9 +6,10 @@
 # variables, and checks that it prints a reply, a structured value and a
 # streamed story.
 #
-# The project (in target/docs-tests/) builds against this workspace's crates
-# ([patch.crates-io]) into the workspace's target folder, so that it reuses
-# every dependency already built there with the same features.
+# The project (in target/docs-tests/) takes this workspace's crates by path,
+# as the README says (`../genkit-rs/` replaced by the checkout), and builds
+# into the workspace's target folder, so that it reuses every dependency
+# already built there with the same features.
 #
 # Usage: readme-quickstart.sh [port]      (default 18282)
 set -euo pipefail
@@ -21,7 +22,7 @@ TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 PROJECT="$TARGET/docs-tests/hello-genkit"
 README="$ROOT/README.md"
 
-docs_block "$README" "readme-quickstart: Cargo.toml" | docs_new_project "$PROJECT" hello-genkit
+docs_block "$README" "readme-quickstart: Cargo.toml" | docs_local_paths | docs_new_project "$PROJECT" hello-genkit
 docs_block "$README" "readme-quickstart: src/main.rs" >"$PROJECT/src/main.rs"
 
 docs_log "building the quick start ($PROJECT)"

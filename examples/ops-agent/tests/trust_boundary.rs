@@ -147,15 +147,34 @@ impl Server {
 
     /// The session's latest snapshot.
     async fn snapshot(&self, session: &str) -> Value {
-        let (status, body) = self
-            .post(
-                "/opsAgent/getSnapshot",
-                &json!({"data": {"sessionId": session}}),
-                &[],
-            )
-            .await;
+        let (status, body) = self.read(json!({"sessionId": session}), &[]).await;
         assert_eq!(status, 200, "{body}");
         body["result"].clone()
+    }
+
+    /// getSnapshot by `lookup` (`{"sessionId": ..}` or `{"snapshotId": ..}`)
+    /// with `extra` headers: (status, body).
+    async fn read(&self, lookup: Value, extra: &[(&str, &str)]) -> (u16, Value) {
+        self.post("/opsAgent/getSnapshot", &json!({"data": lookup}), extra)
+            .await
+    }
+
+    /// Runs `input` detached in `session`: the pending snapshot's id.
+    async fn detach(&self, mut input: Value, session: &str) -> Value {
+        input["detach"] = json!(true);
+        let out = self.turn(input, json!({"sessionId": session})).await;
+        assert_eq!(out["finishReason"], "detached", "{out}");
+        out["snapshotId"].clone()
+    }
+
+    /// Aborts snapshot `id` with `extra` headers: (status, body).
+    async fn abort(&self, id: &Value, extra: &[(&str, &str)]) -> (u16, Value) {
+        self.post(
+            "/opsAgent/abort",
+            &json!({"data": {"snapshotId": id}}),
+            extra,
+        )
+        .await
     }
 
     /// How many times the fleet restarted `service`.
@@ -412,13 +431,7 @@ async fn sessions_cannot_be_forked_or_named_by_clients() {
         .await;
 
     // Unknown snapshots read and abort as not found.
-    let (status, _) = server
-        .post(
-            "/opsAgent/getSnapshot",
-            &json!({"data": {"snapshotId": "nope"}}),
-            &[],
-        )
-        .await;
+    let (status, _) = server.read(json!({"snapshotId": "nope"}), &[]).await;
     assert_eq!(status, 404);
     goes_on(&server, &session, stored).await;
 }
@@ -462,29 +475,13 @@ async fn an_approval_restarts_once_and_an_abort_stops_the_restart() {
     assert_eq!(asked["finishReason"], "interrupted", "{asked}");
     let scheduler = session_of(&asked);
     let stored = messages(&server.snapshot(&scheduler).await);
-    let mut detached = approval(&asked);
-    detached["detach"] = json!(true);
-    let out = server.turn(detached, json!({"sessionId": scheduler})).await;
-    assert_eq!(out["finishReason"], "detached", "{out}");
-    let pending = out["snapshotId"].clone();
-    let (status, aborted) = server
-        .post(
-            "/opsAgent/abort",
-            &json!({"data": {"snapshotId": pending}}),
-            &[],
-        )
-        .await;
+    let pending = server.detach(approval(&asked), &scheduler).await;
+    let (status, aborted) = server.abort(&pending, &[]).await;
     assert_eq!(status, 200, "{aborted}");
     assert_eq!(aborted["result"]["status"], "pending", "{aborted}");
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(server.restarts("scheduler"), 0, "restarted after the abort");
-    let (status, snap) = server
-        .post(
-            "/opsAgent/getSnapshot",
-            &json!({"data": {"snapshotId": pending}}),
-            &[],
-        )
-        .await;
+    let (status, snap) = server.read(json!({"snapshotId": pending}), &[]).await;
     assert_eq!(status, 200, "{snap}");
     assert_eq!(snap["result"]["status"], "aborted", "{snap}");
     // The session goes on from before the aborted turn.
@@ -509,9 +506,7 @@ async fn another_operator_cannot_read_continue_or_abort_a_session() {
 
     // Bob sees alice's session as unknown: by session and by snapshot.
     for lookup in [json!({"sessionId": session}), json!({"snapshotId": latest})] {
-        let (status, out) = server
-            .post("/opsAgent/getSnapshot", &json!({"data": lookup}), &bob)
-            .await;
+        let (status, out) = server.read(lookup, &bob).await;
         assert_eq!(status, 404, "{out}");
     }
     // ... and cannot continue it.
@@ -528,29 +523,13 @@ async fn another_operator_cannot_read_continue_or_abort_a_session() {
     assert_eq!(messages(&server.snapshot(&session).await), stored);
 
     // Alice detaches a turn; bob's abort does not stop it.
-    let mut detached = user("Why is the api slow?");
-    detached["detach"] = json!(true);
-    let out = server.turn(detached, json!({"sessionId": session})).await;
-    assert_eq!(out["finishReason"], "detached", "{out}");
-    let pending = out["snapshotId"].clone();
-    let (status, out) = server
-        .post(
-            "/opsAgent/abort",
-            &json!({"data": {"snapshotId": pending}}),
-            &bob,
-        )
-        .await;
+    let pending = server.detach(user("Why is the api slow?"), &session).await;
+    let (status, out) = server.abort(&pending, &bob).await;
     assert_eq!(status, 200, "{out}");
     assert!(out["result"].get("status").is_none(), "{out}");
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     let ended = loop {
-        let (status, snap) = server
-            .post(
-                "/opsAgent/getSnapshot",
-                &json!({"data": {"snapshotId": pending}}),
-                &[],
-            )
-            .await;
+        let (status, snap) = server.read(json!({"snapshotId": pending}), &[]).await;
         assert_eq!(status, 200, "{snap}");
         if snap["result"]["status"] != "pending" {
             break snap["result"].clone();
@@ -574,13 +553,7 @@ async fn another_operator_cannot_read_continue_or_abort_a_session() {
     assert_eq!(out["result"]["finishReason"], "stop", "{out}");
     let bobs = session_of(&out["result"]);
     assert_ne!(bobs, session);
-    let (status, _) = server
-        .post(
-            "/opsAgent/getSnapshot",
-            &json!({"data": {"sessionId": bobs}}),
-            &[],
-        )
-        .await;
+    let (status, _) = server.read(json!({"sessionId": bobs}), &[]).await;
     assert_eq!(status, 404, "alice reads bob's session");
     goes_on(&server, &session, stored).await;
 }
