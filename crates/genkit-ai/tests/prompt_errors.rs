@@ -67,6 +67,19 @@ fn malformed_frontmatter_names_file_and_line() {
     );
 }
 
+/// Frontmatter opened by `---` and never closed is refused at load (the
+/// whole file would otherwise be sent to the model as the template).
+#[test]
+fn unclosed_frontmatter_names_file_and_line() {
+    let err = load_err("unclosed_frontmatter");
+    let path = file("unclosed_frontmatter", "open.prompt");
+    assert_eq!(
+        err.message(),
+        format!("{path}:2:1: the frontmatter opened by this `---` line has no closing `---` line")
+    );
+    assert_eq!(err.status(), StatusCode::InvalidArgument);
+}
+
 #[test]
 fn template_syntax_error_names_file_and_line() {
     let err = load_err("bad_syntax");

@@ -306,6 +306,17 @@ fn prefixed(namespace: Option<&str>, folder: &str, name: &str) -> String {
 /// (`schema` in Picoschema, `default`), `output` (`format`, `schema`),
 /// `tools`, `toolChoice`, `maxTurns`, `returnToolRequests`, `use` and
 /// `metadata`; the body is the messages template.
+/// The line (1-based) of a `---` that opens frontmatter, when it is the
+/// first line but blank and `#` comment lines: the caller asks only when
+/// no frontmatter was found, i.e. no closing `---` line follows.
+fn unclosed_frontmatter(source: &str) -> Option<usize> {
+    let (index, line) = source
+        .lines()
+        .enumerate()
+        .find(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'))?;
+    (line.trim_end() == "---").then_some(index + 1)
+}
+
 fn define_source(
     registry: &Registry,
     name: String,
@@ -320,6 +331,17 @@ fn define_source(
         .dotprompt
         .check(source)
         .map_err(|e| from_dotprompt(e, &whole, &env))?;
+    if parsed.meta.raw.is_none()
+        && let Some(line) = unclosed_frontmatter(source)
+    {
+        // Dotprompt would send the whole file, frontmatter and all, to the
+        // model as the template.
+        return Err(whole.error(
+            "the frontmatter opened by this `---` line has no closing `---` line",
+            Some(line),
+            Some(1),
+        ));
+    }
     let meta = parsed.meta;
     let raw = meta.raw.unwrap_or_default();
     let field = |key: &str| RawField {
