@@ -40,6 +40,59 @@
 //! # Ok(()) }
 //! ```
 //!
+//! ## Where things are
+//!
+//! | to… | use |
+//! |---|---|
+//! | call a model, with tools, structured output, streaming | [`Genkit::generate`], [`Genkit::generate_as`], [`Genkit::generate_stream`], [`generate::GenerateOptions`] |
+//! | define tools, flows, prompts (`.prompt` files) | [`Genkit::define_tool`], [`Genkit::define_flow`], [`Genkit::define_prompt`], [`prompt`] |
+//! | build an agent with sessions (Genkit's Agent API) | [`Genkit::define_prompt_agent`], [`Genkit::define_custom_agent`], [`agent`] (below) |
+//! | keep sessions across restarts | [`agent::store`] (in memory), `sql-store` feature: `genkit::stores` / `genkit::open_store` (SQLite, PostgreSQL); crate `genkit-store-firestore` |
+//! | serve flows and agents over HTTP, the Dev UI | crate `genkit-server` (`FlowServer`, the Reflection API under `genkit start`) |
+//! | talk to a provider | crates `genkit-openai` (and any OpenAI-compatible server), `genkit-google-genai`, `genkit-anthropic`, `genkit-ollama`; `genkit-local-embedder` |
+//! | retrieval and evaluation | [`retriever`], [`indexer`], [`local_vector_store`], [`chunk`], [`evaluator`]; crate `genkit-pgvector` |
+//! | test without a model | [`testing::ProgrammableModel`] |
+//!
+//! Features: `sql-store` (SQLite session stores), `sql-store-postgres`
+//! (plus PostgreSQL), `download-media` (the media download middleware).
+//!
+//! ## An agent
+//!
+//! An agent keeps a conversation in a session: each turn sees the history,
+//! and a session with a store is continued later by its id (in another
+//! process too, with a persistent store).
+//!
+//! ```
+//! use genkit::agent::store::InMemorySessionStore;
+//! use genkit::agent::types::AgentInit;
+//! use genkit::prelude::*;
+//! use genkit::prompt::PromptConfig;
+//! use std::sync::Arc;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> genkit::Result<()> {
+//! let ai = Genkit::builder().default_model("scripted").build()?;
+//! ProgrammableModel::define(ai.registry(), "scripted")
+//!     .respond_text("Hello, Ada.")
+//!     .respond_text("Your name is Ada.");
+//! let prompt = ai.define_prompt::<Value, Value>(PromptConfig::new("assistant"));
+//! let store = Arc::new(InMemorySessionStore::new());
+//! let agent = ai.define_prompt_agent("assistant", &prompt, AgentOptions::new().store(store));
+//!
+//! let chat = agent.chat();
+//! chat.send(Message::user("I am Ada.")).await?;
+//! let session = chat.session_id().expect("the server minted a session id");
+//!
+//! // Later: continue the session by its id. A failed turn is an `Err`.
+//! let later = agent.chat_from(AgentInit {
+//!     session_id: Some(session),
+//!     ..AgentInit::default()
+//! });
+//! let out = later.send(Message::user("What is my name?")).await?;
+//! assert_eq!(out.message.map(|m| m.text()).as_deref(), Some("Your name is Ada."));
+//! # Ok(()) }
+//! ```
+//!
 //! ## Long conversations and risky tools
 //!
 //! [`middleware`] has what an agent that talks for long and acts on the
@@ -87,6 +140,8 @@
 //! # Ok(()) }
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod agents;
 mod ctx_ext;
 mod evaluation;
@@ -114,8 +169,10 @@ pub use genkit_core::{
 };
 
 #[cfg(feature = "sql-store")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sql-store")))]
 pub mod stores;
 #[cfg(feature = "sql-store")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sql-store")))]
 pub use crate::stores::open_store;
 
 /// The AI layer crate (models, tools, generate, prompts), for APIs not re-exported here.
