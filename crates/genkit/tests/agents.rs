@@ -444,8 +444,8 @@ async fn a_session_resumed_by_id_goes_on_after_a_failed_turn() -> Result<()> {
         "the failed turn left no trace in the history"
     );
     assert_eq!(
-        latest.session_version, 4,
-        "one, the failed turn, two, three"
+        latest.session_version, 5,
+        "one, the failed turn (sent twice), two, three"
     );
     Ok(())
 }
