@@ -137,6 +137,12 @@ cargo test --workspace --features genkit-server/otlp,genkit-ai/download-media,ge
 step "cargo package: every library crate packs and builds alone, as crates.io would get it"
 # Verification builds each packed crate against the others (not yet
 # published) in target/package; no debug info there, it is only compiled.
+# Cargo unpacks those from a temporary local registry into
+# $CARGO_HOME/registry/src/-<hash>/ and never unpacks a name and version
+# again: sources left there by an earlier run would be built instead of
+# today's, so they go first (local registries are the `-` folders;
+# crates.io's is `index.crates.io-…`).
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*
 CARGO_PROFILE_DEV_DEBUG=0 cargo package --workspace --quiet \
   --exclude ops-agent --exclude rag --exclude genkit-bench --exclude genkit-conformance
 
