@@ -301,11 +301,6 @@ fn prefixed(namespace: Option<&str>, folder: &str, name: &str) -> String {
         .join("/")
 }
 
-/// Parses a `.prompt` source and defines the prompt `name` (variant
-/// `variant`): frontmatter `model`, `config`, `description`, `input`
-/// (`schema` in Picoschema, `default`), `output` (`format`, `schema`),
-/// `tools`, `toolChoice`, `maxTurns`, `returnToolRequests`, `use` and
-/// `metadata`; the body is the messages template.
 /// The line (1-based) of a `---` that opens frontmatter, when it is the
 /// first line but blank and `#` comment lines: the caller asks only when
 /// no frontmatter was found, i.e. no closing `---` line follows.
@@ -317,6 +312,11 @@ fn unclosed_frontmatter(source: &str) -> Option<usize> {
     (line.trim_end() == "---").then_some(index + 1)
 }
 
+/// Parses a `.prompt` source and defines the prompt `name` (variant
+/// `variant`): frontmatter `model`, `config`, `description`, `input`
+/// (`schema` in Picoschema, `default`), `output` (`format`, `schema`),
+/// `tools`, `toolChoice`, `maxTurns`, `returnToolRequests`, `use` and
+/// `metadata`; the body is the messages template.
 fn define_source(
     registry: &Registry,
     name: String,
