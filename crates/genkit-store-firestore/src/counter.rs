@@ -13,6 +13,8 @@
 //! snapshot, not the counter): [`SessionView::latest`] reads the leaves'
 //! documents when there is more than one.
 
+use std::collections::HashMap;
+
 use genkit_ai::agent::store::branching_error;
 use genkit_ai::agent::types::SnapshotStatus;
 use genkit_core::Result;
@@ -131,26 +133,34 @@ impl SessionView {
         }
     }
 
-    /// The counter after appending `id` (continuing `parent`): `siblings`
-    /// are the documents of the leaves sharing its parent, read for their
-    /// statuses.
+    /// The counter after appending `id` (continuing `parent`).
+    /// `read_status` gives the status of a leaf of [`siblings_of`](Self::siblings_of)
+    /// from its document (a queried session has them already).
     pub(crate) fn appended(
         &self,
         session_id: &str,
         id: &str,
         parent: Option<&str>,
-        sibling_status: impl Fn(&str) -> Option<SnapshotStatus>,
+        read_status: impl Fn(&str) -> Option<SnapshotStatus>,
     ) -> CounterDoc {
         let (version, mut leaves) = match self {
             Self::Counted(c) => (c.version, c.leaves.clone()),
             Self::Indexed(i) => (i.version(), leaves_of(i)),
+        };
+        let status = |leaf: &str| match self {
+            Self::Counted(_) => read_status(leaf),
+            Self::Indexed(i) => i
+                .entries
+                .iter()
+                .find(|e| e.id == leaf)
+                .and_then(|e| e.status),
         };
         leaves.retain(|l| Some(l.id.as_str()) != parent);
         leaves.retain_mut(|l| {
             if l.parent.as_deref() == parent {
                 l.superseded = true;
             }
-            !(l.superseded && is_dead(sibling_status(&l.id)))
+            !(l.superseded && is_dead(status(&l.id)))
         });
         leaves.push(Leaf {
             id: id.to_owned(),
@@ -179,44 +189,33 @@ impl SessionView {
             Self::Indexed(_) => Vec::new(),
         }
     }
-
-    /// A status the view knows (the index's), if any.
-    pub(crate) fn known_status(&self, id: &str) -> Option<SnapshotStatus> {
-        match self {
-            Self::Counted(_) => None,
-            Self::Indexed(i) => i.entries.iter().find(|e| e.id == id).and_then(|e| e.status),
-        }
-    }
 }
 
-/// The leaves of a queried session, as its counter keeps them.
+/// The leaves of a queried session, as its counter keeps them: the
+/// snapshots no other continues, each superseded when it is not its
+/// parent's newest child, without the dead superseded ones.
 fn leaves_of(index: &SessionIndex) -> Vec<Leaf> {
-    let mut leaves: Vec<Leaf> = Vec::new();
-    for entry in &index.entries {
-        // Entries are in append order: earlier leaves with this parent are
-        // superseded by this one.
-        for leaf in &mut leaves {
-            if leaf.parent == entry.parent {
-                leaf.superseded = true;
-            }
-        }
-        leaves.push(Leaf {
-            id: entry.id.clone(),
-            parent: entry.parent.clone(),
-            superseded: false,
-        });
+    // Entries are in append order: the last child seen is the newest.
+    let mut newest_child: HashMap<Option<&str>, usize> = HashMap::new();
+    for (i, entry) in index.entries.iter().enumerate() {
+        newest_child.insert(entry.parent.as_deref(), i);
     }
-    let status = |id: &str| {
-        index
-            .entries
-            .iter()
-            .find(|e| e.id == id)
-            .and_then(|e| e.status)
-    };
-    // Continued snapshots are not leaves; replaced dead ones never matter.
-    let gone = |l: &Leaf| index.parents.contains(&l.id) || (l.superseded && is_dead(status(&l.id)));
-    leaves.retain(|l| !gone(l));
-    leaves
+    index
+        .entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| !index.parents.contains(&e.id))
+        .map(|(i, e)| {
+            let superseded = newest_child.get(&e.parent.as_deref()) != Some(&i);
+            (e, superseded)
+        })
+        .filter(|(e, superseded)| !(*superseded && is_dead(e.status)))
+        .map(|(e, superseded)| Leaf {
+            id: e.id.clone(),
+            parent: e.parent.clone(),
+            superseded,
+        })
+        .collect()
 }
 
 impl Tx<'_> {

@@ -460,13 +460,11 @@ impl SessionStore for FirestoreSessionStore {
                 &Self::pointer_doc(&id, &placement.meta),
             )?));
             // The counter agrees with the pointer just written.
-            let status_of = |sibling: &str| {
-                view.known_status(sibling).or_else(|| {
-                    let doc = docs.get(&paths.snapshot(sibling))?;
-                    layout::decode::<SnapshotDoc>(doc).ok()?.status
-                })
+            let read_status = |sibling: &str| {
+                let doc = docs.get(&paths.snapshot(sibling))?;
+                layout::decode::<SnapshotDoc>(doc).ok()?.status
             };
-            let counter = view.appended(&session_id, &id, parent_id, status_of);
+            let counter = view.appended(&session_id, &id, parent_id, read_status);
             writes.push(set(layout::encode(paths.counter(&session_id), &counter)?));
             let stored = StoredSnapshot {
                 snapshot: snapshot.clone(),
