@@ -149,14 +149,8 @@ fn run_input(
         let Some(output) = streamed else {
             return Ok(Outcome::Cancelled);
         };
+        let output = output.into_result()?;
         match output.finish_reason {
-            Some(AgentFinishReason::Failed) => {
-                return Err(output
-                    .error
-                    .as_ref()
-                    .map(Error::from)
-                    .unwrap_or_else(|| Error::internal("the turn failed")));
-            }
             Some(AgentFinishReason::Interrupted) => {
                 let interrupts = interrupts_of(output.message.as_ref());
                 if interrupts.is_empty() {

@@ -8,14 +8,14 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures::Stream;
+use genkit_core::Result;
 use genkit_core::action::BidiStream;
-use genkit_core::{Error, Result};
 use parking_lot::Mutex;
 
 use super::runtime::Agent;
 use super::types::{
-    AgentFinishReason, AgentInit, AgentInput, AgentOutput, AgentResume, AgentStreamChunk,
-    GetSnapshotRequest, SessionSnapshot, SessionState,
+    AgentInit, AgentInput, AgentOutput, AgentResume, AgentStreamChunk, GetSnapshotRequest,
+    SessionSnapshot, SessionState,
 };
 use crate::types::Message;
 
@@ -53,21 +53,19 @@ impl AgentChat {
     /// failed output itself (`finishReason: failed`, as the agent protocol
     /// reports it), use [`send_stream`](Self::send_stream).
     pub async fn send(&self, message: Message) -> Result<AgentOutput> {
-        succeeded(
-            self.send_stream(AgentInput::message(message))
-                .output()
-                .await?,
-        )
+        self.send_stream(AgentInput::message(message))
+            .output()
+            .await?
+            .into_result()
     }
 
     /// Answers or restarts the interrupted tool requests of the last turn;
     /// a failed turn is an `Err`, as for [`send`](Self::send).
     pub async fn resume(&self, resume: AgentResume) -> Result<AgentOutput> {
-        succeeded(
-            self.send_stream(AgentInput::resume(resume))
-                .output()
-                .await?,
-        )
+        self.send_stream(AgentInput::resume(resume))
+            .output()
+            .await?
+            .into_result()
     }
 
     /// Sends one input and streams the turn's chunks; the conversation
@@ -120,18 +118,6 @@ impl AgentChat {
         };
         self.agent.get_snapshot(request).await
     }
-}
-
-/// The output of a turn that did not fail; a failed one's error.
-fn succeeded(output: AgentOutput) -> Result<AgentOutput> {
-    if output.finish_reason != Some(AgentFinishReason::Failed) {
-        return Ok(output);
-    }
-    Err(output
-        .error
-        .as_ref()
-        .map(Error::from)
-        .unwrap_or_else(|| Error::internal("the agent turn failed")))
 }
 
 /// The chunks of one chat turn, then its output.

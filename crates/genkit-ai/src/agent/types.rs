@@ -448,6 +448,22 @@ pub struct AgentOutput {
     pub error: Option<RuntimeError>,
 }
 
+impl AgentOutput {
+    /// The output of a turn that did not fail; for a failed one
+    /// (`finish_reason: failed`), its error as an [`Error`] (status and
+    /// message), so it cannot pass for an answer.
+    pub fn into_result(self) -> Result<AgentOutput, Error> {
+        if self.finish_reason != Some(AgentFinishReason::Failed) {
+            return Ok(self);
+        }
+        Err(self
+            .error
+            .as_ref()
+            .map(Error::from)
+            .unwrap_or_else(|| Error::internal("the agent turn failed")))
+    }
+}
+
 /// The end of one turn (`TurnEnd`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
