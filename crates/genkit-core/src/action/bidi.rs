@@ -253,12 +253,16 @@ impl Checks {
     /// (root): must be object`), rather than the validator's text, which
     /// repeats the data and the whole schema; the details keep the list.
     fn concise(&self, what: &str, e: Error) -> Error {
-        let fields: Vec<String> = e
+        let Some(errors) = e
             .details()
             .and_then(|d| d.get("errors"))
             .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
+            .filter(|list| !list.is_empty())
+        else {
+            return e;
+        };
+        let fields: Vec<String> = errors
+            .iter()
             .map(|f| {
                 let path = f.get("path").and_then(Value::as_str).unwrap_or("(root)");
                 let message = f
@@ -268,10 +272,6 @@ impl Checks {
                 format!("- {path}: {message}")
             })
             .collect();
-        if fields.is_empty() {
-            return e;
-        }
-        let errors = e.details().and_then(|d| d.get("errors")).cloned();
         Error::invalid_argument(format!(
             "invalid {what} for `{}`: {}",
             self.name,
