@@ -115,10 +115,7 @@ async fn bad_options_are_refused() {
 /// `DATA_LOSS`, never as a wrong state.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_documents_are_data_loss() {
-    use genkit_ai::agent::clock::now_rfc3339;
     use genkit_ai::agent::store::{SessionStore, new_snapshot_id};
-    use genkit_ai::agent::types::{SessionSnapshot, SessionState};
-    use genkit_ai::types::Message;
     use genkit_core::StatusCode;
 
     let Some(host) = support::emulator("missing_documents_are_data_loss") else {
@@ -131,15 +128,11 @@ async fn missing_documents_are_data_loss() {
     let session = format!("s-{}", new_snapshot_id());
     let mut ids = Vec::new();
     for i in 0..3u64 {
-        let mut s = SessionSnapshot::new(new_snapshot_id(), now_rfc3339());
-        s.session_id = Some(session.clone());
-        s.parent_id = ids.last().cloned();
-        s.state = Some(SessionState {
-            messages: Some(std::sync::Arc::new(vec![Message::user(format!(
-                "turn {i}"
-            ))])),
-            ..SessionState::default()
-        });
+        let s = support::user_snapshot(
+            &session,
+            ids.last().map(String::as_str),
+            &format!("turn {i}"),
+        );
         store.append(s.clone(), i).await.expect("append");
         ids.push(s.snapshot_id);
     }
@@ -176,8 +169,7 @@ async fn missing_documents_are_data_loss() {
 async fn sessions_are_read_from_their_counter_document() {
     use genkit_ai::agent::clock::now_rfc3339;
     use genkit_ai::agent::store::{SessionStore, new_snapshot_id};
-    use genkit_ai::agent::types::{SessionSnapshot, SessionState, SnapshotStatus};
-    use genkit_ai::types::Message;
+    use genkit_ai::agent::types::SnapshotStatus;
     use genkit_core::StatusCode;
 
     let Some(host) = support::emulator("sessions_are_read_from_their_counter_document") else {
@@ -189,14 +181,8 @@ async fn sessions_are_read_from_their_counter_document() {
         .expect("store builds");
     let session = format!("s-{}", new_snapshot_id());
     let snapshot = |parent: Option<&String>, text: &str, status: SnapshotStatus| {
-        let mut s = SessionSnapshot::new(new_snapshot_id(), now_rfc3339());
-        s.session_id = Some(session.clone());
-        s.parent_id = parent.cloned();
+        let mut s = support::user_snapshot(&session, parent.map(String::as_str), text);
         s.status = Some(status);
-        s.state = Some(SessionState {
-            messages: Some(std::sync::Arc::new(vec![Message::user(text)])),
-            ..SessionState::default()
-        });
         s
     };
     // root <- one <- (failed) ; one <- two: the failed leaf is replaced.

@@ -6,7 +6,10 @@
 use std::path::PathBuf;
 use std::process::Stdio;
 
+use genkit_ai::agent::clock::now_rfc3339;
 use genkit_ai::agent::store::new_snapshot_id;
+use genkit_ai::agent::types::{SessionSnapshot, SessionState};
+use genkit_ai::types::Message;
 use genkit_store_firestore::{FirestoreSessionStore, FirestoreSessionStoreBuilder};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
@@ -32,6 +35,19 @@ pub fn emulator(test: &str) -> Option<String> {
 /// A collection name no other test run uses.
 pub fn fresh_collection(what: &str) -> String {
     format!("{what}-{}", new_snapshot_id())
+}
+
+/// A new snapshot of `session` continuing `parent`, whose state is one
+/// user message `text` (no status).
+pub fn user_snapshot(session: &str, parent: Option<&str>, text: &str) -> SessionSnapshot {
+    let mut s = SessionSnapshot::new(new_snapshot_id(), now_rfc3339());
+    s.session_id = Some(session.to_owned());
+    s.parent_id = parent.map(str::to_owned);
+    s.state = Some(SessionState {
+        messages: Some(std::sync::Arc::new(vec![Message::user(text)])),
+        ..SessionState::default()
+    });
+    s
 }
 
 /// A builder for the store on the emulator at `host`.
