@@ -71,7 +71,7 @@ if [ ! -d "$fsjs/node_modules" ] || [ "$fsjs/package-lock.json" -nt "$fsjs/node_
   (cd "$fsjs" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
-evjs=crates/genkit-ai/tests/genkit_js_eval
+evjs=crates/genkit-evaluator/tests/genkit_js_eval
 if [ ! -d "$evjs/node_modules" ] || [ "$evjs/package-lock.json" -nt "$evjs/node_modules/.package-lock.json" ]; then
   step "installing npm packages for the evaluator tests (@genkit-ai/evaluator's judge prompts, read by the replay test)"
   (cd "$evjs" && npm ci --no-audit --no-fund --loglevel=error)
@@ -129,10 +129,10 @@ step "cargo fmt --check"
 cargo fmt --all --check
 
 step "cargo clippy (all crates, all targets, OTLP export, media download, HNSW and OpenAI tokenizers included; warnings are errors)"
-cargo clippy --workspace --all-targets --features genkit-server/otlp,genkit-ai/download-media,genkit-ai/hnsw,genkit-store-sql/postgres,genkit-rs/sql-store-postgres,genkit-openai/tiktoken -- -D warnings
+cargo clippy --workspace --all-targets --features genkit-server/otlp,genkit-model/download-media,genkit-retrieval/hnsw,genkit-store-sql/postgres,genkit-rs/sql-store-postgres,genkit-openai/tiktoken -- -D warnings
 
 step "cargo test (unit, integration, conformance, official genkit CLI and JS client, doc tests)"
-cargo test --workspace --features genkit-server/otlp,genkit-ai/download-media,genkit-ai/hnsw,genkit-store-sql/postgres,genkit-rs/sql-store-postgres,genkit-openai/tiktoken
+cargo test --workspace --features genkit-server/otlp,genkit-model/download-media,genkit-retrieval/hnsw,genkit-store-sql/postgres,genkit-rs/sql-store-postgres,genkit-openai/tiktoken
 
 step "cargo package: every library crate packs and builds alone, as crates.io would get it"
 # Verification builds each packed crate against the others (not yet

@@ -3,7 +3,7 @@
 //! the type.
 #![no_main]
 
-use genkit_ai::types::{GenerateRequest, GenerateResponse, GenerateResponseChunk, Message, Part};
+use genkit_model::types::{GenerateRequest, GenerateResponse, GenerateResponseChunk, Message, Part};
 use genkit_fuzz::assert_round_trip;
 use libfuzzer_sys::fuzz_target;
 use serde::Serialize;

@@ -6,7 +6,7 @@
 //! Every check panics on a broken invariant, which is how libFuzzer learns
 //! of a failure.
 
-use genkit_ai::types::{GenerateRequest, GenerateResponse, GenerateResponseChunk, Role};
+use genkit_model::types::{GenerateRequest, GenerateResponse, GenerateResponseChunk, Role};
 use genkit_provider::plugin::Spec;
 use genkit_provider::{
     Chat, Frame, FrameError, NdjsonDecoder, Provider, SseDecoder, StreamFold, StreamFormat,

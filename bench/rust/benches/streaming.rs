@@ -4,7 +4,7 @@
 //! chunks. No JS peer: these are Rust-side limits (issue 15).
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use genkit::ai::formats::{Formats, StreamParsing};
+use genkit::formats::{Formats, StreamParsing};
 use genkit_provider::{NdjsonDecoder, SseDecoder};
 use std::hint::black_box;
 

@@ -9,12 +9,12 @@
 //! keep only documents whose metadata contains a JSON object (`filter`,
 //! jsonb `@>`). The table and the extension are created on first use.
 
-use genkit_ai::embedder::embed_many;
-use genkit_ai::indexer::{Indexer, IndexerOptions, define_indexer};
-use genkit_ai::retriever::{Retriever, RetrieverOptions, define_retriever};
-use genkit_ai::types::{DocumentData, Embedding, RetrieverResponse};
 use genkit_core::action::ActionCtx;
 use genkit_core::{Error, Registry, Result, StatusCode};
+use genkit_model::embedder::embed_many;
+use genkit_model::types::{DocumentData, Embedding, RetrieverResponse};
+use genkit_retrieval::indexer::{Indexer, IndexerOptions, define_indexer};
+use genkit_retrieval::retriever::{Retriever, RetrieverOptions, define_retriever};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

@@ -2,12 +2,12 @@
 //! starts one: tests-support/pgvector/start.sh, `GENKIT_TEST_PGVECTOR_URL`).
 //! Without it the tests skip, except under `CI=true`, where they fail.
 
-use genkit_ai::embedder::{EmbedderOptions, define_embedder};
-use genkit_ai::indexer::{IndexOptions, index};
-use genkit_ai::retriever::{RetrieveOptions, retrieve};
-use genkit_ai::types::{DocumentData, EmbedResponse, Embedding};
 use genkit_core::{Registry, StatusCode};
+use genkit_model::embedder::{EmbedderOptions, define_embedder};
+use genkit_model::types::{DocumentData, EmbedResponse, Embedding};
 use genkit_pgvector::{PgVectorOptions, define_pgvector_store};
+use genkit_retrieval::indexer::{IndexOptions, index};
+use genkit_retrieval::retriever::{RetrieveOptions, retrieve};
 use serde_json::{Map, json};
 use sqlx::postgres::PgPoolOptions;
 

@@ -3,9 +3,9 @@
 //! text embedder.
 
 use crate::{ApiKey, ProviderInfo};
-use genkit_ai::embedder::{EmbedderInfo, EmbedderSupports};
-use genkit_ai::types::EmbedRequest;
 use genkit_core::{Error, Result};
+use genkit_model::embedder::{EmbedderInfo, EmbedderSupports};
+use genkit_model::types::EmbedRequest;
 use reqwest::header::{HeaderMap, HeaderName};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -234,8 +234,8 @@ pub fn text_embedder_info(label: String, dimensions: Option<u32>) -> EmbedderInf
 #[cfg(test)]
 mod tests {
     use super::*;
-    use genkit_ai::types::DocumentData;
     use genkit_core::StatusCode;
+    use genkit_model::types::DocumentData;
     use serde::Deserialize;
     use serde_json::json;
 

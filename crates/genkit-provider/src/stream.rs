@@ -17,7 +17,7 @@ use crate::http::Deadline;
 use bytes::Bytes;
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use genkit_ai::types::GenerateResponseChunk;
+use genkit_model::types::GenerateResponseChunk;
 
 /// Reads a streamed response frame by frame, holding at most one frame's
 /// cap (plus one network chunk) of unfinished data.
@@ -137,10 +137,10 @@ impl FrameReader {
 pub type Emit<'a> = dyn FnMut(GenerateResponseChunk) + 'a;
 
 /// Passes `parts` on as one chunk of the model's message, unless empty.
-pub fn emit_model_parts(emit: &mut Emit<'_>, parts: Vec<genkit_ai::types::Part>) {
+pub fn emit_model_parts(emit: &mut Emit<'_>, parts: Vec<genkit_model::types::Part>) {
     if !parts.is_empty() {
         let mut chunk = GenerateResponseChunk::new(parts);
-        chunk.role = Some(genkit_ai::types::Role::Model);
+        chunk.role = Some(genkit_model::types::Role::Model);
         emit(chunk);
     }
 }

@@ -3,11 +3,11 @@
 //! parameter schemas, and tool results as text.
 
 use crate::plugin::{EmbedderSpec, embed_texts};
-use genkit_ai::types::{
+use genkit_core::Result;
+use genkit_model::types::{
     ConstrainedSupport, EmbedRequest, FinishReason, GenerateResponse, GenerationUsage, Media,
     Message, ModelSupports, OutputConfig, Part, ToolDefinition, ToolResponse,
 };
-use genkit_core::Result;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 

@@ -1,6 +1,6 @@
 //! The shared client and stream readers against the scripted test server.
 
-use genkit_ai::types::GenerateResponseChunk;
+use genkit_model::types::GenerateResponseChunk;
 use genkit_provider::error::HttpError;
 use genkit_provider::http::{HttpClientBuilder, USER_AGENT};
 use genkit_provider::test_server::{End, Reply, TestServer, sse_data};
@@ -55,7 +55,7 @@ impl StreamFold for Collect {
             return Err("bad frame".into());
         }
         emit(GenerateResponseChunk::new(vec![
-            genkit_ai::types::Part::text(frame.data.clone()),
+            genkit_model::types::Part::text(frame.data.clone()),
         ]));
         self.events.push(frame.event);
         self.data.push(frame.data);

@@ -553,14 +553,14 @@ async fn reflection_exchanges_replay_genkit_js() {
 /// interrupting tool), and `blockingAgent`, a custom agent whose turns run
 /// until aborted. Both keep their sessions in an in-memory store. Returns
 /// the scripted model.
-fn real_agents(registry: &Registry) -> genkit_ai::testing::ProgrammableModel {
-    use genkit_ai::agent::store::InMemorySessionStore;
-    use genkit_ai::agent::types::AgentResult;
-    use genkit_ai::agent::{AgentOptions, define_agent, define_prompt_agent_with};
-    use genkit_ai::generate::GenerateOptions;
-    use genkit_ai::testing::ProgrammableModel;
-    use genkit_ai::tool::Tool;
-    use genkit_ai::types::{
+fn real_agents(registry: &Registry) -> genkit_model::testing::ProgrammableModel {
+    use genkit_agent::store::InMemorySessionStore;
+    use genkit_agent::types::AgentResult;
+    use genkit_agent::{AgentOptions, define_agent, define_prompt_agent_with};
+    use genkit_generate::GenerateOptions;
+    use genkit_model::testing::ProgrammableModel;
+    use genkit_model::tool::Tool;
+    use genkit_model::types::{
         FinishReason, GenerateResponse, GenerateResponseChunk, Message, Part, Role,
     };
     let chunk =

@@ -8,16 +8,16 @@
 //!
 //! Skips (saying so) only when `node` or `npm` is not installed.
 
-use genkit_ai::evaluator::builtin::{GenkitMetric, define_genkit_evaluators};
-use genkit_ai::evaluator::{FaithfulnessOptions, define_faithfulness};
-use genkit_ai::generate::{GenerateOptions, generate};
-use genkit_ai::model::{ModelOptions, define_model};
-use genkit_ai::retriever::{RetrieveOptions, RetrieverOptions, define_retriever, retrieve};
-use genkit_ai::types::{
-    DocumentData, FinishReason, GenerateRequest, GenerateResponse, Message, RetrieverResponse,
-};
 use genkit_core::Registry;
 use genkit_core::flow::define_flow;
+use genkit_evaluator::builtin::{GenkitMetric, define_genkit_evaluators};
+use genkit_evaluator::{FaithfulnessOptions, define_faithfulness};
+use genkit_generate::{GenerateOptions, generate};
+use genkit_model::model::{ModelOptions, define_model};
+use genkit_model::types::{
+    DocumentData, FinishReason, GenerateRequest, GenerateResponse, Message, RetrieverResponse,
+};
+use genkit_retrieval::retriever::{RetrieveOptions, RetrieverOptions, define_retriever, retrieve};
 use genkit_server::{DevToolingOptions, start_dev_tooling_with};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};

@@ -314,9 +314,9 @@ async fn an_agent_turn_counts_against_the_limit_until_it_ends() {
 /// concurrency limit until it ends: detaching is no way around the limit.
 #[tokio::test]
 async fn a_detached_agent_turn_counts_against_the_limit_until_it_ends() {
-    use genkit_ai::agent::store::InMemorySessionStore;
-    use genkit_ai::agent::types::AgentResult;
-    use genkit_ai::agent::{AgentOptions, define_agent};
+    use genkit_agent::store::InMemorySessionStore;
+    use genkit_agent::types::AgentResult;
+    use genkit_agent::{AgentOptions, define_agent};
     let registry = registry(Arc::new(Semaphore::new(0)));
     let release = Arc::new(tokio::sync::Notify::new());
     let ended = Arc::new(tokio::sync::Notify::new());

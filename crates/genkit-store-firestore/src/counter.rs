@@ -15,8 +15,8 @@
 
 use std::collections::HashMap;
 
-use genkit_ai::agent::store::branching_error;
-use genkit_ai::agent::types::SnapshotStatus;
+use genkit_agent::store::branching_error;
+use genkit_agent::types::SnapshotStatus;
 use genkit_core::Result;
 use serde::{Deserialize, Serialize};
 
@@ -93,7 +93,7 @@ impl SessionView {
     }
 
     /// The session's latest snapshot by the shared rule
-    /// ([`latest_leaf`](genkit_ai::agent::store::latest_leaf)); `None` when
+    /// ([`latest_leaf`](genkit_agent::store::latest_leaf)); `None` when
     /// it has none.
     pub(crate) async fn latest(
         &self,

@@ -3,10 +3,10 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use genkit_ai::agent::clock::now_rfc3339;
-use genkit_ai::agent::json_patch;
-use genkit_ai::agent::store::{SessionStore, StoredSnapshot, snapshot_session_id};
-use genkit_ai::agent::types::SessionSnapshot;
+use genkit_agent::clock::now_rfc3339;
+use genkit_agent::json_patch;
+use genkit_agent::store::{SessionStore, StoredSnapshot, snapshot_session_id};
+use genkit_agent::types::SessionSnapshot;
 use genkit_core::tracing::current_context;
 use genkit_core::{Error, Result, StatusCode};
 use serde_json::{Value as Json, json};

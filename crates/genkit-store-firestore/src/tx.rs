@@ -3,9 +3,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use genkit_ai::agent::json_patch;
-use genkit_ai::agent::store::{SnapshotLink, latest_leaf};
-use genkit_ai::agent::types::{SessionSnapshot, SessionState, SnapshotStatus};
+use genkit_agent::json_patch;
+use genkit_agent::store::{SnapshotLink, latest_leaf};
+use genkit_agent::types::{SessionSnapshot, SessionState, SnapshotStatus};
 use genkit_core::{Error, Result, StatusCode};
 use serde_json::{Value as Json, json};
 

@@ -12,7 +12,7 @@ mod support;
 
 use std::sync::Arc;
 
-use genkit_ai::agent::testing::{SuiteConfig, session_store_suite_with};
+use genkit_agent::testing::{SuiteConfig, session_store_suite_with};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_store_suite_on_the_emulator() {
@@ -40,9 +40,9 @@ async fn session_store_suite_on_the_emulator() {
 /// each other's sessions, snapshots or side effects.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tenant_prefixes_isolate_sessions() {
-    use genkit_ai::agent::clock::now_rfc3339;
-    use genkit_ai::agent::store::{SessionStore, new_snapshot_id};
-    use genkit_ai::agent::types::SessionSnapshot;
+    use genkit_agent::clock::now_rfc3339;
+    use genkit_agent::store::{SessionStore, new_snapshot_id};
+    use genkit_agent::types::SessionSnapshot;
     use genkit_core::StatusCode;
     use serde_json::json;
 
@@ -67,7 +67,7 @@ async fn tenant_prefixes_isolate_sessions() {
         .expect("effect");
 
     let status = |r: genkit_core::Result<_>| {
-        r.map(|_: genkit_ai::agent::store::StoredSnapshot| ())
+        r.map(|_: genkit_agent::store::StoredSnapshot| ())
             .map_err(|e| e.status())
     };
     assert_eq!(
@@ -104,7 +104,7 @@ async fn bad_options_are_refused() {
         assert_eq!(r, Err(StatusCode::InvalidArgument), "{what}");
     }
     let bad_prefix = base().prefix("a/b").build().expect("builds");
-    let r = genkit_ai::agent::store::SessionStore::latest(&bad_prefix, "s").await;
+    let r = genkit_agent::store::SessionStore::latest(&bad_prefix, "s").await;
     assert_eq!(
         r.map(|_| ()).map_err(|e| e.status()),
         Err(StatusCode::InvalidArgument)
@@ -115,7 +115,7 @@ async fn bad_options_are_refused() {
 /// `DATA_LOSS`, never as a wrong state.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_documents_are_data_loss() {
-    use genkit_ai::agent::store::{SessionStore, new_snapshot_id};
+    use genkit_agent::store::{SessionStore, new_snapshot_id};
     use genkit_core::StatusCode;
 
     let Some(host) = support::emulator("missing_documents_are_data_loss") else {
@@ -136,7 +136,7 @@ async fn missing_documents_are_data_loss() {
         store.append(s.clone(), i).await.expect("append");
         ids.push(s.snapshot_id);
     }
-    let status = |r: genkit_core::Result<genkit_ai::agent::store::StoredSnapshot>| {
+    let status = |r: genkit_core::Result<genkit_agent::store::StoredSnapshot>| {
         r.map(|_| ()).map_err(|e| e.status())
     };
     // The root is the checkpoint; the others are diffs from it.
@@ -167,9 +167,9 @@ async fn missing_documents_are_data_loss() {
 /// agrees with it and the session is read with the query again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_are_read_from_their_counter_document() {
-    use genkit_ai::agent::clock::now_rfc3339;
-    use genkit_ai::agent::store::{SessionStore, new_snapshot_id};
-    use genkit_ai::agent::types::SnapshotStatus;
+    use genkit_agent::clock::now_rfc3339;
+    use genkit_agent::store::{SessionStore, new_snapshot_id};
+    use genkit_agent::types::SnapshotStatus;
     use genkit_core::StatusCode;
 
     let Some(host) = support::emulator("sessions_are_read_from_their_counter_document") else {

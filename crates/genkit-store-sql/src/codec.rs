@@ -21,8 +21,8 @@
 //!   would. Past [`MAX_DIFF_CHAIN`] turns between checkpoints the interval
 //!   stops doubling.
 
-use genkit_ai::agent::json_patch::{self, JsonPatchOperation};
-use genkit_ai::agent::types::SessionSnapshot;
+use genkit_agent::json_patch::{self, JsonPatchOperation};
+use genkit_agent::types::SessionSnapshot;
 use genkit_core::{Error, Result};
 use serde_json::Value;
 

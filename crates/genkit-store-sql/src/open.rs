@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use genkit_ai::agent::store::SessionStore;
+use genkit_agent::store::SessionStore;
 use genkit_core::{Error, Result, StatusCode};
 
 /// Opens the session store at `location`:

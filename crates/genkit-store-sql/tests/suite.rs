@@ -6,8 +6,8 @@ mod support;
 
 use std::sync::Arc;
 
-use genkit_ai::agent::store::SessionStore;
-use genkit_ai::agent::testing::{
+use genkit_agent::store::SessionStore;
+use genkit_agent::testing::{
     SuiteConfig, session_store_suite, session_store_suite_with, tenant_isolation_suite,
 };
 use genkit_core::StatusCode;
@@ -117,9 +117,9 @@ async fn sqlite_refuses_an_empty_tenant() {
 
 /// `a` and `b` are stores of two fixed tenants on one database.
 async fn fixed_tenants_are_isolated(a: &dyn SessionStore, b: &dyn SessionStore) {
-    use genkit_ai::agent::clock::now_rfc3339;
-    use genkit_ai::agent::store::new_snapshot_id;
-    use genkit_ai::agent::types::SessionSnapshot;
+    use genkit_agent::clock::now_rfc3339;
+    use genkit_agent::store::new_snapshot_id;
+    use genkit_agent::types::SessionSnapshot;
 
     let session = format!("s-{}", new_snapshot_id());
     let mut snap = SessionSnapshot::new(new_snapshot_id(), now_rfc3339());
@@ -200,10 +200,8 @@ async fn check_database_from_before_tenants(
         Some(json!({"done": true}))
     );
     // The session goes on.
-    let mut next = genkit_ai::agent::types::SessionSnapshot::new(
-        "snap-3",
-        genkit_ai::agent::clock::now_rfc3339(),
-    );
+    let mut next =
+        genkit_agent::types::SessionSnapshot::new("snap-3", genkit_agent::clock::now_rfc3339());
     next.session_id = Some("old".into());
     next.parent_id = Some("snap-2".into());
     store

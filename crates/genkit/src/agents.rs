@@ -3,9 +3,9 @@
 
 use std::future::Future;
 
-use genkit_ai::agent::types::{AgentInput, AgentResult};
-use genkit_ai::agent::{Agent, AgentOptions, AgentSession};
-use genkit_ai::prompt::ExecutablePrompt;
+use crate::agent::types::{AgentInput, AgentResult};
+use crate::agent::{Agent, AgentOptions, AgentSession};
+use crate::prompt::ExecutablePrompt;
 use genkit_core::Result;
 
 use crate::genkit::{Genkit, registered};
@@ -39,7 +39,7 @@ impl Genkit {
         prompt: &ExecutablePrompt<I, O>,
         options: AgentOptions,
     ) -> Result<Agent> {
-        genkit_ai::agent::define_prompt_agent(self.as_ref(), name, prompt, options)
+        crate::agent::define_prompt_agent(self.as_ref(), name, prompt, options)
     }
 
     /// Defines an agent whose turns run `turn` on the session (its
@@ -72,6 +72,6 @@ impl Genkit {
         F: Fn(AgentSession, AgentInput) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<AgentResult>> + Send + 'static,
     {
-        genkit_ai::agent::define_agent(self.as_ref(), name, options, turn)
+        crate::agent::define_agent(self.as_ref(), name, options, turn)
     }
 }

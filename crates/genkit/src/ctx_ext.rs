@@ -22,7 +22,7 @@ use genkit_core::{ActionCtx, Result};
 /// # Ok(()) }
 /// ```
 ///
-/// Tool contexts ([`ToolCtx`](genkit_ai::tool::ToolCtx)) reach it too, through `Deref`.
+/// Tool contexts ([`ToolCtx`](crate::tool::ToolCtx)) reach it too, through `Deref`.
 pub trait ActionCtxExt {
     /// The instance the running action belongs to (the registry it is
     /// registered in, else its caller's). `FAILED_PRECONDITION` for an action

@@ -2,10 +2,8 @@
 
 use std::future::Future;
 
-use genkit_ai::evaluator::{
-    EvaluateOptions, Evaluator, EvaluatorOptions, define_evaluator, evaluate,
-};
-use genkit_ai::types::{EvalDataPoint, EvalResponse, Evaluation};
+use crate::evaluator::{EvaluateOptions, Evaluator, EvaluatorOptions, define_evaluator, evaluate};
+use crate::types::{EvalDataPoint, EvalResponse, Evaluation};
 use genkit_core::Result;
 use genkit_core::action::ActionCtx;
 use schemars::JsonSchema;

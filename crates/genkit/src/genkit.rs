@@ -1,21 +1,21 @@
 //! The `Genkit` facade: one registry with the framework's built-ins, and
 //! `define_*` / `generate` methods over it.
 
-use crate::typed_stream::TypedGenerateStream;
-use genkit_ai::embedder::{EmbedderAction, EmbedderOptions, define_embedder, embed, embed_many};
-use genkit_ai::generate::{
+use crate::embedder::{EmbedderAction, EmbedderOptions, define_embedder, embed, embed_many};
+use crate::generate::{
     GenerateOptions, GenerateStream, define_generate_action, generate, generate_stream,
 };
-use genkit_ai::middleware::{GenerateMiddleware, define_middleware};
-use genkit_ai::model::{
+use crate::middleware::{GenerateMiddleware, define_middleware};
+use crate::model::{
     BackgroundModel, BackgroundModelFns, Model, ModelCtx, ModelImpl, ModelOptions, check_operation,
     define_background_model, define_model, define_model_impl,
 };
-use genkit_ai::prompt::{ExecutablePrompt, PromptConfig, define_prompt};
-use genkit_ai::tool::{
+use crate::prompt::{ExecutablePrompt, PromptConfig, define_prompt};
+use crate::tool::{
     Tool, ToolCtx, ToolImpl, define_interrupt, define_multipart_tool, define_tool, define_tool_impl,
 };
-use genkit_ai::types::{
+use crate::typed_stream::TypedGenerateStream;
+use crate::types::{
     DocumentData, EmbedRequest, EmbedResponse, Embedding, GenerateRequest, GenerateResponse,
     MultipartToolResponse, Operation,
 };
@@ -84,7 +84,7 @@ impl GenkitBuilder {
         define_generate_action(&registry)?;
         let (dir, required) = match self.prompt_dir {
             None => (
-                Some(PathBuf::from(genkit_ai::prompt::DEFAULT_PROMPT_DIR)),
+                Some(PathBuf::from(crate::prompt::DEFAULT_PROMPT_DIR)),
                 false,
             ),
             Some(Some(d)) => (Some(d), true),
@@ -99,7 +99,7 @@ impl GenkitBuilder {
             }
             // An absent default folder loads nothing, but is remembered so
             // that a missing prompt's error can say where it was looked for.
-            genkit_ai::prompt::load_prompt_folder(&registry, &dir, None)?;
+            crate::prompt::load_prompt_folder(&registry, &dir, None)?;
         }
         Ok(Genkit { registry })
     }
@@ -438,19 +438,19 @@ impl Genkit {
     /// streaming, `/util/generate` and prompts can ask for it by name.
     pub fn define_format(
         &self,
-        format: impl genkit_ai::formats::Format + 'static,
-    ) -> Arc<dyn genkit_ai::formats::Format> {
-        genkit_ai::formats::define_format(&self.registry, format)
+        format: impl crate::formats::Format + 'static,
+    ) -> Arc<dyn crate::formats::Format> {
+        crate::formats::define_format(&self.registry, format)
     }
 
     /// Registers a named JSON schema usable from prompt frontmatter.
     pub fn define_schema(&self, name: &str, schema: Value) -> Result<()> {
-        genkit_ai::prompt::define_schema(&self.registry, name, schema)
+        crate::prompt::define_schema(&self.registry, name, schema)
     }
 
     /// Registers the JSON schema of `T` under `name`.
     pub fn define_schema_for<T: JsonSchema>(&self, name: &str) -> Result<()> {
-        genkit_ai::prompt::define_schema_for::<T>(&self.registry, name)
+        crate::prompt::define_schema_for::<T>(&self.registry, name)
     }
 
     /// Defines a prompt in code, registered as `/prompt/<name>` and
@@ -475,7 +475,7 @@ impl Genkit {
     /// A prompt defined in code or loaded from a `.prompt` file; `NOT_FOUND`
     /// if there is none.
     pub fn prompt<I, O>(&self, name: &str) -> Result<ExecutablePrompt<I, O>> {
-        genkit_ai::prompt::prompt(&self.registry, name, None)
+        crate::prompt::prompt(&self.registry, name, None)
     }
 
     /// A variant (`name.variant.prompt`) of a prompt.
@@ -484,12 +484,12 @@ impl Genkit {
         name: &str,
         variant: &str,
     ) -> Result<ExecutablePrompt<I, O>> {
-        genkit_ai::prompt::prompt(&self.registry, name, Some(variant))
+        crate::prompt::prompt(&self.registry, name, Some(variant))
     }
 
     /// Registers a Handlebars partial for prompts.
     pub fn define_partial(&self, name: &str, source: &str) -> Result<()> {
-        genkit_ai::prompt::define_partial(&self.registry, name, source)
+        crate::prompt::define_partial(&self.registry, name, source)
     }
 
     /// Generates a response, running requested tools until the model answers.
@@ -517,7 +517,7 @@ impl Genkit {
     }
 
     /// Streams structured output of type `T`: chunks carry the partial
-    /// output ([`GenerateChunk::output_as`](genkit_ai::generate::GenerateChunk::output_as)),
+    /// output ([`GenerateChunk::output_as`](crate::generate::GenerateChunk::output_as)),
     /// and [`TypedGenerateStream::output`] gives the final `T`.
     pub fn generate_stream_as<T>(&self, options: GenerateOptions) -> TypedGenerateStream<T>
     where

@@ -153,14 +153,25 @@ pub use crate::ctx_ext::ActionCtxExt;
 pub use crate::genkit::{Genkit, GenkitBuilder};
 pub use crate::typed_stream::TypedGenerateStream;
 
-pub use genkit_ai::{
-    agent, embedder, extract, formats, generate, middleware, model, prompt, testing, tool, types,
+pub use genkit_agent as agent;
+pub use genkit_evaluator as evaluator;
+pub use genkit_generate as generate;
+pub use genkit_model::{embedder, extract, formats, model, testing, tool, types};
+pub use genkit_prompt as prompt;
+/// Retrieval: chunking, retrievers, indexers, rerankers, simple retrievers,
+/// the local vector store.
+pub use genkit_retrieval::{
+    chunk, indexer, local_vector_store, reranker, retriever, simple_retriever,
 };
-/// Retrieval and evaluation: chunking, retrievers, indexers, rerankers,
-/// simple retrievers, evaluators.
-pub use genkit_ai::{
-    chunk, evaluator, indexer, local_vector_store, reranker, retriever, simple_retriever,
-};
+
+/// Middleware: the mechanism (model, generate and tool hooks, named
+/// middleware) and the capability shims from `genkit-model`, and the
+/// policies an application chooses (retry, fallback, history policy, tool
+/// approval, tool cache) from `genkit-middleware`.
+pub mod middleware {
+    pub use genkit_middleware::*;
+    pub use genkit_model::middleware::*;
+}
 pub use genkit_core::{
     Action, ActionContext, ActionCtx, ActionDesc, ActionKind, ActionResult, ActionStream,
     CancellationToken, DynAction, ErasedAction, Error, Extensions, GENKIT_VERSION, Plugin,
@@ -175,27 +186,23 @@ pub mod stores;
 #[cfg_attr(docsrs, doc(cfg(feature = "sql-store")))]
 pub use crate::stores::open_store;
 
-/// The AI layer crate (models, tools, generate, prompts), for APIs not re-exported here.
-pub use genkit_ai as ai;
 /// The core crate (actions, registry, tracing), for APIs not re-exported here.
 pub use genkit_core as core;
 
 /// Everything a typical app uses.
 pub mod prelude {
-    pub use crate::{ActionCtxExt, Genkit, GenkitBuilder, TypedGenerateStream};
-    pub use futures::StreamExt;
-    pub use genkit_ai::agent::types::{AgentInput, AgentOutput, AgentResult, AgentResume};
-    pub use genkit_ai::agent::{Agent, AgentChat, AgentOptions, AgentSession};
-    pub use genkit_ai::generate::{
-        GenerateChunk, GenerateOptions, GenerateStream, ToolErrorPolicy,
-    };
-    pub use genkit_ai::model::{Model, ModelCtx, ModelImpl, ModelOptions, ModelRef};
-    pub use genkit_ai::testing::ProgrammableModel;
-    pub use genkit_ai::tool::{Tool, ToolCtx, ToolImpl, ToolInterrupt};
-    pub use genkit_ai::types::{
+    pub use crate::agent::types::{AgentInput, AgentOutput, AgentResult, AgentResume};
+    pub use crate::agent::{Agent, AgentChat, AgentOptions, AgentSession};
+    pub use crate::generate::{GenerateChunk, GenerateOptions, GenerateStream, ToolErrorPolicy};
+    pub use crate::model::{Model, ModelCtx, ModelImpl, ModelOptions, ModelRef};
+    pub use crate::testing::ProgrammableModel;
+    pub use crate::tool::{Tool, ToolCtx, ToolImpl, ToolInterrupt};
+    pub use crate::types::{
         DocumentData, FinishReason, GenerateRequest, GenerateResponse, GenerateResponseChunk,
         Message, ModelSupports, Part, Role, ToolChoice, ToolRequest, ToolResponse,
     };
+    pub use crate::{ActionCtxExt, Genkit, GenkitBuilder, TypedGenerateStream};
+    pub use futures::StreamExt;
     pub use genkit_core::flow::FlowContext;
     pub use genkit_core::{ActionContext, ActionCtx, Error, Result, StatusCode};
     pub use schemars::JsonSchema;

@@ -5,16 +5,14 @@
 
 use std::future::Future;
 
-use genkit_ai::indexer::{IndexOptions, Indexer, IndexerOptions, define_indexer, index};
-use genkit_ai::local_vector_store::{
+use crate::indexer::{IndexOptions, Indexer, IndexerOptions, define_indexer, index};
+use crate::local_vector_store::{
     LocalVectorStore, LocalVectorStoreOptions, define_local_vector_store,
 };
-use genkit_ai::reranker::{RerankOptions, Reranker, RerankerOptions, define_reranker, rerank};
-use genkit_ai::retriever::{
-    RetrieveOptions, Retriever, RetrieverOptions, define_retriever, retrieve,
-};
-use genkit_ai::simple_retriever::{SimpleRetrieverOptions, define_simple_retriever};
-use genkit_ai::types::{DocumentData, RankedDocumentData, RerankerResponse, RetrieverResponse};
+use crate::reranker::{RerankOptions, Reranker, RerankerOptions, define_reranker, rerank};
+use crate::retriever::{RetrieveOptions, Retriever, RetrieverOptions, define_retriever, retrieve};
+use crate::simple_retriever::{SimpleRetrieverOptions, define_simple_retriever};
+use crate::types::{DocumentData, RankedDocumentData, RerankerResponse, RetrieverResponse};
 use genkit_core::Result;
 use genkit_core::action::ActionCtx;
 use schemars::JsonSchema;

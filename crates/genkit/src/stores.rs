@@ -21,7 +21,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use genkit_ai::agent::store::SessionStore;
+use crate::agent::store::SessionStore;
 
 #[cfg(feature = "sql-store-postgres")]
 pub use genkit_store_sql::PostgresSessionStore;

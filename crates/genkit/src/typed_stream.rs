@@ -1,9 +1,9 @@
 //! The stream of `generate_stream_as::<T>()`: the usual chunks, then the
 //! final output parsed as `T`.
 
+use crate::generate::{GenerateChunk, GenerateStream};
+use crate::types::GenerateResponse;
 use futures::Stream;
-use genkit_ai::generate::{GenerateChunk, GenerateStream};
-use genkit_ai::types::GenerateResponse;
 use genkit_core::Result;
 use serde::de::DeserializeOwned;
 use std::marker::PhantomData;

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use genkit::Action;
-use genkit::ai::local_vector_store::{LocalVectorStoreOptions, PLUGIN_NAME};
 use genkit::indexer::IndexOptions;
+use genkit::local_vector_store::{LocalVectorStoreOptions, PLUGIN_NAME};
 use genkit::prelude::*;
 use genkit::retriever::RetrieveOptions;
 use genkit::types::CommonRetrieverOptions;

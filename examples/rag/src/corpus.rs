@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use genkit::ai::chunk::{ChunkOptions, markdown_documents};
+use genkit::chunk::{ChunkOptions, markdown_documents};
 use genkit::prelude::*;
 use genkit::types::DocumentData;
 

@@ -1,7 +1,7 @@
 //! The catalogue: which Claude models the plugin knows up front and what
 //! they can do.
 
-use genkit_ai::types::ModelSupports;
+use genkit_model::types::ModelSupports;
 use genkit_provider::wire::{chat_supports, constrained_chat_supports};
 
 /// Claude models registered when the plugin initialises (a name also
@@ -45,7 +45,7 @@ pub(crate) fn supports(name: &str) -> ModelSupports {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use genkit_ai::types::ConstrainedSupport;
+    use genkit_model::types::ConstrainedSupport;
 
     #[test]
     fn structured_output_support_by_name() {

@@ -1,8 +1,8 @@
 //! [`Anthropic`]: the plugin kit's [`ProviderPlugin`](genkit_provider::ProviderPlugin) for the Messages API,
 //! its builder, and what the provider declares.
 
-use genkit_ai::types::GenerateResponse;
 use genkit_core::Result;
+use genkit_model::types::GenerateResponse;
 use genkit_provider::{Chat, KeyHeader, ModelSpec, Provider, ProviderInfo, WireCall};
 
 use crate::config::AnthropicConfig;

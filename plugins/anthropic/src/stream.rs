@@ -5,7 +5,7 @@
 //! is complete — and are assembled into the final message. A stream that
 //! ends before `message_stop` is an error.
 
-use genkit_ai::types::{GenerateResponse, Message, Part};
+use genkit_model::types::{GenerateResponse, Message, Part};
 use genkit_provider::{Emit, Frame, StreamFold, emit_model_parts};
 use serde_json::Value;
 use std::collections::BTreeMap;

@@ -1,8 +1,8 @@
 //! The catalogue: which models and embedders the plugin knows up front, and
 //! what each kind of model can do.
 
-use genkit_ai::embedder::{EmbedderInfo, EmbedderSupports};
-use genkit_ai::types::{ConstrainedSupport, ModelSupports};
+use genkit_model::embedder::{EmbedderInfo, EmbedderSupports};
+use genkit_model::types::{ConstrainedSupport, ModelSupports};
 use genkit_provider::wire::constrained_chat_supports;
 
 /// Gemini models registered when the plugin initialises. Any other name is

@@ -1,9 +1,9 @@
 //! [`GoogleAi`]: the plugin kit's [`ProviderPlugin`](genkit_provider::ProviderPlugin) for the Gemini API,
 //! its builder, and what the provider declares.
 
-use genkit_ai::embedder::EmbedderInfo;
-use genkit_ai::types::GenerateResponse;
 use genkit_core::Result;
+use genkit_model::embedder::EmbedderInfo;
+use genkit_model::types::GenerateResponse;
 use genkit_provider::http::USER_AGENT;
 use genkit_provider::{
     Chat, Embed, EmbedderSpec, KeyHeader, ModelSpec, Provider, ProviderInfo, WireCall,

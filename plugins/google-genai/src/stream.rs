@@ -3,7 +3,7 @@
 //! the events are folded into one response, which must end with a finish
 //! reason (or a blocked prompt) — a stream that stops short is an error.
 
-use genkit_ai::types::GenerateResponse;
+use genkit_model::types::GenerateResponse;
 use genkit_provider::{Emit, Frame, StreamFold, emit_model_parts};
 use serde_json::Value;
 
@@ -11,7 +11,7 @@ use crate::convert::ToolNames;
 use crate::convert::response::{to_genkit_parts, to_genkit_response};
 use crate::error::{GeminiError, stream_error};
 use crate::wire::{Candidate, Content, GenerateContentResponse, WirePart};
-use genkit_ai::types::Message;
+use genkit_model::types::Message;
 use std::sync::Arc;
 
 /// Reads an answer: whole, or the events of a streamed one into Genkit

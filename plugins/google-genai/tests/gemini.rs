@@ -6,13 +6,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use genkit_ai::embedder::{embed, embed_many};
-use genkit_ai::generate::{GenerateOptions, generate, generate_stream};
-use genkit_ai::middleware::retry;
-use genkit_ai::tool::Tool;
-use genkit_ai::types::{DocumentData, FinishReason, Part, Role, ToolChoice};
 use genkit_core::{CancellationToken, Plugin, Registry, StatusCode};
+use genkit_generate::{GenerateOptions, generate, generate_stream};
 use genkit_google_genai::{GoogleAi, GoogleAiBuilder};
+use genkit_middleware::retry;
+use genkit_model::embedder::{embed, embed_many};
+use genkit_model::tool::Tool;
+use genkit_model::types::{DocumentData, FinishReason, Part, Role, ToolChoice};
 use genkit_provider::test_server::{End, Recorded, Reply, TestServer};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -3,14 +3,14 @@
 
 use crate::model::{DEFAULT_BATCH_SIZE, SentenceEmbedder, default_model_dir};
 use async_trait::async_trait;
-use genkit_ai::embedder::{
-    EmbedderAction, EmbedderInfo, EmbedderOptions, EmbedderSupports, embedder,
-};
-use genkit_ai::types::{EmbedRequest, EmbedResponse, Embedding};
 use genkit_core::action::ActionCtx;
 use genkit_core::{
     ActionDesc, ActionKind, DynAction, Error, IntoDynAction, Plugin, Registry, Result,
 };
+use genkit_model::embedder::{
+    EmbedderAction, EmbedderInfo, EmbedderOptions, EmbedderSupports, embedder,
+};
+use genkit_model::types::{EmbedRequest, EmbedResponse, Embedding};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::OnceCell;

@@ -1,6 +1,6 @@
 //! What the plugin knows about models and embedders.
 
-use genkit_ai::types::ModelSupports;
+use genkit_model::types::ModelSupports;
 use genkit_provider::wire::constrained_chat_supports;
 
 /// The capabilities Ollama gives most chat models: multi-turn, system

@@ -7,8 +7,8 @@ use crate::convert::response::ChatState;
 use crate::error::OllamaError;
 use crate::models::{looks_like_embedder, supports};
 use crate::wire::{EmbedResponse as WireEmbedResponse, TagsResponse};
-use genkit_ai::types::GenerateResponse;
 use genkit_core::{ActionKind, Result};
+use genkit_model::types::GenerateResponse;
 use genkit_provider::wire::{put_some, text_embed_body};
 use genkit_provider::{
     Chat, Embed, ModelSpec, Provider, ProviderClient, ProviderInfo, StreamFormat, WireCall,

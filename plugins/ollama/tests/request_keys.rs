@@ -2,8 +2,8 @@
 //! an Ollama behind an authenticating proxy) and shows nowhere else: not in
 //! the echoed request of the response, not in the body, not in `Debug`.
 
-use genkit_ai::generate::{GenerateOptions, generate};
 use genkit_core::Registry;
+use genkit_generate::{GenerateOptions, generate};
 use genkit_ollama::{Ollama, OllamaConfig};
 use genkit_provider::RequestConfig;
 use genkit_provider::test_server::{Reply, TestServer};

@@ -3,11 +3,11 @@
 //! newline-delimited JSON streams).
 
 use futures::StreamExt;
-use genkit_ai::embedder::embed_many;
-use genkit_ai::generate::{GenerateOptions, generate, generate_stream};
-use genkit_ai::tool::Tool;
-use genkit_ai::types::{DocumentData, FinishReason, Part};
 use genkit_core::{ActionKind, CancellationToken, Plugin, Registry, StatusCode};
+use genkit_generate::{GenerateOptions, generate, generate_stream};
+use genkit_model::embedder::embed_many;
+use genkit_model::tool::Tool;
+use genkit_model::types::{DocumentData, FinishReason, Part};
 use genkit_ollama::{EmbedderSpec, ModelSpec, Ollama, OllamaBuilder};
 use genkit_provider::test_server::{End, Reply, TestServer};
 use schemars::JsonSchema;

@@ -15,9 +15,9 @@
 //! Runs until SIGINT/SIGTERM; needs `GENKIT_ENV=dev`, which the `genkit`
 //! CLI sets for the commands it starts.
 
-use genkit_ai::generate::define_generate_action;
-use genkit_ai::types::ConstrainedSupport;
 use genkit_core::Registry;
+use genkit_generate::define_generate_action;
+use genkit_model::types::ConstrainedSupport;
 use genkit_openai::{EmbedderSpec, ModelSpec, OpenAiCompatible, StructuredOutputStyle};
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! What the plugin knows about models and embedders: names, labels,
 //! capabilities, and the wire details that differ between them.
 
-use genkit_ai::types::{ConstrainedSupport, ModelSupports};
+use genkit_model::types::{ConstrainedSupport, ModelSupports};
 use genkit_provider::ModelSpec as KitSpec;
 pub use genkit_provider::plugin::EmbedderSpec;
 use genkit_provider::plugin::Spec;

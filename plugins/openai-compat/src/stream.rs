@@ -5,8 +5,8 @@
 use crate::convert::response::{assemble, push_text_parts, tool_request_part};
 use crate::error::ProviderError;
 use crate::wire::{ChatCompletionChunk, ToolCallDelta, Usage};
-use genkit_ai::extract::parse_partial_json;
-use genkit_ai::types::{GenerateResponse, GenerateResponseChunk, Part, ToolRequest};
+use genkit_model::extract::parse_partial_json;
+use genkit_model::types::{GenerateResponse, GenerateResponseChunk, Part, ToolRequest};
 use genkit_provider::error::excerpt;
 use genkit_provider::{ApiError, Emit, Frame, StreamFold};
 use serde_json::{Value, json};
@@ -267,7 +267,7 @@ impl StreamFold for StreamState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use genkit_ai::types::FinishReason;
+    use genkit_model::types::FinishReason;
 
     fn feed(state: &mut StreamState, events: &[Value]) -> Vec<GenerateResponseChunk> {
         events

@@ -5,7 +5,7 @@
 //! the `tiktoken-rs` crate: nothing is downloaded.
 //!
 //! ```
-//! use genkit_ai::middleware::history_policy;
+//! use genkit_middleware::history_policy;
 //! use genkit_openai::tokenizer::TiktokenEstimator;
 //!
 //! let policy = history_policy().max_tokens(8_000);
@@ -18,8 +18,8 @@
 
 use std::sync::OnceLock;
 
-use genkit_ai::middleware::TokenEstimator;
-use genkit_ai::types::{Message, PartKind, Role};
+use genkit_middleware::TokenEstimator;
+use genkit_model::types::{Message, PartKind, Role};
 use tiktoken_rs::CoreBPE;
 use tiktoken_rs::tokenizer::{Tokenizer, get_tokenizer};
 

@@ -11,13 +11,13 @@
 //! schema), never on wording.
 
 use futures::StreamExt;
-use genkit_ai::embedder::{embed, embed_many};
-use genkit_ai::generate::{GenerateOptions, generate, generate_stream};
-use genkit_ai::tool::Tool;
-use genkit_ai::types::{
+use genkit_core::Registry;
+use genkit_generate::{GenerateOptions, generate, generate_stream};
+use genkit_model::embedder::{embed, embed_many};
+use genkit_model::tool::Tool;
+use genkit_model::types::{
     ConstrainedSupport, DocumentData, FinishReason, Message, Part, ToolChoice, ToolResponse,
 };
-use genkit_core::Registry;
 use genkit_openai::{EmbedderSpec, ModelSpec, OpenAiCompatible, StructuredOutputStyle};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -2,10 +2,10 @@
 //! nowhere else: not in the echoed request of the response, not in the
 //! body sent, not in `Debug` output.
 
-use genkit_ai::embedder::embed_many;
-use genkit_ai::generate::{GenerateOptions, generate};
-use genkit_ai::types::DocumentData;
 use genkit_core::Registry;
+use genkit_generate::{GenerateOptions, generate};
+use genkit_model::embedder::embed_many;
+use genkit_model::types::DocumentData;
 use genkit_openai::{EmbedConfig, OpenAiCompatible, OpenAiConfig};
 use genkit_provider::RequestConfig;
 use genkit_provider::test_server::{Reply, TestServer};

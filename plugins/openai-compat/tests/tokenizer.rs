@@ -7,8 +7,8 @@
 //! `tiktoken` checks for OpenAI's published files.
 #![cfg(feature = "tiktoken")]
 
-use genkit_ai::middleware::{CharEstimator, TokenEstimator, history_policy};
-use genkit_ai::types::{Message, Part, ToolRequest};
+use genkit_middleware::{CharEstimator, TokenEstimator, history_policy};
+use genkit_model::types::{Message, Part, ToolRequest};
 use genkit_openai::tokenizer::{Encoding, TiktokenEstimator};
 use serde_json::json;
 

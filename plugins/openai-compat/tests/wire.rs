@@ -3,13 +3,13 @@
 //! Embeddings wire format.
 
 use futures::StreamExt;
-use genkit_ai::embedder::{embed, embed_many};
-use genkit_ai::generate::{GenerateOptions, generate, generate_stream};
-use genkit_ai::middleware::retry;
-use genkit_ai::model::lookup_model;
-use genkit_ai::tool::Tool;
-use genkit_ai::types::{DocumentData, FinishReason, Part, ToolChoice};
 use genkit_core::{ActionKind, CancellationToken, Registry, StatusCode};
+use genkit_generate::{GenerateOptions, generate, generate_stream};
+use genkit_middleware::retry;
+use genkit_model::embedder::{embed, embed_many};
+use genkit_model::model::lookup_model;
+use genkit_model::tool::Tool;
+use genkit_model::types::{DocumentData, FinishReason, Part, ToolChoice};
 use genkit_openai::{ModelSpec, OpenAiCompatible, OpenAiCompatibleBuilder, StructuredOutputStyle};
 use genkit_provider::test_server::{End, Reply, TestServer, sse_data};
 use schemars::JsonSchema;
@@ -517,7 +517,9 @@ async fn structured_output_in_llama_cpp_style_streams() {
     .await;
     let plugin = builder(&server)
         .name("local")
-        .models([ModelSpec::new("smollm2").constrained(genkit_ai::types::ConstrainedSupport::All)])
+        .models([
+            ModelSpec::new("smollm2").constrained(genkit_model::types::ConstrainedSupport::All)
+        ])
         .structured_output(StructuredOutputStyle::JsonObjectWithSchema)
         .build()
         .expect("build");

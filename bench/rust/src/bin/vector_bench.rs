@@ -9,14 +9,14 @@
 //! (reset between modes through `/proc/self/clear_refs`).
 //! Usage: vector_bench 10000 [100000 ...]
 
-use genkit_ai::embedder::{EmbedderOptions, define_embedder};
-use genkit_ai::indexer::{IndexOptions, index};
-use genkit_ai::local_vector_store::{
+use genkit_core::Registry;
+use genkit_model::embedder::{EmbedderOptions, define_embedder};
+use genkit_model::types::{CommonRetrieverOptions, DocumentData, EmbedResponse, Embedding};
+use genkit_retrieval::indexer::{IndexOptions, index};
+use genkit_retrieval::local_vector_store::{
     HnswOptions, LocalVectorStoreOptions, define_local_vector_store,
 };
-use genkit_ai::retriever::{RetrieveOptions, retrieve};
-use genkit_ai::types::{CommonRetrieverOptions, DocumentData, EmbedResponse, Embedding};
-use genkit_core::Registry;
+use genkit_retrieval::retriever::{RetrieveOptions, retrieve};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;

@@ -15,12 +15,12 @@ use crate::provider_error::{ErrorFormat, ProviderError};
 use crate::stream::{FrameReader, StreamFold, fold_stream};
 use crate::{ApiKey, Deadline, HttpClient, until_cancelled};
 use bytes::Bytes;
-use genkit_ai::embedder::{EmbedderAction, EmbedderInfo, EmbedderOptions, embedder};
-use genkit_ai::model::{Model, ModelCtx, ModelOptions};
-use genkit_ai::types::{
+use genkit_core::{ActionDesc, ActionKind, DynAction, IntoDynAction, Plugin, Registry, Result};
+use genkit_model::embedder::{EmbedderAction, EmbedderInfo, EmbedderOptions, embedder};
+use genkit_model::model::{Model, ModelCtx, ModelOptions};
+use genkit_model::types::{
     EmbedRequest, EmbedResponse, Embedding, GenerateRequest, GenerateResponse, ModelSupports,
 };
-use genkit_core::{ActionDesc, ActionKind, DynAction, IntoDynAction, Plugin, Registry, Result};
 use reqwest::header::{AUTHORIZATION, HeaderName, HeaderValue};
 use schemars::JsonSchema;
 use serde::Serialize;

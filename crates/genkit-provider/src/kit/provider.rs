@@ -142,7 +142,7 @@ impl ModelSpec {
     }
 
     /// Declares native constrained (schema-enforced) output.
-    pub fn constrained(mut self, constrained: genkit_ai::types::ConstrainedSupport) -> Self {
+    pub fn constrained(mut self, constrained: genkit_model::types::ConstrainedSupport) -> Self {
         self.supports.constrained = Some(constrained);
         self
     }

@@ -1,6 +1,6 @@
 //! Genkit [`GenerateRequest`] → Messages API request body.
 
-use genkit_ai::types::{
+use genkit_model::types::{
     GenerateRequest, Media, Message, Part, PartKind, Role, ToolChoice, ToolDefinition, ToolResponse,
 };
 use serde_json::{Map, Value, json};
@@ -345,7 +345,7 @@ fn output_config(req: &GenerateRequest, config: &AnthropicConfig) -> Option<Map<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use genkit_ai::types::ToolRequest;
+    use genkit_model::types::ToolRequest;
 
     fn body(req: &GenerateRequest) -> Value {
         let config =

@@ -1,7 +1,7 @@
 //! Messages API response → Genkit [`GenerateResponse`].
 
-use genkit_ai::model::basic_usage_stats;
-use genkit_ai::types::{FinishReason, GenerateResponse, Message, Part, ToolRequest};
+use genkit_model::model::basic_usage_stats;
+use genkit_model::types::{FinishReason, GenerateResponse, Message, Part, ToolRequest};
 use genkit_provider::wire::model_response;
 use serde_json::{Map, Number, Value, json};
 use std::collections::BTreeMap;
@@ -44,7 +44,7 @@ pub(crate) fn finish_reason(reason: Option<&str>) -> FinishReason {
 
 /// Input and output tokens as reported; cache reads as cached content
 /// tokens; the total counts cache reads and writes as input.
-fn apply_usage(usage: &mut genkit_ai::types::GenerationUsage, u: &Usage) {
+fn apply_usage(usage: &mut genkit_model::types::GenerationUsage, u: &Usage) {
     usage.input_tokens = u.input_tokens;
     usage.output_tokens = u.output_tokens;
     usage.cached_content_tokens = u.cache_read_input_tokens;

@@ -6,7 +6,7 @@ pub(crate) mod schema;
 
 use std::collections::HashMap;
 
-use genkit_ai::types::ToolDefinition;
+use genkit_model::types::ToolDefinition;
 
 /// Gemini rejects `/` in function names; Genkit tool names may hold one
 /// (`plugin/tool`). Names are sent with `/` replaced by `__` and mapped back

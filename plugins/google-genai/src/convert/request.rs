@@ -1,6 +1,6 @@
 //! Genkit [`GenerateRequest`] → Gemini `GenerateContentRequest`.
 
-use genkit_ai::types::{
+use genkit_model::types::{
     GenerateRequest, Media, Message, Part, PartKind, Role, ToolChoice, ToolDefinition, ToolRequest,
     ToolResponse,
 };
@@ -458,7 +458,7 @@ fn generation_config(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use genkit_ai::types::OutputConfig;
+    use genkit_model::types::OutputConfig;
 
     fn shape() -> RequestShape {
         RequestShape::default()

@@ -1,7 +1,7 @@
 //! Gemini `GenerateContentResponse` → Genkit [`GenerateResponse`].
 
-use genkit_ai::model::basic_usage_stats;
-use genkit_ai::types::{
+use genkit_model::model::basic_usage_stats;
+use genkit_model::types::{
     Candidate as GenkitCandidate, FinishReason, GenerateResponse, GenerationUsage, Message, Part,
     ToolRequest, ToolResponse,
 };
@@ -227,7 +227,7 @@ mod tests {
 
     #[test]
     fn parts_map_back_to_genkit() {
-        let names = ToolNames::new(&[genkit_ai::types::ToolDefinition::new("ns/tool", "d")]);
+        let names = ToolNames::new(&[genkit_model::types::ToolDefinition::new("ns/tool", "d")]);
         let parts = vec![
             WirePart {
                 thought: Some(true),

@@ -2,11 +2,11 @@
 
 use crate::config::OllamaConfig;
 use crate::wire::{ChatMessage, FunctionCall, ToolCall};
-use genkit_ai::types::{
+use genkit_core::{Error, Result};
+use genkit_model::types::{
     GenerateRequest, Message, OutputConfig, Part, PartKind, Role, ToolDefinition, ToolRequest,
     ToolResponse,
 };
-use genkit_core::{Error, Result};
 use genkit_provider::wire::{FunctionTool, parameters_schema, tool_output_text, wants_json};
 use serde_json::{Map, Value, json};
 
@@ -152,7 +152,7 @@ fn tool_message(r: &ToolResponse) -> ChatMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use genkit_ai::types::ToolChoice;
+    use genkit_model::types::ToolChoice;
     use genkit_provider::RequestConfig;
 
     #[test]

@@ -2,8 +2,8 @@
 
 use crate::error::OllamaError;
 use crate::wire::{ChatResponse, ToolCall};
-use genkit_ai::model::basic_usage_stats;
-use genkit_ai::types::{
+use genkit_model::model::basic_usage_stats;
+use genkit_model::types::{
     FinishReason, GenerateResponse, GenerateResponseChunk, Message, Part, Role, ToolRequest,
 };
 use genkit_provider::error::excerpt;

@@ -6,11 +6,11 @@ use crate::wire::{
     ChatMessage, ContentPart, FileData, FunctionCall, ImageUrl, InputAudio, MessageContent,
     ToolCall,
 };
-use genkit_ai::types::{
+use genkit_core::{Error, Result};
+use genkit_model::types::{
     GenerateRequest, Media, Message, OutputConfig, Part, PartKind, Role, ToolChoice,
     ToolDefinition, ToolRequest, ToolResponse,
 };
-use genkit_core::{Error, Result};
 use genkit_provider::wire::{
     FunctionTool, parameters_schema, put_some, tool_output_text, wants_json,
 };
@@ -336,7 +336,7 @@ mod tests {
         let body = chat_body(spec, style, request, config, stream)?;
         Ok(ChatRequest { body, api_key })
     }
-    use genkit_ai::types::ConstrainedSupport;
+    use genkit_model::types::ConstrainedSupport;
 
     fn spec() -> ModelSpec {
         ModelSpec::new("gpt-4o").constrained(ConstrainedSupport::All)

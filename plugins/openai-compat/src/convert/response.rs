@@ -2,7 +2,7 @@
 
 use crate::error::ProviderError;
 use crate::wire::{ChatCompletion, Usage};
-use genkit_ai::types::{
+use genkit_model::types::{
     FinishReason, GenerateResponse, GenerationUsage, Message, Part, Role, ToolRequest,
 };
 use genkit_provider::error::excerpt;

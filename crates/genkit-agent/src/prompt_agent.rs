@@ -1,0 +1,140 @@
+//! Prompt-backed agents (Genkit's `definePromptAgent`): each turn renders
+//! the prompt, continues the session's conversation with `generate_stream`
+//! (streaming model chunks), and keeps the resulting history. Interrupts end
+//! the turn (`finishReason: interrupted`); the next turn resumes them with
+//! `resume.respond` / `resume.restart`, which the runtime checked against
+//! the interrupts pending in the stored history (see
+//! [`input_check`](super::input_check)).
+
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use genkit_core::{Registry, Result};
+
+use super::runtime::{Agent, AgentOptions, define_agent};
+use super::session::AgentSession;
+use super::types::{AgentInput, AgentResult, AgentStreamChunk};
+use genkit_generate::{GenerateOptions, generate_stream};
+use genkit_model::types::{GenerateResponse, GenerateResponseChunk, Message, Part, Role};
+use genkit_prompt::ExecutablePrompt;
+use serde_json::Value;
+
+/// The metadata key marking the messages a prompt contributes to a turn
+/// (kept out of the session; history policies keep them).
+pub(crate) use genkit_middleware::PREAMBLE_KEY as PREAMBLE;
+
+/// Defines an agent whose turns generate with `prompt` (defined in code or
+/// loaded from a `.prompt` file) rendered on an empty input object, and
+/// registers its actions.
+pub fn define_prompt_agent<I, O>(
+    registry: &Registry,
+    name: impl Into<String>,
+    prompt: &ExecutablePrompt<I, O>,
+    options: AgentOptions,
+) -> Result<Agent> {
+    let prompt = prompt.typed::<serde_json::Value, serde_json::Value>();
+    define_prompt_agent_with(registry, name, options, move || {
+        let prompt = prompt.clone();
+        async move {
+            prompt
+                .render(serde_json::Value::Object(Default::default()))
+                .await
+        }
+    })
+}
+
+/// Defines a prompt-backed agent whose per-turn generate options come from
+/// `render` (the prompt's model, system text, tools, config and messages).
+pub fn define_prompt_agent_with<R, Fut>(
+    registry: &Registry,
+    name: impl Into<String>,
+    options: AgentOptions,
+    render: R,
+) -> Result<Agent>
+where
+    R: Fn() -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<GenerateOptions>> + Send + 'static,
+{
+    let render = Arc::new(render);
+    let fallback = registry.clone();
+    define_agent(registry, name, options, move |session, input| {
+        let render = render.clone();
+        let registry = session
+            .registry()
+            .cloned()
+            .unwrap_or_else(|| fallback.clone());
+        async move {
+            let options = render().await?;
+            prompt_turn(&registry, &session, input, options).await
+        }
+    })
+}
+
+async fn prompt_turn(
+    registry: &Registry,
+    session: &AgentSession,
+    input: AgentInput,
+    mut options: GenerateOptions,
+) -> Result<AgentResult> {
+    // `input.resume` was checked by the runtime against the interrupts the
+    // stored session has pending, and its restarts rebuilt from them
+    // (`input_check::check_resume`), before the message was added.
+    let history = session.messages();
+    // The prompt's system text and messages open every request, marked so
+    // they stay out of the session (as Genkit JS marks them).
+    let system = options.system.take().map(Message::system);
+    let preamble = system
+        .into_iter()
+        .chain(std::mem::take(&mut options.messages))
+        .map(|m| m.with_metadata(PREAMBLE, Value::Bool(true)));
+    options.messages = preamble.chain(history).collect();
+    if let Some(resume) = input.resume {
+        if let Some(respond) = resume.respond.filter(|r| !r.is_empty()) {
+            options = options.resume_respond(respond);
+        }
+        if let Some(restart) = resume.restart.filter(|r| !r.is_empty()) {
+            options = options.resume_restart(restart);
+        }
+    }
+    let mut stream = generate_stream(registry, options);
+    while let Some(chunk) = stream.next().await {
+        session.send_chunk(AgentStreamChunk::model_chunk(chunk?.into_chunk()));
+    }
+    let mut response = stream.response().await?;
+    if let Some(messages) = take_history(&mut response) {
+        session.set_messages(
+            messages
+                .into_iter()
+                .filter(|m| m.metadata_value(PREAMBLE) != Some(&Value::Bool(true)))
+                .collect(),
+        );
+    }
+    let interrupts: Vec<Part> = response.interrupts().into_iter().cloned().collect();
+    if !interrupts.is_empty() {
+        // The interrupted requests reach the client as a tool chunk, as in
+        // Genkit JS.
+        let chunk = GenerateResponseChunk {
+            role: Some(Role::Tool),
+            content: interrupts,
+            ..GenerateResponseChunk::default()
+        };
+        session.send_chunk(AgentStreamChunk::model_chunk(chunk));
+    }
+    Ok(AgentResult {
+        message: response.message().cloned(),
+        artifacts: None,
+        finish_reason: response.finish_reason().map(Into::into),
+    })
+}
+
+/// The response's history (its request's messages, then the reply; as
+/// [`GenerateResponse::messages`]), taken out of the response rather than
+/// copied: the request is not needed after the turn.
+fn take_history(response: &mut GenerateResponse) -> Option<Vec<Message>> {
+    let reply = response.message()?.clone();
+    let request = response.request.take()?;
+    let mut messages = Arc::try_unwrap(request.messages).unwrap_or_else(|shared| (*shared).clone());
+    messages.push(reply);
+    Some(messages)
+}

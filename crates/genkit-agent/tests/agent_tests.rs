@@ -1,0 +1,16 @@
+//! genkit-agent's integration tests, one test binary (one link) for the crate:
+//! each module is one suite.
+
+#[path = "support/agent_tools.rs"]
+mod agent_tools;
+
+mod agent_conformance;
+mod agent_sessions;
+mod agent_store;
+mod agent_trust;
+mod agent_types;
+mod genkit_js_agent_records;
+mod genkit_js_agent_replay;
+mod genkit_js_json_patch;
+mod history_policy;
+mod tool_approval;
