@@ -9,7 +9,8 @@
 //!   the context of tools and flows it calls).
 //! - [`chat`]: an in-process chat client ([`Agent::chat`]).
 //! - [`types`]: the agent's init, inputs, stream chunks and output, session
-//!   state and snapshots, with exactly Genkit JS's JSON shape.
+//!   state and snapshots, with exactly Genkit JS's JSON shape (from
+//!   `genkit-session`, with [`store`], [`json_patch`] and [`clock`]).
 //! - [`input_check`]: what a client may say: it speaks as the user, and
 //!   resumes only the interrupts the stored session has pending (with
 //!   server-minted interrupt ids).
@@ -25,25 +26,21 @@
 //!   the server-minted interrupt id of an approved tool call.
 //! - [`clock`]: snapshot timestamps and heartbeat expiry.
 //! - [`ownership`]: who a server-managed session belongs to (principals).
-//! - [`testing`]: the test suite every store implementation runs.
 
 pub mod chat;
-pub mod clock;
 mod detached;
 pub mod effect;
 pub mod input_check;
-pub mod json_patch;
 pub mod limits;
 pub mod ownership;
 pub mod prompt_agent;
 pub mod runtime;
 pub mod session;
 pub mod state_signing;
-pub mod store;
-pub mod testing;
 pub mod transform;
 mod turn_failure;
-pub mod types;
+
+pub use genkit_session::{clock, json_patch, store, types};
 
 pub use chat::{AgentChat, AgentTurnStream};
 pub use effect::{EffectError, run_once};

@@ -6,11 +6,8 @@ mod agent_tools;
 
 mod agent_conformance;
 mod agent_sessions;
-mod agent_store;
 mod agent_trust;
-mod agent_types;
 mod genkit_js_agent_records;
 mod genkit_js_agent_replay;
-mod genkit_js_json_patch;
 mod history_policy;
 mod tool_approval;

@@ -15,9 +15,9 @@
 
 use std::collections::HashMap;
 
-use genkit_agent::store::branching_error;
-use genkit_agent::types::SnapshotStatus;
 use genkit_core::Result;
+use genkit_session::store::branching_error;
+use genkit_session::types::SnapshotStatus;
 use serde::{Deserialize, Serialize};
 
 use crate::layout::{self, Paths, PointerDoc, SnapshotDoc};
@@ -93,7 +93,7 @@ impl SessionView {
     }
 
     /// The session's latest snapshot by the shared rule
-    /// ([`latest_leaf`](genkit_agent::store::latest_leaf)); `None` when
+    /// ([`latest_leaf`](genkit_session::store::latest_leaf)); `None` when
     /// it has none.
     pub(crate) async fn latest(
         &self,

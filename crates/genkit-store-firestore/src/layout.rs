@@ -2,9 +2,9 @@
 //! pointer and shard documents) plus this store's two companion collections
 //! (side-effect records and write markers), which Genkit JS never reads.
 
-use genkit_agent::json_patch::JsonPatch;
-use genkit_agent::types::{AgentFinishReason, RuntimeError, SnapshotStatus};
 use genkit_core::{Error, Result, StatusCode};
+use genkit_session::json_patch::JsonPatch;
+use genkit_session::types::{AgentFinishReason, RuntimeError, SnapshotStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
@@ -148,7 +148,7 @@ pub(crate) enum Kind {
 /// A snapshot document, exactly Genkit JS's `SnapshotDoc`, plus two fields
 /// only this store writes, and only when needed (Genkit JS ignores them and
 /// drops them when it rewrites the document): `rsRevision`, the
-/// [revision](genkit_agent::store::StoredSnapshot::revision) once it is
+/// [revision](genkit_session::store::StoredSnapshot::revision) once it is
 /// above one, and `rsUnset`, the snapshot fields that were absent although
 /// Genkit JS's shape always fills them (`sessionId`, `updatedAt`, `state`),
 /// so a snapshot reads back exactly as written.

@@ -1,4 +1,4 @@
-//! A Firestore [`SessionStore`](genkit_agent::store::SessionStore) for
+//! A Firestore [`SessionStore`](genkit_session::store::SessionStore) for
 //! Genkit agents, wire-compatible with Genkit JS's `FirestoreSessionStore`
 //! (`@genkit-ai/firebase/beta`, 1.42): a session written by a Genkit JS app
 //! is resumed by a Rust app and the other way round.
@@ -49,7 +49,7 @@
 //! # Versions, and what this store adds
 //!
 //! Genkit JS's store has no versions; the Rust
-//! [`SessionStore`](genkit_agent::store::SessionStore) contract does.
+//! [`SessionStore`](genkit_session::store::SessionStore) contract does.
 //! They are kept where Genkit JS neither looks nor is disturbed:
 //!
 //! - the **session version** is the number of the session's snapshot
@@ -57,7 +57,7 @@
 //!   counter document `C-counters/P/counters/<sessionId>`, so `append`,
 //!   `get` and `latest` read that one document (and the pointer) instead of
 //!   every snapshot of the session; `latest` applies the shared
-//!   [`latest_leaf`](genkit_agent::store::latest_leaf) rule to the
+//!   [`latest_leaf`](genkit_session::store::latest_leaf) rule to the
 //!   leaves (a branched session has no latest, `FAILED_PRECONDITION`, where
 //!   Genkit JS returns the pointer's leaf). The counter records the pointer
 //!   it agrees with: when Genkit JS appended meanwhile (it moves the

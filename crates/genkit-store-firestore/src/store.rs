@@ -3,12 +3,12 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use genkit_agent::clock::now_rfc3339;
-use genkit_agent::json_patch;
-use genkit_agent::store::{SessionStore, StoredSnapshot, snapshot_session_id};
-use genkit_agent::types::SessionSnapshot;
 use genkit_core::tracing::current_context;
 use genkit_core::{Error, Result, StatusCode};
+use genkit_session::clock::now_rfc3339;
+use genkit_session::json_patch;
+use genkit_session::store::{SessionStore, StoredSnapshot, snapshot_session_id};
+use genkit_session::types::SessionSnapshot;
 use serde_json::{Value as Json, json};
 
 use crate::builder::{DEFAULT_PREFIX, PrefixFn};

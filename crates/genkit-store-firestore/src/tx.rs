@@ -3,10 +3,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use genkit_agent::json_patch;
-use genkit_agent::store::{SnapshotLink, latest_leaf};
-use genkit_agent::types::{SessionSnapshot, SessionState, SnapshotStatus};
 use genkit_core::{Error, Result, StatusCode};
+use genkit_session::json_patch;
+use genkit_session::store::{SnapshotLink, latest_leaf};
+use genkit_session::types::{SessionSnapshot, SessionState, SnapshotStatus};
 use serde_json::{Value as Json, json};
 
 use crate::client::Client;

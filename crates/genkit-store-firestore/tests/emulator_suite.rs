@@ -12,7 +12,7 @@ mod support;
 
 use std::sync::Arc;
 
-use genkit_agent::testing::{SuiteConfig, session_store_suite_with};
+use genkit_session::testing::{SuiteConfig, session_store_suite_with};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_store_suite_on_the_emulator() {
@@ -40,10 +40,10 @@ async fn session_store_suite_on_the_emulator() {
 /// each other's sessions, snapshots or side effects.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tenant_prefixes_isolate_sessions() {
-    use genkit_agent::clock::now_rfc3339;
-    use genkit_agent::store::{SessionStore, new_snapshot_id};
-    use genkit_agent::types::SessionSnapshot;
     use genkit_core::StatusCode;
+    use genkit_session::clock::now_rfc3339;
+    use genkit_session::store::{SessionStore, new_snapshot_id};
+    use genkit_session::types::SessionSnapshot;
     use serde_json::json;
 
     let Some(host) = support::emulator("tenant_prefixes_isolate_sessions") else {
@@ -67,7 +67,7 @@ async fn tenant_prefixes_isolate_sessions() {
         .expect("effect");
 
     let status = |r: genkit_core::Result<_>| {
-        r.map(|_: genkit_agent::store::StoredSnapshot| ())
+        r.map(|_: genkit_session::store::StoredSnapshot| ())
             .map_err(|e| e.status())
     };
     assert_eq!(
@@ -104,7 +104,7 @@ async fn bad_options_are_refused() {
         assert_eq!(r, Err(StatusCode::InvalidArgument), "{what}");
     }
     let bad_prefix = base().prefix("a/b").build().expect("builds");
-    let r = genkit_agent::store::SessionStore::latest(&bad_prefix, "s").await;
+    let r = genkit_session::store::SessionStore::latest(&bad_prefix, "s").await;
     assert_eq!(
         r.map(|_| ()).map_err(|e| e.status()),
         Err(StatusCode::InvalidArgument)
@@ -115,8 +115,8 @@ async fn bad_options_are_refused() {
 /// `DATA_LOSS`, never as a wrong state.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_documents_are_data_loss() {
-    use genkit_agent::store::{SessionStore, new_snapshot_id};
     use genkit_core::StatusCode;
+    use genkit_session::store::{SessionStore, new_snapshot_id};
 
     let Some(host) = support::emulator("missing_documents_are_data_loss") else {
         return;
@@ -136,7 +136,7 @@ async fn missing_documents_are_data_loss() {
         store.append(s.clone(), i).await.expect("append");
         ids.push(s.snapshot_id);
     }
-    let status = |r: genkit_core::Result<genkit_agent::store::StoredSnapshot>| {
+    let status = |r: genkit_core::Result<genkit_session::store::StoredSnapshot>| {
         r.map(|_| ()).map_err(|e| e.status())
     };
     // The root is the checkpoint; the others are diffs from it.
@@ -167,10 +167,10 @@ async fn missing_documents_are_data_loss() {
 /// agrees with it and the session is read with the query again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_are_read_from_their_counter_document() {
-    use genkit_agent::clock::now_rfc3339;
-    use genkit_agent::store::{SessionStore, new_snapshot_id};
-    use genkit_agent::types::SnapshotStatus;
     use genkit_core::StatusCode;
+    use genkit_session::clock::now_rfc3339;
+    use genkit_session::store::{SessionStore, new_snapshot_id};
+    use genkit_session::types::SnapshotStatus;
 
     let Some(host) = support::emulator("sessions_are_read_from_their_counter_document") else {
         return;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use genkit::agent::AgentOptions;
 use genkit::agent::types::AgentInit;
 use genkit::prelude::*;
-use genkit_agent::store::SessionStore;
+use genkit_session::store::SessionStore;
 use genkit_store_firestore::FirestoreSessionStore;
 
 /// Genkit with model `scripted` (answers "reply to: <last user text>", as
@@ -231,8 +231,8 @@ async fn genkit_js_continues_a_session_rust_started() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rust_updates_a_snapshot_genkit_js_rewrote() {
     use genkit::agent::types::{SessionSnapshot, SnapshotStatus};
-    use genkit_agent::clock::now_rfc3339;
-    use genkit_agent::store::new_snapshot_id;
+    use genkit_session::clock::now_rfc3339;
+    use genkit_session::store::new_snapshot_id;
 
     let Some(host) = support::emulator("rust_updates_a_snapshot_genkit_js_rewrote") else {
         return;

@@ -5,10 +5,10 @@
 
 mod support;
 
-use genkit_agent::clock::now_rfc3339;
-use genkit_agent::store::{SessionStore, new_snapshot_id};
-use genkit_agent::types::{AgentFinishReason, SessionSnapshot, SessionState, SnapshotStatus};
 use genkit_model::types::Message;
+use genkit_session::clock::now_rfc3339;
+use genkit_session::store::{SessionStore, new_snapshot_id};
+use genkit_session::types::{AgentFinishReason, SessionSnapshot, SessionState, SnapshotStatus};
 use serde_json::{Value, json};
 
 /// Small enough that checkpoints shard and a large turn's diff is promoted.

@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use genkit::agent::types::AgentInit;
 use genkit::prelude::*;
-use genkit_agent::store::{SessionStore, new_snapshot_id};
+use genkit_session::store::{SessionStore, new_snapshot_id};
 use serde_json::json;
 
 /// What one turn adds: a user message and the model's reply of about 300

@@ -420,7 +420,7 @@ macro_rules! shared_sql_tx {
                     )
                     .bind(version)
                     .bind(description)
-                    .bind(genkit_agent::clock::now_rfc3339())
+                    .bind(genkit_session::clock::now_rfc3339())
                     .execute(&mut *self.0)
                     .await
                     .map_err(fail)?;

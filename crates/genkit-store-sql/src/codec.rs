@@ -21,9 +21,9 @@
 //!   would. Past [`MAX_DIFF_CHAIN`] turns between checkpoints the interval
 //!   stops doubling.
 
-use genkit_agent::json_patch::{self, JsonPatchOperation};
-use genkit_agent::types::SessionSnapshot;
 use genkit_core::{Error, Result};
+use genkit_session::json_patch::{self, JsonPatchOperation};
+use genkit_session::types::SessionSnapshot;
 use serde_json::Value;
 
 use crate::error::data_loss;

@@ -25,7 +25,7 @@
 //!   rows stay byte for byte as they were.
 //! - **Versions.** A write based on a stale session version or revision is
 //!   refused with `ABORTED` and nothing is written, never merged; re-read
-//!   and retry (see [`is_conflict`](genkit_agent::store::is_conflict)).
+//!   and retry (see [`is_conflict`](genkit_session::store::is_conflict)).
 //!   Writes of one session are serialized by its row in `genkit_sessions`:
 //!   on PostgreSQL a row lock (`UPDATE … WHERE version = base`, `SELECT …
 //!   FOR UPDATE`), on SQLite the database's write lock, taken at the start
@@ -41,7 +41,7 @@
 //! - **Durability.** SQLite runs with `synchronous = FULL`: a committed turn
 //!   survives a power loss. PostgreSQL commits are as durable as the server
 //!   is configured.
-//! - **Side effects.** [`record_effect`](genkit_agent::store::SessionStore::record_effect)
+//! - **Side effects.** [`record_effect`](genkit_session::store::SessionStore::record_effect)
 //!   commits its own transaction at once, outside any turn's: the first
 //!   record under a key wins, and a turn that fails or is retried after the
 //!   tool ran finds it.
@@ -97,7 +97,7 @@
 //!   aborted leaf once a retry continued its parent; the count may be high,
 //!   never low), and its newest snapshot. With one leaf, `latest` is the
 //!   newest snapshot; with more it applies
-//!   [`latest_leaf`](genkit_agent::store::latest_leaf) to the session's
+//!   [`latest_leaf`](genkit_session::store::latest_leaf) to the session's
 //!   snapshots (a branched session is `FAILED_PRECONDITION`). This row is the
 //!   only one an append changes.
 //! - `genkit_snapshots(snapshot_id, session_id, parent_id, seq, revision,
@@ -106,7 +106,7 @@
 //!   rewrites, `meta` the snapshot without its state as JSON, and `body` its
 //!   state: the whole state's JSON for `kind = 'checkpoint'`, else the JSON
 //!   Patch from the parent's state (`diff`, computed with the same
-//!   [`diff`](genkit_agent::json_patch::diff) as Genkit JS). Rows are
+//!   [`diff`](genkit_session::json_patch::diff) as Genkit JS). Rows are
 //!   inserted once and never changed by later turns (only a pending
 //!   snapshot's own rewrites change its row). Reading a snapshot reads its
 //!   chain up to its checkpoint in one recursive query and applies the
@@ -135,7 +135,7 @@
 //! `postgres:///db?host=/run/postgresql`); feature `postgres-tls` adds TLS
 //! (rustls, webpki roots; `sslmode=require` in the URL).
 //!
-//! [`SessionStore`]: genkit_agent::store::SessionStore
+//! [`SessionStore`]: genkit_session::store::SessionStore
 
 mod backend;
 mod codec;

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use genkit_agent::store::SessionStore;
 use genkit_core::{Error, Result, StatusCode};
+use genkit_session::store::SessionStore;
 
 /// Opens the session store at `location`:
 ///

@@ -14,7 +14,7 @@ use crate::tenant::tenant_options;
 /// Connections in the pool [`PostgresSessionStore::connect`] opens.
 pub const DEFAULT_MAX_CONNECTIONS: u32 = 10;
 
-/// A [`SessionStore`](genkit_agent::store::SessionStore) in PostgreSQL,
+/// A [`SessionStore`](genkit_session::store::SessionStore) in PostgreSQL,
 /// for apps that run more than one server on the same sessions. See the
 /// [crate docs](crate) for what it guarantees.
 ///

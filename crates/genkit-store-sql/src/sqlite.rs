@@ -24,7 +24,7 @@ const WRITER_WAIT: Duration = Duration::from_secs(120);
 /// Connections for reads (WAL readers never block the writer or each other).
 const READERS: u32 = 4;
 
-/// A [`SessionStore`](genkit_agent::store::SessionStore) in one SQLite
+/// A [`SessionStore`](genkit_session::store::SessionStore) in one SQLite
 /// file: no server, the default persistent store. See the
 /// [crate docs](crate) for what it guarantees.
 ///

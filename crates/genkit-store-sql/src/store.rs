@@ -2,11 +2,11 @@
 //! checks, chains of checkpoints and diffs, validation, in one transaction
 //! per write.
 
-use genkit_agent::clock::now_rfc3339;
-use genkit_agent::json_patch;
-use genkit_agent::store::{SnapshotLink, StoredSnapshot, latest_leaf, snapshot_session_id};
-use genkit_agent::types::SessionSnapshot;
 use genkit_core::{Error, Result, StatusCode};
+use genkit_session::clock::now_rfc3339;
+use genkit_session::json_patch;
+use genkit_session::store::{SnapshotLink, StoredSnapshot, latest_leaf, snapshot_session_id};
+use genkit_session::types::SessionSnapshot;
 use serde_json::Value;
 
 use crate::backend::{Backend, Loaded, Row, Tx};
@@ -300,36 +300,36 @@ fn already_exists(id: &str) -> Error {
     )
 }
 
-/// Implements [`SessionStore`](genkit_agent::store::SessionStore) for a
+/// Implements [`SessionStore`](genkit_session::store::SessionStore) for a
 /// public store type by delegating to its `core`.
 macro_rules! delegate_session_store {
     ($store:ty) => {
         #[async_trait::async_trait]
-        impl genkit_agent::store::SessionStore for $store {
+        impl genkit_session::store::SessionStore for $store {
             async fn get(
                 &self,
                 snapshot_id: &str,
-            ) -> genkit_core::Result<genkit_agent::store::StoredSnapshot> {
+            ) -> genkit_core::Result<genkit_session::store::StoredSnapshot> {
                 self.core.get(snapshot_id).await
             }
             async fn latest(
                 &self,
                 session_id: &str,
-            ) -> genkit_core::Result<genkit_agent::store::StoredSnapshot> {
+            ) -> genkit_core::Result<genkit_session::store::StoredSnapshot> {
                 self.core.latest(session_id).await
             }
             async fn append(
                 &self,
-                snapshot: genkit_agent::types::SessionSnapshot,
+                snapshot: genkit_session::types::SessionSnapshot,
                 base: u64,
-            ) -> genkit_core::Result<genkit_agent::store::StoredSnapshot> {
+            ) -> genkit_core::Result<genkit_session::store::StoredSnapshot> {
                 self.core.append(snapshot, base).await
             }
             async fn update(
                 &self,
-                snapshot: genkit_agent::types::SessionSnapshot,
+                snapshot: genkit_session::types::SessionSnapshot,
                 base: u64,
-            ) -> genkit_core::Result<genkit_agent::store::StoredSnapshot> {
+            ) -> genkit_core::Result<genkit_session::store::StoredSnapshot> {
                 self.core.update(snapshot, base).await
             }
             async fn record_effect(

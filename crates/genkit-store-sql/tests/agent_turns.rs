@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use genkit::agent::types::{AgentFinishReason, AgentInit, AgentInput};
 use genkit::prelude::*;
-use genkit_agent::store::{SessionStore, is_conflict, new_snapshot_id};
-use genkit_agent::types::SnapshotStatus;
+use genkit_session::store::{SessionStore, is_conflict, new_snapshot_id};
+use genkit_session::types::SnapshotStatus;
 use genkit_store_sql::SqliteSessionStore;
 use support::agent::{assistant, history};
 

@@ -267,7 +267,7 @@ async fn two_servers_on_one_postgres_alternate_the_turns_of_a_session() {
     let store = genkit_store_sql::PostgresSessionStore::connect(&url)
         .await
         .expect("connects");
-    use genkit_agent::store::SessionStore;
+    use genkit_session::store::SessionStore;
     let latest = store.latest(&session).await.expect("latest");
     assert_eq!(latest.session_version, TURNS as u64);
     let mut next = Some(latest.snapshot);

@@ -6,12 +6,12 @@ mod support;
 
 use std::sync::Arc;
 
-use genkit_agent::store::SessionStore;
-use genkit_agent::testing::{
-    SuiteConfig, session_store_suite, session_store_suite_with, tenant_isolation_suite,
-};
 use genkit_core::StatusCode;
 use genkit_core::context::ActionContext;
+use genkit_session::store::SessionStore;
+use genkit_session::testing::{
+    SuiteConfig, session_store_suite, session_store_suite_with, tenant_isolation_suite,
+};
 use genkit_store_sql::SqliteSessionStore;
 use serde_json::json;
 
@@ -117,9 +117,9 @@ async fn sqlite_refuses_an_empty_tenant() {
 
 /// `a` and `b` are stores of two fixed tenants on one database.
 async fn fixed_tenants_are_isolated(a: &dyn SessionStore, b: &dyn SessionStore) {
-    use genkit_agent::clock::now_rfc3339;
-    use genkit_agent::store::new_snapshot_id;
-    use genkit_agent::types::SessionSnapshot;
+    use genkit_session::clock::now_rfc3339;
+    use genkit_session::store::new_snapshot_id;
+    use genkit_session::types::SessionSnapshot;
 
     let session = format!("s-{}", new_snapshot_id());
     let mut snap = SessionSnapshot::new(new_snapshot_id(), now_rfc3339());
@@ -201,7 +201,7 @@ async fn check_database_from_before_tenants(
     );
     // The session goes on.
     let mut next =
-        genkit_agent::types::SessionSnapshot::new("snap-3", genkit_agent::clock::now_rfc3339());
+        genkit_session::types::SessionSnapshot::new("snap-3", genkit_session::clock::now_rfc3339());
     next.session_id = Some("old".into());
     next.parent_id = Some("snap-2".into());
     store

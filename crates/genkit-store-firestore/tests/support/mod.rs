@@ -6,10 +6,10 @@
 use std::path::PathBuf;
 use std::process::Stdio;
 
-use genkit_agent::clock::now_rfc3339;
-use genkit_agent::store::new_snapshot_id;
-use genkit_agent::types::{SessionSnapshot, SessionState};
 use genkit_model::types::Message;
+use genkit_session::clock::now_rfc3339;
+use genkit_session::store::new_snapshot_id;
+use genkit_session::types::{SessionSnapshot, SessionState};
 use genkit_store_firestore::{FirestoreSessionStore, FirestoreSessionStoreBuilder};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;

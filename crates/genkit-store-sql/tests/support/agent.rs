@@ -15,7 +15,7 @@ use std::sync::Arc;
 use genkit::agent::types::{AgentFinishReason, AgentResult};
 use genkit::agent::{Agent, AgentOptions};
 use genkit::prelude::*;
-use genkit_agent::store::SessionStore;
+use genkit_session::store::SessionStore;
 
 /// Genkit with model `scripted` and agent `assistant` on `store`.
 pub fn assistant(store: Arc<dyn SessionStore>) -> (Genkit, Agent) {

@@ -48,7 +48,7 @@ pub async fn fresh_postgres_db(server: &str) -> String {
     use sqlx::Connection;
     let name = format!(
         "t_{}",
-        genkit_agent::store::new_snapshot_id().replace('-', "")
+        genkit_session::store::new_snapshot_id().replace('-', "")
     );
     let mut admin = sqlx::PgConnection::connect(server)
         .await

@@ -2,11 +2,11 @@
 //!
 //! `genkit_js_agent/json_patch.jsonl` holds what Genkit JS 1.42's `diff` and
 //! `applyPatch` give for hand-written and generated documents (see
-//! `genkit_js_agent/json_patch.mjs`); `genkit_agent::json_patch` must
+//! `genkit_js_agent/json_patch.mjs`); `genkit_session::json_patch` must
 //! give the same operations in the same order, and its patches must turn the
 //! old document into the new one.
 
-use genkit_agent::json_patch::{JsonPatch, apply, diff, json_equal};
+use genkit_session::json_patch::{JsonPatch, apply, diff, json_equal};
 use proptest::prelude::*;
 use serde::Deserialize;
 use serde_json::Value;
@@ -43,7 +43,7 @@ enum Case {
 }
 
 fn recorded() -> (Header, Vec<Case>) {
-    let text = include_str!("genkit_js_agent/json_patch.jsonl");
+    let text = include_str!("../../genkit-agent/tests/genkit_js_agent/json_patch.jsonl");
     let mut lines = text.lines();
     let header: Header =
         serde_json::from_str(lines.next().expect("a header line")).expect("header");

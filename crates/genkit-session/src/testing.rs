@@ -3,7 +3,7 @@
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
-//! use genkit_agent::{store::InMemorySessionStore, testing::session_store_suite};
+//! use genkit_session::{store::InMemorySessionStore, testing::session_store_suite};
 //! use std::sync::Arc;
 //!
 //! session_store_suite(Arc::new(InMemorySessionStore::new())).await;

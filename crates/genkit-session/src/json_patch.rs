@@ -26,7 +26,7 @@
 //! `__proto__`, `prototype` and `constructor` in paths.
 //!
 //! ```
-//! use genkit_agent::json_patch::{apply, diff, JsonPatchOperation};
+//! use genkit_session::json_patch::{apply, diff, JsonPatchOperation};
 //! use serde_json::json;
 //!
 //! let old = json!({"counter": 1, "status": "working"});
@@ -40,7 +40,7 @@
 //!     ]
 //! );
 //! assert_eq!(apply(&old, &patch)?, new);
-//! # Ok::<(), genkit_agent::json_patch::JsonPatchError>(())
+//! # Ok::<(), genkit_session::json_patch::JsonPatchError>(())
 //! ```
 
 use schemars::JsonSchema;

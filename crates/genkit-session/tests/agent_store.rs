@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use genkit_agent::store::{InMemorySessionStore, SessionStore, StoredSnapshot};
-use genkit_agent::testing::{SuiteConfig, session_store_suite, session_store_suite_with};
-use genkit_agent::types::SessionSnapshot;
 use genkit_core::Result;
+use genkit_session::store::{InMemorySessionStore, SessionStore, StoredSnapshot};
+use genkit_session::testing::{SuiteConfig, session_store_suite, session_store_suite_with};
+use genkit_session::types::SessionSnapshot;
 use serde_json::Value;
 
 #[tokio::test(flavor = "current_thread")]

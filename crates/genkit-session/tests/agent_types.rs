@@ -1,8 +1,8 @@
 //! The agent wire types against Genkit's `agent.yaml` cases and the `$defs`
 //! of `genkit-schema.json`, and round trips of JSON as Genkit JS writes it.
 
-use genkit_agent::types::*;
 use genkit_model::types::{Message, Part};
+use genkit_session::types::*;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
