@@ -223,7 +223,7 @@ for which, values in found.items():
         write("types_roundtrip", f"{which}-{len(seen)}", bytes([which]) + text.encode())
 
 # --- Dotprompt: prompt fixtures, Picoschema cases, marker data --------------
-prompts = sorted((ROOT / "crates/genkit-ai/tests/fixtures/prompts").rglob("*.prompt"))
+prompts = sorted((ROOT / "crates/genkit-prompt/tests/fixtures/prompts").rglob("*.prompt"))
 for path in prompts[:10]:
     write("dotprompt_frontmatter", path.stem, path.read_bytes())
 write("dotprompt_frontmatter", "picoschema",

@@ -1,5 +1,7 @@
-//! Genkit's Agent API: agents as bidirectional actions, their sessions, wire
-//! types, snapshots and the stores that keep them.
+//! Genkit's Agent API runtime: agents as bidirectional actions, and the
+//! sessions their turns work on. The wire types, snapshots and the store
+//! contract are `genkit-session`'s (re-exported here as [`types`],
+//! [`store`], [`json_patch`] and [`clock`]), so a store needs none of this.
 //!
 //! - [`runtime`]: [`define_agent`] registers `/agent/<name>` with its
 //!   `/agent-snapshot/<name>` and `/agent-abort/<name>` companions; turns,

@@ -3,7 +3,7 @@
 // tests/genkit_js_json_patch.rs, which requires the same operations, in the
 // same order, from genkit_agent::json_patch::diff.
 //
-//   cd crates/genkit-ai/tests/genkit_js_agent && npm ci && node json_patch.mjs > json_patch.jsonl
+//   cd crates/genkit-agent/tests/genkit_js_agent && npm ci && node json_patch.mjs > json_patch.jsonl
 //
 // Output: a header line {genkit, seed, cases}, then one line per case:
 //   {"name", "from", "to", "patch"}   a diff: patch = diff(from, to); a

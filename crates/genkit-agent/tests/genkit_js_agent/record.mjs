@@ -4,7 +4,7 @@
 // request remoteAgent posts and every response body — as the expected
 // behaviour of Genkit for Rust's agents. See README.md for the format.
 //
-//   cd crates/genkit-ai/tests/genkit_js_agent && npm ci && node record.mjs > recorded.jsonl
+//   cd crates/genkit-agent/tests/genkit_js_agent && npm ci && node record.mjs > recorded.jsonl
 //
 // Every scenario runs in a fresh Genkit instance (fresh in-memory stores)
 // with the model, tools and agents of lib.mjs. Generated ids and timestamps

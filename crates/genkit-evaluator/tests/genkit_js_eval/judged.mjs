@@ -3,7 +3,7 @@
 // judge model and a scripted embedder, as the expected behaviour of
 // tests/evaluators_genkit_js.rs:
 //
-//   cd crates/genkit-ai/tests/genkit_js_eval && npm ci && node judged.mjs > judged.jsonl
+//   cd crates/genkit-evaluator/tests/genkit_js_eval && npm ci && node judged.mjs > judged.jsonl
 //
 // One JSON line per metric: {metric, evaluator, metadata, judgeConfig,
 // embedderOptions, dataset, judgeResponses, vectors, response,

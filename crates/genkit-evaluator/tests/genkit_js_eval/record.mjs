@@ -2,7 +2,7 @@
 // DEEP_EQUAL) score for fixed data points, as the expected behaviour of
 // tests/evaluators_genkit_js.rs:
 //
-//   cd crates/genkit-ai/tests/genkit_js_eval && npm ci && node record.mjs > recorded.jsonl
+//   cd crates/genkit-evaluator/tests/genkit_js_eval && npm ci && node record.mjs > recorded.jsonl
 //
 // One JSON line per metric: {metric, evaluator, metadata, dataset,
 // response} (trace and span ids replaced by "<id>"). The model-judged

@@ -3,7 +3,7 @@
 // as the expected behaviour of tests/local_vector_store.rs, which reads the
 // file with the Rust store and asks the same queries:
 //
-//   cd crates/genkit-ai/tests/genkit_js_eval && npm ci && node vectorstore.mjs > vectorstore.json
+//   cd crates/genkit-evaluator/tests/genkit_js_eval && npm ci && node vectorstore.mjs > vectorstore.json
 //
 // Output: {db: <the file's contents>, queries: [{query, k, documents}]}.
 import { devLocalIndexerRef, devLocalRetrieverRef, devLocalVectorstore } from '@genkit-ai/dev-local-vectorstore';

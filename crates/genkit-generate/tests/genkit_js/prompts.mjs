@@ -5,7 +5,7 @@
 // (the requests a scripted model receives and the response) — as the
 // expected behaviour of tests/genkit_js_prompts.rs.
 //
-//   cd crates/genkit-ai/tests/genkit_js && npm ci && node prompts.mjs > prompts.jsonl
+//   cd crates/genkit-generate/tests/genkit_js && npm ci && node prompts.mjs > prompts.jsonl
 //
 // The instance has `programmableModel` as its default model (answering
 // `modelResponses` in order) and the tool `add`, as in record.mjs.

@@ -3,7 +3,7 @@
 // streams, and the response (or the error) — as the expected behaviour of
 // tests/genkit_js.rs, which runs the same scenarios through Genkit for Rust.
 //
-//   cd crates/genkit-ai/tests/genkit_js && npm ci && node record.mjs > recorded.jsonl
+//   cd crates/genkit-generate/tests/genkit_js && npm ci && node record.mjs > recorded.jsonl
 //
 // Every scenario runs in a fresh Genkit instance with a model named
 // `programmableModel` that answers with the scenario's `modelResponses` in

@@ -4,7 +4,7 @@
 // function's items, and an evaluator's responses — as the expected
 // behaviour of tests/retrieval_genkit_js.rs.
 //
-//   cd crates/genkit-ai/tests/genkit_js && npm ci && node retrieval.mjs > retrieval.jsonl
+//   cd crates/genkit-generate/tests/genkit_js && npm ci && node retrieval.mjs > retrieval.jsonl
 //
 // One JSON line per record: {what: "metadata", key, metadata}, {what:
 // "simpleRetriever", case, query, documents | error} and {what: "evaluate",
