@@ -1,6 +1,6 @@
 //! Agents (bidirectional actions and their snapshot and abort companions)
 //! served over HTTP and the Reflection API, replaying what Genkit JS 1.42
-//! answered in `genkit-ai/tests/genkit_js_agent/recorded.jsonl` (`http` and
+//! answered in `genkit-agent/tests/genkit_js_agent/recorded.jsonl` (`http` and
 //! `reflection` records).
 //!
 //! The agents here are fixtures: each call plays the chunks and the outcome
@@ -30,7 +30,7 @@ use tokio::net::TcpListener;
 
 fn records() -> Vec<Value> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../genkit-ai/tests/genkit_js_agent/recorded.jsonl");
+        .join("../genkit-agent/tests/genkit_js_agent/recorded.jsonl");
     std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
         .lines()

@@ -309,7 +309,7 @@ async fn an_agent_turn_counts_against_the_limit_until_it_ends() {
     server.task.await.unwrap().unwrap();
 }
 
-/// A detached agent turn (a real `genkit-ai` agent) goes on after its
+/// A detached agent turn (a real `genkit-agent` agent) goes on after its
 /// request is answered, and keeps that request's place under the
 /// concurrency limit until it ends: detaching is no way around the limit.
 #[tokio::test]

@@ -1,7 +1,7 @@
 //! Recall and latency of the HNSW graph the local vector store builds, over
 //! a grid of its parameters, on vector_bench's data (384-dim vectors from
 //! the same fixed-seed xorshift32): the graph is built the way
-//! `genkit-ai`'s `local_vector_store::hnsw` builds it (unit vectors, its
+//! `genkit-retrieval`'s `local_vector_store::hnsw` builds it (unit vectors, its
 //! eight-lane L2 distance, `parallel_insert_slice`, 16 layers; `--scalar`:
 //! `hnsw_rs`'s own `DistL2`, for comparison), once per (M,
 //! efConstruction), and searched with each ef; recall@10 is against exact
@@ -27,7 +27,7 @@ fn vectors(seed: u32, count: usize) -> Vec<Vec<f32>> {
     genkit_bench::xorshift_vectors(seed, count, DIMS)
 }
 
-/// A copy of `genkit-ai`'s `LaneL2` (private there): the Euclidean
+/// A copy of `genkit-retrieval`'s `LaneL2` (private there): the Euclidean
 /// distance summed in eight lanes.
 #[derive(Default, Clone, Copy)]
 struct LaneL2;
