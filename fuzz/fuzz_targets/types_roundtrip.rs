@@ -3,8 +3,10 @@
 //! the type.
 #![no_main]
 
-use genkit_model::types::{GenerateRequest, GenerateResponse, GenerateResponseChunk, Message, Part};
 use genkit_fuzz::assert_round_trip;
+use genkit_model::types::{
+    GenerateRequest, GenerateResponse, GenerateResponseChunk, Message, Part,
+};
 use libfuzzer_sys::fuzz_target;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
