@@ -15,13 +15,13 @@ use genkit_core::{Registry, Result};
 use super::runtime::{Agent, AgentOptions, define_agent};
 use super::session::AgentSession;
 use super::types::{AgentInput, AgentResult, AgentStreamChunk};
-use genkit_generate::{GenerateOptions, generate_stream};
-use genkit_model::types::{GenerateResponse, GenerateResponseChunk, Message, Part, Role};
+use genkit_generate::{GenerateOptions, generate_stream, take_history_from};
+use genkit_model::types::{GenerateResponseChunk, Message, Part, Role};
 use genkit_prompt::ExecutablePrompt;
 use serde_json::Value;
 
 /// The metadata key marking the messages a prompt contributes to a turn
-/// (kept out of the session; history policies keep them).
+/// (history policies always keep them; clients may not send it).
 pub(crate) use genkit_middleware::PREAMBLE_KEY as PREAMBLE;
 
 /// Defines an agent whose turns generate with `prompt` (defined in code or
@@ -81,14 +81,22 @@ async fn prompt_turn(
     // stored session has pending, and its restarts rebuilt from them
     // (`input_check::check_resume`), before the message was added.
     let history = session.messages();
+    // The turn may change only the last message it is given (the user's,
+    // with retrieved context; or the model's, its interrupts resolved) and
+    // appends the rest: the session keeps everything before that message
+    // and appends what the call reports from there on.
+    let keep = history.len().saturating_sub(1);
     // The prompt's system text and messages open every request, marked so
-    // they stay out of the session (as Genkit JS marks them).
+    // history policies always keep them (as Genkit JS tags its preamble);
+    // they never enter the session.
     let system = options.system.take().map(Message::system);
-    let preamble = system
+    let preamble: Vec<Message> = system
         .into_iter()
         .chain(std::mem::take(&mut options.messages))
-        .map(|m| m.with_metadata(PREAMBLE, Value::Bool(true)));
-    options.messages = preamble.chain(history).collect();
+        .map(|m| m.with_metadata(PREAMBLE, Value::Bool(true)))
+        .collect();
+    let from = preamble.len() + keep;
+    options.messages = preamble.into_iter().chain(history).collect();
     if let Some(resume) = input.resume {
         if let Some(respond) = resume.respond.filter(|r| !r.is_empty()) {
             options = options.resume_respond(respond);
@@ -102,13 +110,8 @@ async fn prompt_turn(
         session.send_chunk(AgentStreamChunk::model_chunk(chunk?.into_chunk()));
     }
     let mut response = stream.response().await?;
-    if let Some(messages) = take_history(&mut response) {
-        session.set_messages(
-            messages
-                .into_iter()
-                .filter(|m| m.metadata_value(PREAMBLE) != Some(&Value::Bool(true)))
-                .collect(),
-        );
+    if let Some(tail) = take_history_from(&mut response, from) {
+        session.replace_messages_from(keep, tail);
     }
     let interrupts: Vec<Part> = response.interrupts().into_iter().cloned().collect();
     if !interrupts.is_empty() {
@@ -126,15 +129,4 @@ async fn prompt_turn(
         artifacts: None,
         finish_reason: response.finish_reason().map(Into::into),
     })
-}
-
-/// The response's history (its request's messages, then the reply; as
-/// [`GenerateResponse::messages`]), taken out of the response rather than
-/// copied: the request is not needed after the turn.
-fn take_history(response: &mut GenerateResponse) -> Option<Vec<Message>> {
-    let reply = response.message()?.clone();
-    let request = response.request.take()?;
-    let mut messages = Arc::try_unwrap(request.messages).unwrap_or_else(|shared| (*shared).clone());
-    messages.push(reply);
-    Some(messages)
 }

@@ -158,6 +158,17 @@ impl AgentSession {
         }
     }
 
+    /// Keeps the first `keep` messages of the conversation and replaces the
+    /// rest with `messages` (a turn's last message as the turn left it, then
+    /// what it appended; see `genkit_generate::take_history_from`).
+    pub fn replace_messages_from(&self, keep: usize, messages: impl IntoIterator<Item = Message>) {
+        let mut live = self.inner.live.lock();
+        live.merge_added();
+        let history = live.state.messages_mut();
+        history.truncate(keep);
+        history.extend(messages);
+    }
+
     /// Replaces the conversation.
     pub fn set_messages(&self, messages: Vec<Message>) {
         let mut live = self.inner.live.lock();

@@ -3,11 +3,13 @@
 //! same engine to Genkit's tools.
 
 mod engine;
+mod history;
 mod options;
 mod stream;
 mod tools;
 
 pub use engine::DEFAULT_MAX_TURNS;
+pub use history::take_history_from;
 pub use options::{
     DEFAULT_MAX_TURNS_CAP, DEFAULT_TOOL_CONCURRENCY, GenerateOptions, LoopLimits, ToolErrorPolicy,
 };
@@ -27,6 +29,9 @@ use std::sync::Arc;
 
 /// Generates a response, running requested tools until the model answers
 /// (up to `max_turns`).
+///
+/// Of the messages given, only the last may come back changed (see
+/// [`take_history_from`]); the rest of the conversation is appended.
 pub fn generate(
     registry: &Registry,
     options: GenerateOptions,

@@ -2,6 +2,7 @@
 //! each module is one suite.
 
 mod generate_conformance;
+mod generate_history;
 mod generate_interrupts;
 mod generate_limits;
 mod generate_loop;
