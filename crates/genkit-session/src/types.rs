@@ -402,6 +402,32 @@ pub struct AgentInit {
     pub state: Option<SessionState>,
 }
 
+impl AgentInit {
+    /// Resumes the session `session_id` from its latest snapshot.
+    pub fn resume_session(session_id: impl Into<String>) -> Self {
+        Self {
+            session_id: Some(session_id.into()),
+            ..Self::default()
+        }
+    }
+
+    /// Resumes from the snapshot `snapshot_id`.
+    pub fn from_snapshot(snapshot_id: impl Into<String>) -> Self {
+        Self {
+            snapshot_id: Some(snapshot_id.into()),
+            ..Self::default()
+        }
+    }
+
+    /// Continues from a whole state the client kept (client-managed agents).
+    pub fn from_state(state: SessionState) -> Self {
+        Self {
+            state: Some(state),
+            ..Self::default()
+        }
+    }
+}
+
 /// What a turn function returns (`AgentResult`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -449,6 +475,11 @@ pub struct AgentOutput {
 }
 
 impl AgentOutput {
+    /// The text of the last reply (empty when there is none).
+    pub fn text(&self) -> String {
+        self.message.as_ref().map(Message::text).unwrap_or_default()
+    }
+
     /// The output of a turn that did not fail; for a failed one
     /// (`finish_reason: failed`), its error as an [`Error`] (status and
     /// message), so it cannot pass for an answer.
@@ -652,6 +683,36 @@ pub struct AgentMetadata {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn init_constructors_serialize_as_the_wire_expects() {
+        assert_eq!(
+            serde_json::to_value(AgentInit::resume_session("s1")).unwrap(),
+            json!({"sessionId": "s1"})
+        );
+        assert_eq!(
+            serde_json::to_value(AgentInit::from_snapshot("snap")).unwrap(),
+            json!({"snapshotId": "snap"})
+        );
+        let state = SessionState {
+            session_id: Some("s2".into()),
+            ..SessionState::default()
+        };
+        assert_eq!(
+            serde_json::to_value(AgentInit::from_state(state)).unwrap(),
+            json!({"state": {"sessionId": "s2"}})
+        );
+    }
+
+    #[test]
+    fn output_text_is_the_last_reply_or_empty() {
+        let output = AgentOutput {
+            message: Some(Message::model("Booked.")),
+            ..AgentOutput::default()
+        };
+        assert_eq!(output.text(), "Booked.");
+        assert_eq!(AgentOutput::default().text(), "");
+    }
 
     #[test]
     fn null_stays_a_value_where_null_is_a_value() {
