@@ -54,7 +54,16 @@ pub struct StoredSnapshot {
 
 /// Persistent storage of agent session snapshots.
 ///
-/// Contract (checked by [`testing::session_store_suite`](super::testing::session_store_suite),
+// The suite is only linked with feature `testing`: without it, the docs name
+// it without a link (a dead one fails `cargo doc`).
+#[cfg_attr(
+    feature = "testing",
+    doc = "Contract (checked by [`testing::session_store_suite`](crate::testing::session_store_suite),"
+)]
+#[cfg_attr(
+    not(feature = "testing"),
+    doc = "Contract (checked by `testing::session_store_suite`, feature `testing`,"
+)]
 /// which every implementation runs):
 ///
 /// - unknown snapshot or session ids are `NOT_FOUND`;
