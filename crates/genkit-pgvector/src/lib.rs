@@ -11,10 +11,12 @@
 
 use genkit_core::action::ActionCtx;
 use genkit_core::{Error, Registry, Result, StatusCode};
-use genkit_model::embedder::embed_many;
-use genkit_model::types::{DocumentData, Embedding, RetrieverResponse};
-use genkit_retrieval::indexer::{Indexer, IndexerOptions, define_indexer};
-use genkit_retrieval::retriever::{Retriever, RetrieverOptions, define_retriever};
+use genkit_model::types::DocumentData;
+use genkit_retrieval::indexer::Indexer;
+use genkit_retrieval::retriever::Retriever;
+use genkit_retrieval::vector_store::{
+    StoreEmbedder, VectorStore, define_vector_store, document_key,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -109,35 +111,22 @@ pub struct PgVectorStore {
 /// Defines a pgvector store: registers the indexer and the retriever
 /// `pgvector/<index>`. Nothing is sent to the database until first use.
 pub fn define_pgvector_store(registry: &Registry, opts: PgVectorOptions) -> Result<PgVectorStore> {
-    let name = format!("{PLUGIN_NAME}/{}", opts.index_name);
     let shared = Arc::new(Shared {
         table: opts.table_name()?,
         opts,
         ready: OnceCell::new(),
     });
-    let s = shared.clone();
-    let retriever = define_retriever(
+    let actions = define_vector_store(
         registry,
-        RetrieverOptions::new(name.clone()).label(format!("pgvector retriever - {}", s.table)),
-        move |query, options: Option<PgVectorRetrieverOptions>, ctx| {
-            let s = s.clone();
-            async move {
-                let options = options.unwrap_or_default();
-                let docs = s.retrieve(&ctx, query, options).await?;
-                Ok(RetrieverResponse::new(docs))
-            }
-        },
+        PLUGIN_NAME,
+        &shared.opts.index_name,
+        format!("pgvector retriever - {}", shared.table),
+        shared.clone(),
     )?;
-    let s = shared;
-    let indexer = define_indexer(
-        registry,
-        IndexerOptions::new(name),
-        move |docs, _options: Option<Value>, ctx| {
-            let s = s.clone();
-            async move { s.index(&ctx, docs).await }
-        },
-    )?;
-    Ok(PgVectorStore { indexer, retriever })
+    Ok(PgVectorStore {
+        indexer: actions.indexer,
+        retriever: actions.retriever,
+    })
 }
 
 struct Shared {
@@ -179,16 +168,6 @@ fn vector_text(v: &[f32]) -> Result<String> {
     }
     let parts: Vec<String> = v.iter().map(f32::to_string).collect();
     Ok(format!("[{}]", parts.join(",")))
-}
-
-/// 128-bit FNV-1a of the document's JSON, as hex: the row's id.
-fn row_id(doc_json: &str) -> String {
-    let mut h: u128 = 0x6c62272e07bb014262b821756295c58d;
-    for b in doc_json.bytes() {
-        h ^= u128::from(b);
-        h = h.wrapping_mul(0x0000000001000000000000000000013B);
-    }
-    format!("{h:032x}")
 }
 
 /// The advisory lock key the setup holds (any fixed number: "gkpgvect").
@@ -241,52 +220,21 @@ impl Shared {
             .map(|_| ())
     }
 
-    async fn embed(&self, ctx: &ActionCtx, docs: Vec<DocumentData>) -> Result<Vec<Embedding>> {
-        let registry = ctx.require_registry()?;
-        embed_many(
-            registry,
-            &self.opts.embedder,
-            docs,
-            self.opts.embedder_options.clone(),
-        )
-        .await
-    }
-
-    /// Each document with its embedding; a document with several
-    /// embeddings is stored once for each, its copy carrying the
-    /// embedding's metadata (Genkit's `getEmbeddingDocuments`).
-    async fn embedded(
-        &self,
-        ctx: &ActionCtx,
-        docs: Vec<DocumentData>,
-    ) -> Result<Vec<(DocumentData, Embedding)>> {
-        let embeddings = self.embed(ctx, docs.clone()).await?;
-        if embeddings.len() == docs.len() {
-            return Ok(docs.into_iter().zip(embeddings).collect());
+    fn embedder(&self) -> StoreEmbedder<'_> {
+        StoreEmbedder {
+            embedder: &self.opts.embedder,
+            options: self.opts.embedder_options.as_ref(),
         }
-        let mut out = Vec::new();
-        for doc in docs {
-            for embedding in self.embed(ctx, vec![doc.clone()]).await? {
-                let mut doc = doc.clone();
-                if let Some(m) = &embedding.metadata {
-                    doc.metadata
-                        .get_or_insert_with(Map::new)
-                        .insert("embedMetadata".into(), Value::Object(m.clone()));
-                }
-                out.push((doc, embedding));
-            }
-        }
-        Ok(out)
     }
 
     /// Embeds and stores `docs` in one statement (documents already stored
     /// are skipped); vectors of another length than the table's are
     /// refused before anything is written.
-    async fn index(&self, ctx: &ActionCtx, docs: Vec<DocumentData>) -> Result<()> {
+    async fn embed_and_store(&self, ctx: &ActionCtx, docs: Vec<DocumentData>) -> Result<()> {
         if docs.is_empty() {
             return Ok(());
         }
-        let rows = self.embedded(ctx, docs).await?;
+        let rows = self.embedder().documents(ctx, docs).await?;
         self.ready().await?;
         let pool = &self.opts.pool;
         let existing: Option<(i32,)> = sqlx::query_as(&format!(
@@ -310,7 +258,7 @@ impl Shared {
             }
             dims = Some(len);
             let json = serde_json::to_string(&doc)?;
-            ids.push(row_id(&json));
+            ids.push(document_key(json.as_bytes()));
             jsons.push(json);
             vectors.push(vector_text(&embedding.embedding)?);
         }
@@ -330,7 +278,8 @@ impl Shared {
         Ok(())
     }
 
-    async fn retrieve(
+    /// The stored documents nearest to `query` that `options` keep.
+    async fn nearest(
         &self,
         ctx: &ActionCtx,
         query: DocumentData,
@@ -340,13 +289,7 @@ impl Shared {
         if k == 0 {
             return Ok(Vec::new());
         }
-        let first = self.embed(ctx, vec![query]).await?.into_iter().next();
-        let first = first.ok_or_else(|| {
-            Error::internal(format!(
-                "embedder {} returned no embedding",
-                self.opts.embedder
-            ))
-        })?;
+        let first = self.embedder().query(ctx, query).await?;
         let vector = vector_text(&first.embedding)?;
         let filter = options
             .filter
@@ -376,5 +319,22 @@ impl Shared {
                 })
             })
             .collect()
+    }
+}
+
+impl VectorStore for Shared {
+    type RetrieverOptions = PgVectorRetrieverOptions;
+
+    async fn index(&self, ctx: &ActionCtx, documents: Vec<DocumentData>) -> Result<()> {
+        self.embed_and_store(ctx, documents).await
+    }
+
+    async fn retrieve(
+        &self,
+        ctx: &ActionCtx,
+        query: DocumentData,
+        options: Option<PgVectorRetrieverOptions>,
+    ) -> Result<Vec<DocumentData>> {
+        self.nearest(ctx, query, options.unwrap_or_default()).await
     }
 }

@@ -8,6 +8,8 @@
 //! - [`chunk`]: splitting text and Markdown into documents for indexing.
 //! - [`local_vector_store`]: a file-backed vector store for development and
 //!   small sets (exact cosine search; an HNSW index with the `hnsw` feature).
+//! - [`vector_store`]: what vector store plugins share: registering their
+//!   indexer and retriever pair, embedding documents and queries.
 //!
 //! Documents and the wire types are in `genkit_model::types`; embedders in
 //! `genkit_model::embedder`.
@@ -20,3 +22,4 @@ pub mod local_vector_store;
 pub mod reranker;
 pub mod retriever;
 pub mod simple_retriever;
+pub mod vector_store;

@@ -24,12 +24,12 @@ mod hnsw;
 #[cfg(feature = "hnsw")]
 pub use hnsw::HnswOptions;
 
-use crate::indexer::{Indexer, IndexerOptions, define_indexer};
-use crate::retriever::{Retriever, RetrieverOptions, define_retriever};
+use crate::indexer::Indexer;
+use crate::retriever::Retriever;
+use crate::vector_store::{StoreEmbedder, VectorStore, define_vector_store, document_key};
 use genkit_core::action::ActionCtx;
 use genkit_core::{Error, Registry, Result};
-use genkit_model::embedder::embed_many;
-use genkit_model::types::{CommonRetrieverOptions, DocumentData, Embedding, RetrieverResponse};
+use genkit_model::types::{CommonRetrieverOptions, DocumentData, Embedding};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -122,15 +122,9 @@ fn norm(v: &[f32]) -> f32 {
     v.iter().map(|x| x * x).sum::<f32>().sqrt()
 }
 
-/// 128-bit FNV-1a of the document's JSON, as hex: the entry's id.
+/// The entry's id: the document's [`document_key`].
 fn entry_id(doc: &DocumentData) -> Result<String> {
-    let json = serde_json::to_vec(doc)?;
-    let mut h: u128 = 0x6c62272e07bb014262b821756295c58d;
-    for b in json {
-        h ^= u128::from(b);
-        h = h.wrapping_mul(0x0000000001000000000000000000013B);
-    }
-    Ok(format!("{h:032x}"))
+    Ok(document_key(&serde_json::to_vec(doc)?))
 }
 
 impl Store {
@@ -287,46 +281,25 @@ struct Shared {
 }
 
 impl Shared {
-    async fn embed(&self, ctx: &ActionCtx, docs: Vec<DocumentData>) -> Result<Vec<Embedding>> {
-        let registry = ctx.require_registry()?;
-        embed_many(
-            registry,
-            &self.opts.embedder,
-            docs,
-            self.opts.embedder_options.clone(),
-        )
-        .await
+    fn embedder(&self) -> StoreEmbedder<'_> {
+        StoreEmbedder {
+            embedder: &self.opts.embedder,
+            options: self.opts.embedder_options.as_ref(),
+        }
     }
 
     /// Embeds and stores `docs` (documents already stored are skipped).
-    async fn index(&self, ctx: &ActionCtx, docs: Vec<DocumentData>) -> Result<()> {
+    async fn embed_and_store(&self, ctx: &ActionCtx, docs: Vec<DocumentData>) -> Result<()> {
         if docs.is_empty() {
             return Ok(());
         }
-        let mut entries = Vec::with_capacity(docs.len());
-        let embeddings = self.embed(ctx, docs.clone()).await?;
-        if embeddings.len() == docs.len() {
-            entries.extend(
-                docs.into_iter()
-                    .zip(embeddings)
-                    .map(|(doc, embedding)| Entry { doc, embedding }),
-            );
-        } else {
-            // Some document has several embeddings: embed one by one, each
-            // embedding stored with a copy of its document carrying the
-            // embedding's metadata (Genkit's `getEmbeddingDocuments`).
-            for doc in docs {
-                for embedding in self.embed(ctx, vec![doc.clone()]).await? {
-                    let mut doc = doc.clone();
-                    if let Some(m) = &embedding.metadata {
-                        doc.metadata
-                            .get_or_insert_with(Map::new)
-                            .insert("embedMetadata".into(), Value::Object(m.clone()));
-                    }
-                    entries.push(Entry { doc, embedding });
-                }
-            }
-        }
+        let entries: Vec<Entry> = self
+            .embedder()
+            .documents(ctx, docs)
+            .await?
+            .into_iter()
+            .map(|(doc, embedding)| Entry { doc, embedding })
+            .collect();
         let mut guard = self.store.lock().await;
         let store = self.loaded(&mut guard).await?;
         let before = store.entries.len();
@@ -400,21 +373,34 @@ impl Shared {
     #[cfg(not(feature = "hnsw"))]
     async fn sync_index(&self, _store: &mut Store) {}
 
-    async fn retrieve(
+    /// The `k` stored documents nearest to `query`.
+    async fn nearest(
         &self,
         ctx: &ActionCtx,
         query: DocumentData,
         k: usize,
     ) -> Result<Vec<DocumentData>> {
-        let embeddings = self.embed(ctx, vec![query]).await?;
-        let first = embeddings.into_iter().next().ok_or_else(|| {
-            Error::internal(format!(
-                "embedder {} returned no embedding",
-                self.opts.embedder
-            ))
-        })?;
+        let query = self.embedder().query(ctx, query).await?;
         let mut guard = self.store.lock().await;
-        self.loaded(&mut guard).await?.search(&first.embedding, k)
+        self.loaded(&mut guard).await?.search(&query.embedding, k)
+    }
+}
+
+impl VectorStore for Shared {
+    type RetrieverOptions = CommonRetrieverOptions;
+
+    async fn index(&self, ctx: &ActionCtx, documents: Vec<DocumentData>) -> Result<()> {
+        self.embed_and_store(ctx, documents).await
+    }
+
+    async fn retrieve(
+        &self,
+        ctx: &ActionCtx,
+        query: DocumentData,
+        options: Option<CommonRetrieverOptions>,
+    ) -> Result<Vec<DocumentData>> {
+        let k = options.and_then(|o| o.k).map_or(DEFAULT_K, |k| k as usize);
+        self.nearest(ctx, query, k).await
     }
 }
 
@@ -433,33 +419,20 @@ pub fn define_local_vector_store(
     registry: &Registry,
     opts: LocalVectorStoreOptions,
 ) -> Result<LocalVectorStore> {
-    let name = format!("{PLUGIN_NAME}/{}", opts.index_name);
     let shared = Arc::new(Shared {
         file: opts.file(),
         opts: opts.clone(),
         store: Mutex::new(None),
     });
-    let label = |what: &str| format!("Local file-based {what} - {}", opts.index_name);
-    let s = shared.clone();
-    let retriever = define_retriever(
+    let actions = define_vector_store(
         registry,
-        RetrieverOptions::new(name.clone()).label(label("Retriever")),
-        move |query, options: Option<CommonRetrieverOptions>, ctx| {
-            let s = s.clone();
-            async move {
-                let k = options.and_then(|o| o.k).map_or(DEFAULT_K, |k| k as usize);
-                Ok(RetrieverResponse::new(s.retrieve(&ctx, query, k).await?))
-            }
-        },
+        PLUGIN_NAME,
+        &opts.index_name,
+        format!("Local file-based Retriever - {}", opts.index_name),
+        shared,
     )?;
-    let s = shared;
-    let indexer = define_indexer(
-        registry,
-        IndexerOptions::new(name),
-        move |docs, _options: Option<Value>, ctx| {
-            let s = s.clone();
-            async move { s.index(&ctx, docs).await }
-        },
-    )?;
-    Ok(LocalVectorStore { indexer, retriever })
+    Ok(LocalVectorStore {
+        indexer: actions.indexer,
+        retriever: actions.retriever,
+    })
 }

@@ -25,6 +25,7 @@
 use crate::context_providers::{ContextProvider, RequestData, SharedContextProvider};
 use crate::error::ServerError;
 use crate::guard::{AllowedHosts, RequestGuard};
+use crate::response::{SPAN_ID, TRACE_ID, concat, error_response, insert_trace_headers};
 use crate::run::{self, Event};
 use crate::serving::{self, ServeOptions};
 use crate::shutdown;
@@ -34,8 +35,8 @@ use axum::body::{Body, Bytes};
 use axum::extract::rejection::{BytesRejection, FailedToBufferBody};
 use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
 use axum::http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode as HttpStatus, Uri};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode as HttpStatus, Uri};
+use axum::response::Response;
 use futures::StreamExt;
 use genkit_core::schema::SchemaValidator;
 use genkit_core::tracing::TraceInfo;
@@ -50,9 +51,6 @@ use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
 /// Default request body limit: 10 MiB (large enough for inline images).
 pub const DEFAULT_BODY_LIMIT: usize = 10 * 1024 * 1024;
-
-const TRACE_ID: HeaderName = HeaderName::from_static("x-genkit-trace-id");
-const SPAN_ID: HeaderName = HeaderName::from_static("x-genkit-span-id");
 
 /// Which flows (and agents) to serve.
 enum Selection {
@@ -648,22 +646,6 @@ fn json_response(output: &Value, trace: Option<TraceInfo>) -> Response {
     r
 }
 
-fn insert_trace_headers(h: &mut HeaderMap, t: TraceInfo) {
-    if let Ok(v) = HeaderValue::from_bytes(&t.trace_id.to_hex()) {
-        h.insert(TRACE_ID, v);
-    }
-    if let Ok(v) = HeaderValue::from_bytes(&t.span_id.to_hex()) {
-        h.insert(SPAN_ID, v);
-    }
-}
-
-/// The error's public form with its HTTP status.
-pub(crate) fn error_response(e: &Error) -> Response {
-    let status =
-        HttpStatus::from_u16(e.public_http_status()).unwrap_or(HttpStatus::INTERNAL_SERVER_ERROR);
-    (status, axum::Json(e.to_public_json())).into_response()
-}
-
 async fn stream_response(
     action: DynAction,
     init: Option<Value>,
@@ -708,18 +690,6 @@ fn events_of(
     } else {
         events.boxed()
     }
-}
-
-/// Joins frames into one buffer (no copy for a single frame).
-pub(crate) fn concat(mut frames: Vec<Bytes>) -> Bytes {
-    if frames.len() == 1 {
-        return frames.pop().unwrap_or_default();
-    }
-    let mut buf = bytes::BytesMut::with_capacity(frames.iter().map(Bytes::len).sum());
-    for f in frames {
-        buf.extend_from_slice(&f);
-    }
-    buf.freeze()
 }
 
 #[cfg(test)]

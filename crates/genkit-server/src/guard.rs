@@ -32,6 +32,7 @@
 //! body.
 
 use crate::error::ServerError;
+use crate::response::error_response;
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::header::{CONTENT_TYPE, HOST, ORIGIN};
@@ -304,7 +305,7 @@ impl Refusal {
         } else {
             StatusCode::InvalidArgument
         };
-        let mut r = crate::flow_server::error_response(&Error::user_facing(status, self.reason));
+        let mut r = error_response(&Error::user_facing(status, self.reason));
         *r.status_mut() = self.status;
         r
     }

@@ -66,6 +66,7 @@ mod error;
 pub mod flow_server;
 pub mod guard;
 pub mod reflection;
+mod response;
 mod run;
 pub mod runtime_file;
 pub mod serving;

@@ -10,6 +10,7 @@
 //! is still open, then flushes the trace exporters.
 
 use crate::error::ServerError;
+use crate::response::error_response;
 use axum::Router;
 use axum::body::{Body, HttpBody};
 use axum::error_handling::HandleErrorLayer;
@@ -187,7 +188,7 @@ impl ServeOptions {
             router = router.layer(
                 ServiceBuilder::new()
                     .layer(HandleErrorLayer::new(|_: tower::BoxError| async {
-                        crate::flow_server::error_response(&Error::user_facing(
+                        error_response(&Error::user_facing(
                             StatusCode::DeadlineExceeded,
                             "the request took too long",
                         ))
@@ -214,7 +215,7 @@ fn answer_panic(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
         "a request handler panicked (the caller got `500 Internal Error`): {}",
         panic_message(panic.as_ref())
     );
-    crate::flow_server::error_response(&Error::internal("request handler panicked"))
+    error_response(&Error::internal("request handler panicked"))
 }
 
 /// The text of a panic payload (`panic!` gives a `&str` or a `String`).
@@ -256,7 +257,7 @@ async fn limit_in_flight(
     next: Next,
 ) -> Response {
     let Ok(permit) = permits.try_acquire_owned() else {
-        let mut r = crate::flow_server::error_response(&Error::user_facing(
+        let mut r = error_response(&Error::user_facing(
             StatusCode::Unavailable,
             "the server is at its concurrency limit; retry later",
         ));

@@ -39,6 +39,10 @@ use serde_json::Value;
 use super::clock::now_rfc3339;
 use super::types::{SessionSnapshot, SnapshotStatus};
 
+pub mod update;
+
+use update::{UpdateTarget, check_update};
+
 /// A snapshot as stored, with the versions a write based on it must name.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredSnapshot {
@@ -54,8 +58,18 @@ pub struct StoredSnapshot {
 
 /// Persistent storage of agent session snapshots.
 ///
-/// Contract (checked by [`testing::session_store_suite`](super::testing::session_store_suite),
-/// which every implementation runs):
+// The suite is only linked with feature `testing`: without it, the docs name
+// it without a link (a dead one fails `cargo doc`).
+#[cfg_attr(
+    feature = "testing",
+    doc = "Contract (checked by [`testing::session_store_suite`](crate::testing::session_store_suite),"
+)]
+#[cfg_attr(
+    not(feature = "testing"),
+    doc = "Contract (checked by `testing::session_store_suite`, feature `testing`,"
+)]
+/// which every implementation runs; [`update`](mod@update) holds the rules an
+/// update is checked by):
 ///
 /// - unknown snapshot or session ids are `NOT_FOUND`;
 /// - a write based on a stale version is refused with `ABORTED` and leaves
@@ -91,7 +105,8 @@ pub trait SessionStore: Send + Sync + 'static {
     /// Rewrites a snapshot in place (status, heartbeat, outcome, state),
     /// provided it is still at revision `base`. Its session, parent and
     /// creation time must stay as they are (`INVALID_ARGUMENT`); a terminal
-    /// snapshot is not rewritten (`FAILED_PRECONDITION`).
+    /// snapshot is not rewritten (`FAILED_PRECONDITION`). Every store checks
+    /// these with [`update::check_update`].
     async fn update(&self, snapshot: SessionSnapshot, base: u64) -> Result<StoredSnapshot>;
 
     /// Records a side effect's result under `key` in the session at once,
@@ -180,10 +195,7 @@ pub fn latest_leaf<'a>(session_id: &str, snapshots: &[SnapshotLink<'a>]) -> Resu
     });
     match (candidates.next(), candidates.next()) {
         (Some((_, leaf)), None) => Ok(leaf.snapshot_id),
-        (None, _) => Err(Error::user_facing(
-            StatusCode::NotFound,
-            format!("Session {session_id} not found"),
-        )),
+        (None, _) => Err(session_not_found(session_id)),
         (Some(_), Some(_)) => Err(branching_error(session_id, 2 + candidates.count())),
     }
 }
@@ -224,11 +236,50 @@ pub fn new_snapshot_id() -> String {
     id
 }
 
-fn not_found_snapshot(id: &str) -> Error {
-    Error::user_facing(StatusCode::NotFound, format!("Snapshot {id} not found"))
+/// The error for an unknown snapshot id: `NOT_FOUND`.
+pub fn snapshot_not_found(snapshot_id: &str) -> Error {
+    Error::user_facing(
+        StatusCode::NotFound,
+        format!("Snapshot {snapshot_id} not found"),
+    )
 }
 
-fn stale(what: &str, base: u64, current: u64) -> Error {
+/// The error for an unknown session id: `NOT_FOUND`.
+pub fn session_not_found(session_id: &str) -> Error {
+    Error::user_facing(
+        StatusCode::NotFound,
+        format!("Session {session_id} not found"),
+    )
+}
+
+/// The error of an [`append`](SessionStore::append) based on version `base`
+/// of a session now at `current`: `ABORTED` (see [`is_conflict`]).
+pub fn session_conflict(session_id: &str, base: u64, current: u64) -> Error {
+    stale_version(&format!("Session {session_id}"), base, current)
+}
+
+/// The error of an [`append`](SessionStore::append) of a snapshot id already
+/// taken: `ALREADY_EXISTS`.
+pub fn snapshot_exists(snapshot_id: &str) -> Error {
+    Error::user_facing(
+        StatusCode::AlreadyExists,
+        format!("Snapshot {snapshot_id} already exists"),
+    )
+}
+
+/// The error of an [`append`](SessionStore::append) whose parent
+/// `parent_id` is stored under `parent_session`, not the appended
+/// snapshot's `session_id`: `INVALID_ARGUMENT`.
+pub fn parent_in_other_session(parent_id: &str, parent_session: &str, session_id: &str) -> Error {
+    Error::user_facing(
+        StatusCode::InvalidArgument,
+        format!("Snapshot {parent_id} belongs to session {parent_session}, not {session_id}"),
+    )
+}
+
+/// `what` (a session or a snapshot) is at version `current`, but a write was
+/// based on `base`.
+fn stale_version(what: &str, base: u64, current: u64) -> Error {
     Error::user_facing(
         StatusCode::Aborted,
         format!(
@@ -325,18 +376,16 @@ impl SessionStore for InMemorySessionStore {
         let record = mem
             .snapshots
             .get(snapshot_id)
-            .ok_or_else(|| not_found_snapshot(snapshot_id))?;
+            .ok_or_else(|| snapshot_not_found(snapshot_id))?;
         Ok(mem.stored(record))
     }
 
     async fn latest(&self, session_id: &str) -> Result<StoredSnapshot> {
         let mem = self.inner.lock();
-        let session = mem.sessions.get(session_id).ok_or_else(|| {
-            Error::user_facing(
-                StatusCode::NotFound,
-                format!("Session {session_id} not found"),
-            )
-        })?;
+        let session = mem
+            .sessions
+            .get(session_id)
+            .ok_or_else(|| session_not_found(session_id))?;
         // One leaf is the answer; with more, the rule needs the whole session.
         let leaf = match session.leaves.first() {
             Some(only) if session.leaves.len() == 1 => only.as_str(),
@@ -373,26 +422,21 @@ impl SessionStore for InMemorySessionStore {
         let mut mem = self.inner.lock();
         let current = mem.sessions.get(&session_id).map_or(0, |s| s.version);
         if current != base {
-            return Err(stale(&format!("Session {session_id}"), base, current));
+            return Err(session_conflict(&session_id, base, current));
         }
         if mem.snapshots.contains_key(&snapshot.snapshot_id) {
-            return Err(Error::user_facing(
-                StatusCode::AlreadyExists,
-                format!("Snapshot {} already exists", snapshot.snapshot_id),
-            ));
+            return Err(snapshot_exists(&snapshot.snapshot_id));
         }
         if let Some(parent) = &snapshot.parent_id {
             let record = mem
                 .snapshots
                 .get(parent)
-                .ok_or_else(|| not_found_snapshot(parent))?;
+                .ok_or_else(|| snapshot_not_found(parent))?;
             if record.session_id != session_id {
-                return Err(Error::user_facing(
-                    StatusCode::InvalidArgument,
-                    format!(
-                        "Snapshot {parent} belongs to session {}, not {session_id}",
-                        record.session_id
-                    ),
+                return Err(parent_in_other_session(
+                    parent,
+                    &record.session_id,
+                    &session_id,
                 ));
             }
         }
@@ -424,29 +468,12 @@ impl SessionStore for InMemorySessionStore {
         } = &mut *mem;
         let record = snapshots
             .get_mut(&id)
-            .ok_or_else(|| not_found_snapshot(&id))?;
-        if record.revision != base {
-            return Err(stale(&format!("Snapshot {id}"), base, record.revision));
-        }
-        let old = &record.snapshot;
-        let same_session = snapshot_session_id(&snapshot)? == record.session_id;
-        if !same_session
-            || snapshot.parent_id != old.parent_id
-            || snapshot.created_at != old.created_at
-        {
-            return Err(Error::user_facing(
-                StatusCode::InvalidArgument,
-                format!(
-                    "an update of snapshot {id} must keep its session, parent and creation time"
-                ),
-            ));
-        }
-        if let Some(status) = old.status.filter(|s| s.is_terminal()) {
-            return Err(Error::user_facing(
-                StatusCode::FailedPrecondition,
-                format!("Snapshot {id} is {status}; a finished snapshot is not rewritten"),
-            ));
-        }
+            .ok_or_else(|| snapshot_not_found(&id))?;
+        check_update(
+            &UpdateTarget::of(&record.snapshot, &record.session_id, record.revision),
+            &snapshot,
+            base,
+        )?;
         record.snapshot = snapshot;
         record.revision += 1;
         Ok(StoredSnapshot {

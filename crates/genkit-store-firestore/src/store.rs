@@ -7,7 +7,13 @@ use genkit_core::tracing::current_context;
 use genkit_core::{Error, Result, StatusCode};
 use genkit_session::clock::now_rfc3339;
 use genkit_session::json_patch;
-use genkit_session::store::{SessionStore, StoredSnapshot, snapshot_session_id};
+use genkit_session::store::update::{
+    UpdateTarget, check_revision, check_state_rewrite, check_update,
+};
+use genkit_session::store::{
+    SessionStore, StoredSnapshot, parent_in_other_session, session_conflict, session_not_found,
+    snapshot_exists, snapshot_not_found, snapshot_session_id,
+};
 use genkit_session::types::SessionSnapshot;
 use serde_json::{Value as Json, json};
 
@@ -125,20 +131,6 @@ fn commit_conflict(e: Error) -> Error {
         }
         _ => e,
     }
-}
-
-fn not_found_snapshot(id: &str) -> Error {
-    Error::user_facing(StatusCode::NotFound, format!("Snapshot {id} not found"))
-}
-
-fn stale(what: &str, base: u64, current: u64) -> Error {
-    Error::user_facing(
-        StatusCode::Aborted,
-        format!(
-            "{what} is at version {current}, but the write was based on version {base}; \
-             another write came first: read it again and retry"
-        ),
-    )
 }
 
 /// The session a snapshot belongs to (`sessionId`, else its state's; the
@@ -311,14 +303,14 @@ fn marker(name: String, fields: Json) -> Result<Write> {
 impl SessionStore for FirestoreSessionStore {
     async fn get(&self, snapshot_id: &str) -> Result<StoredSnapshot> {
         if !layout::is_valid_doc_id(snapshot_id) {
-            return Err(not_found_snapshot(snapshot_id));
+            return Err(snapshot_not_found(snapshot_id));
         }
         let paths = self.paths()?;
         self.transact(true, async |tx: &Tx<'_>| {
             let loaded = tx
                 .reconstruct(&paths, snapshot_id)
                 .await?
-                .ok_or_else(|| not_found_snapshot(snapshot_id))?;
+                .ok_or_else(|| snapshot_not_found(snapshot_id))?;
             let (view, _) = tx.session_view(&paths, &loaded.doc.session_id).await?;
             let stored = StoredSnapshot {
                 snapshot: loaded.snapshot()?,
@@ -331,12 +323,7 @@ impl SessionStore for FirestoreSessionStore {
     }
 
     async fn latest(&self, session_id: &str) -> Result<StoredSnapshot> {
-        let not_found = || {
-            Error::user_facing(
-                StatusCode::NotFound,
-                format!("Session {session_id} not found"),
-            )
-        };
+        let not_found = || session_not_found(session_id);
         if !layout::is_valid_doc_id(session_id) {
             return Err(not_found());
         }
@@ -372,18 +359,14 @@ impl SessionStore for FirestoreSessionStore {
         if let Some(parent) = &snapshot.parent_id
             && !layout::is_valid_doc_id(parent)
         {
-            return Err(not_found_snapshot(parent));
+            return Err(snapshot_not_found(parent));
         }
         let paths = self.paths()?;
         let new_state = state_json(&snapshot)?;
         self.transact(false, async |tx: &Tx<'_>| {
             let (view, pointer) = tx.session_view(&paths, &session_id).await?;
             if view.version() != base {
-                return Err(stale(
-                    &format!("Session {session_id}"),
-                    base,
-                    view.version(),
-                ));
+                return Err(session_conflict(&session_id, base, view.version()));
             }
             let pointer_name = paths.pointer(&session_id);
             let parent_id = snapshot.parent_id.as_deref();
@@ -393,25 +376,20 @@ impl SessionStore for FirestoreSessionStore {
             names.extend(siblings.iter().map(|s| paths.snapshot(s)));
             let docs = tx.get_all(names).await?;
             if docs.contains_key(&paths.snapshot(&id)) {
-                return Err(Error::user_facing(
-                    StatusCode::AlreadyExists,
-                    format!("Snapshot {id} already exists"),
-                ));
+                return Err(snapshot_exists(&id));
             }
             let placement = match &snapshot.parent_id {
                 None => self.checkpoint(&paths, &id, &new_state, 0)?,
                 Some(parent) => {
                     let parent_doc: SnapshotDoc = match docs.get(&paths.snapshot(parent)) {
                         Some(d) => layout::decode(d)?,
-                        None => return Err(not_found_snapshot(parent)),
+                        None => return Err(snapshot_not_found(parent)),
                     };
                     if parent_doc.session_id != session_id || !view.may_hold(parent) {
-                        return Err(Error::user_facing(
-                            StatusCode::InvalidArgument,
-                            format!(
-                                "Snapshot {parent} belongs to session {}, not {session_id}",
-                                parent_doc.session_id
-                            ),
+                        return Err(parent_in_other_session(
+                            parent,
+                            &parent_doc.session_id,
+                            &session_id,
                         ));
                     }
                     // Genkit JS reads the chain off the pointer when the
@@ -479,7 +457,7 @@ impl SessionStore for FirestoreSessionStore {
     async fn update(&self, snapshot: SessionSnapshot, base: u64) -> Result<StoredSnapshot> {
         let id = snapshot.snapshot_id.clone();
         if !layout::is_valid_doc_id(&id) {
-            return Err(not_found_snapshot(&id));
+            return Err(snapshot_not_found(&id));
         }
         let paths = self.paths()?;
         let new_state = state_json(&snapshot)?;
@@ -487,32 +465,28 @@ impl SessionStore for FirestoreSessionStore {
             let loaded = tx
                 .reconstruct(&paths, &id)
                 .await?
-                .ok_or_else(|| not_found_snapshot(&id))?;
-            let revision = loaded.revision();
-            if revision != base {
-                return Err(stale(&format!("Snapshot {id}"), base, revision));
-            }
+                .ok_or_else(|| snapshot_not_found(&id))?;
             let old = &loaded.doc;
-            let same_session = session_of(&snapshot)? == old.session_id;
-            if !same_session
-                || snapshot.parent_id != old.parent_id
-                || snapshot.created_at != old.created_at
-            {
-                return Err(Error::user_facing(
-                    StatusCode::InvalidArgument,
-                    format!(
-                        "an update of snapshot {id} must keep its session, parent and creation time"
-                    ),
-                ));
-            }
-            if let Some(status) = old.status.filter(|s| s.is_terminal()) {
-                return Err(Error::user_facing(
-                    StatusCode::FailedPrecondition,
-                    format!("Snapshot {id} is {status}; a finished snapshot is not rewritten"),
-                ));
-            }
+            let target = UpdateTarget {
+                snapshot_id: &id,
+                session_id: &old.session_id,
+                parent_id: old.parent_id.as_deref(),
+                created_at: &old.created_at,
+                status: old.status,
+                revision: loaded.revision(),
+            };
+            // Unlike the other stores, the update's session id is first
+            // checked to name a Firestore document (as an append's is): after
+            // the revision, so a stale write is `ABORTED` as elsewhere, and
+            // before the rest of the shared check.
+            check_revision(&id, base, target.revision)?;
+            session_of(&snapshot)?;
+            check_update(&target, &snapshot, base)?;
             let (view, pointer) = tx.session_view(&paths, &old.session_id).await?;
             let unchanged = json_patch::json_equal(&loaded.state, &new_state);
+            // Its children's diffs (or reads of its checkpoint) assume its
+            // state; rewriting it would corrupt them.
+            check_state_rewrite(&id, !unchanged, view.is_continued(&id))?;
             let placement = if unchanged {
                 // Only metadata changes: the stored state stays as it is.
                 Placement {
@@ -521,15 +495,6 @@ impl SessionStore for FirestoreSessionStore {
                     state_patch: old.state_patch.clone(),
                     shard_writes: Vec::new(),
                 }
-            } else if view.is_continued(&id) {
-                // Its children's diffs (or reads of its checkpoint) assume
-                // its state; rewriting it would corrupt them.
-                return Err(Error::user_facing(
-                    StatusCode::FailedPrecondition,
-                    format!(
-                        "Snapshot {id} is continued by other snapshots; its state is not rewritten"
-                    ),
-                ));
             } else if old.kind == Kind::Checkpoint {
                 self.checkpoint(&paths, &id, &new_state, old.checkpoint_shard_count)?
             } else {

@@ -1,25 +1,7 @@
-//! Database errors as Genkit statuses, and the store's own errors.
+//! Database errors as Genkit statuses, and corrupt data as `DATA_LOSS`
+//! (the contract's own errors are genkit-session's).
 
 use genkit_core::{Error, StatusCode};
-
-/// A refused write: its base version is not the stored one (`ABORTED`).
-pub(crate) fn stale(what: &str, base: u64, current: u64) -> Error {
-    Error::user_facing(
-        StatusCode::Aborted,
-        format!(
-            "{what} is at version {current}, but the write was based on version {base}; \
-             another write came first: read it again and retry"
-        ),
-    )
-}
-
-pub(crate) fn not_found_snapshot(id: &str) -> Error {
-    Error::user_facing(StatusCode::NotFound, format!("Snapshot {id} not found"))
-}
-
-pub(crate) fn not_found_session(id: &str) -> Error {
-    Error::user_facing(StatusCode::NotFound, format!("Session {id} not found"))
-}
 
 /// Stored data that does not decode: `DATA_LOSS`, never a wrong value.
 pub(crate) fn data_loss(what: impl std::fmt::Display) -> Error {

@@ -5,13 +5,19 @@
 use genkit_core::{Error, Result, StatusCode};
 use genkit_session::clock::now_rfc3339;
 use genkit_session::json_patch;
-use genkit_session::store::{SnapshotLink, StoredSnapshot, latest_leaf, snapshot_session_id};
+use genkit_session::store::update::{
+    UpdateTarget, check_revision, check_state_rewrite, check_update, revision_conflict,
+};
+use genkit_session::store::{
+    SnapshotLink, StoredSnapshot, latest_leaf, parent_in_other_session, session_conflict,
+    session_not_found, snapshot_exists, snapshot_not_found, snapshot_session_id,
+};
 use genkit_session::types::SessionSnapshot;
 use serde_json::Value;
 
 use crate::backend::{Backend, Loaded, Row, Tx};
 use crate::codec::{self, Kind};
-use crate::error::{data_loss, not_found_session, not_found_snapshot, stale};
+use crate::error::data_loss;
 use crate::tenant::Tenant;
 
 /// The store's logic over a backend, for the tenant of each operation.
@@ -47,7 +53,7 @@ impl<B: Backend> Core<B> {
         let loaded = tx
             .load(snapshot_id)
             .await?
-            .ok_or_else(|| not_found_snapshot(snapshot_id))?;
+            .ok_or_else(|| snapshot_not_found(snapshot_id))?;
         drop(tx);
         stored(&loaded)
     }
@@ -57,7 +63,7 @@ impl<B: Backend> Core<B> {
         let session = tx
             .session(session_id)
             .await?
-            .ok_or_else(|| not_found_session(session_id))?;
+            .ok_or_else(|| session_not_found(session_id))?;
         // The newest snapshot is always a counted leaf: with one, it is it.
         // With more (a branch, or a failed leaf the count could not pass
         // over), the shared rule decides from the whole session.
@@ -106,10 +112,10 @@ impl<B: Backend> Core<B> {
         };
         if !advanced {
             let current = tx.session_version(&session_id).await?.unwrap_or(0);
-            return Err(stale(&format!("Session {session_id}"), base, current));
+            return Err(session_conflict(&session_id, base, current));
         }
         if tx.snapshot_session(id).await?.is_some() {
-            return Err(already_exists(id));
+            return Err(snapshot_exists(id));
         }
         let (kind, body) = match &snapshot.parent_id {
             None => {
@@ -123,14 +129,12 @@ impl<B: Backend> Core<B> {
                 let loaded = tx
                     .load(parent)
                     .await?
-                    .ok_or_else(|| not_found_snapshot(parent))?;
+                    .ok_or_else(|| snapshot_not_found(parent))?;
                 if loaded.session_id != session_id {
-                    return Err(Error::user_facing(
-                        StatusCode::InvalidArgument,
-                        format!(
-                            "Snapshot {parent} belongs to session {}, not {session_id}",
-                            loaded.session_id
-                        ),
+                    return Err(parent_in_other_session(
+                        parent,
+                        &loaded.session_id,
+                        &session_id,
                     ));
                 }
                 let parent_state = codec::reconstruct(&loaded.chain)?;
@@ -164,7 +168,7 @@ impl<B: Backend> Core<B> {
         };
         match tx.insert_snapshot(&row).await {
             // Another session's append took the id meanwhile.
-            Err(e) if e.status() == StatusCode::AlreadyExists => return Err(already_exists(id)),
+            Err(e) if e.status() == StatusCode::AlreadyExists => return Err(snapshot_exists(id)),
             r => r?,
         }
         tx.commit().await?;
@@ -182,48 +186,33 @@ impl<B: Backend> Core<B> {
         let session_id = tx
             .snapshot_session(id)
             .await?
-            .ok_or_else(|| not_found_snapshot(id))?;
+            .ok_or_else(|| snapshot_not_found(id))?;
         // Every write of a session locks its row first: this rewrite and the
         // session's appends (which may continue this snapshot) serialize.
         tx.lock_session(&session_id).await?;
-        let loaded = tx.load(id).await?.ok_or_else(|| not_found_snapshot(id))?;
-        if loaded.revision != base {
-            return Err(stale(&format!("Snapshot {id}"), base, loaded.revision));
-        }
+        let loaded = tx.load(id).await?.ok_or_else(|| snapshot_not_found(id))?;
+        // Unlike the other stores, the revision is a column, read without
+        // decoding the row: a stale write is refused (`ABORTED`) before a
+        // corrupt row is found out (`DATA_LOSS`), and `check_update` below
+        // finds the revision checked already.
+        check_revision(id, base, loaded.revision)?;
         let old_state = codec::reconstruct(&loaded.chain)?;
         let old = codec::decode(&loaded.meta, Value::Null)?;
-        if snapshot_session_id(&snapshot)? != session_id
-            || snapshot.parent_id != old.parent_id
-            || snapshot.created_at != old.created_at
-        {
-            return Err(Error::user_facing(
-                StatusCode::InvalidArgument,
-                format!(
-                    "an update of snapshot {id} must keep its session, parent and creation time"
-                ),
-            ));
-        }
-        if let Some(status) = old.status.filter(|s| s.is_terminal()) {
-            return Err(Error::user_facing(
-                StatusCode::FailedPrecondition,
-                format!("Snapshot {id} is {status}; a finished snapshot is not rewritten"),
-            ));
-        }
+        check_update(
+            &UpdateTarget::of(&old, &session_id, loaded.revision),
+            &snapshot,
+            base,
+        )?;
         let own = loaded
             .chain
             .last()
             .ok_or_else(|| data_loss(format!("snapshot {id} has no stored state")))?;
-        let (kind, body) = if json_patch::json_equal(&old_state, &encoded.state) {
+        let state_changes = !json_patch::json_equal(&old_state, &encoded.state);
+        // Its children's diffs assume its state.
+        check_state_rewrite(id, state_changes, !loaded.is_leaf)?;
+        let (kind, body) = if !state_changes {
             // Only metadata changes: the stored state stays as it is.
             (own.kind, own.body.clone())
-        } else if !loaded.is_leaf {
-            // Its children's diffs assume its state.
-            return Err(Error::user_facing(
-                StatusCode::FailedPrecondition,
-                format!(
-                    "Snapshot {id} is continued by other snapshots; its state is not rewritten"
-                ),
-            ));
         } else {
             let parent_state = match (&loaded.parent_id, own.kind) {
                 (Some(parent), Kind::Diff) => {
@@ -248,7 +237,7 @@ impl<B: Backend> Core<B> {
             body: &body,
         };
         if !tx.rewrite_snapshot(&row, base).await? {
-            return Err(stale(&format!("Snapshot {id}"), base, loaded.revision));
+            return Err(revision_conflict(id, base, loaded.revision));
         }
         tx.commit().await?;
         Ok(StoredSnapshot {
@@ -291,13 +280,6 @@ impl<B: Backend> Core<B> {
 
 fn parse_effect(text: &str) -> Result<Value> {
     serde_json::from_str(text).map_err(|e| data_loss(format!("side-effect result: {e}")))
-}
-
-fn already_exists(id: &str) -> Error {
-    Error::user_facing(
-        StatusCode::AlreadyExists,
-        format!("Snapshot {id} already exists"),
-    )
 }
 
 /// Implements [`SessionStore`](genkit_session::store::SessionStore) for a

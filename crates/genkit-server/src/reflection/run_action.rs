@@ -16,6 +16,7 @@
 //! `flushTracing()`), so the CLI finds the trace once it has the answer.
 
 use super::ReflectionState;
+use crate::response::{concat, insert_trace_headers};
 use crate::run::{self, Event};
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
@@ -138,7 +139,7 @@ pub(super) async fn run_action(
     // Frames that are ready together go out in one write.
     let body = body
         .ready_chunks(64)
-        .map(|batch| Ok::<_, std::convert::Infallible>(crate::flow_server::concat(batch)));
+        .map(|batch| Ok::<_, std::convert::Infallible>(concat(batch)));
     let mut r = Response::new(Body::from_stream(body));
     decorate(&mut r, streaming, trace);
     r
@@ -155,12 +156,7 @@ fn decorate(r: &mut Response, streaming: bool, trace: Option<TraceInfo>) {
         }),
     );
     if let Some(t) = trace {
-        if let Ok(v) = HeaderValue::from_str(&t.trace_id.to_string()) {
-            h.insert("x-genkit-trace-id", v);
-        }
-        if let Ok(v) = HeaderValue::from_str(&t.span_id.to_string()) {
-            h.insert("x-genkit-span-id", v);
-        }
+        insert_trace_headers(h, t);
     }
 }
 
