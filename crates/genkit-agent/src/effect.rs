@@ -259,6 +259,7 @@ fn outcome_of<T: DeserializeOwned>(key: &str, outcome: Value) -> Result<T> {
             Error::internal(format!(
                 "the recorded outcome of side effect {key} does not decode: {e}"
             ))
+            .with_source(e)
         });
     }
     let failed = outcome.get("failed").ok_or_else(|| {

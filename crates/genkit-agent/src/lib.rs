@@ -30,7 +30,6 @@
 //! - [`ownership`]: who a server-managed session belongs to (principals).
 
 pub mod chat;
-mod detached;
 pub mod effect;
 pub mod input_check;
 pub mod limits;
@@ -40,7 +39,6 @@ pub mod runtime;
 pub mod session;
 pub mod state_signing;
 pub mod transform;
-mod turn_failure;
 
 pub use genkit_session::{clock, json_patch, store, types};
 

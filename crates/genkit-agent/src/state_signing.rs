@@ -96,7 +96,7 @@ impl StateSigner {
         // Object keys sorted: the MAC does not depend on key order.
         let text = genkit_model::canonical::canonical_json(unsigned);
         let mut mac = Hmac::<Sha256>::new_from_slice(&self.key)
-            .map_err(|e| Error::internal(format!("state signing key: {e}")))?;
+            .map_err(|e| Error::internal(format!("state signing key: {e}")).with_source(e))?;
         mac.update(text.as_bytes());
         Ok(mac)
     }

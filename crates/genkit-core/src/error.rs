@@ -88,13 +88,16 @@ impl Error {
         Self::new(StatusCode::Cancelled, "Action was cancelled")
     }
 
-    /// Wraps any error as an internal (`INTERNAL`) error, keeping it as the source.
+    /// An error with `status` whose message is `source`'s text, keeping
+    /// `source` as its [`source`](std::error::Error::source). Any error
+    /// does, or a boxed one (as some libraries return theirs).
     pub fn from_source(
         status: StatusCode,
-        source: impl std::error::Error + Send + Sync + 'static,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
     ) -> Self {
+        let source = source.into();
         let mut e = Self::new(status, source.to_string());
-        e.inner.source = Some(Arc::new(source));
+        e.inner.source = Some(Arc::from(source));
         e
     }
 
@@ -104,9 +107,17 @@ impl Error {
         self
     }
 
-    /// Attaches a cause.
-    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
-        self.inner.source = Some(Arc::new(source));
+    /// Attaches a cause, returned by [`source`](std::error::Error::source).
+    /// Neither the message nor the wire form change; a message that quotes
+    /// the cause (`format!("reading x: {e}")`) is what callers see, and
+    /// [`stack`](Self::stack) does not repeat it.
+    ///
+    /// Any error does, or a boxed one (as some libraries return theirs).
+    pub fn with_source(
+        mut self,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        self.inner.source = Some(Arc::from(source.into()));
         self
     }
 
@@ -293,6 +304,38 @@ mod tests {
         assert_eq!(
             wrapped.stack(),
             "UNAVAILABLE: saving the session failed\n  caused by: disk on fire"
+        );
+    }
+
+    #[test]
+    fn a_wrapped_error_is_the_source_and_leaves_the_text_alone() {
+        use std::error::Error as _;
+        let quoted = Error::invalid_argument("reading x: disk on fire")
+            .with_source(std::io::Error::other("disk on fire"));
+        let source = quoted.source().expect("a source");
+        let io = source
+            .downcast_ref::<std::io::Error>()
+            .expect("the io error");
+        assert_eq!(io.kind(), std::io::ErrorKind::Other);
+        assert_eq!(
+            quoted.to_string(),
+            "INVALID_ARGUMENT: reading x: disk on fire"
+        );
+        assert_eq!(quoted.stack(), "INVALID_ARGUMENT: reading x: disk on fire");
+        assert_eq!(
+            quoted.to_public_json(),
+            serde_json::json!({"status":"INTERNAL","message":"Internal Error"})
+        );
+        // A boxed error (as some libraries return) is the source as it is.
+        let boxed: Box<dyn std::error::Error + Send + Sync> =
+            Box::new(std::io::Error::other("no tokenizer"));
+        let e = Error::from_source(StatusCode::FailedPrecondition, boxed);
+        assert_eq!(e.to_string(), "FAILED_PRECONDITION: no tokenizer");
+        assert!(
+            e.source()
+                .unwrap()
+                .downcast_ref::<std::io::Error>()
+                .is_some()
         );
     }
 

@@ -69,7 +69,9 @@ impl SchemaValidator {
                 validator: Some(v),
                 schema: schema.clone(),
             })
-            .map_err(|e| Error::invalid_argument(format!("invalid JSON schema: {e}")))
+            .map_err(|e| {
+                Error::invalid_argument(format!("invalid JSON schema: {e}")).with_source(e)
+            })
     }
 
     /// Validates `value`; on failure the error is `INVALID_ARGUMENT` and lists

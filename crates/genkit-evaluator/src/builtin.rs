@@ -129,8 +129,9 @@ fn regex(point: &EvalDataPoint) -> Result<Score> {
             "Reference must be a string (regex)",
         ));
     };
-    let re = regex::Regex::new(pattern)
-        .map_err(|e| Error::invalid_argument(format!("Invalid regular expression: {e}")))?;
+    let re = regex::Regex::new(pattern).map_err(|e| {
+        Error::invalid_argument(format!("Invalid regular expression: {e}")).with_source(e)
+    })?;
     Ok(Score::pass_fail(re.is_match(&as_text(output))))
 }
 
@@ -197,7 +198,7 @@ fn json_schema(point: &EvalDataPoint) -> Result<Score> {
         .ok_or_else(|| Error::invalid_argument("Output was not provided"))?;
     let schema = match point.reference.as_ref() {
         Some(Value::String(s)) => serde_json::from_str::<Value>(s).map_err(|e| {
-            Error::invalid_argument(format!("Reference must be a JSON schema: {e}"))
+            Error::invalid_argument(format!("Reference must be a JSON schema: {e}")).with_source(e)
         })?,
         Some(v @ (Value::Object(_) | Value::Bool(_))) => v.clone(),
         _ => return Err(Error::invalid_argument("Reference must be a JSON schema")),

@@ -45,12 +45,14 @@ impl JudgePrompt {
                         "cannot read the judge prompt {}: {e}",
                         path.display()
                     ))
+                    .with_source(e)
                 })?
             }
         };
         let dotprompt = Dotprompt::default();
         dotprompt.parse(&source).map_err(|e| {
             Error::invalid_argument(format!("the judge prompt {file} does not parse: {e}"))
+                .with_source(e)
         })?;
         Ok(Self {
             source: source.into(),
@@ -71,7 +73,9 @@ impl JudgePrompt {
             .dotprompt
             .render(&self.source, &data, None)
             .await
-            .map_err(|e| Error::internal(format!("rendering a judge prompt failed: {e}")))?;
+            .map_err(|e| {
+                Error::internal(format!("rendering a judge prompt failed: {e}")).with_source(e)
+            })?;
         let messages: Vec<String> = rendered
             .messages
             .iter()

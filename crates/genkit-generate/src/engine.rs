@@ -347,8 +347,7 @@ impl Engine {
         let resolved = self.resolve_model_and_tools(&raw).await?;
         let (model, tools, tools_by_name) =
             (&resolved.model, &resolved.tools, &resolved.tools_by_name);
-        apply_format(&mut raw, &self.registry)
-            .map_err(|e| Error::invalid_argument(e.to_string()))?;
+        apply_format(&mut raw, &self.registry)?;
 
         if raw.resume.is_some() {
             match resolve_resume(self, &raw, tools_by_name, ctx).await? {
@@ -646,6 +645,7 @@ impl Engine {
                         Error::internal(format!(
                             "background model returned an invalid operation: {e}"
                         ))
+                        .with_source(e)
                     })?;
                     return Ok(GenerateResponse {
                         operation: Some(Box::new(operation)),
@@ -789,9 +789,7 @@ fn validate_output(
 ) -> Result<()> {
     let Some(schema) = schema else { return Ok(()) };
     let checked = match genkit_model::formats::format_handler(formats, format, Some(schema))? {
-        Some(h) => h
-            .parse_message(message)
-            .map_err(|e| Error::invalid_argument(e.to_string())),
+        Some(h) => h.parse_message(message).map_err(Error::from),
         None => Ok(message.output().unwrap_or(Value::Null)),
     }
     .and_then(|output| SchemaValidator::compile(schema)?.validate(&output));
@@ -835,7 +833,9 @@ fn output_error(error: Error, text: &str, finish_reason: Option<FinishReason>) -
             error.message()
         )
     };
-    Error::new(error.status(), message).with_details(Value::Object(details))
+    Error::new(error.status(), message)
+        .with_details(Value::Object(details))
+        .with_source(error)
 }
 
 /// `Model 'x' not found`, with the models and plugins that are registered

@@ -103,6 +103,7 @@ impl GenerateChunk {
             .transpose()
             .map_err(|e| {
                 Error::invalid_argument(format!("partial output does not fit the type: {e}"))
+                    .with_source(e)
             })
     }
 }

@@ -153,6 +153,7 @@ async fn execute_tool(tool: &DynAction, part: &Part, ctx: ToolCallCtx) -> Result
                 "multipart tool '{}' returned an invalid response: {e}",
                 tool.name()
             ))
+            .with_source(e)
         })?;
         let mut response = ToolResponse {
             reference: request.reference.clone(),

@@ -77,7 +77,7 @@ impl<O: DeserializeOwned + JsonSchema> TypedOptions<O> {
         }
         serde_json::from_value(value)
             .map(Some)
-            .map_err(|e| Error::invalid_argument(format!("options of {what}: {e}")))
+            .map_err(|e| Error::invalid_argument(format!("options of {what}: {e}")).with_source(e))
     }
 }
 
@@ -108,8 +108,9 @@ pub fn custom_options_metadata(schema: Option<&Value>) -> Value {
 
 /// Serializes caller options (a failure is the caller's: `INVALID_ARGUMENT`).
 pub fn options_to_value<T: Serialize>(options: &T) -> Result<Value> {
-    serde_json::to_value(options)
-        .map_err(|e| Error::invalid_argument(format!("options do not serialize to JSON: {e}")))
+    serde_json::to_value(options).map_err(|e| {
+        Error::invalid_argument(format!("options do not serialize to JSON: {e}")).with_source(e)
+    })
 }
 
 /// The action `name` of `kind` (`name` may be a full key `/kind/name`).
@@ -139,5 +140,6 @@ pub async fn call<I: Payload, O: Payload>(action: &DynAction, input: I) -> Resul
             "{} returned an invalid response: {e}",
             action.key()
         ))
+        .with_source(e)
     })
 }

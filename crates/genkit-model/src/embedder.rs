@@ -132,7 +132,7 @@ pub async fn embed_many(
         .run_json(serde_json::to_value(&request)?, RunOptions::default())
         .await?;
     let response: EmbedResponse = serde_json::from_value(out.output).map_err(|e| {
-        Error::internal(format!("embedder {name} returned an invalid response: {e}"))
+        Error::internal(format!("embedder {name} returned an invalid response: {e}")).with_source(e)
     })?;
     Ok(response.embeddings)
 }

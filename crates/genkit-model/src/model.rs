@@ -452,6 +452,7 @@ pub async fn call_model_recorded(
             StatusCode::Internal,
             format!("model `{}` returned an invalid response: {e}", model.name()),
         )
+        .with_source(e)
     })
 }
 
@@ -678,5 +679,6 @@ pub async fn check_operation(registry: &Registry, operation: Operation) -> Resul
         Error::internal(format!(
             "check-operation returned an invalid operation: {e}"
         ))
+        .with_source(e)
     })
 }

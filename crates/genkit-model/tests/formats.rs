@@ -738,3 +738,31 @@ fn errors_have_statuses() {
         "unknown output format 'yaml'"
     );
 }
+
+#[test]
+fn format_errors_keep_their_source() {
+    use std::error::Error as _;
+    let err = format_handler(&Formats::default(), Some("yaml"), None)
+        .err()
+        .expect("an unknown format");
+    assert_eq!(err.status(), genkit_core::StatusCode::InvalidArgument);
+    assert_eq!(
+        err.to_string(),
+        "INVALID_ARGUMENT: unknown output format 'yaml'"
+    );
+    let source = err.source().and_then(|s| s.downcast_ref::<FormatError>());
+    assert_eq!(source, Some(&FormatError::UnknownFormat("yaml".into())));
+    let duplicate = genkit_core::Error::from(FormatError::DuplicateFormat("json".into()));
+    assert_eq!(duplicate.status(), genkit_core::StatusCode::AlreadyExists);
+
+    // Output of another shape than asked for: the JSON error is the source.
+    let response = GenerateResponse::new(Message::model("{\"x\": 1}"), FinishReason::Stop);
+    let err = response.output::<Vec<u32>>().expect_err("not a list");
+    assert!(
+        err.message()
+            .starts_with("the model output does not fit the requested type: "),
+        "{err}"
+    );
+    let source = err.source().expect("a source");
+    assert!(source.downcast_ref::<serde_json::Error>().is_some());
+}

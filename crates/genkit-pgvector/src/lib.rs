@@ -316,6 +316,7 @@ impl Shared {
                         StatusCode::DataLoss,
                         format!("pgvector: a row of {} is not a document: {e}", self.table),
                     )
+                    .with_source(e)
                 })
             })
             .collect()

@@ -61,8 +61,9 @@ fn part_from_dotprompt(part: dotprompt::Part) -> Result<Part> {
             t.metadata,
         ),
         P::Pending(p) => with_metadata(Part::new(PartKind::Placeholder), Some(p.metadata)),
-        P::Other(map) => serde_json::from_value(Value::Object(map))
-            .map_err(|e| Error::invalid_argument(format!("a rendered part is not valid: {e}")))?,
+        P::Other(map) => serde_json::from_value(Value::Object(map)).map_err(|e| {
+            Error::invalid_argument(format!("a rendered part is not valid: {e}")).with_source(e)
+        })?,
     })
 }
 
@@ -77,6 +78,7 @@ pub(crate) fn messages_to_dotprompt(messages: &[Message]) -> Result<Vec<dotpromp
                     Error::invalid_argument(format!(
                         "a history message cannot be passed to the template: {e}"
                     ))
+                    .with_source(e)
                 })
         })
         .collect()

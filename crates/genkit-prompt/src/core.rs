@@ -366,8 +366,7 @@ impl PromptCore {
             definitions.push(to_tool_definition(action.desc()));
         }
         let mut options = self.action_options(rendered)?;
-        apply_format(&mut options, &self.registry)
-            .map_err(|e| Error::invalid_argument(e.to_string()))?;
+        apply_format(&mut options, &self.registry)?;
         // `{}` without output options, as in Genkit JS (and model requests).
         let output = Some(
             options

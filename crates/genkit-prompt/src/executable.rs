@@ -188,6 +188,7 @@ fn to_json<I: Serialize>(core: &PromptCore, input: &I) -> Result<Value> {
             "the input of prompt `{}` is not JSON: {e}",
             core.key
         ))
+        .with_source(e)
     })
 }
 

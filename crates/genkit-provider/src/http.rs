@@ -85,9 +85,9 @@ impl HttpClientBuilder {
         if !self.follow_redirects {
             builder = builder.redirect(reqwest::redirect::Policy::none());
         }
-        builder
-            .build()
-            .map_err(|e| genkit_core::Error::internal(format!("building the HTTP client: {e}")))
+        builder.build().map_err(|e| {
+            genkit_core::Error::internal(format!("building the HTTP client: {e}")).with_source(e)
+        })
     }
 }
 

@@ -25,7 +25,7 @@ pub fn validate_name(name: &str) -> Result<()> {
 /// message (e.g. `base URL`). `INVALID_ARGUMENT` otherwise.
 pub fn validate_http_url(what: &str, url: &str) -> Result<()> {
     let parsed = reqwest::Url::parse(url)
-        .map_err(|e| Error::invalid_argument(format!("{what} `{url}`: {e}")))?;
+        .map_err(|e| Error::invalid_argument(format!("{what} `{url}`: {e}")).with_source(e))?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(Error::invalid_argument(format!(
             "{what} `{url}` must be http or https"
@@ -40,8 +40,9 @@ pub fn validate_http_url(what: &str, url: &str) -> Result<()> {
 pub fn header_map(headers: &[(String, ApiKey)]) -> Result<HeaderMap> {
     let mut map = HeaderMap::new();
     for (name, value) in headers {
-        let n = HeaderName::try_from(name.as_str())
-            .map_err(|e| Error::invalid_argument(format!("header name `{name}`: {e}")))?;
+        let n = HeaderName::try_from(name.as_str()).map_err(|e| {
+            Error::invalid_argument(format!("header name `{name}`: {e}")).with_source(e)
+        })?;
         let v = value.header_value().map_err(|_| {
             Error::invalid_argument(format!("the value of header `{name}` is not valid"))
         })?;

@@ -144,6 +144,7 @@ impl Store {
                 "the vector store {} is not a store file: {e}",
                 path.display()
             ))
+            .with_source(e)
         })?;
         let mut store = Self::default();
         for (id, value) in map {
@@ -152,6 +153,7 @@ impl Store {
                     "entry {id} of the vector store {}: {e}",
                     path.display()
                 ))
+                .with_source(e)
             })?;
             store.push(id, entry);
         }
@@ -202,6 +204,7 @@ impl Store {
         written.map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
             Error::failed_precondition(format!("writing the vector store {}: {e}", path.display()))
+                .with_source(e)
         })
     }
 

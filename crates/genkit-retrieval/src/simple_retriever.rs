@@ -135,6 +135,7 @@ fn item_to_document<T: Serialize>(
             "an item of simple retriever {} does not serialize: {e}",
             opts.name
         ))
+        .with_source(e)
     })?;
     match &value {
         Value::Null => {

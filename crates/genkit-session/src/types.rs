@@ -266,8 +266,9 @@ impl SessionState {
         self.custom
             .as_ref()
             .map(|v| {
-                T::deserialize(v)
-                    .map_err(|e| Error::invalid_argument(format!("custom session state: {e}")))
+                T::deserialize(v).map_err(|e| {
+                    Error::invalid_argument(format!("custom session state: {e}")).with_source(e)
+                })
             })
             .transpose()
     }
@@ -766,6 +767,17 @@ mod tests {
             AgentFinishReason::from(FinishReason::Stop),
             AgentFinishReason::Stop
         );
+    }
+
+    #[test]
+    fn a_custom_state_of_another_shape_keeps_the_json_error() {
+        use std::error::Error as _;
+        let state: SessionState = serde_json::from_value(json!({"custom": {"n": "x"}})).unwrap();
+        let err = state.custom_as::<u32>().unwrap_err();
+        assert_eq!(err.status(), StatusCode::InvalidArgument);
+        assert!(err.message().starts_with("custom session state: "), "{err}");
+        let source = err.source().expect("a source");
+        assert!(source.downcast_ref::<serde_json::Error>().is_some());
     }
 
     #[test]

@@ -84,6 +84,7 @@ impl Client {
         let endpoint = match emulator_host {
             Some(host) => Endpoint::from_shared(format!("http://{host}")).map_err(|e| {
                 Error::invalid_argument(format!("FIRESTORE_EMULATOR_HOST {host:?}: {e}"))
+                    .with_source(e)
             })?,
             None => Endpoint::from_static(FIRESTORE_ENDPOINT)
                 .tls_config(ClientTlsConfig::new().with_webpki_roots())
@@ -103,8 +104,9 @@ impl Client {
             })
             .collect();
         let header = |v: String| {
-            MetadataValue::try_from(v)
-                .map_err(|e| Error::invalid_argument(format!("database name {database:?}: {e}")))
+            MetadataValue::try_from(v).map_err(|e| {
+                Error::invalid_argument(format!("database name {database:?}: {e}")).with_source(e)
+            })
         };
         Ok(Self {
             channel,

@@ -235,13 +235,14 @@ pub(crate) fn decode<T: serde::de::DeserializeOwned>(doc: &Document) -> Result<T
                 doc.name
             ),
         )
+        .with_source(e)
     })
 }
 
 /// `T` as a document named `name`.
 pub(crate) fn encode<T: Serialize>(name: String, doc: &T) -> Result<Document> {
-    let json =
-        serde_json::to_value(doc).map_err(|e| Error::internal(format!("encoding {name}: {e}")))?;
+    let json = serde_json::to_value(doc)
+        .map_err(|e| Error::internal(format!("encoding {name}: {e}")).with_source(e))?;
     let Json::Object(map) = json else {
         return Err(Error::internal(format!(
             "{name} does not encode as an object"

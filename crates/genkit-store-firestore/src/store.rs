@@ -150,7 +150,7 @@ fn session_of(snapshot: &SessionSnapshot) -> Result<String> {
 fn state_json(snapshot: &SessionSnapshot) -> Result<Json> {
     match &snapshot.state {
         Some(state) => serde_json::to_value(state)
-            .map_err(|e| Error::internal(format!("encoding a session state: {e}"))),
+            .map_err(|e| Error::internal(format!("encoding a session state: {e}")).with_source(e)),
         None => Ok(Json::Object(Default::default())),
     }
 }
@@ -158,7 +158,7 @@ fn state_json(snapshot: &SessionSnapshot) -> Result<Json> {
 fn byte_len(value: &impl serde::Serialize) -> Result<usize> {
     serde_json::to_vec(value)
         .map(|v| v.len())
-        .map_err(|e| Error::internal(format!("encoding a patch: {e}")))
+        .map_err(|e| Error::internal(format!("encoding a patch: {e}")).with_source(e))
 }
 
 fn create_only(doc: Document) -> Write {
@@ -202,8 +202,9 @@ impl FirestoreSessionStore {
         state: &Json,
         old_shards: u64,
     ) -> Result<Placement> {
-        let bytes = serde_json::to_vec(state)
-            .map_err(|e| Error::internal(format!("encoding a session state: {e}")))?;
+        let bytes = serde_json::to_vec(state).map_err(|e| {
+            Error::internal(format!("encoding a session state: {e}")).with_source(e)
+        })?;
         let chunks: Vec<&[u8]> = if bytes.is_empty() {
             vec![&[][..]]
         } else {

@@ -159,6 +159,7 @@ impl Tx<'_> {
                     StatusCode::DataLoss,
                     format!("checkpoint {} does not parse: {e}", meta.checkpoint_id),
                 )
+                .with_source(e)
             })?
         };
         let mut last = None;
@@ -176,6 +177,7 @@ impl Tx<'_> {
                         StatusCode::DataLoss,
                         format!("diff {} does not apply: {e}", seg.snapshot_id),
                     )
+                    .with_source(e)
                 })?;
             last = Some(seg.snapshot_id);
         }
@@ -261,6 +263,7 @@ impl Loaded {
                         d.snapshot_id
                     ),
                 )
+                .with_source(e)
             })?)
         };
         Ok(SessionSnapshot {

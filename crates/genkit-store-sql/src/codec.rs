@@ -93,15 +93,15 @@ pub(crate) fn encode(snapshot: &SessionSnapshot) -> Result<Encoded> {
 
 /// The snapshot from its metadata and state.
 pub(crate) fn decode(meta: &str, state: Value) -> Result<SessionSnapshot> {
-    let mut value: Value =
-        serde_json::from_str(meta).map_err(|e| data_loss(format!("snapshot metadata: {e}")))?;
+    let mut value: Value = serde_json::from_str(meta)
+        .map_err(|e| data_loss(format!("snapshot metadata: {e}")).with_source(e))?;
     let Some(map) = value.as_object_mut() else {
         return Err(data_loss("snapshot metadata is not an object"));
     };
     if !state.is_null() {
         map.insert("state".to_owned(), state);
     }
-    serde_json::from_value(value).map_err(|e| data_loss(format!("snapshot: {e}")))
+    serde_json::from_value(value).map_err(|e| data_loss(format!("snapshot: {e}")).with_source(e))
 }
 
 /// The state at the end of `chain` (its checkpoint first, then the diffs
@@ -114,7 +114,7 @@ pub(crate) fn reconstruct(chain: &[Link]) -> Result<Value> {
         return Err(data_loss("a diff chain that reaches no checkpoint"));
     }
     let base: Value = serde_json::from_str(&first.body)
-        .map_err(|e| data_loss(format!("checkpoint state: {e}")))?;
+        .map_err(|e| data_loss(format!("checkpoint state: {e}")).with_source(e))?;
     if diffs.is_empty() {
         return Ok(base);
     }
@@ -123,12 +123,13 @@ pub(crate) fn reconstruct(chain: &[Link]) -> Result<Value> {
         if link.kind != Kind::Diff {
             return Err(data_loss("a checkpoint inside a diff chain"));
         }
-        let patch: Vec<JsonPatchOperation> =
-            serde_json::from_str(&link.body).map_err(|e| data_loss(format!("state patch: {e}")))?;
+        let patch: Vec<JsonPatchOperation> = serde_json::from_str(&link.body)
+            .map_err(|e| data_loss(format!("state patch: {e}")).with_source(e))?;
         ops.extend(patch);
     }
     // One application of the whole chain: one copy of the state.
-    json_patch::apply(&base, &ops).map_err(|e| data_loss(format!("applying a state patch: {e}")))
+    json_patch::apply(&base, &ops)
+        .map_err(|e| data_loss(format!("applying a state patch: {e}")).with_source(e))
 }
 
 /// How a new snapshot's state is stored, given its parent's chain and
@@ -190,6 +191,16 @@ mod tests {
             .map(|i| json!({"role": "user", "content": [{"text": format!("message number {i} with some words in it")}]}))
             .collect();
         json!({"sessionId": "s", "messages": messages})
+    }
+
+    #[test]
+    fn corrupt_metadata_keeps_the_json_error() {
+        use std::error::Error as _;
+        let err = decode("not json", Value::Null).unwrap_err();
+        assert_eq!(err.status(), genkit_core::StatusCode::DataLoss);
+        assert!(err.message().contains("snapshot metadata: "), "{err}");
+        let source = err.source().expect("a source");
+        assert!(source.downcast_ref::<serde_json::Error>().is_some());
     }
 
     #[test]

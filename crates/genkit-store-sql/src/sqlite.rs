@@ -106,6 +106,7 @@ impl SqliteSessionStore {
                     genkit_core::StatusCode::FailedPrecondition,
                     format!("creating the directory of {}: {e}", path.display()),
                 )
+                .with_source(e)
             })?;
         }
         let options = SqliteConnectOptions::new()

@@ -279,7 +279,8 @@ impl<B: Backend> Core<B> {
 }
 
 fn parse_effect(text: &str) -> Result<Value> {
-    serde_json::from_str(text).map_err(|e| data_loss(format!("side-effect result: {e}")))
+    serde_json::from_str(text)
+        .map_err(|e| data_loss(format!("side-effect result: {e}")).with_source(e))
 }
 
 /// Implements [`SessionStore`](genkit_session::store::SessionStore) for a

@@ -57,6 +57,7 @@ fn read(dir: &Path, file: &str) -> Result<Vec<u8>> {
     let path = dir.join(file);
     std::fs::read(&path).map_err(|e| {
         Error::failed_precondition(format!("reading the model file {}: {e}", path.display()))
+            .with_source(e)
     })
 }
 
@@ -73,6 +74,7 @@ impl SentenceEmbedder {
         let dir = dir.as_ref();
         let config: Config = serde_json::from_slice(&read(dir, CONFIG)?).map_err(|e| {
             Error::failed_precondition(format!("{}: {e}", dir.join(CONFIG).display()))
+                .with_source(e)
         })?;
         let max_seq_length = match std::fs::read(dir.join(SENTENCE_CONFIG)) {
             Ok(bytes) => serde_json::from_slice::<SentenceConfig>(&bytes)
@@ -81,6 +83,7 @@ impl SentenceEmbedder {
                         "{}: {e}",
                         dir.join(SENTENCE_CONFIG).display()
                     ))
+                    .with_source(e)
                 })?
                 .max_seq_length
                 .unwrap_or(DEFAULT_MAX_SEQ_LENGTH),
@@ -97,6 +100,7 @@ impl SentenceEmbedder {
 
         let mut tokenizer = Tokenizer::from_bytes(read(dir, TOKENIZER)?).map_err(|e| {
             Error::failed_precondition(format!("{}: {e}", dir.join(TOKENIZER).display()))
+                .with_source(e)
         })?;
         // The file's own settings (fixed padding to 128, truncation at 128)
         // are not sentence-transformers': it truncates at max_seq_length
@@ -114,12 +118,14 @@ impl SentenceEmbedder {
         let vb =
             VarBuilder::from_buffered_safetensors(weights, DType::F32, &device).map_err(|e| {
                 Error::failed_precondition(format!("{}: {e}", dir.join(WEIGHTS).display()))
+                    .with_source(e)
             })?;
         let model = BertModel::load(vb, &config).map_err(|e| {
             Error::failed_precondition(format!(
                 "{} does not hold a BERT model matching {CONFIG}: {e}",
                 dir.join(WEIGHTS).display()
             ))
+            .with_source(e)
         })?;
         Ok(Self {
             model,

@@ -105,7 +105,9 @@ impl LocalEmbedder {
                 }
                 let model = tokio::task::spawn_blocking(move || SentenceEmbedder::load(&dir))
                     .await
-                    .map_err(|e| Error::internal(format!("loading {EMBEDDER}: {e}")))??;
+                    .map_err(|e| {
+                        Error::internal(format!("loading {EMBEDDER}: {e}")).with_source(e)
+                    })??;
                 Ok(Arc::new(model.with_batch_size(batch_size)))
             })
             .await
@@ -155,7 +157,7 @@ impl LocalEmbedder {
             model.embed_until(&texts, &|| cancel.is_cancelled())
         })
         .await
-        .map_err(|e| Error::internal(format!("{EMBEDDER}: {e}")))??;
+        .map_err(|e| Error::internal(format!("{EMBEDDER}: {e}")).with_source(e))??;
         Ok(EmbedResponse {
             embeddings: vectors
                 .into_iter()

@@ -28,6 +28,7 @@ mod text;
 
 use std::sync::Arc;
 
+use genkit_core::StatusCode;
 use serde_json::Value;
 
 pub use array::ArrayFormat;
@@ -69,14 +70,27 @@ pub enum FormatError {
 }
 
 impl FormatError {
-    /// Genkit's canonical status name for this error.
-    pub fn status_name(&self) -> &'static str {
+    /// Genkit's canonical status for this error.
+    pub fn status(&self) -> StatusCode {
         match self {
-            FormatError::DuplicateFormat(_) => "ALREADY_EXISTS",
+            FormatError::DuplicateFormat(_) => StatusCode::AlreadyExists,
             FormatError::UnknownFormat(_)
             | FormatError::InvalidSchema(_)
-            | FormatError::InvalidOutput { .. } => "INVALID_ARGUMENT",
+            | FormatError::InvalidOutput { .. } => StatusCode::InvalidArgument,
         }
+    }
+
+    /// Genkit's canonical status name for this error.
+    pub fn status_name(&self) -> &'static str {
+        self.status().name()
+    }
+}
+
+impl From<FormatError> for genkit_core::Error {
+    /// The error with its [`status`](FormatError::status), its text as the
+    /// message, and itself as the source.
+    fn from(error: FormatError) -> Self {
+        genkit_core::Error::from_source(error.status(), error)
     }
 }
 

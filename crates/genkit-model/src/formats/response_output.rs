@@ -14,15 +14,10 @@ pub fn format_handler(
     format: Option<&str>,
     schema: Option<&Value>,
 ) -> Result<Option<Box<dyn FormatHandler>>> {
-    let Some(f) = formats
-        .resolve_format(format, schema.is_some())
-        .map_err(|e| Error::invalid_argument(e.to_string()))?
-    else {
+    let Some(f) = formats.resolve_format(format, schema.is_some())? else {
         return Ok(None);
     };
-    f.handler(schema)
-        .map(Some)
-        .map_err(|e| Error::invalid_argument(e.to_string()))
+    Ok(Some(f.handler(schema)?))
 }
 
 impl GenerateResponse {
@@ -63,9 +58,7 @@ impl GenerateResponse {
         let format = output.and_then(|o| o.format.as_deref());
         let schema = output.and_then(|o| o.schema.as_ref());
         match format_handler(formats, format, schema)? {
-            Some(h) => h
-                .parse_message(message)
-                .map_err(|e| Error::invalid_argument(e.to_string())),
+            Some(h) => Ok(h.parse_message(message)?),
             None => message
                 .output()
                 .ok_or_else(|| Error::invalid_argument("the model output holds no JSON")),
@@ -79,5 +72,6 @@ fn from_output<T: DeserializeOwned>(value: serde_json::Value) -> Result<T> {
         Error::invalid_argument(format!(
             "the model output does not fit the requested type: {e}"
         ))
+        .with_source(e)
     })
 }

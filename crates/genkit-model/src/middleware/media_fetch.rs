@@ -73,8 +73,9 @@ impl HttpMediaFetch {
     }
 
     async fn fetch(&self, url: &str, max: Option<usize>) -> Result<(Vec<u8>, Option<String>)> {
-        let parsed = reqwest::Url::parse(url)
-            .map_err(|e| Error::invalid_argument(format!("media URL '{url}': {e}")))?;
+        let parsed = reqwest::Url::parse(url).map_err(|e| {
+            Error::invalid_argument(format!("media URL '{url}': {e}")).with_source(e)
+        })?;
         if !matches!(parsed.scheme(), "http" | "https") {
             return Err(Error::invalid_argument(format!(
                 "media URL '{url}' is not http(s)"
@@ -99,6 +100,7 @@ impl HttpMediaFetch {
                         StatusCode::Unavailable,
                         format!("media URL '{url}': cannot resolve '{host}': {e}"),
                     )
+                    .with_source(e)
                 })?
                 .collect(),
         };
@@ -119,9 +121,9 @@ impl HttpMediaFetch {
         if literal.is_none() {
             client = client.resolve_to_addrs(host, &addrs);
         }
-        let client = client
-            .build()
-            .map_err(|e| Error::internal(format!("building the media HTTP client: {e}")))?;
+        let client = client.build().map_err(|e| {
+            Error::internal(format!("building the media HTTP client: {e}")).with_source(e)
+        })?;
         let mut response = client
             .get(parsed)
             .send()

@@ -214,8 +214,9 @@ impl<S> WireCall<S> {
     /// A call to `path` with `body` serialized (`INVALID_ARGUMENT` if it
     /// cannot be).
     pub fn json(path: impl Into<String>, body: &impl Serialize, state: S) -> Result<Self> {
-        let body = serde_json::to_value(body)
-            .map_err(|e| genkit_core::Error::invalid_argument(format!("request body: {e}")))?;
+        let body = serde_json::to_value(body).map_err(|e| {
+            genkit_core::Error::invalid_argument(format!("request body: {e}")).with_source(e)
+        })?;
         Ok(Self::new(path, body, state))
     }
 }

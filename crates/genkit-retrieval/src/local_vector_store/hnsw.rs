@@ -186,7 +186,7 @@ impl Ann {
             graph.parallel_insert_slice(&batch);
         })
         .await
-        .map_err(|e| Error::internal(format!("building the HNSW index: {e}")))?;
+        .map_err(|e| Error::internal(format!("building the HNSW index: {e}")).with_source(e))?;
         self.len = first + count;
         Ok(())
     }

@@ -7,7 +7,7 @@
 use genkit_core::Error;
 use genkit_core::tracing::{SpanOptions, SpanType, in_span};
 
-use super::types::RuntimeError;
+use crate::types::RuntimeError;
 
 /// Logs and traces a failed turn of `agent`, and returns the error as the
 /// client and the snapshot may carry it.
