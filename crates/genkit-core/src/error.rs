@@ -227,8 +227,18 @@ impl fmt::Display for Error {
     }
 }
 
+/// `{:?}` reads like [`Error::stack`] (what `fn main() -> Result<(), Error>`
+/// prints when it fails: the message, then its causes); `{:#?}` shows the
+/// fields.
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !f.alternate() {
+            f.write_str(&self.stack())?;
+            if let Some(details) = &self.inner.details {
+                write!(f, "\n  details: {details}")?;
+            }
+            return Ok(());
+        }
         let mut d = f.debug_struct("Error");
         d.field("status", &self.inner.status)
             .field("message", &self.inner.message);
@@ -267,6 +277,20 @@ impl From<std::io::Error> for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_reads_as_the_message_and_its_causes() {
+        let cause =
+            std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
+        let error = Error::new(StatusCode::Unavailable, "the model server did not answer")
+            .with_source(cause)
+            .with_details(serde_json::json!({"url": "http://127.0.0.1:1"}));
+        assert_eq!(
+            format!("{error:?}"),
+            "UNAVAILABLE: the model server did not answer\n  caused by: connection refused\n  details: {\"url\":\"http://127.0.0.1:1\"}"
+        );
+        assert!(format!("{error:#?}").starts_with("Error {"));
+    }
 
     #[test]
     fn typed_payload_is_found_by_type_and_stays_off_the_wire() {
