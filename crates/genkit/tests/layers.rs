@@ -230,3 +230,42 @@ fn genkit_model_modules_import_only_from_their_layer_or_below() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// One module layout: a module with submodules is a folder with `mod.rs`
+/// (the style most of the workspace used), never `name.rs` beside `name/`.
+#[test]
+fn modules_with_submodules_live_in_their_folders_mod_rs() {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    for group in ["crates", "plugins", "examples"] {
+        let Ok(entries) = std::fs::read_dir(root.join(group)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let src = entry.path().join("src");
+            if src.is_dir() {
+                rust_files(&src, &mut files);
+            }
+        }
+    }
+    assert!(
+        !files.is_empty(),
+        "no sources found under {}",
+        root.display()
+    );
+    let mixed: Vec<String> = files
+        .iter()
+        .filter(|file| file.file_name().is_some_and(|name| name != "mod.rs"))
+        .filter(|file| file.with_extension("").is_dir())
+        .map(|file| {
+            file.strip_prefix(&root)
+                .unwrap_or(file)
+                .display()
+                .to_string()
+        })
+        .collect();
+    assert!(
+        mixed.is_empty(),
+        "move these modules into their folders as mod.rs: {mixed:?}"
+    );
+}
