@@ -8,14 +8,14 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures::Stream;
-use genkit_core::Result;
-use genkit_core::action::BidiStream;
+use genkit_core::action::{BidiStream, RunOptions};
+use genkit_core::{Error, Result};
 use parking_lot::Mutex;
 
-use super::runtime::Agent;
+use super::runtime::{Agent, FailedTurnSlot};
 use super::types::{
-    AgentInit, AgentInput, AgentOutput, AgentResume, AgentStreamChunk, GetSnapshotRequest,
-    SessionSnapshot, SessionState,
+    AgentFinishReason, AgentInit, AgentInput, AgentOutput, AgentResume, AgentStreamChunk,
+    GetSnapshotRequest, SessionSnapshot, SessionState,
 };
 use genkit_model::types::Message;
 
@@ -52,33 +52,38 @@ impl AgentChat {
     /// the next message continues from the last good turn. To get the
     /// failed output itself (`finishReason: failed`, as the agent protocol
     /// reports it), use [`send_stream`](Self::send_stream).
+    ///
+    /// The error is the one the turn failed with, causes included (a remote
+    /// client of the same agent sees an internal error masked as `Internal
+    /// Error`; an in-process caller is the server's own code).
     pub async fn send(&self, message: Message) -> Result<AgentOutput> {
         self.send_stream(AgentInput::message(message))
-            .output()
-            .await?
-            .into_result()
+            .output_or_error()
+            .await
     }
 
     /// Answers or restarts the interrupted tool requests of the last turn;
     /// a failed turn is an `Err`, as for [`send`](Self::send).
     pub async fn resume(&self, resume: AgentResume) -> Result<AgentOutput> {
         self.send_stream(AgentInput::resume(resume))
-            .output()
-            .await?
-            .into_result()
+            .output_or_error()
+            .await
     }
 
     /// Sends one input and streams the turn's chunks; the conversation
     /// moves on when [`AgentTurnStream::output`] returns.
     pub fn send_stream(&self, input: AgentInput) -> AgentTurnStream {
         let init = self.cursor.lock().clone();
-        let mut run = self.agent.action().start(init);
+        let failed_turn = FailedTurnSlot::default();
+        let options = RunOptions::default().extension(failed_turn.clone());
+        let mut run = self.agent.action().start_with(init, options);
         let sent = run.send(input);
         run.close();
         AgentTurnStream {
             run,
             sent,
             cursor: self.cursor.clone(),
+            failed_turn,
         }
     }
 
@@ -125,6 +130,7 @@ pub struct AgentTurnStream {
     run: BidiStream<AgentInput, AgentStreamChunk, AgentOutput>,
     sent: Result<()>,
     cursor: Arc<Mutex<AgentInit>>,
+    failed_turn: FailedTurnSlot,
 }
 
 impl AgentTurnStream {
@@ -149,6 +155,19 @@ impl AgentTurnStream {
             };
         }
         Ok(output)
+    }
+
+    /// [`output`](Self::output), with a failed turn as its full error.
+    async fn output_or_error(self) -> Result<AgentOutput> {
+        let failed_turn = self.failed_turn.clone();
+        let output = self.output().await?;
+        match (&output.finish_reason, &output.error) {
+            (Some(AgentFinishReason::Failed), Some(error)) => {
+                let full = failed_turn.explain(error);
+                Err(full.unwrap_or_else(|| Error::from(error)))
+            }
+            _ => output.into_result(),
+        }
     }
 }
 

@@ -689,6 +689,27 @@ async fn internal_errors_are_masked_and_user_facing_ones_shown() {
         out.error,
         Some(RuntimeError::new(StatusCode::NotFound, "no such order"))
     );
+
+    // The server's own code, chatting in process, gets the error the turn
+    // failed with (the protocol output and the snapshot stay masked).
+    let chat = agent.chat();
+    let err = chat.send(Message::user("internal")).await.unwrap_err();
+    assert_eq!(err.status(), StatusCode::Internal);
+    assert_eq!(
+        err.message(),
+        "connecting to postgres://admin:hunter2@db.internal failed"
+    );
+    let out = chat
+        .send_stream(AgentInput::message(Message::user("internal")))
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.error.as_ref(), Some(&masked));
+    let err = chat.send(Message::user("order 7")).await.unwrap_err();
+    assert_eq!(
+        (err.status(), err.message()),
+        (StatusCode::NotFound, "no such order")
+    );
 }
 
 #[tokio::test]

@@ -51,6 +51,7 @@ use crate::types::{AgentInit, AgentInput, AgentOutput, AgentResult, AgentStreamC
 pub use agent::{Agent, agent_metadata, define_agent};
 pub use detach_limits::{DEFAULT_DETACHED_TIMEOUT, DEFAULT_MAX_DETACHED};
 pub use options::AgentOptions;
+pub(crate) use turn_failure::FailedTurnSlot;
 
 /// The bidirectional action of an agent.
 pub type AgentAction = BidiAction<AgentInit, AgentInput, AgentOutput, AgentStreamChunk>;
