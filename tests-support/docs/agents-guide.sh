@@ -56,6 +56,9 @@ start_server() {
     docs_wait_for_url "$AGENT_URL" 60 || { cat "$1" >&2; docs_die "the agent did not listen on 3400"; }
 }
 
+# The log's colours (tracing-subscriber's default) removed.
+no_colors() { sed 's/\x1b\[[0-9;]*m//g'; }
+
 stop_server() {
     docs_stop_group "$SERVER_PID"
     wait "$SERVER_PID" 2>/dev/null || true
@@ -187,6 +190,7 @@ set +e
 OUT="$(docs_run_block "$DOC" "agents: failed turn" 2>&1)"
 CODE=$?
 set -e
+OUT="$(no_colors <<<"$OUT")"
 docs_log "failed turn (exit $CODE):"$'\n'"$(tail -n 3 <<<"$OUT")"
 [ "$CODE" = 1 ] || docs_die "the failed turn exited with $CODE, the doc says 1"
 grep -q '^Error: INTERNAL: Internal Error$' <<<"$OUT" || docs_die "no \`Error: INTERNAL: Internal Error\`"
@@ -204,7 +208,7 @@ assert result["finishReason"] == "failed", result
 assert result["error"] == {"status": "INTERNAL", "message": "Internal Error"}, result
 ' "$ANSWER" || docs_die "a failed turn over HTTP is not as the doc says"
 stop_server
-grep -q 'turn failed (the client sees `Internal Error`): UNAVAILABLE' "$SCRATCH/failing.log" \
+no_colors <"$SCRATCH/failing.log" | grep -q 'turn failed (the client sees `Internal Error`): UNAVAILABLE' \
     || { cat "$SCRATCH/failing.log" >&2; docs_die "the server did not log the cause"; }
 
 docs_log "the guide ran in $(( $(date +%s) - STARTED )) s after the build"
