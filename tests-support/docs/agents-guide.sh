@@ -16,6 +16,7 @@
 # - the dependencies resolve to this workspace (`../genkit-rs/` is this
 #   checkout; [patch.crates-io], the workspace's Cargo.lock and dev
 #   profile), as they are not published yet;
+# - the local model server listens on this test's port, not 8080;
 # - the ids the reader copies by hand (SESSION, CURL_SESSION) are taken
 #   from the output;
 # - `npm install genkit@1.42.0` is replaced by a link to the same version
@@ -78,10 +79,14 @@ START=$(date +%s)
 cargo build --quiet
 docs_log "built in $(( $(date +%s) - START )) s"
 
-# --- 3. A model server, through the doc's variables
-docs_start_model_server "$PORT"
-export OPENAI_BASE_URL="$LOCAL_MODEL_BASE_URL" MODEL="$LOCAL_MODEL_NAME"
-unset OPENAI_API_KEY GENKIT_ENV TRIP_AGENT_TOKEN SESSION CURL_SESSION
+# --- 3. The doc's local model server (on this test's port), and its variables
+unset OPENAI_API_KEY OPENAI_BASE_URL MODEL GENKIT_ENV TRIP_AGENT_TOKEN SESSION CURL_SESSION
+MODEL_SERVER="$(docs_block "$DOC" "agents: local model server" | docs_local_paths | sed "s/\b8080\b/$PORT/g")"
+docs_log "step 3: $(tr '\n' ';' <<<"$MODEL_SERVER")"
+eval "$MODEL_SERVER" >/dev/null
+[ "$OPENAI_BASE_URL" = "http://127.0.0.1:$PORT/v1" ] && [ -n "$MODEL" ] \
+    || docs_die "the model server block exported OPENAI_BASE_URL=$OPENAI_BASE_URL MODEL=$MODEL"
+export OPENAI_BASE_URL MODEL
 STARTED=$(date +%s)
 
 # --- 4. A first turn
