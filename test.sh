@@ -167,6 +167,9 @@ bash tests-support/docs/readme-quickstart.sh
 step "docs: docs/getting-started.md followed command by command (cargo new ... genkit start, flow:run, trace)"
 bash tests-support/docs/getting-started.sh
 
+step "docs: docs/agents.md followed command by command (cargo new ... a tool, SQLite sessions resumed in a second process, --serve, curl, remoteAgent, failed turns)"
+bash tests-support/docs/agents-guide.sh
+
 step "fuzzing: every cargo-fuzz target for a short run from its seeds (nightly; installs cargo-fuzz if missing; docs/fuzzing.md)"
 # About 15 s per target; the fuzz build (sanitizer-instrumented, nightly)
 # goes to ${CARGO_TARGET_DIR:-target}/fuzz. A crash, a broken invariant,

@@ -38,44 +38,19 @@ SCRATCH="$(mktemp -d "${TMPDIR:-/tmp}/getting-started.XXXXXX")"
 APP_PID=""
 CLI_PID=""
 cleanup() {
-    [ -n "$APP_PID" ] && kill -INT -- "-$APP_PID" 2>/dev/null || true
-    [ -n "$CLI_PID" ] && kill -INT -- "-$CLI_PID" 2>/dev/null || true
-    sleep 1
-    [ -n "$APP_PID" ] && kill -KILL -- "-$APP_PID" 2>/dev/null || true
-    [ -n "$CLI_PID" ] && kill -KILL -- "-$CLI_PID" 2>/dev/null || true
+    docs_stop_group "$APP_PID"
+    docs_stop_group "$CLI_PID"
     docs_stop_model_server "$PORT"
     rm -rf "$SCRATCH"
 }
 trap cleanup EXIT
 
-wait_for() { # url, seconds
-    local deadline=$(( $(date +%s) + $2 ))
-    until curl -s -m 2 -o /dev/null "$1"; do
-        [ "$(date +%s)" -lt "$deadline" ] || return 1
-        sleep 0.5
-    done
-}
-
 # --- 1. A new project
 cd "$SCRATCH"
 docs_log "step 1: $(docs_block "$DOC" "getting-started: new" | tr '\n' ';')"
-bash -euo pipefail -c "$(docs_block "$DOC" "getting-started: new")"
+docs_run_block "$DOC" "getting-started: new"
 APP="$SCRATCH/hello-genkit"
-# "Replace the [dependencies] section": cargo new leaves it last and empty.
-python3 - "$APP/Cargo.toml" <<'PY'
-import sys
-path = sys.argv[1]
-text = open(path, encoding="utf-8").read()
-head, sep, rest = text.partition("[dependencies]")
-assert sep and not rest.strip(), f"unexpected Cargo.toml from cargo new:\n{text}"
-open(path, "w", encoding="utf-8").write(head)
-PY
-docs_block "$DOC" "getting-started: Cargo.toml" | docs_local_paths >"$SCRATCH/dependencies.toml"
-{
-    cat "$SCRATCH/dependencies.toml"
-    docs_workspace_overrides "$SCRATCH/dependencies.toml"
-} >>"$APP/Cargo.toml"
-cp "$ROOT/Cargo.lock" "$APP/Cargo.lock"
+docs_block "$DOC" "getting-started: Cargo.toml" | docs_use_dependencies "$APP/Cargo.toml"
 
 # --- 2. and 3. The prompt file and the app
 docs_block "$DOC" "getting-started: prompts/hello.prompt" >"$APP/prompts/hello.prompt"
@@ -93,9 +68,9 @@ unset OPENAI_API_KEY GENKIT_ENV
 
 setsid cargo run --quiet >"$SCRATCH/app.log" 2>&1 &
 APP_PID=$!
-wait_for http://127.0.0.1:3400/ 120 || { cat "$SCRATCH/app.log" >&2; docs_die "the app did not listen on 3400"; }
+docs_wait_for_url http://127.0.0.1:3400/ 120 || { cat "$SCRATCH/app.log" >&2; docs_die "the app did not listen on 3400"; }
 
-ANSWER="$(bash -euo pipefail -c "$(docs_block "$DOC" "getting-started: call")")"
+ANSWER="$(docs_run_block "$DOC" "getting-started: call")"
 docs_log "call: $ANSWER"
 python3 -c '
 import json, re, sys
@@ -103,7 +78,7 @@ answer = json.loads(sys.argv[1])
 assert re.search(r"\w", answer["result"]), answer
 ' "$ANSWER" || docs_die "the flow did not answer a greeting: $ANSWER"
 
-ANSWER="$(bash -euo pipefail -c "$(docs_block "$DOC" "getting-started: call without data")")"
+ANSWER="$(docs_run_block "$DOC" "getting-started: call without data")"
 EXPECTED="$(docs_block "$DOC" "getting-started: call without data, answer")"
 [ "$ANSWER" = "$EXPECTED" ] || docs_die "without the wrapper: got $ANSWER, the doc says $EXPECTED"
 

@@ -73,6 +73,67 @@ docs_new_project() {
     cp "$ROOT/Cargo.lock" "$dir/Cargo.lock"
 }
 
+# Runs the shell block labelled `$2` in the Markdown file `$1` as it
+# stands, in the current directory and environment (bash -e, pipefail).
+docs_run_block() { bash -euo pipefail -c "$(docs_block "$1" "$2")"; }
+
+# Sources the shell block labelled `$2` of `$1` into the calling shell, for
+# blocks that export variables the later steps use.
+docs_source_block() {
+    local block
+    block="$(docs_block "$1" "$2")"
+    eval "$block"
+}
+
+# Does what a doc tells a reader after `cargo new`: replace the empty
+# `[dependencies]` section of the project's Cargo.toml (`$1`) with the
+# dependency block read from stdin (`../genkit-rs/` pointing at this
+# checkout), plus the workspace overrides (docs_workspace_overrides) and
+# the workspace's Cargo.lock.
+docs_use_dependencies() {
+    local manifest="$1"
+    local dir deps
+    dir="$(dirname "$manifest")"
+    deps="$dir/.docs-dependencies.toml"
+    docs_local_paths >"$deps"
+    python3 - "$manifest" <<'PY'
+import sys
+path = sys.argv[1]
+text = open(path, encoding="utf-8").read()
+head, sep, rest = text.partition("[dependencies]")
+assert sep and not rest.strip(), f"unexpected Cargo.toml from cargo new:\n{text}"
+open(path, "w", encoding="utf-8").write(head)
+PY
+    {
+        cat "$deps"
+        docs_workspace_overrides "$deps"
+    } >>"$manifest"
+    rm -f "$deps"
+    cp "$ROOT/Cargo.lock" "$dir/Cargo.lock"
+}
+
+# Waits until `$1` answers HTTP (any status), for at most `$2` seconds.
+docs_wait_for_url() {
+    local deadline=$(( $(date +%s) + $2 ))
+    until curl -s -m 2 -o /dev/null "$1"; do
+        [ "$(date +%s)" -lt "$deadline" ] || return 1
+        sleep 0.5
+    done
+}
+
+# Stops the process group led by `$1` (started with setsid): Ctrl-C, then
+# SIGKILL to what is left after a second. No-op for an empty pid.
+docs_stop_group() {
+    [ -n "${1:-}" ] || return 0
+    kill -INT -- "-$1" 2>/dev/null || true
+    local i
+    for i in 1 2 3 4 5 6 7 8 9 10; do
+        kill -0 -- "-$1" 2>/dev/null || return 0
+        sleep 0.1
+    done
+    kill -KILL -- "-$1" 2>/dev/null || true
+}
+
 # Starts the local OpenAI-compatible model server (installed by
 # .ci/install-local-model-server.sh) on port `$1` and exports
 # LOCAL_MODEL_BASE_URL / LOCAL_MODEL_NAME. The caller stops it on exit
