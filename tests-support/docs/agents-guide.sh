@@ -198,7 +198,8 @@ set -e
 OUT="$(no_colors <<<"$OUT")"
 docs_log "failed turn (exit $CODE):"$'\n'"$(tail -n 3 <<<"$OUT")"
 [ "$CODE" = 1 ] || docs_die "the failed turn exited with $CODE, the doc says 1"
-grep -q '^Error: INTERNAL: Internal Error$' <<<"$OUT" || docs_die "no \`Error: INTERNAL: Internal Error\`"
+grep -q '^Error: UNAVAILABLE: the request to http://127.0.0.1:9/v1/chat/completions failed: cannot connect' <<<"$OUT" \
+    || docs_die "main's error is not the turn's cause (\`Error: UNAVAILABLE: the request to ... failed: cannot connect\`)"
 grep -q 'ERROR .*agent `tripAgent` turn failed (the client sees `Internal Error`): UNAVAILABLE' <<<"$OUT" \
     || docs_die "the log does not show the failed turn's cause"
 
