@@ -621,6 +621,11 @@ impl SessionSnapshot {
         }
     }
 
+    /// The conversation as of this snapshot (empty when it has no state).
+    pub fn messages(&self) -> &[Message] {
+        self.state.as_ref().map_or(&[], SessionState::messages)
+    }
+
     /// The session it belongs to: `sessionId`, else its state's (as Genkit
     /// JS resolves snapshots written before snapshots carried a session id).
     pub fn owner_session_id(&self) -> Option<&str> {
@@ -737,6 +742,17 @@ mod tests {
         );
         let state: SessionState = serde_json::from_value(json!({})).unwrap();
         assert_eq!(serde_json::to_value(&state).unwrap(), json!({}));
+    }
+
+    #[test]
+    fn a_snapshot_reads_its_messages_and_an_empty_one_none() {
+        let mut snapshot = SessionSnapshot::new("s1", "2026-01-01T00:00:00Z");
+        assert!(snapshot.messages().is_empty());
+        let mut state = SessionState::default();
+        state.set_messages(vec![Message::user("hi")]);
+        snapshot.state = Some(state);
+        assert_eq!(snapshot.messages().len(), 1);
+        assert_eq!(snapshot.messages()[0].text(), "hi");
     }
 
     #[test]
