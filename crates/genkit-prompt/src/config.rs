@@ -77,6 +77,9 @@ pub(crate) struct PromptDef {
     pub(crate) docs: Vec<DocumentData>,
     pub(crate) tools: Vec<ToolArg>,
     pub(crate) tool_choice: Option<ToolChoice>,
+    /// The tool choice holds for the first turn only (see
+    /// [`GenerateOptions::tool_choice_once`](genkit_generate::GenerateOptions::tool_choice_once)).
+    pub(crate) tool_choice_once: bool,
     pub(crate) max_turns: Option<u32>,
     pub(crate) return_tool_requests: Option<bool>,
     pub(crate) middleware: Vec<MiddlewareRef>,
@@ -176,6 +179,7 @@ impl PromptConfig {
             docs: Vec::new(),
             tools: Vec::new(),
             tool_choice: None,
+            tool_choice_once: false,
             max_turns: None,
             return_tool_requests: None,
             middleware: Vec::new(),
@@ -371,9 +375,21 @@ impl<I, O> PromptConfig<I, O> {
         self
     }
 
-    /// Whether the model must, may or must not call tools.
+    /// Whether the model must, may or must not call tools, on every turn of
+    /// the tool loop.
     pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
         self.def.tool_choice = Some(choice);
+        self.def.tool_choice_once = false;
+        self
+    }
+
+    /// The tool choice for the first turn only: a forced choice
+    /// (`Required`) becomes `Auto` once that turn's tools ran, so the model
+    /// can answer. What servers that ignore tools unless one is forced (a
+    /// llama.cpp server) need; a caller's own tool choice overrides it.
+    pub fn tool_choice_once(mut self, choice: ToolChoice) -> Self {
+        self.def.tool_choice = Some(choice);
+        self.def.tool_choice_once = true;
         self
     }
 

@@ -304,7 +304,10 @@ impl PromptCore {
         if options.tools.is_empty() {
             options.tools = def.tools.clone();
         }
-        options.tool_choice = options.tool_choice.or(def.tool_choice);
+        if options.tool_choice.is_none() {
+            options.tool_choice = def.tool_choice;
+            options.tool_choice_once = def.tool_choice_once;
+        }
         if options.output.is_none() {
             options.output = self.output_config(resolved);
         }

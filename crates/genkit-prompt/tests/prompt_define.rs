@@ -95,6 +95,40 @@ async fn typed_input_and_output() {
 }
 
 #[tokio::test]
+async fn tool_choice_once_renders_as_a_first_turn_choice_the_caller_can_override() {
+    let registry = Registry::new();
+    let config = PromptConfig::new("forced")
+        .tool("search")
+        .tool_choice_once(ToolChoice::Required)
+        .prompt("hi");
+    let once = define_prompt(&registry, config.clone()).unwrap();
+    let options = once.render(json!({})).await.unwrap();
+    assert_eq!(options.tool_choice, Some(ToolChoice::Required));
+    assert!(options.tool_choice_once);
+
+    // The caller's own choice replaces the prompt's, its once-ness too.
+    let options = once
+        .render_with(
+            json!({}),
+            GenerateOptions::new().tool_choice(ToolChoice::Auto),
+        )
+        .await
+        .unwrap();
+    assert_eq!(options.tool_choice, Some(ToolChoice::Auto));
+    assert!(!options.tool_choice_once);
+
+    // A later plain tool_choice makes it hold on every turn again.
+    let every = define_prompt(
+        &registry,
+        config.variant("every").tool_choice(ToolChoice::Required),
+    )
+    .unwrap();
+    let options = every.render(json!({})).await.unwrap();
+    assert_eq!(options.tool_choice, Some(ToolChoice::Required));
+    assert!(!options.tool_choice_once);
+}
+
+#[tokio::test]
 async fn render_returns_every_generate_option() {
     let registry = Registry::new();
     let p = define_prompt(
