@@ -63,42 +63,44 @@
 //!
 //! ## Modules
 //!
-//! - [`action`]: [`Action`](action::Action), its context
+//! - [`action`] — [`Action`](action::Action), its context
 //!   [`ActionCtx`](action::ActionCtx), [`DynAction`](action::DynAction),
 //!   [`RunOptions`](action::RunOptions), [`ActionKind`](action::ActionKind),
 //!   streams, bidirectional actions, [`CancellationToken`](action::CancellationToken).
-//! - [`context`]: the request context ([`ActionContext`](context::ActionContext))
+//! - [`context`] — the request context ([`ActionContext`](context::ActionContext))
 //!   and typed [`Extensions`](context::Extensions).
-//! - [`flow`]: flows and their [`FlowContext`](flow::FlowContext); `define_flow` over a registry.
-//! - [`registry`]: the [`Registry`](registry::Registry) of actions, values and plugins.
-//! - [`plugin`]: the [`Plugin`](plugin::Plugin) trait providers implement.
-//! - [`status`]: [`StatusCode`](status::StatusCode), the canonical error codes.
-//! - [`schema`]: JSON Schema from Rust types, and validation.
-//! - [`tracing`]: spans, the trace store and exporters.
-//! - [`generate`]: [`GenerateOptions`](generate::GenerateOptions), streams and
+//! - [`flow`] — flows and their [`FlowContext`](flow::FlowContext); `define_flow` over a registry.
+//! - [`registry`] — the [`Registry`](registry::Registry) of actions, values and plugins.
+//! - [`plugin`] — the [`Plugin`](plugin::Plugin) trait providers implement.
+//! - [`status`] — [`StatusCode`](status::StatusCode), the canonical error codes.
+//! - [`schema`] — JSON Schema from Rust types, and validation.
+//! - [`tracing`] — spans, the trace store and exporters.
+//! - [`generate`] — [`GenerateOptions`](generate::GenerateOptions), streams and
 //!   chunks, tool error policy, the `generate` functions over a registry.
-//! - [`model`]: [`Model`](model::Model), [`ModelOptions`](model::ModelOptions),
+//! - [`model`] — [`Model`](model::Model), [`ModelOptions`](model::ModelOptions),
 //!   [`ModelImpl`](model::ModelImpl), background models.
-//! - [`tool`]: [`Tool`](tool::Tool), [`ToolCtx`](tool::ToolCtx),
+//! - [`tool`] — [`Tool`](tool::Tool), [`ToolCtx`](tool::ToolCtx),
 //!   [`ToolImpl`](tool::ToolImpl), interrupts.
-//! - [`types`]: the wire types: [`Message`](types::Message), [`Part`](types::Part),
+//! - [`types`] — the wire types: [`Message`](types::Message), [`Part`](types::Part),
 //!   [`Role`](types::Role), requests and responses, documents.
-//! - [`embedder`], [`formats`] (output formats), [`extract`] (JSON from model text).
-//! - [`middleware`]: model, generate and tool hooks; retry, fallback,
+//! - [`embedder`] — embedder actions and their options, `embed`.
+//! - [`formats`] — output formats (json, array, enum, jsonl, text, custom ones).
+//! - [`extract`] — JSON out of model text, partial JSON while streaming.
+//! - [`middleware`] — model, generate and tool hooks; retry, fallback,
 //!   history policy, tool approval, tool cache.
-//! - [`prompt`]: [`PromptConfig`](prompt::PromptConfig),
+//! - [`prompt`] — [`PromptConfig`](prompt::PromptConfig),
 //!   [`ExecutablePrompt`](prompt::ExecutablePrompt), `.prompt` files.
-//! - [`agent`]: [`Agent`](agent::Agent), [`AgentChat`](agent::AgentChat),
+//! - [`agent`] — [`Agent`](agent::Agent), [`AgentChat`](agent::AgentChat),
 //!   [`AgentOptions`](agent::AgentOptions), [`AgentSession`](agent::AgentSession);
 //!   the wire types in [`agent::types`], stores in [`agent::store`],
 //!   exactly-once effects in [`agent::effect`], patches in [`agent::json_patch`].
-//! - [`retrieval`]: [`chunk`](retrieval::chunk), [`retriever`](retrieval::retriever),
+//! - [`retrieval`] — [`chunk`](retrieval::chunk), [`retriever`](retrieval::retriever),
 //!   [`simple_retriever`](retrieval::simple_retriever), [`indexer`](retrieval::indexer),
 //!   [`reranker`](retrieval::reranker), [`local_vector_store`](retrieval::local_vector_store).
-//! - [`evaluator`]: evaluators and the built-in metrics.
-//! - [`testing`]: test doubles, [`ProgrammableModel`](testing::ProgrammableModel).
-//! - `stores` (feature `sql-store`): SQLite and PostgreSQL session stores, `open_store`.
-//! - [`prelude`]: the few items listed above.
+//! - [`evaluator`] — evaluators and the built-in metrics.
+//! - [`testing`] — test doubles, [`ProgrammableModel`](testing::ProgrammableModel).
+//! - `stores` (feature `sql-store`) — SQLite and PostgreSQL session stores, `open_store`.
+//! - [`prelude`] — the few items listed above.
 //!
 //! Features: `sql-store` (SQLite session stores), `sql-store-postgres`
 //! (plus PostgreSQL), `download-media` (the media download middleware).

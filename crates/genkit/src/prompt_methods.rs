@@ -19,7 +19,8 @@ impl Genkit {
     /// returns the error instead.
     #[track_caller]
     pub fn define_prompt<I, O>(&self, config: PromptConfig<I, O>) -> ExecutablePrompt<I, O> {
-        registered("prompt", "", define_prompt(self.registry(), config))
+        let name = config.name().to_owned();
+        registered("prompt", &name, define_prompt(self.registry(), config))
     }
 
     /// A prompt defined in code or loaded from a `.prompt` file; `NOT_FOUND`

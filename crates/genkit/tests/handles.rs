@@ -299,10 +299,10 @@ fn the_panic_points_at_the_callers_line() {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         let message = info.to_string();
-        if message.contains("defining flow `here`") {
-            if let Some(at) = info.location() {
-                *record.lock().unwrap() = Some((at.file().to_owned(), at.line()));
-            }
+        if let Some(at) = info.location()
+            && message.contains("defining flow `here`")
+        {
+            *record.lock().unwrap() = Some((at.file().to_owned(), at.line()));
         }
     }));
     let line = line!() + 2;
