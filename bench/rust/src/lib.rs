@@ -1,8 +1,16 @@
 //! The scripted workloads of the benchmarks, shared by the criterion benches
 //! and the `peer` binary, and written to do exactly what bench/js does.
 
+use genkit::agent::types::AgentInput;
+use genkit::agent::{Agent, AgentChat, AgentOptions};
+use genkit::model::{ModelCtx, ModelOptions};
 use genkit::prelude::*;
+use genkit::tool::Tool;
 use genkit::tracing::{RecordedSpan, add_span_processor};
+use genkit::types::{
+    FinishReason, GenerateRequest, GenerateResponse, GenerateResponseChunk, ModelSupports, Role,
+    ToolRequest,
+};
 use genkit_server::telemetry::{BatchConfig, BatchProcessor, ExportError, SpanSink, trace_bodies};
 use std::sync::Arc;
 

@@ -510,7 +510,8 @@ pub struct TurnEnd {
 
 // The patch type is the one `json_patch::diff` produces, so what a turn
 // streams and what agent.yaml compares op by op are the same operations.
-pub use super::json_patch::{JsonPatch, JsonPatchOperation};
+// Imported, not re-exported: its one public path is `json_patch::JsonPatch`.
+use super::json_patch::JsonPatch;
 
 /// One streamed event of an invocation (`AgentStreamChunk`): exactly one of
 /// its fields is set.
@@ -688,6 +689,7 @@ pub struct AgentMetadata {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::json_patch::JsonPatchOperation;
     use serde_json::json;
 
     #[test]

@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use genkit::agent::AgentOptions;
 use genkit::agent::types::AgentInit;
+use genkit::model::ModelOptions;
 use genkit::prelude::*;
+use genkit::types::{FinishReason, GenerateRequest, GenerateResponse, Role};
 use genkit_session::store::SessionStore;
 use genkit_store_firestore::FirestoreSessionStore;
 

@@ -9,6 +9,7 @@ use genkit_core::{ActionCtx, Result};
 ///
 /// ```
 /// use genkit::prelude::*;
+/// use genkit::testing::ProgrammableModel;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> genkit::Result<()> {

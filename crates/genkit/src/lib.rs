@@ -8,6 +8,7 @@
 //!
 //! ```
 //! use genkit::prelude::*;
+//! use genkit::testing::ProgrammableModel;
 //!
 //! #[derive(Deserialize, Serialize, JsonSchema)]
 //! struct WeatherInput {
@@ -42,16 +43,64 @@
 //!
 //! ## Where things are
 //!
+//! Every item has one path; `use genkit::prelude::*` adds the few that
+//! nearly every app names ([`Genkit`], [`GenerateOptions`](generate::GenerateOptions),
+//! [`Message`](types::Message), [`Part`](types::Part), [`ActionCtxExt`],
+//! [`Error`], [`Result`], `StreamExt`, `JsonSchema`, `Serialize`,
+//! `Deserialize`, `Value`, `json!`).
+//!
 //! | to… | use |
 //! |---|---|
 //! | call a model, with tools, structured output, streaming | [`Genkit::generate`], [`Genkit::generate_as`], [`Genkit::generate_stream`], [`generate::GenerateOptions`] |
-//! | define tools, flows, prompts (`.prompt` files) | [`Genkit::define_tool`], [`Genkit::define_flow`], [`Genkit::define_prompt`], [`prompt`] |
+//! | define tools, flows, prompts (`.prompt` files) | [`Genkit::define_tool`], [`Genkit::define_flow`], [`Genkit::define_prompt`], [`tool`], [`flow`], [`prompt`] |
 //! | build an agent with sessions (Genkit's Agent API) | [`Genkit::define_prompt_agent`], [`Genkit::define_custom_agent`], [`agent`] (below) |
-//! | keep sessions across restarts | [`agent::store`] (in memory), `sql-store` feature: `genkit::stores` / `genkit::open_store` (SQLite, PostgreSQL); crate `genkit-store-firestore` |
+//! | keep sessions across restarts | [`agent::store`] (in memory), `sql-store` feature: `genkit::stores` (`genkit::stores::open_store`; SQLite, PostgreSQL); crate `genkit-store-firestore` |
 //! | serve flows and agents over HTTP, the Dev UI | crate `genkit-server` (`FlowServer`, the Reflection API under `genkit start`) |
 //! | talk to a provider | crates `genkit-openai` (and any OpenAI-compatible server), `genkit-google-genai`, `genkit-anthropic`, `genkit-ollama`; `genkit-local-embedder` |
-//! | retrieval and evaluation | [`retriever`], [`indexer`], [`local_vector_store`], [`chunk`], [`evaluator`]; crate `genkit-pgvector` |
+//! | retrieval and evaluation | [`retrieval::retriever`], [`retrieval::indexer`], [`retrieval::local_vector_store`], [`retrieval::chunk`], [`evaluator`]; crate `genkit-pgvector` |
+//! | handle a registration error instead of panicking | the registry-level `define_*` functions the `define_*` methods name under "Panics" (e.g. [`flow::define_flow`], [`tool::define_tool`]) |
 //! | test without a model | [`testing::ProgrammableModel`] |
+//!
+//! ## Modules
+//!
+//! - [`action`] — [`Action`](action::Action), its context
+//!   [`ActionCtx`](action::ActionCtx), [`DynAction`](action::DynAction),
+//!   [`RunOptions`](action::RunOptions), [`ActionKind`](action::ActionKind),
+//!   streams, bidirectional actions, [`CancellationToken`](action::CancellationToken).
+//! - [`context`] — the request context ([`ActionContext`](context::ActionContext))
+//!   and typed [`Extensions`](context::Extensions).
+//! - [`flow`] — flows and their [`FlowContext`](flow::FlowContext); `define_flow` over a registry.
+//! - [`registry`] — the [`Registry`](registry::Registry) of actions, values and plugins.
+//! - [`plugin`] — the [`Plugin`](plugin::Plugin) trait providers implement.
+//! - [`status`] — [`StatusCode`](status::StatusCode), the canonical error codes.
+//! - [`schema`] — JSON Schema from Rust types, and validation.
+//! - [`tracing`] — spans, the trace store and exporters.
+//! - [`generate`] — [`GenerateOptions`](generate::GenerateOptions), streams and
+//!   chunks, tool error policy, the `generate` functions over a registry.
+//! - [`model`] — [`Model`](model::Model), [`ModelOptions`](model::ModelOptions),
+//!   [`ModelImpl`](model::ModelImpl), background models.
+//! - [`tool`] — [`Tool`](tool::Tool), [`ToolCtx`](tool::ToolCtx),
+//!   [`ToolImpl`](tool::ToolImpl), interrupts.
+//! - [`types`] — the wire types: [`Message`](types::Message), [`Part`](types::Part),
+//!   [`Role`](types::Role), requests and responses, documents.
+//! - [`embedder`] — embedder actions and their options, `embed`.
+//! - [`formats`] — output formats (json, array, enum, jsonl, text, custom ones).
+//! - [`extract`] — JSON out of model text, partial JSON while streaming.
+//! - [`middleware`] — model, generate and tool hooks; retry, fallback,
+//!   history policy, tool approval, tool cache.
+//! - [`prompt`] — [`PromptConfig`](prompt::PromptConfig),
+//!   [`ExecutablePrompt`](prompt::ExecutablePrompt), `.prompt` files.
+//! - [`agent`] — [`Agent`](agent::Agent), [`AgentChat`](agent::AgentChat),
+//!   [`AgentOptions`](agent::AgentOptions), [`AgentSession`](agent::AgentSession);
+//!   the wire types in [`agent::types`], stores in [`agent::store`],
+//!   exactly-once effects in [`agent::effect`], patches in [`agent::json_patch`].
+//! - [`retrieval`] — [`chunk`](retrieval::chunk), [`retriever`](retrieval::retriever),
+//!   [`simple_retriever`](retrieval::simple_retriever), [`indexer`](retrieval::indexer),
+//!   [`reranker`](retrieval::reranker), [`local_vector_store`](retrieval::local_vector_store).
+//! - [`evaluator`] — evaluators and the built-in metrics.
+//! - [`testing`] — test doubles, [`ProgrammableModel`](testing::ProgrammableModel).
+//! - `stores` (feature `sql-store`) — SQLite and PostgreSQL session stores, `open_store`.
+//! - [`prelude`] — the few items listed above.
 //!
 //! Features: `sql-store` (SQLite session stores), `sql-store-postgres`
 //! (plus PostgreSQL), `download-media` (the media download middleware).
@@ -63,10 +112,12 @@
 //! process too, with a persistent store).
 //!
 //! ```
+//! use genkit::agent::AgentOptions;
 //! use genkit::agent::store::InMemorySessionStore;
 //! use genkit::agent::types::AgentInit;
 //! use genkit::prelude::*;
 //! use genkit::prompt::PromptConfig;
+//! use genkit::testing::ProgrammableModel;
 //! use std::sync::Arc;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -108,6 +159,8 @@
 //! ```
 //! use genkit::middleware::{approve, history_policy, tool_approval, tool_cache};
 //! use genkit::prelude::*;
+//! use genkit::testing::ProgrammableModel;
+//! use genkit::tool::Tool;
 //! use std::time::Duration;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -142,27 +195,65 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod agents;
+mod agent_methods;
 mod ctx_ext;
-mod evaluation;
+mod define_methods;
+mod evaluation_methods;
+mod generate_methods;
 mod genkit;
-mod retrieval;
+mod prompt_methods;
+mod retrieval_methods;
 mod typed_stream;
 
 pub use crate::ctx_ext::ActionCtxExt;
 pub use crate::genkit::{Genkit, GenkitBuilder};
-pub use crate::typed_stream::TypedGenerateStream;
+pub use genkit_core::{Error, GENKIT_VERSION, Result};
 
-pub use genkit_agent as agent;
-pub use genkit_evaluator as evaluator;
-pub use genkit_generate as generate;
+/// Actions: [`Action`](action::Action), its context
+/// [`ActionCtx`](action::ActionCtx), the type-erased
+/// [`DynAction`](action::DynAction), run options, streams, bidirectional
+/// actions, and the [`CancellationToken`](action::CancellationToken) a
+/// caller cancels a run with.
+pub mod action {
+    pub use genkit_core::CancellationToken;
+    pub use genkit_core::action::*;
+}
+pub use genkit_core::{context, flow, plugin, registry, schema, status, tracing};
+
+/// Generation: [`GenerateOptions`](generate::GenerateOptions), the
+/// `generate` functions over a registry, streams and their chunks, and the
+/// typed stream of [`Genkit::generate_stream_as`].
+pub mod generate {
+    pub use crate::typed_stream::TypedGenerateStream;
+    pub use genkit_generate::*;
+}
+
+/// Evaluation: [`Evaluator`](evaluator::Evaluator) actions over datasets,
+/// `evaluate`, the built-in metrics ([`builtin`](evaluator::builtin)) and
+/// the model-judged ones (answer relevancy, faithfulness).
+pub mod evaluator {
+    pub use genkit_evaluator::answer_relevancy::{
+        AnswerRelevancyOptions, answer_relevancy_name, define_answer_relevancy,
+    };
+    pub use genkit_evaluator::faithfulness::{
+        FaithfulnessOptions, define_faithfulness, faithfulness_name,
+    };
+    pub use genkit_evaluator::{
+        EVALUATOR_METADATA_KEY_DEFINITION, EVALUATOR_METADATA_KEY_DISPLAY_NAME,
+        EVALUATOR_METADATA_KEY_IS_BILLED, EvaluateOptions, Evaluator, EvaluatorAction,
+        EvaluatorOptions, StatusOverride, builtin, define_evaluator, evaluate, evaluator,
+    };
+}
 pub use genkit_model::{embedder, extract, formats, model, testing, tool, types};
 pub use genkit_prompt as prompt;
+
 /// Retrieval: chunking, retrievers, indexers, rerankers, simple retrievers,
 /// the local vector store.
-pub use genkit_retrieval::{
-    chunk, indexer, local_vector_store, reranker, retriever, simple_retriever,
-};
+pub mod retrieval {
+    pub use genkit_retrieval::{
+        chunk, indexer, local_vector_store, reranker, retriever, simple_retriever,
+    };
+}
 
 /// Middleware: the mechanism (model, generate and tool hooks, named
 /// middleware) and the capability shims from `genkit-model`, and the
@@ -172,39 +263,46 @@ pub mod middleware {
     pub use genkit_middleware::*;
     pub use genkit_model::middleware::*;
 }
-pub use genkit_core::{
-    Action, ActionContext, ActionCtx, ActionDesc, ActionKind, ActionResult, ActionStream,
-    CancellationToken, DynAction, ErasedAction, Error, Extensions, GENKIT_VERSION, Plugin,
-    Registry, Result, RunOptions, StatusCode, action, context, flow, plugin, registry, schema,
-    status, tracing,
-};
+
+/// Genkit's Agent API: [`Agent`](agent::Agent) and its chats and sessions,
+/// [`AgentOptions`](agent::AgentOptions), the registry-level `define_*`
+/// functions (the fallible way to define an agent), and the wire types
+/// ([`types`](agent::types)), session stores ([`store`](agent::store)) and
+/// exactly-once effects ([`effect`](agent::effect)).
+pub mod agent {
+    pub use genkit_agent::runtime::{
+        DEFAULT_DETACHED_TIMEOUT, DEFAULT_MAX_DETACHED, agent_metadata,
+    };
+    pub use genkit_agent::{
+        Agent, AgentAction, AgentChat, AgentOptions, AgentSession, AgentTurnStream,
+        ClientTransform, STATE_SIGNATURE_KEY, TurnFuture, define_agent, define_prompt_agent,
+        define_prompt_agent_with,
+    };
+    pub use genkit_agent::{clock, effect, json_patch, limits, ownership, store, types};
+
+    /// Checks on what a client sends to an agent: refused keys in messages
+    /// and parts, and the resumes that must answer pending interrupts (their
+    /// id key is [`effect::INTERRUPT_ID_KEY`]).
+    pub mod input_check {
+        pub use genkit_agent::input_check::{
+            REFUSED_MESSAGE_KEYS, REFUSED_PART_KEYS, STRIPPED_PART_KEYS, check_message,
+            check_resume,
+        };
+    }
+}
 
 #[cfg(feature = "sql-store")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sql-store")))]
 pub mod stores;
-#[cfg(feature = "sql-store")]
-#[cfg_attr(docsrs, doc(cfg(feature = "sql-store")))]
-pub use crate::stores::open_store;
 
-/// The core crate (actions, registry, tracing), for APIs not re-exported here.
-pub use genkit_core as core;
-
-/// Everything a typical app uses.
+/// The few items nearly every app uses; everything else is imported from
+/// its module (`genkit::tool::Tool`, `genkit::agent::AgentOptions`,
+/// `genkit::testing::ProgrammableModel`, ...).
 pub mod prelude {
-    pub use crate::agent::types::{AgentInput, AgentOutput, AgentResult, AgentResume};
-    pub use crate::agent::{Agent, AgentChat, AgentOptions, AgentSession};
-    pub use crate::generate::{GenerateChunk, GenerateOptions, GenerateStream, ToolErrorPolicy};
-    pub use crate::model::{Model, ModelCtx, ModelImpl, ModelOptions, ModelRef};
-    pub use crate::testing::ProgrammableModel;
-    pub use crate::tool::{Tool, ToolCtx, ToolImpl, ToolInterrupt};
-    pub use crate::types::{
-        DocumentData, FinishReason, GenerateRequest, GenerateResponse, GenerateResponseChunk,
-        Message, ModelSupports, Part, Role, ToolChoice, ToolRequest, ToolResponse,
-    };
-    pub use crate::{ActionCtxExt, Genkit, GenkitBuilder, TypedGenerateStream};
+    pub use crate::generate::GenerateOptions;
+    pub use crate::types::{Message, Part};
+    pub use crate::{ActionCtxExt, Error, Genkit, Result};
     pub use futures::StreamExt;
-    pub use genkit_core::flow::FlowContext;
-    pub use genkit_core::{ActionContext, ActionCtx, Error, Result, StatusCode};
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};
     pub use serde_json::{Value, json};

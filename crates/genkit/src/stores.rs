@@ -14,7 +14,7 @@
 //!         .map(|p| p.display().to_string())
 //!         .unwrap_or_else(|| "sessions.db".into())
 //! });
-//! let options = AgentOptions::new().store(genkit::open_store(&location).await?);
+//! let options = AgentOptions::new().store(genkit::stores::open_store(&location).await?);
 //! # let _ = options; Ok(()) }
 //! ```
 

@@ -4,9 +4,14 @@
 use std::sync::Arc;
 
 use genkit::agent::store::{InMemorySessionStore, SessionStore};
+use genkit::agent::types::AgentResult;
 use genkit::agent::types::{AgentFinishReason, AgentInit, AgentInput, Artifact, SnapshotStatus};
+use genkit::agent::{AgentOptions, AgentSession};
 use genkit::prelude::*;
 use genkit::prompt::PromptConfig;
+use genkit::status::StatusCode;
+use genkit::testing::ProgrammableModel;
+use genkit::tool::ToolCtx;
 
 fn instance() -> Genkit {
     Genkit::builder()
@@ -189,10 +194,11 @@ async fn agents_register_three_actions_described_as_genkit_js() -> Result<()> {
     );
     let abort = ai.registry().require_action("/agent-abort/helper").await?;
     assert!(abort.desc().description.is_some());
-    // A second definition is refused, the try_ variant says why.
-    let again = ai.try_define_custom_agent("helper", AgentOptions::new(), |_, _| async {
-        Ok(AgentResult::default())
-    });
+    // A second definition is refused; the registry-level function says why.
+    let again =
+        genkit::agent::define_agent(ai.registry(), "helper", AgentOptions::new(), |_, _| async {
+            Ok(AgentResult::default())
+        });
     assert_eq!(again.unwrap_err().status(), StatusCode::AlreadyExists);
     Ok(())
 }

@@ -4,6 +4,7 @@ use genkit::formats::{
     ChunkParseContext, Format, FormatConfig, FormatError, FormatHandler, OutputFormat,
 };
 use genkit::prelude::*;
+use genkit::testing::ProgrammableModel;
 use serde_json::{Value, json};
 
 /// `upper`: the text, upper-cased, as a JSON string.

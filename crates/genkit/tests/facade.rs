@@ -1,6 +1,9 @@
 //! The facade: building an instance, defaults, prompt folders, define_*.
 
+use genkit::flow::FlowContext;
 use genkit::prelude::*;
+use genkit::status::StatusCode;
+use genkit::testing::ProgrammableModel;
 use std::sync::Arc;
 
 #[tokio::test]
@@ -60,11 +63,14 @@ async fn prompt_files_load_at_build_time() {
 async fn duplicate_plugins_fail_the_build() {
     struct P;
     #[async_trait::async_trait]
-    impl genkit::Plugin for P {
+    impl genkit::plugin::Plugin for P {
         fn name(&self) -> &str {
             "p"
         }
-        async fn init(&self, _r: &genkit::Registry) -> genkit::Result<Vec<genkit::DynAction>> {
+        async fn init(
+            &self,
+            _r: &genkit::registry::Registry,
+        ) -> genkit::Result<Vec<genkit::action::DynAction>> {
             Ok(vec![])
         }
     }

@@ -1,9 +1,20 @@
 //! Bodies reach the Genkit instance and typed extensions from their context;
-//! try_define_* report errors; struct-based tools and models; generate_as.
+//! the registry-level define functions report errors and the `define_*`
+//! methods panic at their caller; struct-based tools and models; generate_as.
 
 use futures::StreamExt;
-use genkit::RunOptions;
+use genkit::action::RunOptions;
+use genkit::flow::define_flow;
+use genkit::model::{ModelCtx, ModelImpl, ModelOptions};
+use genkit::model::{define_model, define_model_impl};
 use genkit::prelude::*;
+use genkit::status::StatusCode;
+use genkit::testing::ProgrammableModel;
+use genkit::tool::{ToolCtx, ToolImpl};
+use genkit::tool::{define_interrupt, define_tool, define_tool_impl};
+use genkit::types::{
+    FinishReason, GenerateRequest, GenerateResponse, GenerateResponseChunk, Role, ToolRequest,
+};
 
 fn instance() -> Genkit {
     Genkit::builder()
@@ -95,30 +106,29 @@ async fn extensions_set_by_the_caller_reach_tools_inside_generate() -> Result<()
 }
 
 #[tokio::test]
-async fn try_define_reports_duplicates_and_bad_names() {
+async fn registry_level_define_reports_duplicates_and_bad_names() {
     let ai = instance();
-    ai.try_define_flow("f", |s: String, _ctx| async move { Ok(s) })
-        .unwrap();
-    let dup = ai
-        .try_define_flow("f", |s: String, _ctx| async move { Ok(s) })
-        .unwrap_err();
+    define_flow(ai.registry(), "f", |s: String, _ctx| async move { Ok(s) }).unwrap();
+    let dup = define_flow(ai.registry(), "f", |s: String, _ctx| async move { Ok(s) }).unwrap_err();
     assert_eq!(dup.status(), StatusCode::AlreadyExists);
-    let bad = ai
-        .try_define_tool("", "nameless", |_: (), _ctx| async { Ok(()) })
-        .unwrap_err();
+    let bad = define_tool(ai.registry(), "", "nameless", |_: (), _ctx| async {
+        Ok(())
+    })
+    .unwrap_err();
     assert_eq!(bad.status(), StatusCode::InvalidArgument);
-    let bad_model = ai
-        .try_define_model(ModelOptions::new("/slash"), |_req, _ctx| async {
-            Err(Error::internal("unused"))
-        })
-        .unwrap_err();
+    let bad_model = define_model(
+        ai.registry(),
+        ModelOptions::new("/slash"),
+        |_req, _ctx| async { Err(Error::internal("unused")) },
+    )
+    .unwrap_err();
     assert_eq!(bad_model.status(), StatusCode::InvalidArgument);
-    let dup_interrupt = ai
-        .try_define_interrupt::<(), ()>("f", "a tool may share a flow's name")
-        .map(|_| ());
+    let dup_interrupt =
+        define_interrupt::<(), ()>(ai.registry(), "f", "a tool may share a flow's name", None)
+            .map(|_| ());
     assert!(dup_interrupt.is_ok());
     assert_eq!(
-        ai.try_define_interrupt::<(), ()>("f", "but not another tool's")
+        define_interrupt::<(), ()>(ai.registry(), "f", "but not another tool's", None)
             .unwrap_err()
             .status(),
         StatusCode::AlreadyExists
@@ -197,11 +207,15 @@ async fn struct_based_tools_and_models_run_through_generate() -> Result<()> {
         .await?;
     assert_eq!(reply.text(), "PARIS: SUNNY");
     assert_eq!(
-        ai.try_define_tool_impl(Weather).unwrap_err().status(),
+        define_tool_impl(ai.registry(), Weather)
+            .unwrap_err()
+            .status(),
         StatusCode::AlreadyExists
     );
     assert_eq!(
-        ai.try_define_model_impl(Shouter).unwrap_err().status(),
+        define_model_impl(ai.registry(), Shouter)
+            .unwrap_err()
+            .status(),
         StatusCode::AlreadyExists
     );
     Ok(())
@@ -264,4 +278,40 @@ async fn generate_as_returns_the_typed_output() -> Result<()> {
         .await?;
     assert_eq!(final_verdict.reason, "rain");
     Ok(())
+}
+
+#[test]
+#[should_panic(expected = "defining flow `twice`")]
+fn a_taken_name_panics_in_define() {
+    let ai = instance();
+    ai.define_flow("twice", |s: String, _ctx| async move { Ok(s) });
+    ai.define_flow("twice", |s: String, _ctx| async move { Ok(s) });
+}
+
+#[test]
+fn the_panic_points_at_the_callers_line() {
+    use std::sync::{Arc, Mutex};
+    let ai = instance();
+    ai.define_flow("here", |s: String, _ctx| async move { Ok(s) });
+    // The hook is global: keep only this test's panic.
+    let seen: Arc<Mutex<Option<(String, u32)>>> = Arc::default();
+    let record = seen.clone();
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info.to_string();
+        if let Some(at) = info.location()
+            && message.contains("defining flow `here`")
+        {
+            *record.lock().unwrap() = Some((at.file().to_owned(), at.line()));
+        }
+    }));
+    let line = line!() + 2;
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        ai.define_flow("here", |s: String, _ctx| async move { Ok(s) });
+    }));
+    std::panic::set_hook(previous);
+    assert!(caught.is_err());
+    let (file, at) = seen.lock().unwrap().clone().expect("the panic was seen");
+    assert!(file.ends_with("handles.rs"), "{file}");
+    assert_eq!(at, line);
 }

@@ -2,6 +2,7 @@
 //! says where it was looked for.
 
 use genkit::prelude::*;
+use genkit::status::StatusCode;
 
 #[test]
 fn a_missing_prompt_names_the_default_folder_and_says_it_is_absent() {

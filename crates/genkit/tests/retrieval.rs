@@ -2,13 +2,15 @@
 //! errors, calls by name and over JSON, and retrieved documents reaching
 //! the model through `generate`.
 
-use genkit::RunOptions;
-use genkit::indexer::{IndexOptions, IndexerOptions};
+use genkit::action::RunOptions;
 use genkit::prelude::*;
-use genkit::reranker::{RerankOptions, RerankerOptions};
-use genkit::retriever::{RetrieveOptions, RetrieverOptions};
+use genkit::retrieval::indexer::{IndexOptions, IndexerOptions};
+use genkit::retrieval::reranker::{RerankOptions, RerankerOptions};
+use genkit::retrieval::retriever::{RetrieveOptions, RetrieverOptions};
+use genkit::status::StatusCode;
+use genkit::testing::ProgrammableModel;
 use genkit::types::{
-    CommonRetrieverOptions, RankedDocumentData, RerankerResponse, RetrieverResponse,
+    CommonRetrieverOptions, DocumentData, RankedDocumentData, RerankerResponse, RetrieverResponse,
 };
 use std::sync::Arc;
 
@@ -413,8 +415,8 @@ fn define_word_embedder(ai: &Genkit) {
 
 #[tokio::test]
 async fn rag_over_a_folder_of_markdown() {
-    use genkit::chunk::{ChunkOptions, markdown_documents};
-    use genkit::local_vector_store::LocalVectorStoreOptions;
+    use genkit::retrieval::chunk::{ChunkOptions, markdown_documents};
+    use genkit::retrieval::local_vector_store::LocalVectorStoreOptions;
     let dir = std::env::temp_dir().join(format!(
         "genkit-rag-{}-{:?}",
         std::process::id(),

@@ -1,10 +1,11 @@
-//! `genkit::open_store` (feature `sql-store`): the default persistent store
+//! `genkit::stores::open_store` (feature `sql-store`): the default persistent store
 //! from a location.
 #![cfg(feature = "sql-store")]
 
 use genkit::agent::store::new_snapshot_id;
 use genkit::agent::types::SessionSnapshot;
-use genkit::{StatusCode, open_store};
+use genkit::status::StatusCode;
+use genkit::stores::open_store;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_store_gives_sqlite_for_paths_and_sqlite_urls() {

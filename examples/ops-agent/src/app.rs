@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use genkit::agent::store::SessionStore;
+use genkit::agent::{Agent, AgentOptions};
 use genkit::middleware::{GenerateMiddleware, history_policy, tool_approval, tool_cache};
 use genkit::prelude::*;
 use genkit::prompt::PromptConfig;
@@ -116,6 +117,10 @@ pub fn build(store: Arc<dyn SessionStore>, model: ModelChoice, fleet: Arc<Fleet>
 mod tests {
     use super::*;
     use genkit::agent::store::InMemorySessionStore;
+    use genkit::agent::types::{AgentOutput, AgentResume};
+    use genkit::status::StatusCode;
+    use genkit::testing::ProgrammableModel;
+    use genkit::types::Role;
 
     /// The model sees at most the last KEEP_TURNS turns (and the system
     /// prompt); the session keeps every message.

@@ -5,7 +5,9 @@
 use std::io::Write;
 use std::path::Path;
 
+use genkit::agent::Agent;
 use genkit::prelude::*;
+use genkit::types::ToolRequest;
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
 use tokio::runtime::Runtime;

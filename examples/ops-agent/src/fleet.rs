@@ -300,6 +300,7 @@ pub fn parse_window(window: &str) -> Result<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use genkit::status::StatusCode;
 
     #[test]
     fn windows_parse_in_every_spelling_and_bad_ones_name_the_field() {

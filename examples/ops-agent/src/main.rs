@@ -21,9 +21,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
+use genkit::agent::Agent;
 use genkit::agent::store::SessionStore;
 use genkit::agent::types::GetSnapshotRequest;
 use genkit::prelude::*;
+use genkit::status::StatusCode;
+use genkit::types::ToolRequest;
 use tracing_subscriber::filter::LevelFilter;
 
 use crate::app::{AGENT, App};

@@ -10,7 +10,12 @@
 //!
 //! Swap in a real model with an API key (see `models.rs`).
 
+use genkit::model::{Model, ModelCtx, ModelOptions};
 use genkit::prelude::*;
+use genkit::types::{
+    FinishReason, GenerateRequest, GenerateResponse, GenerateResponseChunk, ModelSupports, Role,
+    ToolRequest, ToolResponse,
+};
 
 use crate::fleet::Service;
 

@@ -5,9 +5,12 @@
 
 use std::sync::Arc;
 
+use genkit::agent::AgentSession;
 use genkit::agent::effect::{EffectError, approved_effect_key, run_once};
 use genkit::agent::store::SessionStore;
 use genkit::prelude::*;
+use genkit::status::StatusCode;
+use genkit::tool::{ToolCtx, ToolImpl};
 
 use crate::fleet::{Fleet, Level, Service, Status, parse_window};
 
@@ -220,9 +223,10 @@ pub fn define_tools(ai: &Genkit, fleet: &Arc<Fleet>, store: &Arc<dyn SessionStor
 
 #[cfg(test)]
 mod tests {
+    use genkit::action::{ActionCtx, Cancellation};
     use genkit::agent::store::InMemorySessionStore;
-    use genkit::core::action::Cancellation;
-    use genkit::core::tracing::{SpanId, TraceId, TraceInfo};
+    use genkit::context::ActionContext;
+    use genkit::tracing::{SpanId, TraceId, TraceInfo};
 
     use super::*;
 

@@ -9,9 +9,13 @@
 //! first turn is stored: the server mints it (clients do not name sessions),
 //! and the turn's output says which it is.
 
+use genkit::agent::Agent;
 use genkit::agent::types::{AgentFinishReason, AgentInit, GetSnapshotRequest};
+use genkit::agent::types::{AgentInput, AgentOutput, AgentResume};
 use genkit::middleware::{approve, deny};
 use genkit::prelude::*;
+use genkit::status::StatusCode;
+use genkit::types::{Role, ToolRequest};
 use tokio::runtime::Runtime;
 
 /// A person's (or a policy's) answer to an approval request.

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use genkit::agent::store::SessionStore;
 use genkit::prelude::*;
+use genkit::types::Role;
 use genkit_store_sql::SqliteSessionStore;
 
 mod common;

@@ -4,11 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
-use genkit::Action;
-use genkit::indexer::IndexOptions;
-use genkit::local_vector_store::{LocalVectorStoreOptions, PLUGIN_NAME};
+use genkit::action::Action;
+use genkit::flow::FlowContext;
 use genkit::prelude::*;
-use genkit::retriever::RetrieveOptions;
+use genkit::retrieval::indexer::IndexOptions;
+use genkit::retrieval::local_vector_store::{LocalVectorStoreOptions, PLUGIN_NAME};
+use genkit::retrieval::retriever::RetrieveOptions;
 use genkit::types::CommonRetrieverOptions;
 use genkit_local_embedder::{EMBEDDER, LocalEmbedder};
 

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use genkit::chunk::{ChunkOptions, markdown_documents};
 use genkit::prelude::*;
+use genkit::retrieval::chunk::{ChunkOptions, markdown_documents};
 use genkit::types::DocumentData;
 
 /// Chunks of at most this many characters: a section or two of prose, well
@@ -81,6 +81,7 @@ fn relative(dir: &Path, path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use genkit::status::StatusCode;
 
     #[test]
     fn markdown_files_are_found_recursively_in_path_order() {

@@ -10,8 +10,12 @@
 
 use std::collections::HashSet;
 
+use genkit::model::{Model, ModelCtx, ModelOptions};
 use genkit::prelude::*;
 use genkit::types::DocumentData;
+use genkit::types::{
+    FinishReason, GenerateRequest, GenerateResponse, GenerateResponseChunk, ModelSupports, Role,
+};
 
 use crate::citations::REF_KEY;
 

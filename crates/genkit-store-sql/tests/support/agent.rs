@@ -14,7 +14,10 @@ use std::sync::Arc;
 
 use genkit::agent::types::{AgentFinishReason, AgentResult};
 use genkit::agent::{Agent, AgentOptions};
+use genkit::model::ModelOptions;
 use genkit::prelude::*;
+use genkit::status::StatusCode;
+use genkit::types::{FinishReason, GenerateRequest, GenerateResponse, Role};
 use genkit_session::store::SessionStore;
 
 /// Genkit with model `scripted` and agent `assistant` on `store`.

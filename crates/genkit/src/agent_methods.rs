@@ -17,7 +17,11 @@ impl Genkit {
     /// `/agent-snapshot/<name>` and `/agent-abort/<name>`.
     ///
     /// # Panics
-    /// If one of the three keys is taken or the name is invalid.
+    /// If one of the three keys is taken or the name is invalid. The fallible
+    /// path is
+    /// [`genkit::agent::define_prompt_agent`](crate::agent::define_prompt_agent),
+    /// which returns the error instead.
+    #[track_caller]
     pub fn define_prompt_agent<I, O>(
         &self,
         name: &str,
@@ -27,19 +31,8 @@ impl Genkit {
         registered(
             "agent",
             name,
-            self.try_define_prompt_agent(name, prompt, options),
+            crate::agent::define_prompt_agent(self.as_ref(), name, prompt, options),
         )
-    }
-
-    /// Like [`define_prompt_agent`](Self::define_prompt_agent), returning
-    /// the error instead of panicking.
-    pub fn try_define_prompt_agent<I, O>(
-        &self,
-        name: &str,
-        prompt: &ExecutablePrompt<I, O>,
-        options: AgentOptions,
-    ) -> Result<Agent> {
-        crate::agent::define_prompt_agent(self.as_ref(), name, prompt, options)
     }
 
     /// Defines an agent whose turns run `turn` on the session (its
@@ -47,7 +40,10 @@ impl Genkit {
     /// in the history when `turn` starts).
     ///
     /// # Panics
-    /// If one of the three keys is taken or the name is invalid.
+    /// If one of the three keys is taken or the name is invalid. The fallible
+    /// path is [`genkit::agent::define_agent`](crate::agent::define_agent),
+    /// which returns the error instead.
+    #[track_caller]
     pub fn define_custom_agent<F, Fut>(&self, name: &str, options: AgentOptions, turn: F) -> Agent
     where
         F: Fn(AgentSession, AgentInput) -> Fut + Send + Sync + 'static,
@@ -56,22 +52,7 @@ impl Genkit {
         registered(
             "agent",
             name,
-            self.try_define_custom_agent(name, options, turn),
+            crate::agent::define_agent(self.as_ref(), name, options, turn),
         )
-    }
-
-    /// Like [`define_custom_agent`](Self::define_custom_agent), returning
-    /// the error instead of panicking.
-    pub fn try_define_custom_agent<F, Fut>(
-        &self,
-        name: &str,
-        options: AgentOptions,
-        turn: F,
-    ) -> Result<Agent>
-    where
-        F: Fn(AgentSession, AgentInput) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<AgentResult>> + Send + 'static,
-    {
-        crate::agent::define_agent(self.as_ref(), name, options, turn)
     }
 }

@@ -16,7 +16,11 @@ impl Genkit {
     /// scores one test case; the action runs whole datasets, in batches.
     ///
     /// # Panics
-    /// If an evaluator with this name is already defined or the name is invalid.
+    /// If an evaluator with this name is already defined or the name is
+    /// invalid. The fallible path is
+    /// [`genkit::evaluator::define_evaluator`](crate::evaluator::define_evaluator),
+    /// which returns the error instead.
+    #[track_caller]
     pub fn define_evaluator<O, E, F, Fut>(&self, opts: EvaluatorOptions, runner: F) -> Evaluator<O>
     where
         O: DeserializeOwned + JsonSchema + Clone + Send + Sync + 'static,
@@ -25,23 +29,11 @@ impl Genkit {
         Fut: Future<Output = Result<E>> + Send + 'static,
     {
         let name = opts.name.clone();
-        registered("evaluator", &name, self.try_define_evaluator(opts, runner))
-    }
-
-    /// Like [`define_evaluator`](Self::define_evaluator), returning the
-    /// error instead of panicking.
-    pub fn try_define_evaluator<O, E, F, Fut>(
-        &self,
-        opts: EvaluatorOptions,
-        runner: F,
-    ) -> Result<Evaluator<O>>
-    where
-        O: DeserializeOwned + JsonSchema + Clone + Send + Sync + 'static,
-        E: Into<Evaluation>,
-        F: Fn(EvalDataPoint, Option<O>, ActionCtx) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<E>> + Send + 'static,
-    {
-        define_evaluator(self.registry(), opts, runner)
+        registered(
+            "evaluator",
+            &name,
+            define_evaluator(self.registry(), opts, runner),
+        )
     }
 
     /// Scores a dataset with a registered evaluator: one result per test
