@@ -4,15 +4,18 @@
 //! through the middleware chain, and leaves by one of three exits — (A) no
 //! tool requests or `returnToolRequests`, (B) too many turns (`ABORTED`,
 //! checked before any tool runs), (C) a tool interrupted — or runs the tools
-//! and hands the next turn's request back to the loop.
+//! and hands the next turn's request back to the loop. What the turns'
+//! spans record is the business of [`trace`](super::trace): the loop and the
+//! turn each call it before and after their work, and nowhere else.
 
 use super::options::{LoopLimits, ToolErrorPolicy};
 use super::tools::{
     ResumeOutcome, ToolRun, resolve_resume, resolve_tool_requests, resolve_tools, tool_map,
 };
+use super::trace::{ModelTrace, TurnSpans};
 use futures::future::BoxFuture;
 use genkit_core::schema::SchemaValidator;
-use genkit_core::tracing::{Span, SpanJson, SpanOptions, SpanType};
+use genkit_core::tracing::SpanJson;
 use genkit_core::{ActionKind, DynAction, Error, Registry, Result, RunOptions, StatusCode};
 use genkit_model::formats::apply_format;
 use genkit_model::middleware::{
@@ -20,9 +23,7 @@ use genkit_model::middleware::{
     ModelCallCtx, ModelFn, ModelMiddleware, ModelNext, augment_with_context,
 };
 use genkit_model::model::{call_model_recorded, lookup_model, model_info};
-use genkit_model::span_record::{
-    History, record_final_response, record_options, record_request, record_response,
-};
+use genkit_model::span_record::History;
 use genkit_model::tool::definitions::tool_definitions;
 use genkit_model::types::{
     FinishReason, GenerateActionOptions, GenerateRequest, GenerateResponse, GenerateResponseChunk,
@@ -75,59 +76,6 @@ pub(crate) enum TurnOutcome {
         request: Box<GenerateActionOptions>,
         state: LoopState,
     },
-}
-
-/// The spans of a call's turns, outermost first. Most calls have a single
-/// turn, whose span is kept here without allocating a list.
-#[derive(Default)]
-struct TurnSpans {
-    first: Option<Span>,
-    later: Vec<Span>,
-}
-
-impl TurnSpans {
-    /// The innermost span so far.
-    fn last(&self) -> Option<&Span> {
-        self.later.last().or(self.first.as_ref())
-    }
-
-    fn push(&mut self, span: Span) {
-        match self.first {
-            None => self.first = Some(span),
-            Some(_) => self.later.push(span),
-        }
-    }
-}
-
-/// Closes the turns' spans, innermost first, with the call's result (every
-/// turn's span records the final response, as nested calls would).
-/// `history`: the log the turns' records share, if they do.
-fn close_turn_spans(
-    spans: TurnSpans,
-    mut result: Result<GenerateResponse>,
-    history: Option<&History>,
-) -> Result<GenerateResponse> {
-    // Recorded once for all the turns (shared, not copied, and written
-    // once by the exporter).
-    let recorded = match (&result, &spans.first) {
-        (Ok(response), Some(first)) if first.is_recording() => match history {
-            Some(history) => record_final_response(response, history),
-            None => record_response(response),
-        },
-        _ => None,
-    };
-    for mut span in spans.later.into_iter().rev().chain(spans.first) {
-        match &mut result {
-            Ok(_) => {
-                if let Some(json) = &recorded {
-                    span.set_output_json(json.clone());
-                }
-                span.end_ok();
-            }
-            Err(e) => span.end_err(e),
-        }
-    }
-    result
 }
 
 /// Stamps streamed chunks with their message index and role: the index moves
@@ -248,27 +196,12 @@ impl Engine {
         mut state: LoopState,
         ctx: GenerateCallCtx,
     ) -> Result<GenerateResponse> {
+        // Without middleware the loop only appends to the history, so the
+        // turns' records share one copy of it (see `span_record`).
+        let history = self.middleware.is_empty().then_some(&self.history);
         let mut spans = TurnSpans::default();
         let result = loop {
-            let opts = SpanOptions::new(
-                raw.step_name.as_deref().unwrap_or("generate").to_owned(),
-                SpanType::Util,
-            );
-            let mut span = match spans.last() {
-                Some(parent) => parent.start_child(&opts),
-                None => Span::start(&opts),
-            };
-            if span.is_recording() {
-                // Without middleware the loop only appends to the history, so
-                // the turns share one copy of it (see `span_record`).
-                if self.middleware.is_empty() {
-                    if let Some(json) = record_options(&mut raw, &self.history) {
-                        span.set_input_json(json);
-                    }
-                } else {
-                    span.set_input(&raw);
-                }
-            }
+            let span = spans.open(&mut raw, history);
             // Boxed: a turn's future is large, and the loop's own state stays
             // small instead of holding (and moving) it.
             let step = span.scope(Box::pin(self.step(raw, state, &ctx))).await;
@@ -285,9 +218,7 @@ impl Engine {
                 Err(e) => break Err(e),
             }
         };
-        // Without middleware the turns recorded the history in the log.
-        let history = self.middleware.is_empty().then_some(&self.history);
-        close_turn_spans(spans, result, history)
+        spans.close(result, history)
     }
 
     /// One turn, through the generate-level middleware if there is any.
@@ -388,32 +319,18 @@ impl Engine {
         {
             augment_with_context().augment(&mut raw.messages, docs);
         }
-        // The model shares the history rather than getting a copy; it comes
-        // back to the options once the model is done with it.
-        let history = Arc::new(std::mem::take(&mut raw.messages));
-        let request = self.to_model_request(&raw, history.clone(), tools);
-        let output = request.output.clone();
+        // The model request, built once: the model gets a copy (sharing the
+        // history and the tool definitions), the model span records it, and
+        // the response that leaves the loop echoes it.
+        let request = self.to_model_request(&mut raw, tools);
         let is_background = model.desc().kind == ActionKind::BackgroundModel;
-        // What the model span records, when no hook can change the request
-        // on its way to the model.
-        let span_input = if genkit_core::tracing::is_recording()
-            && self.model_hooks.is_empty()
-            && !is_background
-        {
-            record_request(&raw, &request, &self.history)
-        } else {
-            None
-        };
-
-        // The model span records its response's message as a piece this
-        // call's log can take (see `span_record`).
-        let shares_message = span_input.is_some();
-        if shares_message {
-            self.history.expect_model_message();
-        }
-        let response = self.dispatch_model(model, request, ctx, span_input).await;
-        raw.messages = Arc::try_unwrap(history).unwrap_or_else(|shared| (*shared).clone());
-        let mut response = response?;
+        // Without hooks the model span's request is this one; a background
+        // model's answer is an operation, not the turn's message.
+        let direct = self.model_hooks.is_empty() && !is_background;
+        let (trace, span_input) = ModelTrace::open(&self.history, &raw, &request, direct);
+        let mut response = self
+            .dispatch_model(model, request.clone(), ctx, span_input)
+            .await?;
         if is_background {
             return Ok(TurnOutcome::Done(response));
         }
@@ -423,27 +340,17 @@ impl Engine {
             .take()
             .or_else(|| response.message().cloned())
             .unwrap_or_else(|| Message::new(Role::Model, Vec::<genkit_model::types::Part>::new()));
-        annotate_output_format(&mut message, output.as_ref());
-        if shares_message {
-            self.history.take_model_message(&message);
-        }
-        // The request the model was sent is rebuilt only for the response
-        // that leaves the loop (from the options it came from, which are not
-        // needed any more), rather than copied on every turn.
-        let finish =
-            |raw: Box<GenerateActionOptions>, response: GenerateResponse, message: Message| {
-                Finished {
-                    response,
-                    request: self.model_request_from(raw, tools),
-                }
-                .into_response(message)
-            };
+        annotate_output_format(&mut message, request.output.as_ref());
+        trace.close(&message);
+        let finish = |request: GenerateRequest, response: GenerateResponse, message: Message| {
+            Finished { response, request }.into_response(message)
+        };
 
         let has_tool_requests = message.content.iter().any(|p| p.is_tool_request());
         // Exit A: nothing to run, or the caller runs tools itself.
         if raw.return_tool_requests == Some(true) || !has_tool_requests {
             if !has_tool_requests {
-                let output = output.as_ref();
+                let output = request.output.as_ref();
                 validate_output(
                     &self.registry,
                     &message,
@@ -452,11 +359,11 @@ impl Engine {
                     response.finish_reason(),
                 )?;
             }
-            return Ok(TurnOutcome::Done(finish(raw, response, message)));
+            return Ok(TurnOutcome::Done(finish(request, response, message)));
         }
         // Exit B: the loop guard, before any tool runs.
         if let Some(error) = self.limits.turn_limit_error(raw.max_turns, state.turn) {
-            let response = finish(raw, response, message);
+            let response = finish(request, response, message);
             let request_json = serde_json::to_value(&response.request).unwrap_or(Value::Null);
             return Err(error.with_details(json!({
                 "response": serde_json::to_value(&response).unwrap_or(Value::Null),
@@ -466,7 +373,7 @@ impl Engine {
         match resolve_tool_requests(self, &raw, &message, tools_by_name, ctx).await? {
             // Exit C: a tool interrupted.
             ToolRun::Interrupted(revised) => {
-                let mut response = finish(raw, response, revised);
+                let mut response = finish(request, response, revised);
                 response.finish_reason = Some(FinishReason::Interrupted);
                 response.finish_message =
                     Some("One or more tool calls resulted in interrupts.".into());
@@ -480,7 +387,11 @@ impl Engine {
                         GenerateResponseChunk::new(tm.content.clone()),
                     );
                 }
+                // The history comes back from the request (copied only if
+                // something still shares it).
                 let mut next = raw;
+                next.messages =
+                    Arc::try_unwrap(request.messages).unwrap_or_else(|shared| (*shared).clone());
                 next.messages.push(message);
                 if let Some(tm) = tool_message {
                     next.messages.push(tm);
@@ -544,25 +455,11 @@ impl Engine {
         }
     }
 
-    /// [`to_model_request`](Self::to_model_request), taking the options'
-    /// messages and config instead of copying them.
-    fn model_request_from(
+    /// Genkit's `actionToGenerateRequest`: the request takes the options'
+    /// history (the turn hands it back to the next turn's options).
+    fn to_model_request(
         &self,
-        raw: Box<GenerateActionOptions>,
-        tools: &[DynAction],
-    ) -> GenerateRequest {
-        let raw = *raw;
-        let mut request = self.to_model_request_parts(&raw, tools);
-        request.messages = Arc::new(raw.messages);
-        request.config = raw.config;
-        request.docs = raw.docs;
-        request
-    }
-
-    /// Everything of the model request but the messages, config and docs.
-    fn to_model_request_parts(
-        &self,
-        raw: &GenerateActionOptions,
+        raw: &mut GenerateActionOptions,
         tools: &[DynAction],
     ) -> GenerateRequest {
         let output = match &raw.output {
@@ -575,28 +472,13 @@ impl Engine {
             None => OutputConfig::default(),
         };
         GenerateRequest {
-            messages: Arc::default(),
-            config: None,
+            messages: Arc::new(std::mem::take(&mut raw.messages)),
+            config: raw.config.clone(),
             tools: Some(tool_definitions(tools)),
             tool_choice: raw.tool_choice,
             output: Some(output),
-            docs: None,
-            candidates: None,
-        }
-    }
-
-    /// Genkit's `actionToGenerateRequest`, with the history given separately.
-    fn to_model_request(
-        &self,
-        raw: &GenerateActionOptions,
-        messages: Arc<Vec<Message>>,
-        tools: &[DynAction],
-    ) -> GenerateRequest {
-        GenerateRequest {
-            messages,
-            config: raw.config.clone(),
             docs: raw.docs.clone(),
-            ..self.to_model_request_parts(raw, tools)
+            candidates: None,
         }
     }
 

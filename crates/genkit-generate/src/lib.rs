@@ -7,6 +7,7 @@ mod history;
 mod options;
 mod stream;
 mod tools;
+mod trace;
 
 pub use engine::DEFAULT_MAX_TURNS;
 pub use history::take_history_from;

@@ -159,3 +159,62 @@ async fn turn_model_and_tool_spans_record_each_turns_own_values() {
     assert_eq!(json_attr(tools[1], "genkit:input"), json!({"q": 2}));
     assert!(trace.spans.values().all(|s| s.truncated.is_none()));
 }
+
+/// A model call that fails still ends its spans: the turn's `generate`
+/// span and the model's both carry the error.
+#[tokio::test]
+async fn a_failed_model_call_ends_the_turn_and_model_spans_with_its_error() {
+    let store = Arc::new(InMemoryTraceStore::default());
+    add_span_processor(store.clone());
+    let reg = Registry::new();
+    ProgrammableModel::define(&reg, "downModel")
+        .respond_error(genkit_core::Error::internal("the model is down"));
+    let r2 = reg.clone();
+    let flow = define_flow(&reg, "downFlow", move |q: String, _| {
+        let reg = r2.clone();
+        async move {
+            Ok(
+                generate(&reg, GenerateOptions::prompt(q).model("downModel"))
+                    .await?
+                    .text(),
+            )
+        }
+    })
+    .unwrap();
+    let err = flow
+        .run_with("q".into(), RunOptions::default())
+        .await
+        .unwrap_err();
+    assert!(err.message().contains("the model is down"), "{err}");
+    let trace = store
+        .trace_ids()
+        .into_iter()
+        .filter_map(|id| store.get(&id))
+        .find(|t| {
+            t.spans
+                .values()
+                .any(|s| s.attr_str("genkit:path") == Some("/{downFlow,t:flow}"))
+        })
+        .expect("the failed flow's trace");
+    for path in [
+        "/{downFlow,t:flow}/{generate,t:util}",
+        "/{downFlow,t:flow}/{generate,t:util}/{downModel,t:action,s:model}",
+    ] {
+        let span = trace
+            .spans
+            .values()
+            .find(|s| s.attr_str("genkit:path") == Some(path))
+            .unwrap_or_else(|| panic!("no span {path}"));
+        assert_eq!(span.attr_str("genkit:state"), Some("error"), "{path}");
+        let status = span.status.as_ref().expect("a status");
+        assert_eq!(status.code, 2, "{path}");
+        assert!(
+            status
+                .message
+                .as_deref()
+                .is_some_and(|m| m.contains("the model is down")),
+            "{path}: {status:?}"
+        );
+        assert!(span.end_time > 0.0, "{path} ended");
+    }
+}

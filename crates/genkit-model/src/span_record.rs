@@ -179,6 +179,19 @@ impl History {
         *self.offered.lock() = recorded.filter(|r| piece_of(r, message).is_some());
     }
 
+    /// The model call [`expect_model_message`](Self::expect_model_message)
+    /// announced ended without a message for the log (it failed): the
+    /// expectation is dropped, so a later model call on this thread is not
+    /// taken for this call's.
+    pub fn forget_model_message(&self) {
+        MODEL_MESSAGE.with(|m| {
+            let mut m = m.borrow_mut();
+            if matches!(&*m, Some((call, _)) if *call == self.call) {
+                *m = None;
+            }
+        });
+    }
+
     /// `options` (whose messages the caller took out) as the last turn
     /// recorded them if they are the same, else a copy, kept for the next.
     fn options_like(&self, options: &GenerateActionOptions) -> Arc<GenerateActionOptions> {
@@ -922,5 +935,24 @@ mod tests {
         let request = back.request.unwrap();
         assert_eq!(request.messages.len(), 7);
         assert_eq!(request.tools.unwrap()[0].name, "toolA");
+    }
+
+    #[test]
+    fn a_failed_model_call_forgets_only_its_own_expectation() {
+        let expected = || MODEL_MESSAGE.with(|m| m.borrow().as_ref().map(|(call, _)| *call));
+        let (ours, other) = (History::default(), History::default());
+        ours.expect_model_message();
+        // Another call's failure leaves this call's expectation.
+        other.forget_model_message();
+        assert_eq!(expected(), Some(ours.call));
+        ours.forget_model_message();
+        assert_eq!(expected(), None);
+        // With nothing expected, a model response records no piece.
+        let response = GenerateResponse {
+            message: Some(Message::model(vec![Part::text("hi")])),
+            ..GenerateResponse::default()
+        };
+        assert!(record_model_response(&response).is_some());
+        assert_eq!(expected(), None);
     }
 }
