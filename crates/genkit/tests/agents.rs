@@ -414,19 +414,25 @@ async fn a_session_resumed_by_id_goes_on_after_a_failed_turn() -> Result<()> {
             ..AgentInit::default()
         })
     };
-    // `send` reports the failed turn as an error with the turn's status
-    // and message, not as an answer (issue 27).
+    // `send` reports the failed turn as an error, not as an answer (issue
+    // 27): in process, the error the turn failed with.
     let error = by_session()
         .send(Message::user("fail"))
         .await
         .expect_err("a failed turn is an error");
-    assert_eq!(error.status(), StatusCode::Internal);
-    assert_eq!(error.message(), "Internal Error");
+    assert_eq!(error.status(), StatusCode::Unavailable);
+    assert_eq!(error.message(), "the model is down");
+    // The protocol's output masks it, as a remote client sees it.
     let failed = by_session()
         .send_stream(AgentInput::message(Message::user("fail")))
         .output()
         .await?;
     assert_eq!(failed.finish_reason, Some(AgentFinishReason::Failed));
+    let masked = failed.error.expect("a failed output carries its error");
+    assert_eq!(
+        (masked.status.as_deref(), masked.message.as_str()),
+        (Some("INTERNAL"), "Internal Error")
+    );
     for text in ["two", "three"] {
         let output = by_session().send(Message::user(text)).await?;
         assert_ne!(
