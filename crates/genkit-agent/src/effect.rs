@@ -338,7 +338,9 @@ mod tests {
             .collect();
         // The callers that lost the claim wait for the winner's outcome.
         for task in tasks {
-            let v = task.await.map_err(|e| Error::internal(e.to_string()))??;
+            let v = task
+                .await
+                .map_err(|e| Error::internal(e.to_string()).with_source(e))??;
             assert_eq!(v, "done");
         }
         assert_eq!(

@@ -41,6 +41,9 @@ pub enum HttpError {
     /// A body or stream is not what was expected; the text says what.
     #[error("{0}")]
     Malformed(String),
+    /// A stream could not be cut into frames (a line or event past its cap).
+    #[error(transparent)]
+    Frame(#[from] crate::frames::FrameError),
 }
 
 /// What a transport failure comes down to, in one line: the innermost cause

@@ -70,6 +70,9 @@ pub enum ProviderError<F: ErrorFormat> {
     /// No API key is configured; the text says where to put one.
     #[error("{0}")]
     MissingApiKey(String),
+    /// The configured API key cannot be sent in an HTTP header.
+    #[error(transparent)]
+    InvalidApiKey(#[from] crate::secret::InvalidKeyHeader),
     /// The server answered with a non-success HTTP status.
     #[error("{} error (HTTP {http_status}{}): {}", F::API, suffix(&.body.kind), .body.message)]
     Api {
@@ -107,12 +110,31 @@ pub enum ProviderError<F: ErrorFormat> {
     /// The answer is not what the API documents.
     #[error("malformed response from {api}: {0}", api = F::API)]
     Malformed(String),
+    /// The answer could not be decoded; `source` is the decoder's error.
+    #[error("malformed response from {api}: {what} ({source})", api = F::API)]
+    Undecodable {
+        /// What could not be decoded, e.g. `a stream event is not JSON`.
+        what: String,
+        /// The decoder's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// A stream ended before the answer was complete.
     #[error("the stream from {api} ended before the response was complete ({0})", api = F::API)]
     CutOff(String),
     /// The Genkit request cannot be expressed for this API.
     #[error("{0}")]
     InvalidRequest(String),
+    /// A part of the Genkit request cannot be encoded for this API;
+    /// `source` says why.
+    #[error("{what}: {source}")]
+    Unencodable {
+        /// What could not be encoded, e.g. `thinkingConfig`.
+        what: String,
+        /// The encoder's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The answer cannot be used (e.g. no candidates and no reason).
     #[error("{0}")]
     Precondition(String),
@@ -134,6 +156,7 @@ impl<F: ErrorFormat> ProviderError<F> {
             HttpError::Timeout { what, .. } => ProviderError::Timeout { timeout, what },
             HttpError::Transport { url, source } => ProviderError::Transport { url, source },
             HttpError::Malformed(detail) => ProviderError::Malformed(detail),
+            HttpError::Frame(e) => ProviderError::undecodable("the stream could not be read", e),
             HttpError::Status(response) => {
                 let body = ApiError::read(&response);
                 let retry_after = response.retry_after().or_else(|| F::retry_after(&body));
@@ -168,6 +191,30 @@ impl<F: ErrorFormat> ProviderError<F> {
         })
     }
 
+    /// [`ProviderError::Undecodable`]: `what` could not be decoded because
+    /// of `source`.
+    pub fn undecodable(
+        what: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        ProviderError::Undecodable {
+            what: what.into(),
+            source: source.into(),
+        }
+    }
+
+    /// [`ProviderError::Unencodable`]: `what` could not be encoded because
+    /// of `source`.
+    pub fn unencodable(
+        what: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        ProviderError::Unencodable {
+            what: what.into(),
+            source: source.into(),
+        }
+    }
+
     /// Genkit's status for this failure.
     pub fn status(&self) -> StatusCode {
         match self {
@@ -183,8 +230,10 @@ impl<F: ErrorFormat> ProviderError<F> {
                 StatusCode::DeadlineExceeded
             }
             ProviderError::Transport { .. } | ProviderError::CutOff(_) => StatusCode::Unavailable,
-            ProviderError::Malformed(_) => StatusCode::Internal,
-            ProviderError::InvalidRequest(_) => StatusCode::InvalidArgument,
+            ProviderError::Malformed(_) | ProviderError::Undecodable { .. } => StatusCode::Internal,
+            ProviderError::InvalidRequest(_)
+            | ProviderError::Unencodable { .. }
+            | ProviderError::InvalidApiKey(_) => StatusCode::InvalidArgument,
         }
     }
 
@@ -355,5 +404,28 @@ pub(crate) mod tests {
                 "{hint}: {after:?}"
             );
         }
+    }
+
+    #[test]
+    fn decoder_errors_stay_reachable_as_sources() {
+        let frame = crate::frames::FrameError::LineTooLong { limit: 64 };
+        let err: genkit_core::Error =
+            ProviderError::<TestApi>::from_http(HttpError::Frame(frame.clone()), None).into();
+        assert_eq!(err.status(), StatusCode::Internal);
+        assert_eq!(
+            err.message(),
+            "malformed response from the Test API: the stream could not be read \
+             (a stream line is longer than 64 bytes)"
+        );
+        let mut cause = std::error::Error::source(&err);
+        let mut found = false;
+        while let Some(e) = cause {
+            found |= e.downcast_ref::<crate::frames::FrameError>() == Some(&frame);
+            cause = e.source();
+        }
+        assert!(found, "{err:?}");
+        let json = serde_json::from_str::<Value>("{").unwrap_err();
+        let err = ProviderError::<TestApi>::undecodable("a stream event is not JSON", json);
+        assert!(std::error::Error::source(&err).is_some_and(|s| s.is::<serde_json::Error>()));
     }
 }

@@ -5,8 +5,8 @@
 //!
 //! A frame that does not arrive within a [`Deadline::PerWait`] limit is
 //! [`HttpError::Timeout`]; a broken connection is [`HttpError::Transport`];
-//! an event stream that does not parse, or an over-long line, is
-//! [`HttpError::Malformed`]. A body that simply ends is not an error here:
+//! an over-long line or event, or a line that is not UTF-8, is
+//! [`HttpError::Frame`]. A body that simply ends is not an error here:
 //! the parser's [`StreamFold::finish`] decides whether what arrived is
 //! complete, so a stream cut off mid-way fails instead of passing as a
 //! shorter answer.
@@ -113,7 +113,7 @@ impl FrameReader {
                 if frame.is_err() {
                     self.ended = true;
                 }
-                return Some(frame.map_err(|e| HttpError::Malformed(e.to_string())));
+                return Some(frame.map_err(HttpError::Frame));
             }
             if self.ended {
                 return None;

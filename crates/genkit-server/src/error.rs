@@ -32,6 +32,15 @@ pub enum ServerError {
     /// A configuration value (usually from the environment) is invalid.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// A span exporter could not be built.
+    #[error("could not build the {what} exporter: {source}")]
+    Exporter {
+        /// Which exporter, e.g. `OTLP`.
+        what: &'static str,
+        /// The cause.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// Listing or looking up the actions to serve failed.
     #[error(transparent)]
     Genkit(#[from] genkit_core::Error),
@@ -47,7 +56,9 @@ impl From<ServerError> for genkit_core::Error {
             ServerError::Genkit(inner) => return inner,
             ServerError::Bind { .. } => StatusCode::Unavailable,
             ServerError::Config(_) => StatusCode::InvalidArgument,
-            ServerError::Serve(_) | ServerError::RuntimeFile { .. } => StatusCode::Internal,
+            ServerError::Serve(_)
+            | ServerError::RuntimeFile { .. }
+            | ServerError::Exporter { .. } => StatusCode::Internal,
         };
         genkit_core::Error::from_source(status, e)
     }

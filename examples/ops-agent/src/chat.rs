@@ -101,7 +101,7 @@ pub fn run(
     resume_args: &str,
 ) -> Result<()> {
     let mut editor = DefaultEditor::new()
-        .map_err(|e| Error::internal(format!("cannot open the terminal: {e}")))?;
+        .map_err(|e| Error::internal(format!("cannot open the terminal: {e}")).with_source(e))?;
     // No history yet is fine: it is written when the chat ends.
     let _ = editor.load_history(history);
     {

@@ -110,7 +110,9 @@ fn run(args: Args, serving: bool) -> Result<std::process::ExitCode> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| Error::internal(format!("cannot start the async runtime: {e}")))?;
+        .map_err(|e| {
+            Error::internal(format!("cannot start the async runtime: {e}")).with_source(e)
+        })?;
     let data_dir = match &args.data_dir {
         Some(dir) => dir.clone(),
         None => dirs::data_dir()

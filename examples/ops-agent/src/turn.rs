@@ -266,7 +266,8 @@ mod tests {
     /// question) is settled first when it is resumed.
     #[test]
     fn an_approval_left_waiting_is_asked_again_on_resume() -> Result<()> {
-        let rt = tokio::runtime::Runtime::new().map_err(|e| Error::internal(e.to_string()))?;
+        let rt = tokio::runtime::Runtime::new()
+            .map_err(|e| Error::internal(e.to_string()).with_source(e))?;
         let model = ModelChoice {
             name: OFFLINE_MODEL.into(),
             reason: "test".into(),

@@ -117,8 +117,9 @@ async fn run(args: Args) -> Result<()> {
             };
             let answer: Answer = app.answer.run(input).await?;
             if json {
-                let text = serde_json::to_string_pretty(&answer)
-                    .map_err(|e| Error::internal(format!("encoding the answer: {e}")))?;
+                let text = serde_json::to_string_pretty(&answer).map_err(|e| {
+                    Error::internal(format!("encoding the answer: {e}")).with_source(e)
+                })?;
                 println!("{text}");
             } else {
                 print_answer(&answer);

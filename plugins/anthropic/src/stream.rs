@@ -42,7 +42,7 @@ impl StreamFold for MessageStream {
     /// New content of an event goes out as one chunk.
     fn push(&mut self, frame: Frame, emit: &mut Emit<'_>) -> Result<(), AnthropicError> {
         let parsed: StreamEvent = serde_json::from_str(&frame.data).map_err(|e| {
-            AnthropicError::Malformed(format!("stream event `{}`: {e}", frame.event))
+            AnthropicError::undecodable(format!("stream event `{}`", frame.event), e)
         })?;
         emit_model_parts(emit, self.assembler.handle(parsed)?);
         Ok(())

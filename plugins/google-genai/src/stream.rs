@@ -42,12 +42,12 @@ impl StreamFold for Events {
     /// the stream.
     fn push(&mut self, frame: Frame, emit: &mut Emit<'_>) -> Result<(), GeminiError> {
         let value: Value = serde_json::from_str(&frame.data)
-            .map_err(|e| GeminiError::Malformed(format!("stream event is not JSON: {e}")))?;
+            .map_err(|e| GeminiError::undecodable("a stream event is not JSON", e))?;
         if let Some(error) = value.get("error") {
             return Err(stream_error(error));
         }
         let chunk: GenerateContentResponse = serde_json::from_value(value)
-            .map_err(|e| GeminiError::Malformed(format!("stream event: {e}")))?;
+            .map_err(|e| GeminiError::undecodable("a stream event has an unexpected shape", e))?;
         for candidate in &chunk.candidates {
             if let Some(content) = &candidate.content {
                 emit_model_parts(emit, to_genkit_parts(&content.parts, &self.names));

@@ -75,7 +75,7 @@ impl ProviderClient {
             KeyHeader::Bearer => (AUTHORIZATION, key.bearer_header_value()),
             KeyHeader::Named(name) => (HeaderName::from_static(name), key.header_value()),
         };
-        let value = value.map_err(|e| ProviderError::InvalidRequest(e.to_string()))?;
+        let value = value?;
         Ok(request.header(name, value))
     }
 
@@ -152,7 +152,7 @@ mod tests {
         let request = client
             .authorize::<TestApi>(request, None)?
             .build()
-            .map_err(|e| ProviderError::InvalidRequest(e.to_string()))?;
+            .map_err(|e| ProviderError::unencodable("the request", e))?;
         Ok(request.headers().contains_key("x-key"))
     }
 
@@ -184,5 +184,27 @@ mod tests {
         bad_header.headers.push(("bad name".into(), "v".into()));
         let err = ProviderClient::new(&INFO, &bad_header).unwrap_err();
         assert_eq!(err.status(), genkit_core::StatusCode::InvalidArgument);
+    }
+
+    #[test]
+    fn a_key_no_header_can_carry_is_refused_as_such() {
+        let mut keyed = setup("http://127.0.0.1:8080");
+        keyed.api_key = Some(ApiKey::new("k-1\nX-Injected: 1"));
+        let client = ProviderClient::new(&INFO, &keyed).unwrap();
+        let err = authorized(&client).unwrap_err();
+        assert_eq!(err.status(), genkit_core::StatusCode::InvalidArgument);
+        assert!(
+            matches!(
+                err,
+                ProviderError::InvalidApiKey(crate::secret::InvalidKeyHeader)
+            ),
+            "{err:?}"
+        );
+        let err = genkit_core::Error::from(err);
+        assert_eq!(
+            err.message(),
+            "the API key holds characters that cannot be sent in an HTTP header"
+        );
+        assert!(!format!("{err:?}").contains("k-1"));
     }
 }

@@ -30,9 +30,9 @@ pub trait SpanSink: Send + Sync + 'static {
 /// Why a batch was not delivered.
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
-    /// The request failed (connection, timeout, ...).
+    /// The request failed (connection, timeout, ...); the source says how.
     #[error("sending spans failed: {0}")]
-    Transport(String),
+    Transport(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The receiver answered with an error status.
     #[error("the receiver answered HTTP {0}")]
     Status(u16),

@@ -125,7 +125,7 @@ impl SpanSink for TraceServerSink {
                         .body(body)
                         .send()
                         .await
-                        .map_err(|e| ExportError::Transport(e.to_string()))?;
+                        .map_err(|e| ExportError::Transport(Box::new(e)))?;
                     if r.status().is_success() {
                         Ok(())
                     } else {

@@ -123,9 +123,10 @@ impl OtlpSink {
         if let Some(endpoint) = &config.endpoint {
             builder = builder.with_endpoint(endpoint.clone());
         }
-        let mut exporter = builder
-            .build()
-            .map_err(|e| ServerError::Config(format!("OTLP exporter: {e}")))?;
+        let mut exporter = builder.build().map_err(|e| ServerError::Exporter {
+            what: "OTLP",
+            source: Box::new(e),
+        })?;
         exporter.set_resource(&Resource::builder().build());
         Ok(Self { exporter })
     }
@@ -142,7 +143,7 @@ impl SpanSink for OtlpSink {
             self.exporter
                 .export(batch)
                 .await
-                .map_err(|e| ExportError::Transport(e.to_string()))
+                .map_err(|e| ExportError::Transport(Box::new(e)))
         })
     }
 }

@@ -424,7 +424,7 @@ fn generation_config(
             .as_ref()
             .map(serde_json::to_value)
             .transpose()
-            .map_err(|e| GeminiError::InvalidRequest(format!("thinkingConfig: {e}")))?,
+            .map_err(|e| GeminiError::unencodable("thinkingConfig", e))?,
     );
     let modalities = config
         .response_modalities
