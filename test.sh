@@ -134,22 +134,10 @@ cargo clippy --workspace --all-targets --features genkit-server/otlp,genkit-mode
 step "cargo test (unit, integration, conformance, official genkit CLI and JS client, doc tests)"
 cargo test --workspace --features genkit-server/otlp,genkit-model/download-media,genkit-retrieval/hnsw,genkit-store-sql/postgres,genkit-rs/sql-store-postgres,genkit-openai/tiktoken
 
-step "cargo package: every library crate packs and builds alone, as crates.io would get it"
-# Verification builds each packed crate against the others (not yet
-# published), in a target folder of its own; no debug info there, it is only
-# compiled. Cargo takes the packed crates from a temporary local registry,
-# and treats registry crates as immutable: it unpacks a name and version
-# into $CARGO_HOME/registry/src/-<hash>/ once, and never rebuilds one it
-# built before. So this run's sources and builds of our crates are cleared
-# first (a second local run verified the first run's crates); the
-# third-party dependencies built there are kept. Local registries are the
-# `-` folders (crates.io's is `index.crates.io-…`).
-pkg_target="${CARGO_TARGET_DIR:-target}/package-check"
-rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*
-for d in "$pkg_target/debug/.fingerprint" "$pkg_target/debug/deps"; do
-  [ ! -d "$d" ] || find "$d" -maxdepth 1 \( -name '*genkit*' -o -name '*dotprompt*' \) -exec rm -rf {} +
-done
-CARGO_PROFILE_DEV_DEBUG=0 cargo package --workspace --quiet --target-dir "$pkg_target" \
+step "cargo package: every library crate packs and type-checks alone, as crates.io would get it"
+# tests-support/package-verify.sh says why this is a `cargo check` of each
+# unpacked crate rather than cargo package's own verification build.
+bash tests-support/package-verify.sh \
   --exclude ops-agent --exclude rag --exclude genkit-bench --exclude genkit-conformance
 
 step "end-to-end: OpenAI-compatible plugin against a real local model server (llama-cpp-python + SmolLM2)"
