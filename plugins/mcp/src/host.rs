@@ -3,7 +3,10 @@
 
 use crate::client::{McpClient, McpProgress};
 use crate::config::McpServerConfig;
-use genkit_core::{Action, ActionDesc, ActionKind, DynAction, Error, Result};
+use async_trait::async_trait;
+use genkit_core::{
+    Action, ActionDesc, ActionKind, DynAction, DynamicActionProvider, Error, Registry, Result,
+};
 use genkit_model::types::{Message, Part};
 use parking_lot::RwLock;
 use serde_json::{Value, json};
@@ -216,6 +219,29 @@ impl McpHost {
     /// Reads the resource at `uri` from `server`.
     pub async fn read_resource(&self, server: &str, uri: &str) -> Result<Vec<Part>> {
         self.client(server)?.read_resource(uri).await
+    }
+}
+
+impl McpHost {
+    /// Registers the host in `registry` as a dynamic action provider named
+    /// after the host (Genkit JS's `defineMcpHost`): its tools are then
+    /// `<host>:tool/<server>/<tool>` and `<host>:tool/*` (every server's
+    /// tools) to `generate`, resolved at each lookup, so servers connected
+    /// later and tools added later are found without a restart.
+    pub fn register(&self, registry: &Registry) -> Result<DynAction> {
+        registry.register_dynamic_action_provider(self.name(), Arc::new(self.clone()))
+    }
+}
+
+#[async_trait]
+impl DynamicActionProvider for McpHost {
+    async fn list(&self) -> Result<Vec<(ActionKind, DynAction)>> {
+        Ok(self
+            .tools()
+            .await
+            .into_iter()
+            .map(|t| (ActionKind::Tool, t))
+            .collect())
     }
 }
 

@@ -11,6 +11,14 @@
 //! an `isError` result is an error naming the server and the tool, and the
 //! server's progress reports stream as the action's chunks.
 //!
+//! [`McpHost::register`] makes the host a dynamic action provider of a
+//! registry (Genkit JS's `defineMcpHost`): its tools are then named
+//! `<host>:tool/<server>/<tool>` in `generate`'s tools, and
+//! `<host>:tool/*` (or `<host>:tool/<server>/*`) stands for all of them.
+//! They are resolved at each lookup, so servers connected later and tools a
+//! server adds later (`notifications/tools/list_changed`) appear without a
+//! restart.
+//!
 //! Errors name the server that failed: a server that cannot be started or
 //! does not finish the handshake fails [`McpHost::connect`]; every request
 //! has the server's time limit ([`McpServerConfig::timeout`]), so a server
@@ -35,6 +43,11 @@
 //! }
 //! let text = host.read_resource("remote", "test://readme").await?;
 //! # let _ = text;
+//!
+//! // In a registry: `generate` may now use "my-host:tool/fs/read_file",
+//! // or "my-host:tool/*" for every server's tools.
+//! let registry = genkit_core::Registry::new();
+//! host.register(&registry)?;
 //! # Ok(())
 //! # }
 //! ```
