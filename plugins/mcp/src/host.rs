@@ -30,8 +30,16 @@ struct HostInner {
 
 struct Server {
     client: Arc<McpClient>,
-    /// The server's tools as actions, until its tool list changes.
-    tools: Arc<RwLock<Option<Vec<DynAction>>>>,
+    tools: Arc<RwLock<ToolCache>>,
+}
+
+/// A server's tools as actions, until its tool list changes.
+#[derive(Default)]
+struct ToolCache {
+    /// Bumped by each list-changed notification, so a listing that was
+    /// under way when the list changed is not cached.
+    generation: u64,
+    tools: Option<Vec<DynAction>>,
 }
 
 impl std::fmt::Debug for McpHost {
@@ -91,11 +99,13 @@ impl McpHost {
                 "MCP server name `{server}` must be non-empty and without `/`"
             )));
         }
-        let tools: Arc<RwLock<Option<Vec<DynAction>>>> = Arc::default();
+        let tools: Arc<RwLock<ToolCache>> = Arc::default();
         let stale = Arc::downgrade(&tools);
         let on_change = Arc::new(move || {
             if let Some(tools) = stale.upgrade() {
-                *tools.write() = None;
+                let mut cache = tools.write();
+                cache.generation += 1;
+                cache.tools = None;
             }
         });
         let client = McpClient::connect_with(self.name(), server, &config, on_change).await?;
@@ -160,9 +170,13 @@ impl McpHost {
             let s = servers.get(server).ok_or_else(|| self.unknown(server))?;
             (s.client.clone(), s.tools.clone())
         };
-        if let Some(tools) = cache.read().as_ref() {
-            return Ok(tools.clone());
-        }
+        let generation = {
+            let cache = cache.read();
+            if let Some(tools) = &cache.tools {
+                return Ok(tools.clone());
+            }
+            cache.generation
+        };
         let listed = client.list_tools().await?;
         let mut actions = Vec::with_capacity(listed.len());
         for tool in listed {
@@ -171,7 +185,10 @@ impl McpHost {
                 Err(e) => tracing::warn!(server, "skipping an MCP tool: {e}"),
             }
         }
-        *cache.write() = Some(actions.clone());
+        let mut cache = cache.write();
+        if cache.generation == generation {
+            cache.tools = Some(actions.clone());
+        }
         Ok(actions)
     }
 

@@ -62,9 +62,12 @@
 //!
 //! # Not done yet
 //!
-//! Serving a registry's actions as an MCP server, resource templates,
-//! per-server enable/disable and tool filtering, and sampling, roots or
-//! elicitation requests from servers.
+//! Serving a registry's actions as an MCP server; a server's prompts and
+//! resources as registry actions (they are reached through the host only);
+//! resource templates; per-server enable/disable and tool filtering;
+//! `https://` endpoints; answering servers' sampling, roots or elicitation
+//! requests. Unlike Genkit JS, whose tools are plain by default, every MCP
+//! tool here is multipart (`tool.v2`), so images reach the model as parts.
 
 pub mod client;
 pub mod config;
