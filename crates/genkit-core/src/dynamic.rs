@@ -111,6 +111,16 @@ mod tests {
             .register_dynamic_action_provider("mcp", provider.clone())
             .unwrap();
         assert_eq!(dap.key(), "/dynamic-action-provider/mcp");
+        let taken = registry.register_dynamic_action_provider("mcp", provider.clone());
+        assert_eq!(
+            taken.unwrap_err().status(),
+            crate::StatusCode::AlreadyExists
+        );
+        let bad = registry.register_dynamic_action_provider("a:b", provider.clone());
+        assert_eq!(
+            bad.unwrap_err().status(),
+            crate::StatusCode::InvalidArgument
+        );
         let key = "/dynamic-action-provider/mcp:tool/fs/read";
         assert!(registry.lookup_action(key).await.unwrap().is_none());
 

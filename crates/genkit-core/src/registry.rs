@@ -322,12 +322,18 @@ impl Registry {
     /// demand under `/dynamic-action-provider/<name>:<kind>/<action>`, by
     /// [`lookup_action`](Self::lookup_action) (one action) and
     /// [`resolve_actions`](Self::resolve_actions) (patterns), and listed by
-    /// [`list_resolvable_actions`](Self::list_resolvable_actions).
+    /// [`list_resolvable_actions`](Self::list_resolvable_actions). A name
+    /// with `:` or `/` is `INVALID_ARGUMENT`; a name taken `ALREADY_EXISTS`.
     pub fn register_dynamic_action_provider(
         &self,
         name: &str,
         provider: Arc<dyn DynamicActionProvider>,
     ) -> Result<DynAction> {
+        if name.contains([':', '/']) {
+            return Err(Error::invalid_argument(format!(
+                "dynamic action provider name `{name}` must not contain `:` or `/`"
+            )));
+        }
         let listing = provider.clone();
         let host = name.to_owned();
         let desc = ActionDesc::new(ActionKind::DynamicActionProvider, name)
