@@ -258,9 +258,10 @@ impl McpClient {
 
     /// Calls the tool `name`; the raw `CallToolResult` JSON. An `isError`
     /// result is returned as is (see [`call_tool`](Self::call_tool)).
-    /// `on_progress` receives the server's progress reports for this call
-    /// (rmcp handles notifications on their own tasks, so a report sent just
-    /// before the answer may arrive after it and be dropped).
+    /// `on_progress` receives the server's progress reports for this call,
+    /// in increasing order: rmcp handles notifications on their own tasks,
+    /// so a report overtaken by a later one, or arriving after the answer,
+    /// is dropped.
     pub async fn call_tool_raw(
         &self,
         name: &str,
@@ -291,9 +292,16 @@ impl McpClient {
             .await;
         let response = handle.await_response();
         tokio::pin!(response);
-        let report = |p: ProgressNotificationParam| {
-            if let Some(f) = on_progress {
-                f(p.into());
+        // rmcp hands each notification to the handler on its own task, so
+        // reports can arrive out of order; progress only grows (the spec
+        // requires it), so a report behind the last one passed on is stale.
+        let mut last = f64::NEG_INFINITY;
+        let mut report = |p: ProgressNotificationParam| {
+            if p.progress > last {
+                last = p.progress;
+                if let Some(f) = on_progress {
+                    f(p.into());
+                }
             }
         };
         let result = loop {
