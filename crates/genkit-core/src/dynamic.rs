@@ -30,6 +30,19 @@ pub trait DynamicActionProvider: Send + Sync + 'static {
     async fn list(&self) -> Result<Vec<(ActionKind, DynAction)>>;
 }
 
+/// The dynamic key a name given to `generate` (or a prompt) stands for:
+/// `<host>:<kind>/<name>` (Genkit JS's short form, e.g. `mcp:tool/*`) or a
+/// full dynamic key; `None` for any other name.
+pub fn dynamic_key_for(name: &str) -> Option<String> {
+    if name.starts_with(DAP_PREFIX) {
+        Some(name.to_owned())
+    } else if !name.starts_with('/') && name.contains(':') {
+        Some(format!("{DAP_PREFIX}{name}"))
+    } else {
+        None
+    }
+}
+
 /// A parsed `/dynamic-action-provider/<host>:<kind>/<name>` key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DynamicKey {
@@ -202,6 +215,14 @@ mod tests {
             DynamicKey::format("mcp", ActionKind::Tool, "fs/read"),
             "/dynamic-action-provider/mcp:tool/fs/read"
         );
+        assert_eq!(
+            dynamic_key_for("mcp:tool/*").as_deref(),
+            Some("/dynamic-action-provider/mcp:tool/*")
+        );
+        let full = "/dynamic-action-provider/mcp:tool/x";
+        assert_eq!(dynamic_key_for(full).as_deref(), Some(full));
+        assert_eq!(dynamic_key_for("add"), None);
+        assert_eq!(dynamic_key_for("/tool/a:b"), None);
         for bad in [
             "/tool/x",
             "/dynamic-action-provider/mcp",

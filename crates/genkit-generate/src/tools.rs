@@ -26,14 +26,7 @@ use std::sync::Arc;
 pub(crate) async fn resolve_tools(registry: &Registry, names: &[String]) -> Result<Vec<DynAction>> {
     let mut out = Vec::with_capacity(names.len());
     for name in names {
-        let dynamic = if name.starts_with(genkit_core::dynamic::DAP_PREFIX) {
-            Some(name.clone())
-        } else if !name.starts_with('/') && name.contains(':') {
-            Some(format!("{}{name}", genkit_core::dynamic::DAP_PREFIX))
-        } else {
-            None
-        };
-        if let Some(key) = dynamic {
+        if let Some(key) = genkit_core::dynamic::dynamic_key_for(name) {
             let found = registry.resolve_actions(&key).await?;
             if !found.is_empty() {
                 out.extend(found);

@@ -13,7 +13,7 @@
 //!
 //! [`McpHost::register`] makes the host a dynamic action provider of a
 //! registry (Genkit JS's `defineMcpHost`): its tools are then named
-//! `<host>:tool/<server>/<tool>` in `generate`'s tools, and
+//! `<host>:tool/<server>/<tool>` in `generate`'s (and prompts') tools, and
 //! `<host>:tool/*` (or `<host>:tool/<server>/*`) stands for all of them.
 //! They are resolved at each lookup, so servers connected later and tools a
 //! server adds later (`notifications/tools/list_changed`) appear without a
