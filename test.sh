@@ -77,6 +77,12 @@ if [ ! -d "$evjs/node_modules" ] || [ "$evjs/package-lock.json" -nt "$evjs/node_
   (cd "$evjs" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
+mcpjs=tests-support/mcp
+if [ ! -d "$mcpjs/node_modules" ] || [ "$mcpjs/package-lock.json" -nt "$mcpjs/node_modules/.package-lock.json" ]; then
+  step "installing npm packages for the MCP tests (@modelcontextprotocol/sdk: the MCP server genkit-mcp drives)"
+  (cd "$mcpjs" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
 step "starting the Firestore emulator (@firestore-emulator/server) on a free 127.0.0.1 port"
 emulator_out=$(mktemp)
 node "$fsjs/emulator.mjs" >"$emulator_out" &

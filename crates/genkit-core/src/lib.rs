@@ -26,6 +26,7 @@
 
 pub mod action;
 pub mod context;
+pub mod dynamic;
 pub mod error;
 pub mod flow;
 pub mod plugin;
@@ -39,6 +40,7 @@ pub use action::{
     ChunkSender, DynAction, ErasedAction, IntoDynAction, Payload, RunOptions,
 };
 pub use context::{ActionContext, Extensions, RunLease};
+pub use dynamic::{DynamicActionProvider, DynamicKey};
 pub use error::{Error, Result};
 pub use plugin::Plugin;
 pub use registry::{Registry, WeakRegistry};

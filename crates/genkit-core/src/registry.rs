@@ -2,7 +2,8 @@
 //! lazily, named values and schemas, and child registries that overlay a
 //! parent.
 
-use crate::action::{ActionDesc, ActionKey, ActionKind, DynAction, IntoDynAction};
+use crate::action::{Action, ActionDesc, ActionKey, ActionKind, DynAction, IntoDynAction};
+use crate::dynamic::{DynamicActionProvider, DynamicKey};
 use crate::error::{Error, Result};
 use crate::plugin::Plugin;
 use crate::status::StatusCode;
@@ -14,6 +15,12 @@ use std::any::Any;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use tokio::sync::OnceCell;
+
+/// The object kind dynamic action providers are kept under.
+const DYNAMIC_PROVIDERS: &str = "dynamic-action-provider";
+
+/// A registered dynamic action provider (objects must be sized).
+struct ProviderSlot(Arc<dyn DynamicActionProvider>);
 
 /// Holds actions, plugins, values and schemas. Cheap to clone (shared).
 #[derive(Clone)]
@@ -271,6 +278,12 @@ impl Registry {
             if let Some(a) = self.inner.actions.read().get(key) {
                 return Ok(Some(a.clone()));
             }
+            if let Some(dynamic) = DynamicKey::parse(key) {
+                if dynamic.is_pattern() {
+                    return Ok(None);
+                }
+                return Ok(self.dynamic_actions(&dynamic).await?.into_iter().next());
+            }
             if let Some(parsed) = ActionKey::parse(key)
                 && let Some(plugin) = &parsed.plugin
                 && let Some(slot) = self.plugin_slot(plugin)
@@ -301,6 +314,80 @@ impl Registry {
                 None => Ok(None),
             }
         })
+    }
+
+    /// Registers a [`DynamicActionProvider`] as the action
+    /// `/dynamic-action-provider/<name>` (which, run, lists the descriptions
+    /// of what the provider offers now). Its actions are then found on
+    /// demand under `/dynamic-action-provider/<name>:<kind>/<action>`, by
+    /// [`lookup_action`](Self::lookup_action) (one action) and
+    /// [`resolve_actions`](Self::resolve_actions) (patterns), and listed by
+    /// [`list_resolvable_actions`](Self::list_resolvable_actions). A name
+    /// with `:` or `/` is `INVALID_ARGUMENT`; a name taken `ALREADY_EXISTS`.
+    pub fn register_dynamic_action_provider(
+        &self,
+        name: &str,
+        provider: Arc<dyn DynamicActionProvider>,
+    ) -> Result<DynAction> {
+        if name.contains([':', '/']) {
+            return Err(Error::invalid_argument(format!(
+                "dynamic action provider name `{name}` must not contain `:` or `/`"
+            )));
+        }
+        let listing = provider.clone();
+        let host = name.to_owned();
+        let desc = ActionDesc::new(ActionKind::DynamicActionProvider, name)
+            .with_metadata("type", Value::from("dynamic-action-provider"));
+        let action = Action::<Value, Value>::from_desc(desc, move |_input, _ctx| {
+            let provider = listing.clone();
+            let host = host.clone();
+            async move {
+                let listed = provider.list().await?;
+                let descriptors = listed.iter().map(|(kind, action)| {
+                    let mut d = action.desc().to_descriptor();
+                    // As in Genkit JS, a dynamic action is listed by the key
+                    // it is found under.
+                    d["key"] = Value::from(DynamicKey::format(&host, *kind, action.name()));
+                    d
+                });
+                Ok(Value::Array(descriptors.collect()))
+            }
+        })?;
+        let action = self.register(action.to_dyn())?;
+        self.register_object(DYNAMIC_PROVIDERS, name, Arc::new(ProviderSlot(provider)));
+        Ok(action)
+    }
+
+    fn dynamic_provider(&self, host: &str) -> Option<Arc<dyn DynamicActionProvider>> {
+        self.lookup_object::<ProviderSlot>(DYNAMIC_PROVIDERS, host)
+            .map(|slot| slot.0.clone())
+    }
+
+    /// The actions of the provider `key.host` that `key` matches (none if
+    /// there is no such provider).
+    async fn dynamic_actions(&self, key: &DynamicKey) -> Result<Vec<DynAction>> {
+        let Some(provider) = self.dynamic_provider(&key.host) else {
+            return Ok(Vec::new());
+        };
+        Ok(provider
+            .list()
+            .await?
+            .into_iter()
+            .filter(|(kind, action)| *kind == key.kind && key.matches(action.name()))
+            .map(|(_, action)| action)
+            .collect())
+    }
+
+    /// The actions a key names: for a dynamic key
+    /// (`/dynamic-action-provider/<host>:<kind>/<pattern>`) every action of
+    /// the provider that matches (`*`, `prefix*` or one name), otherwise the
+    /// one action [`lookup_action`](Self::lookup_action) finds, if any.
+    /// Genkit JS's `resolveActionNames`, returning the actions.
+    pub async fn resolve_actions(&self, key: &str) -> Result<Vec<DynAction>> {
+        match DynamicKey::parse(key) {
+            Some(dynamic) => self.dynamic_actions(&dynamic).await,
+            None => Ok(self.lookup_action(key).await?.into_iter().collect()),
+        }
     }
 
     /// Looks up `/kind/name`.
@@ -358,6 +445,30 @@ impl Registry {
         }
         for (k, a) in self.inner.actions.read().iter() {
             out.insert(k.clone(), a.desc().clone());
+        }
+        let hosts: Vec<String> = self
+            .inner
+            .objects
+            .read()
+            .keys()
+            .filter(|(kind, _)| kind == DYNAMIC_PROVIDERS)
+            .map(|(_, name)| name.clone())
+            .collect();
+        for host in hosts {
+            let Some(provider) = self.dynamic_provider(&host) else {
+                continue;
+            };
+            match provider.list().await {
+                Ok(actions) => {
+                    for (kind, action) in actions {
+                        out.insert(
+                            DynamicKey::format(&host, kind, action.name()),
+                            action.desc().clone(),
+                        );
+                    }
+                }
+                Err(e) => ::tracing::warn!(provider = host, "listing dynamic actions failed: {e}"),
+            }
         }
         out
     }

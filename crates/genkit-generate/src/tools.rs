@@ -19,10 +19,20 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Finds tools by the names a request gives: a key, or a name under `/tool/`
-/// or `/tool.v2/` (Genkit's `lookupToolByName`).
+/// or `/tool.v2/` (Genkit's `lookupToolByName`). A name of a dynamic action
+/// provider's tools (`<host>:tool/<name>`, where `<name>` may be `*` or end
+/// with `*`) stands for every tool it matches (Genkit's
+/// `resolveFullToolNames`).
 pub(crate) async fn resolve_tools(registry: &Registry, names: &[String]) -> Result<Vec<DynAction>> {
     let mut out = Vec::with_capacity(names.len());
     for name in names {
+        if let Some(key) = genkit_core::dynamic::dynamic_key_for(name) {
+            let found = registry.resolve_actions(&key).await?;
+            if !found.is_empty() {
+                out.extend(found);
+                continue;
+            }
+        }
         out.push(lookup_tool(registry, name).await?);
     }
     Ok(out)

@@ -364,7 +364,18 @@ impl PromptCore {
         for tool in &rendered.options.tools {
             let action = match tool {
                 ToolArg::Action(action) => action.clone(),
-                ToolArg::Name(name) => lookup_tool(&self.registry, name).await?,
+                ToolArg::Name(name) => {
+                    // A dynamic provider's name (`mcp:tool/*`) stands for
+                    // every tool it matches, as in `generate`.
+                    if let Some(key) = genkit_core::dynamic::dynamic_key_for(name) {
+                        let found = self.registry.resolve_actions(&key).await?;
+                        if !found.is_empty() {
+                            definitions.extend(found.iter().map(|a| to_tool_definition(a.desc())));
+                            continue;
+                        }
+                    }
+                    lookup_tool(&self.registry, name).await?
+                }
             };
             definitions.push(to_tool_definition(action.desc()));
         }

@@ -371,6 +371,54 @@ async fn registered_tools_are_described_in_the_request() {
     assert_eq!(err.status(), StatusCode::NotFound);
 }
 
+/// A dynamic action provider offering two tools.
+struct TwoTools(Vec<genkit_core::DynAction>);
+
+#[async_trait]
+impl genkit_core::DynamicActionProvider for TwoTools {
+    async fn list(&self) -> Result<Vec<(genkit_core::ActionKind, genkit_core::DynAction)>> {
+        Ok(self
+            .0
+            .iter()
+            .map(|a| (genkit_core::ActionKind::Tool, a.clone()))
+            .collect())
+    }
+}
+
+#[tokio::test]
+async fn a_dynamic_providers_tools_are_described_by_pattern() {
+    let registry = Registry::new();
+    let scratch = Registry::new();
+    let tools = ["s/one", "s/two"]
+        .map(|name| {
+            define_tool(
+                &scratch,
+                name,
+                "A tool.",
+                |x: i64, _ctx| async move { Ok(x) },
+            )
+            .unwrap()
+            .to_dyn()
+        })
+        .to_vec();
+    registry
+        .register_dynamic_action_provider("host", Arc::new(TwoTools(tools)))
+        .unwrap();
+    let p = define_prompt(
+        &registry,
+        PromptConfig::new("dyn").tool("host:tool/*").prompt("x"),
+    )
+    .unwrap();
+    let request: GenerateRequest = p.render_request(json!({})).await.unwrap();
+    let names: Vec<String> = request
+        .tools
+        .unwrap()
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    assert_eq!(names, ["one", "two"]);
+}
+
 #[tokio::test]
 async fn helpers_and_partials_belong_to_the_registry() {
     let registry = Registry::new();

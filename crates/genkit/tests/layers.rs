@@ -29,6 +29,7 @@ const CRATE_LAYERS: &[&[&str]] = &[
         "genkit-google-genai",
         "genkit-ollama",
         "genkit-local-embedder",
+        "genkit-mcp",
     ],
     &["genkit-agent"],
     &["genkit-rs"],
@@ -133,6 +134,7 @@ fn provider_plugins_and_session_stores_link_no_agent_retrieval_or_evaluator_code
         "genkit-local-embedder",
         "genkit-store-sql",
         "genkit-store-firestore",
+        "genkit-mcp",
     ];
     for name in light {
         // Everything the crate links, transitively.

@@ -1,0 +1,424 @@
+//! One connection to one MCP server (rmcp's client): list and call its
+//! tools, get its prompts, read its resources. Every error names the server,
+//! and every request has the server's time limit.
+
+use crate::config::{McpServerConfig, McpTransport};
+use crate::convert;
+use futures::{FutureExt, StreamExt};
+use genkit_core::{Error, Result, StatusCode};
+use genkit_model::types::{Message, MultipartToolResponse, Part};
+use rmcp::handler::client::progress::ProgressDispatcher;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
+    GetPromptRequestParams, Implementation, ProgressNotificationParam, ReadResourceRequestParams,
+    ServerResult,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService, ServiceError};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{Map, Value};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Called when a server says its tool list changed.
+pub(crate) type ListChanged = Arc<dyn Fn() + Send + Sync>;
+
+/// A progress report of a running tool call (`notifications/progress`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpProgress {
+    /// How far along the call is (grows with each report).
+    pub progress: f64,
+    /// The total, if the server knows it.
+    pub total: Option<f64>,
+    /// A human-readable status, if any.
+    pub message: Option<String>,
+}
+
+impl From<ProgressNotificationParam> for McpProgress {
+    fn from(p: ProgressNotificationParam) -> Self {
+        Self {
+            progress: p.progress,
+            total: p.total,
+            message: p.message,
+        }
+    }
+}
+
+/// A tool a server offers (`tools/list`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpTool {
+    /// Its name on the server.
+    pub name: String,
+    /// What it does.
+    pub description: Option<String>,
+    /// The JSON schema of its arguments.
+    pub input_schema: Value,
+}
+
+/// The client side of the protocol: answers the server's notifications.
+struct Handler {
+    name: String,
+    progress: ProgressDispatcher,
+    tools_changed: ListChanged,
+}
+
+impl ClientHandler for Handler {
+    fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.progress.handle_notification(params)
+    }
+
+    fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        (self.tools_changed)();
+        std::future::ready(())
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new(self.name.clone(), env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+/// A connected MCP server.
+pub struct McpClient {
+    server: String,
+    timeout: Duration,
+    service: RunningService<RoleClient, Handler>,
+}
+
+impl std::fmt::Debug for McpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpClient")
+            .field("server", &self.server)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpClient {
+    /// Starts (stdio) or reaches (HTTP) the server `server` and completes the
+    /// initialisation handshake within the configured timeout. `client_name`
+    /// is how the host introduces itself.
+    pub async fn connect(
+        client_name: &str,
+        server: &str,
+        config: &McpServerConfig,
+    ) -> Result<McpClient> {
+        Self::connect_with(client_name, server, config, Arc::new(|| {})).await
+    }
+
+    pub(crate) async fn connect_with(
+        client_name: &str,
+        server: &str,
+        config: &McpServerConfig,
+        tools_changed: ListChanged,
+    ) -> Result<McpClient> {
+        let handler = Handler {
+            name: client_name.to_owned(),
+            progress: ProgressDispatcher::new(),
+            tools_changed,
+        };
+        let failed = |what: &str, e: &dyn std::fmt::Display| {
+            Error::new(
+                StatusCode::Unavailable,
+                format!("MCP server `{server}`: {what}: {e}"),
+            )
+        };
+        let start = async {
+            match &config.transport {
+                McpTransport::Stdio {
+                    command,
+                    args,
+                    env,
+                    cwd,
+                } => {
+                    let mut cmd = tokio::process::Command::new(command);
+                    // A server abandoned mid-handshake (timeout) must not outlive us.
+                    cmd.args(args).envs(env).kill_on_drop(true);
+                    if let Some(dir) = cwd {
+                        cmd.current_dir(dir);
+                    }
+                    let transport = TokioChildProcess::new(cmd)
+                        .map_err(|e| failed(&format!("starting `{command}`"), &e))?;
+                    handler
+                        .serve(transport)
+                        .await
+                        .map_err(|e| failed("initialising", &e))
+                }
+                McpTransport::Http { url, headers } => {
+                    if !url.starts_with("http://") {
+                        return Err(Error::invalid_argument(format!(
+                            "MCP server `{server}`: only `http://` URLs are supported (no TLS backend is built in), got `{url}`"
+                        )));
+                    }
+                    let mut cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                    for (name, value) in headers {
+                        let name = name.parse().map_err(|e| failed("header name", &e))?;
+                        let value = value.parse().map_err(|e| failed("header value", &e))?;
+                        cfg.custom_headers.insert(name, value);
+                    }
+                    let transport = StreamableHttpClientTransport::from_config(cfg);
+                    handler
+                        .serve(transport)
+                        .await
+                        .map_err(|e| failed("initialising", &e))
+                }
+            }
+        };
+        let service = tokio::time::timeout(config.timeout, start)
+            .await
+            .map_err(|_| {
+                Error::new(
+                    StatusCode::DeadlineExceeded,
+                    format!(
+                        "MCP server `{server}`: no answer to the initialisation within {:?}",
+                        config.timeout
+                    ),
+                )
+            })??;
+        Ok(McpClient {
+            server: server.to_owned(),
+            timeout: config.timeout,
+            service,
+        })
+    }
+
+    /// The server's name in the host.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// Runs one request with the time limit, naming the server and the
+    /// operation in any error.
+    async fn request<T>(
+        &self,
+        what: &str,
+        fut: impl Future<Output = std::result::Result<T, ServiceError>>,
+    ) -> Result<T> {
+        match tokio::time::timeout(self.timeout, fut).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(self.service_error(what, e)),
+            Err(_) => Err(self.timeout_error(what)),
+        }
+    }
+
+    fn timeout_error(&self, what: &str) -> Error {
+        Error::new(
+            StatusCode::DeadlineExceeded,
+            format!(
+                "MCP server `{}`: {what}: no answer within {:?}",
+                self.server, self.timeout
+            ),
+        )
+    }
+
+    fn service_error(&self, what: &str, e: ServiceError) -> Error {
+        let status = match &e {
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                StatusCode::Unavailable
+            }
+            ServiceError::Timeout { .. } => StatusCode::DeadlineExceeded,
+            ServiceError::Cancelled { .. } => StatusCode::Cancelled,
+            _ => StatusCode::Internal,
+        };
+        let detail = match &e {
+            ServiceError::TransportClosed => "the connection closed (did the server exit?)".into(),
+            other => other.to_string(),
+        };
+        Error::new(
+            status,
+            format!("MCP server `{}`: {what}: {detail}", self.server),
+        )
+    }
+
+    /// Every tool the server offers (all pages).
+    pub async fn list_tools(&self) -> Result<Vec<McpTool>> {
+        let tools = self
+            .request("listing tools", self.service.peer().list_all_tools())
+            .await?;
+        Ok(tools
+            .into_iter()
+            .map(|t| McpTool {
+                name: t.name.into_owned(),
+                description: t.description.map(|d| d.into_owned()),
+                input_schema: Value::Object((*t.input_schema).clone()),
+            })
+            .collect())
+    }
+
+    /// Calls the tool `name`; the raw `CallToolResult` JSON. An `isError`
+    /// result is returned as is (see [`call_tool`](Self::call_tool)).
+    /// `on_progress` receives the server's progress reports for this call,
+    /// in increasing order: rmcp handles notifications on their own tasks,
+    /// so a report overtaken by a later one, or arriving after the answer,
+    /// is dropped.
+    pub async fn call_tool_raw(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        on_progress: Option<&(dyn Fn(McpProgress) + Send + Sync)>,
+    ) -> Result<Value> {
+        let what = format!("calling tool `{name}`");
+        let mut params = CallToolRequestParams::new(name.to_owned());
+        params.arguments = arguments;
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let options = PeerRequestOptions::with_timeout(self.timeout);
+        let handle = self
+            .request(
+                &what,
+                self.service
+                    .peer()
+                    .send_request_with_option(request, options),
+            )
+            .await?;
+        // rmcp gives each request its own progress token; the request was
+        // only queued when the handle came back, so subscribing now is
+        // before the server can report progress on it.
+        let mut progress = self
+            .service
+            .service()
+            .progress
+            .subscribe(handle.progress_token.clone())
+            .await;
+        let response = handle.await_response();
+        tokio::pin!(response);
+        // rmcp hands each notification to the handler on its own task, so
+        // reports can arrive out of order; progress only grows (the spec
+        // requires it), so a report behind the last one passed on is stale.
+        let mut last = f64::NEG_INFINITY;
+        let mut report = |p: ProgressNotificationParam| {
+            if p.progress > last {
+                last = p.progress;
+                if let Some(f) = on_progress {
+                    f(p.into());
+                }
+            }
+        };
+        let result = loop {
+            tokio::select! {
+                biased;
+                Some(p) = progress.next() => report(p),
+                r = &mut response => break r,
+            }
+        };
+        // Reports the server sent just before its answer may still be queued.
+        tokio::task::yield_now().await;
+        while let Some(Some(p)) = progress.next().now_or_never() {
+            report(p);
+        }
+        match result.map_err(|e| self.service_error(&what, e))? {
+            ServerResult::CallToolResult(r) => serde_json::to_value(&r)
+                .map_err(|e| Error::internal(format!("MCP server `{}`: {what}: {e}", self.server))),
+            other => Err(Error::new(
+                StatusCode::Unimplemented,
+                format!(
+                    "MCP server `{}`: {what}: unsupported reply {}",
+                    self.server,
+                    reply_kind(&other)
+                ),
+            )),
+        }
+    }
+
+    /// Calls the tool `name` and maps its result to a multipart tool
+    /// response (see [`convert::tool_result`]); an `isError` result is an
+    /// error naming the server and the tool.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        on_progress: Option<&(dyn Fn(McpProgress) + Send + Sync)>,
+    ) -> Result<MultipartToolResponse> {
+        let result = self.call_tool_raw(name, arguments, on_progress).await?;
+        if convert::is_error(&result) {
+            return Err(Error::new(
+                StatusCode::Internal,
+                format!(
+                    "MCP server `{}`: tool `{name}` failed: {}",
+                    self.server,
+                    convert::error_text(&result)
+                ),
+            ));
+        }
+        Ok(convert::tool_result(&result))
+    }
+
+    /// Names (and descriptions) of the server's prompts.
+    pub async fn list_prompts(&self) -> Result<Vec<(String, Option<String>)>> {
+        let prompts = self
+            .request("listing prompts", self.service.peer().list_all_prompts())
+            .await?;
+        Ok(prompts
+            .into_iter()
+            .map(|p| (p.name, p.description))
+            .collect())
+    }
+
+    /// Renders the prompt `name` with string `arguments`, as Genkit messages.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+    ) -> Result<Vec<Message>> {
+        let mut params = GetPromptRequestParams::new(name);
+        params.arguments = arguments;
+        let what = format!("getting prompt `{name}`");
+        let result = self
+            .request(&what, self.service.peer().get_prompt(params))
+            .await?;
+        let json = serde_json::to_value(&result)
+            .map_err(|e| Error::internal(format!("MCP server `{}`: {what}: {e}", self.server)))?;
+        Ok(convert::prompt_messages(&json))
+    }
+
+    /// URIs (and names) of the server's fixed resources.
+    pub async fn list_resources(&self) -> Result<Vec<(String, String)>> {
+        let resources = self
+            .request(
+                "listing resources",
+                self.service.peer().list_all_resources(),
+            )
+            .await?;
+        Ok(resources.into_iter().map(|r| (r.uri, r.name)).collect())
+    }
+
+    /// Reads the resource at `uri`, as parts.
+    pub async fn read_resource(&self, uri: &str) -> Result<Vec<Part>> {
+        let what = format!("reading resource `{uri}`");
+        let result = self
+            .request(
+                &what,
+                self.service
+                    .peer()
+                    .read_resource(ReadResourceRequestParams::new(uri)),
+            )
+            .await?;
+        let json = serde_json::to_value(&result)
+            .map_err(|e| Error::internal(format!("MCP server `{}`: {what}: {e}", self.server)))?;
+        Ok(convert::resource_parts(&json))
+    }
+
+    /// Ends the session (stops a stdio server's process).
+    pub async fn close(mut self) {
+        if let Err(e) = self.service.close().await {
+            tracing::warn!(server = %self.server, "closing the MCP connection: {e}");
+        }
+    }
+}
+
+fn reply_kind(result: &ServerResult) -> &'static str {
+    match result {
+        ServerResult::InputRequiredResult(_) => "`input_required` (not supported)",
+        _ => "of an unexpected type",
+    }
+}

@@ -1,0 +1,328 @@
+//! The host: named connections to any number of MCP servers, and their
+//! tools as Genkit tool actions (Genkit JS's `GenkitMcpHost`).
+
+use crate::client::{McpClient, McpProgress};
+use crate::config::McpServerConfig;
+use async_trait::async_trait;
+use genkit_core::{
+    Action, ActionDesc, ActionKind, DynAction, DynamicActionProvider, Error, Registry, Result,
+};
+use genkit_model::types::{Message, Part};
+use parking_lot::RwLock;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Weak};
+
+/// Connections to named MCP servers. Cheap to clone (shared).
+///
+/// Tools are listed from each server on first use and cached until the
+/// server sends `notifications/tools/list_changed` (or is reconnected), so
+/// tools a server adds later appear without a restart.
+#[derive(Clone)]
+pub struct McpHost {
+    inner: Arc<HostInner>,
+}
+
+struct HostInner {
+    name: String,
+    servers: RwLock<BTreeMap<String, Server>>,
+}
+
+struct Server {
+    client: Arc<McpClient>,
+    tools: Arc<RwLock<ToolCache>>,
+}
+
+/// A server's tools as actions, until its tool list changes.
+#[derive(Default)]
+struct ToolCache {
+    /// Bumped by each list-changed notification, so a listing that was
+    /// under way when the list changed is not cached.
+    generation: u64,
+    tools: Option<Vec<DynAction>>,
+}
+
+impl std::fmt::Debug for McpHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpHost")
+            .field("name", &self.inner.name)
+            .field("servers", &self.server_names())
+            .finish()
+    }
+}
+
+impl McpHost {
+    /// A host with no servers. `name` is how it introduces itself to servers
+    /// and, once defined in a registry, the prefix of its tools' keys.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            inner: Arc::new(HostInner {
+                name: name.into(),
+                servers: RwLock::new(BTreeMap::new()),
+            }),
+        }
+    }
+
+    /// A host connected to every server of `servers` (in parallel); the
+    /// first server that fails to connect fails the whole call, naming it.
+    pub async fn with_servers<I, S>(name: impl Into<String>, servers: I) -> Result<Self>
+    where
+        I: IntoIterator<Item = (S, McpServerConfig)>,
+        S: Into<String>,
+    {
+        let host = Self::new(name);
+        let connects = servers.into_iter().map(|(server, config)| {
+            let host = host.clone();
+            let server = server.into();
+            async move { host.connect(&server, config).await }
+        });
+        futures::future::try_join_all(connects).await?;
+        Ok(host)
+    }
+
+    /// The host's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Names of the connected servers.
+    pub fn server_names(&self) -> Vec<String> {
+        self.inner.servers.read().keys().cloned().collect()
+    }
+
+    /// Connects the server `server` (replacing, and closing, a connection of
+    /// that name). A server that cannot be started or does not complete the
+    /// handshake in time is an error naming it; the host is left unchanged.
+    pub async fn connect(&self, server: &str, config: McpServerConfig) -> Result<()> {
+        if server.is_empty() || server.contains('/') {
+            return Err(Error::invalid_argument(format!(
+                "MCP server name `{server}` must be non-empty and without `/`"
+            )));
+        }
+        let tools: Arc<RwLock<ToolCache>> = Arc::default();
+        let stale = Arc::downgrade(&tools);
+        let on_change = Arc::new(move || {
+            if let Some(tools) = stale.upgrade() {
+                let mut cache = tools.write();
+                cache.generation += 1;
+                cache.tools = None;
+            }
+        });
+        let client = McpClient::connect_with(self.name(), server, &config, on_change).await?;
+        let previous = self.inner.servers.write().insert(
+            server.to_owned(),
+            Server {
+                client: Arc::new(client),
+                tools,
+            },
+        );
+        if let Some(old) = previous {
+            close(old).await;
+        }
+        Ok(())
+    }
+
+    /// Disconnects the server `server` (stopping a stdio server);
+    /// `NOT_FOUND` if there is none.
+    pub async fn disconnect(&self, server: &str) -> Result<()> {
+        let removed = self.inner.servers.write().remove(server);
+        match removed {
+            Some(old) => {
+                close(old).await;
+                Ok(())
+            }
+            None => Err(self.unknown(server)),
+        }
+    }
+
+    /// Disconnects every server.
+    pub async fn close(&self) {
+        let all = std::mem::take(&mut *self.inner.servers.write());
+        for (_, server) in all {
+            close(server).await;
+        }
+    }
+
+    /// The connection to `server`.
+    pub fn client(&self, server: &str) -> Result<Arc<McpClient>> {
+        self.inner
+            .servers
+            .read()
+            .get(server)
+            .map(|s| s.client.clone())
+            .ok_or_else(|| self.unknown(server))
+    }
+
+    fn unknown(&self, server: &str) -> Error {
+        Error::not_found(format!(
+            "MCP host `{}` has no server `{server}`",
+            self.name()
+        ))
+    }
+
+    /// The tools of `server` as Genkit tool actions named
+    /// `<server>/<tool>` (multipart tools, kind `tool.v2`: images and
+    /// resources come back as parts). Listed once and cached until the
+    /// server's tool list changes.
+    pub async fn server_tools(&self, server: &str) -> Result<Vec<DynAction>> {
+        let (client, cache) = {
+            let servers = self.inner.servers.read();
+            let s = servers.get(server).ok_or_else(|| self.unknown(server))?;
+            (s.client.clone(), s.tools.clone())
+        };
+        let generation = {
+            let cache = cache.read();
+            if let Some(tools) = &cache.tools {
+                return Ok(tools.clone());
+            }
+            cache.generation
+        };
+        let listed = client.list_tools().await?;
+        let mut actions = Vec::with_capacity(listed.len());
+        for tool in listed {
+            match tool_action(Arc::downgrade(&self.inner), server, tool) {
+                Ok(action) => actions.push(action),
+                Err(e) => tracing::warn!(server, "skipping an MCP tool: {e}"),
+            }
+        }
+        let mut cache = cache.write();
+        if cache.generation == generation {
+            cache.tools = Some(actions.clone());
+        }
+        Ok(actions)
+    }
+
+    /// The tools of every server. A server that fails to list its tools is
+    /// skipped with a warning (as in Genkit JS), so one broken server does
+    /// not hide the others' tools.
+    pub async fn tools(&self) -> Vec<DynAction> {
+        let mut all = Vec::new();
+        for server in self.server_names() {
+            match self.server_tools(&server).await {
+                Ok(tools) => all.extend(tools),
+                Err(e) => tracing::warn!(host = self.name(), "{e}"),
+            }
+        }
+        all
+    }
+
+    /// The tool `tool` of `server`, if the server offers it.
+    pub async fn tool(&self, server: &str, tool: &str) -> Result<Option<DynAction>> {
+        let name = format!("{server}/{tool}");
+        Ok(self
+            .server_tools(server)
+            .await?
+            .into_iter()
+            .find(|a| a.name() == name))
+    }
+
+    /// Renders the prompt `prompt` of `server` with `arguments` (MCP prompt
+    /// arguments are strings).
+    pub async fn get_prompt(
+        &self,
+        server: &str,
+        prompt: &str,
+        arguments: BTreeMap<String, String>,
+    ) -> Result<Vec<Message>> {
+        let args = (!arguments.is_empty()).then(|| {
+            arguments
+                .into_iter()
+                .map(|(k, v)| (k, Value::String(v)))
+                .collect()
+        });
+        self.client(server)?.get_prompt(prompt, args).await
+    }
+
+    /// Reads the resource at `uri` from `server`.
+    pub async fn read_resource(&self, server: &str, uri: &str) -> Result<Vec<Part>> {
+        self.client(server)?.read_resource(uri).await
+    }
+}
+
+impl McpHost {
+    /// Registers the host in `registry` as a dynamic action provider named
+    /// after the host (Genkit JS's `defineMcpHost`): its tools are then
+    /// `<host>:tool/<server>/<tool>` and `<host>:tool/*` (every server's
+    /// tools) to `generate`, resolved at each lookup, so servers connected
+    /// later and tools added later are found without a restart.
+    pub fn register(&self, registry: &Registry) -> Result<DynAction> {
+        registry.register_dynamic_action_provider(self.name(), Arc::new(self.clone()))
+    }
+}
+
+#[async_trait]
+impl DynamicActionProvider for McpHost {
+    async fn list(&self) -> Result<Vec<(ActionKind, DynAction)>> {
+        Ok(self
+            .tools()
+            .await
+            .into_iter()
+            .map(|t| (ActionKind::Tool, t))
+            .collect())
+    }
+}
+
+async fn close(server: Server) {
+    // Tool actions hold the host weakly and look the client up per call, so
+    // this is normally the last reference; if a call is still running, the
+    // connection closes when it ends.
+    if let Ok(client) = Arc::try_unwrap(server.client) {
+        client.close().await;
+    }
+}
+
+/// One MCP tool as a multipart tool action that calls it through the host's
+/// current connection to `server` (so a reconnected server keeps working),
+/// streaming the server's progress reports as chunks.
+fn tool_action(
+    host: Weak<HostInner>,
+    server: &str,
+    tool: crate::client::McpTool,
+) -> Result<DynAction> {
+    let mut desc = ActionDesc::new(ActionKind::ToolV2, format!("{server}/{}", tool.name))
+        .with_description(tool.description.unwrap_or_default())
+        .with_metadata("type", Value::from("tool.v2"))
+        .with_metadata("tool", json!({"multipart": true}))
+        .with_metadata("mcp", json!({"server": server, "tool": tool.name}));
+    desc.input_schema = Some(tool.input_schema);
+    let server = server.to_owned();
+    let name = tool.name;
+    let action = Action::<Value, Value, Value>::from_desc(desc, move |input, ctx| {
+        let host = host.clone();
+        let server = server.clone();
+        let name = name.clone();
+        async move {
+            let client = {
+                let host = host.upgrade().ok_or_else(|| {
+                    Error::failed_precondition(format!(
+                        "MCP tool `{server}/{name}`: its host was dropped"
+                    ))
+                })?;
+                let servers = host.servers.read();
+                let s = servers.get(&server).ok_or_else(|| {
+                    Error::not_found(format!("MCP host `{}` has no server `{server}`", host.name))
+                })?;
+                s.client.clone()
+            };
+            let arguments = match input {
+                Value::Object(map) => Some(map),
+                Value::Null => None,
+                other => {
+                    return Err(Error::invalid_argument(format!(
+                        "MCP tool `{server}/{name}` takes an object, got {other}"
+                    )));
+                }
+            };
+            let report = |p: McpProgress| {
+                ctx.send_chunk(json!({
+                    "progress": p.progress,
+                    "total": p.total,
+                    "message": p.message,
+                }));
+            };
+            let response = client.call_tool(&name, arguments, Some(&report)).await?;
+            serde_json::to_value(response).map_err(|e| Error::internal(e.to_string()))
+        }
+    })?;
+    Ok(action.to_dyn())
+}

@@ -1,0 +1,79 @@
+//! MCP (Model Context Protocol) for Genkit for Rust: use the tools, prompts
+//! and resources of MCP servers, as Genkit JS's `@genkit-ai/mcp` does.
+//!
+//! An [`McpHost`] holds named connections to any number of servers, each a
+//! child process speaking stdio or a Streamable HTTP endpoint
+//! ([`McpServerConfig`]). Through it you list and call a server's tools,
+//! render its prompts and read its resources. Each tool is also a Genkit
+//! multipart tool action (`tool.v2`) named `<server>/<tool>`, which a
+//! `generate` call can use: its result maps to Genkit parts (text and JSON
+//! output, images as media parts with `data:` URLs, embedded resources),
+//! an `isError` result is an error naming the server and the tool, and the
+//! server's progress reports stream as the action's chunks.
+//!
+//! [`McpHost::register`] makes the host a dynamic action provider of a
+//! registry (Genkit JS's `defineMcpHost`): its tools are then named
+//! `<host>:tool/<server>/<tool>` in `generate`'s (and prompts') tools, and
+//! `<host>:tool/*` (or `<host>:tool/<server>/*`) stands for all of them.
+//! They are resolved at each lookup, so servers connected later and tools a
+//! server adds later (`notifications/tools/list_changed`) appear without a
+//! restart.
+//!
+//! Errors name the server that failed: a server that cannot be started or
+//! does not finish the handshake fails [`McpHost::connect`]; every request
+//! has the server's time limit ([`McpServerConfig::timeout`]), so a server
+//! that dies or hangs mid-call ends in an error in time while the host keeps
+//! serving the others.
+//!
+//! ```no_run
+//! use genkit_mcp::{McpHost, McpServerConfig};
+//! use std::time::Duration;
+//!
+//! # async fn run() -> genkit_core::Result<()> {
+//! let host = McpHost::with_servers(
+//!     "my-host",
+//!     [
+//!         ("fs", McpServerConfig::stdio("npx", ["-y", "@modelcontextprotocol/server-filesystem", "."])),
+//!         ("remote", McpServerConfig::http("http://127.0.0.1:3000/mcp").timeout(Duration::from_secs(10))),
+//!     ],
+//! )
+//! .await?;
+//! for tool in host.server_tools("fs").await? {
+//!     println!("{}", tool.name()); // fs/read_file, ...
+//! }
+//! let text = host.read_resource("remote", "test://readme").await?;
+//! # let _ = text;
+//!
+//! // In a registry: `generate` may now use "my-host:tool/fs/read_file",
+//! // or "my-host:tool/*" for every server's tools.
+//! let registry = genkit_core::Registry::new();
+//! host.register(&registry)?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # The SDK
+//!
+//! The protocol is the official Rust SDK, [`rmcp`], with only its client
+//! features. Streamable HTTP goes over plain `http://` only: rmcp's TLS
+//! options pull `aws-lc-rs` (a C build) or a second TLS stack next to the
+//! workspace's `ring`-based one, too heavy for this crate's build budget, so
+//! `https://` URLs are refused with an error for now.
+//!
+//! # Not done yet
+//!
+//! Serving a registry's actions as an MCP server; a server's prompts and
+//! resources as registry actions (they are reached through the host only);
+//! resource templates; per-server enable/disable and tool filtering;
+//! `https://` endpoints; answering servers' sampling, roots or elicitation
+//! requests. Unlike Genkit JS, whose tools are plain by default, every MCP
+//! tool here is multipart (`tool.v2`), so images reach the model as parts.
+
+pub mod client;
+pub mod config;
+pub mod convert;
+mod host;
+
+pub use client::{McpClient, McpProgress, McpTool};
+pub use config::{DEFAULT_TIMEOUT, McpServerConfig, McpTransport};
+pub use host::McpHost;
