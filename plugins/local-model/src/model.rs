@@ -317,6 +317,22 @@ impl LocalModel {
         }
     }
 
+    /// The next-token logits after `ids` (one forward pass from an empty
+    /// cache): for inspecting the model, e.g. comparing with another runtime.
+    pub fn next_logits(&self, ids: &[u32]) -> Result<Vec<f32>> {
+        if ids.is_empty() || ids.len() > self.context_length {
+            return Err(Error::invalid_argument(format!(
+                "{} tokens: need 1 to {}",
+                ids.len(),
+                self.context_length
+            )));
+        }
+        let mut session = self.session();
+        self.forward(&mut session, ids, 0)?
+            .to_vec1()
+            .map_err(candle_error)
+    }
+
     fn forward(&self, session: &mut Session<'_>, ids: &[u32], position: usize) -> Result<Tensor> {
         let input = Tensor::new(ids, &Device::Cpu)
             .and_then(|t| t.unsqueeze(0))
