@@ -21,7 +21,9 @@ pub fn gguf_path() -> Option<PathBuf> {
             "SmolLM2-135M-Instruct is not installed: run tests-support/local-model/install-gguf.sh \
              and set GENKIT_LOCAL_MODEL_GGUF to the file it prints"
         );
-        eprintln!("SKIPPED: SmolLM2-135M-Instruct is not installed (tests-support/local-model/install-gguf.sh)");
+        eprintln!(
+            "SKIPPED: SmolLM2-135M-Instruct is not installed (tests-support/local-model/install-gguf.sh)"
+        );
     }
     let _ = LocalModels::new;
     path
@@ -31,8 +33,6 @@ pub fn gguf_path() -> Option<PathBuf> {
 pub fn model() -> Option<Arc<LocalModel>> {
     static MODEL: OnceLock<Option<Arc<LocalModel>>> = OnceLock::new();
     MODEL
-        .get_or_init(|| {
-            gguf_path().map(|p| Arc::new(LocalModel::load(p).expect("the GGUF loads")))
-        })
+        .get_or_init(|| gguf_path().map(|p| Arc::new(LocalModel::load(p).expect("the GGUF loads"))))
         .clone()
 }
