@@ -29,6 +29,7 @@ const CRATE_LAYERS: &[&[&str]] = &[
         "genkit-google-genai",
         "genkit-ollama",
         "genkit-local-embedder",
+        "genkit-local-model",
     ],
     &["genkit-agent"],
     &["genkit-rs"],
@@ -131,6 +132,7 @@ fn provider_plugins_and_session_stores_link_no_agent_retrieval_or_evaluator_code
         "genkit-google-genai",
         "genkit-ollama",
         "genkit-local-embedder",
+        "genkit-local-model",
         "genkit-store-sql",
         "genkit-store-firestore",
     ];
