@@ -124,3 +124,51 @@ fn template_message(message: &Message) -> Result<TemplateMessage> {
     }
     Ok(TemplateMessage { role, content })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use genkit_model::types::Part;
+
+    fn chatml() -> ChatTemplate {
+        ChatTemplate::new(None, "<s>".into(), "</s>".into()).unwrap()
+    }
+
+    #[test]
+    fn files_without_a_template_get_chatml() {
+        let prompt = chatml()
+            .render(&[
+                Message::system("Be brief."),
+                Message::user("Hi"),
+                Message::model("Hello"),
+                Message::user("Bye"),
+            ])
+            .unwrap();
+        assert_eq!(
+            prompt,
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n\
+             <|im_start|>assistant\nHello<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n\
+             <|im_start|>assistant\n"
+        );
+    }
+
+    #[test]
+    fn templates_see_the_special_tokens_and_can_refuse() {
+        let source = "{{ bos_token }}{% for m in messages %}{% if m.role == 'system' %}\
+                      {{ raise_exception('no system role') }}{% endif %}{{ m.content }}{% endfor %}";
+        let template = ChatTemplate::new(Some(source), "<s>".into(), "</s>".into()).unwrap();
+        assert_eq!(template.render(&[Message::user("a")]).unwrap(), "<s>a");
+        let refused = template.render(&[Message::system("x")]).unwrap_err();
+        assert!(refused.message().contains("no system role"), "{refused}");
+    }
+
+    #[test]
+    fn broken_templates_fail_at_load_and_non_text_parts_are_refused() {
+        let broken = ChatTemplate::new(Some("{% for %}"), String::new(), String::new());
+        assert!(broken.is_err());
+        let media = Message::user(vec![Part::media("data:image/png;base64,AA==", None)]);
+        let err = chatml().render(&[media]).unwrap_err();
+        assert!(err.message().contains("`media` part"), "{err}");
+        assert!(chatml().render(&[]).is_err());
+    }
+}

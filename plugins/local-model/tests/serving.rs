@@ -182,3 +182,38 @@ async fn missing_damaged_and_unsupported_files_fail_clearly() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plugin_serves_its_models_through_generate() {
+    use genkit::Genkit;
+    use genkit::generate::GenerateOptions;
+    use genkit_core::StatusCode;
+    use genkit_local_model::LocalModels;
+    let Some(model) = common::model() else { return };
+    let ai = Genkit::builder()
+        .plugin(
+            LocalModels::new()
+                .loaded("smollm2", model)
+                .model("absent", "/nonexistent/model.gguf"),
+        )
+        .build()
+        .unwrap();
+    let answer = ai
+        .generate(
+            GenerateOptions::prompt("What is the capital of France?")
+                .model("gguf/smollm2")
+                .config(json!({"temperature": 0, "maxOutputTokens": 5})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(answer.text(), "L'Étoile");
+    let absent = ai
+        .generate(GenerateOptions::prompt("Hi").model("gguf/absent"))
+        .await
+        .unwrap_err();
+    assert_eq!(absent.status(), StatusCode::FailedPrecondition, "{absent}");
+    assert!(
+        absent.message().contains("/nonexistent/model.gguf"),
+        "{absent}"
+    );
+}

@@ -4,7 +4,7 @@
 //! (`test.sh` runs it and exports `GENKIT_LOCAL_MODEL_GGUF`). Without it
 //! the tests say so and pass, except under `CI=true`, where they fail.
 
-use genkit_local_model::{LocalModel, LocalModels};
+use genkit_local_model::LocalModel;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
@@ -25,7 +25,6 @@ pub fn gguf_path() -> Option<PathBuf> {
             "SKIPPED: SmolLM2-135M-Instruct is not installed (tests-support/local-model/install-gguf.sh)"
         );
     }
-    let _ = LocalModels::new;
     path
 }
 
