@@ -1,5 +1,13 @@
 //! Retry: retries failed model calls with exponential backoff and jitter
 //! (Genkit's `retry` middleware).
+//!
+//! A provider's `Retry-After` (carried in the error's details as
+//! `retryAfterMs`, which the provider plugins fill from the header or the
+//! body) is honoured as Genkit JS 1.35 does: the wait is at least that long.
+//! Unlike Genkit JS, a suggested wait longer than [`Retry::max_delay`] ends
+//! the retries there and then: a server must not be able to stall a call past
+//! the longest delay its caller allowed, and retrying sooner than it asked
+//! would only be refused again.
 
 use async_trait::async_trait;
 use genkit_core::{Error, Result, StatusCode};
@@ -107,6 +115,13 @@ impl Retry {
     }
 }
 
+/// The wait a provider asked for (`retryAfterMs` in the error's details,
+/// as Genkit JS's `responseMetadata.retryAfterMs`), if it is a sane number.
+fn retry_after(err: &Error) -> Option<Duration> {
+    let ms = err.details()?.get("retryAfterMs")?.as_f64()?;
+    (ms.is_finite() && ms > 0.0).then(|| saturating_secs(ms / 1000.0))
+}
+
 /// `secs` seconds as a duration that never panics: negative or NaN is
 /// zero, too large (or infinite) is [`Duration::MAX`]. Settings such as a
 /// huge `max_delay` or an odd `backoff_factor` must not crash a call.
@@ -148,7 +163,19 @@ impl ModelMiddleware for Retry {
             if let Some(f) = &self.on_error {
                 f(&err, attempt);
             }
-            let wait = self.delay_with_jitter(delay, attempt - 1);
+            let mut wait = self.delay_with_jitter(delay, attempt - 1);
+            if let Some(after) = retry_after(&err) {
+                if after > self.max_delay {
+                    tracing::warn!(
+                        "not retrying: the model asks to wait {}ms, longer than the longest delay \
+                         allowed ({}ms); error: {err}",
+                        after.as_millis(),
+                        self.max_delay.as_millis()
+                    );
+                    return Err(err);
+                }
+                wait = wait.max(after);
+            }
             tracing::warn!(
                 "retry {attempt} of {} in {}ms due to error: {err}",
                 self.max_retries,
@@ -204,6 +231,56 @@ mod tests {
         .await;
         assert_eq!(err.unwrap_err().message(), "2");
         assert_eq!(tail.calls(), 2);
+    }
+
+    fn rate_limited(retry_after_ms: serde_json::Value) -> Error {
+        Error::new(StatusCode::ResourceExhausted, "slow down")
+            .with_details(serde_json::json!({"httpStatus": 429, "retryAfterMs": retry_after_ms}))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn waits_at_least_as_long_as_the_provider_asks() {
+        let tail = ScriptedTail::default().then_fail(rate_limited(serde_json::json!(5000)));
+        let started = tokio::time::Instant::now();
+        let out = run_layer(quick(), &tail, request(vec![Message::user("x")])).await;
+        assert_eq!(out.unwrap().text(), "ok");
+        assert_eq!(tail.calls(), 2);
+        let waited = started.elapsed();
+        assert!(waited >= Duration::from_secs(5), "{waited:?}");
+        assert!(waited < Duration::from_secs(6), "{waited:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_wait_past_the_longest_delay_ends_the_retries() {
+        let tail = ScriptedTail::default().then_fail(rate_limited(serde_json::json!(120_000)));
+        let started = tokio::time::Instant::now();
+        let err = run_layer(
+            quick().max_delay(Duration::from_secs(60)),
+            &tail,
+            request(vec![Message::user("x")]),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(err.status(), StatusCode::ResourceExhausted);
+        assert_eq!(tail.calls(), 1);
+        assert!(started.elapsed() < Duration::from_secs(1));
+    }
+
+    #[test]
+    fn odd_retry_after_values_are_ignored() {
+        for odd in [
+            serde_json::json!(-5),
+            serde_json::json!(0),
+            serde_json::json!("5000"),
+            serde_json::json!(null),
+        ] {
+            assert_eq!(retry_after(&rate_limited(odd.clone())), None, "{odd}");
+        }
+        assert_eq!(
+            retry_after(&rate_limited(serde_json::json!(1e300))),
+            Some(Duration::MAX)
+        );
+        assert_eq!(retry_after(&Error::new(StatusCode::Unavailable, "x")), None);
     }
 
     #[test]
