@@ -128,15 +128,94 @@ impl<I, O> Tool<I, O> {
         Ok(self)
     }
 
+    /// Adds entries to the tool action's metadata (Genkit JS's
+    /// `ToolConfig.metadata`): they show in the action's descriptor
+    /// (`/api/actions`, the Dev UI) and travel with the tool, for plugins and
+    /// middleware that read them. `type` stays `"tool"`, and entries of a
+    /// `tool` object join the tool's own marks without overriding them (a
+    /// tool marked as needing approval stays marked). As with the marks, set
+    /// metadata before registering.
+    pub fn with_metadata(self, metadata: Map<String, Value>) -> Self {
+        let desc = with_user_metadata(self.action.desc(), metadata);
+        Self::from_dyn(Arc::new(Marked {
+            inner: self.action.clone(),
+            desc,
+        }))
+    }
+
     fn marked(self, key: &str) -> Self {
         Self::from_dyn(with_mark(&self.action, key))
     }
+}
+
+/// `desc` with a user's metadata merged in, the tool's own entries winning.
+fn with_user_metadata(desc: &ActionDesc, metadata: Map<String, Value>) -> ActionDesc {
+    let mut desc = desc.clone();
+    for (key, value) in metadata {
+        match (key.as_str(), value) {
+            ("type", _) => {}
+            ("tool", Value::Object(user)) => {
+                let mut tool = match desc.metadata.get("tool") {
+                    Some(Value::Object(own)) => own.clone(),
+                    _ => Map::new(),
+                };
+                for (k, v) in user {
+                    tool.entry(k).or_insert(v);
+                }
+                desc.metadata.insert("tool".to_owned(), Value::Object(tool));
+            }
+            (_, value) => {
+                desc.metadata.insert(key, value);
+            }
+        }
+    }
+    desc
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::tool::Tool;
+
+    #[tokio::test]
+    async fn user_metadata_shows_in_the_descriptor_and_keeps_the_marks() {
+        let registry = Registry::new();
+        let tool = echo()
+            .needs_approval()
+            .with_metadata(
+                serde_json::json!({
+                    "owner": "ops",
+                    "type": "not-a-tool",
+                    "tool": {"needsApproval": false, "category": "io"},
+                })
+                .as_object()
+                .cloned()
+                .unwrap(),
+            )
+            .register(&registry)
+            .unwrap();
+        let desc = registry
+            .lookup_action("/tool/echo")
+            .await
+            .unwrap()
+            .unwrap()
+            .desc()
+            .clone();
+        assert_eq!(desc.metadata["owner"], "ops");
+        assert_eq!(desc.metadata["type"], "tool");
+        assert_eq!(desc.metadata["tool"]["category"], "io");
+        assert!(needs_approval(&desc));
+        assert!(tool.is_approval_required());
+        let out = registry
+            .lookup_action("/tool/echo")
+            .await
+            .unwrap()
+            .expect("registered")
+            .run_json(Value::from("hi"), RunOptions::new())
+            .await
+            .unwrap();
+        assert_eq!(out.output, Value::from("hi"));
+    }
 
     fn echo() -> Tool<String, String> {
         Tool::new("echo", "Echoes.", |s: String, _ctx| async move { Ok(s) })
