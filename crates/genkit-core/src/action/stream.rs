@@ -108,6 +108,9 @@ impl<S: Send + 'static, O: Send + 'static> ActionStream<S, O> {
 impl<S: Send + 'static, O: Send + 'static> Stream for ActionStream<S, O> {
     type Item = Result<S>;
 
+    // Inlined into the generate stream that wraps it: measured 28 instructions
+    // a chunk when called out of line (bench/RESULTS.md, issue 28).
+    #[inline]
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<S>>> {
         let this = self.get_mut();
         loop {
