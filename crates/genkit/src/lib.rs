@@ -244,7 +244,7 @@ pub mod evaluator {
         EvaluatorOptions, StatusOverride, builtin, define_evaluator, evaluate, evaluator,
     };
 }
-pub use genkit_model::{embedder, extract, formats, model, testing, tool, types};
+pub use genkit_model::{embedder, extract, formats, model, resource, testing, tool, types};
 pub use genkit_prompt as prompt;
 
 /// Retrieval: chunking, retrievers, indexers, rerankers, simple retrievers,
