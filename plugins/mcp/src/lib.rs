@@ -73,7 +73,9 @@ pub mod client;
 pub mod config;
 pub mod convert;
 mod host;
+pub mod server;
 
 pub use client::{McpClient, McpProgress, McpTool};
 pub use config::{DEFAULT_TIMEOUT, McpServerConfig, McpTransport};
 pub use host::McpHost;
+pub use server::{McpServer, McpServerOptions, create_mcp_server};
