@@ -1,0 +1,341 @@
+//! The Rust MCP server driven by real clients: the official TypeScript
+//! SDK's (`tests-support/mcp/sdk-client.mjs`) and Genkit JS's
+//! `@genkit-ai/mcp` (`tests-support/mcp/genkit-client.mjs`), over stdio and
+//! Streamable HTTP. Each client lists and calls tools, gets a prompt and
+//! reads fixed and templated resources, and prints what it got as JSON.
+//!
+//! This test has its own `main` (`harness = false`): the stdio clients
+//! start this very binary with `--serve-stdio` as their server, and a
+//! libtest binary would write its own lines to stdout, the protocol stream.
+
+use genkit_core::{Error, Registry};
+use genkit_mcp::{McpServer, McpServerOptions};
+use genkit_model::resource::{ResourceOptions, ResourceOutput, define_resource};
+use genkit_model::tool::{define_multipart_tool, define_tool};
+use genkit_model::types::{MultipartToolResponse, Part};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::process::Command;
+
+const SERVE_STDIO: &str = "--serve-stdio";
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(90);
+const RED_PIXEL: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct AddInput {
+    a: i64,
+    b: i64,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct FailInput {
+    reason: String,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct NoInput {}
+
+/// The registry the server serves: tools that succeed, fail and return an
+/// image; a prompt; a fixed and a templated resource.
+fn registry() -> Registry {
+    let registry = Registry::new();
+    define_tool(
+        &registry,
+        "add",
+        "Adds two integers.",
+        |i: AddInput, _ctx| async move { Ok(i.a + i.b) },
+    )
+    .unwrap();
+    define_tool(
+        &registry,
+        "fail",
+        "Always fails.",
+        |i: FailInput, _ctx| async move {
+            Err::<i64, _>(Error::internal(format!("refused: {}", i.reason)))
+        },
+    )
+    .unwrap();
+    define_multipart_tool(
+        &registry,
+        "picture",
+        "A red pixel.",
+        |_: NoInput, _ctx| async move {
+            Ok(MultipartToolResponse {
+                output: Some(json!("a red pixel")),
+                content: Some(vec![Part::media(
+                    format!("data:image/png;base64,{RED_PIXEL}"),
+                    Some("image/png"),
+                )]),
+                metadata: None,
+            })
+        },
+    )
+    .unwrap();
+    genkit_prompt::load_prompt_source(
+        &registry,
+        "greet",
+        "---\ndescription: Greets someone.\ninput:\n  schema:\n    name: string, who to greet\n---\nHello {{name}}!",
+        None,
+    )
+    .unwrap();
+    define_resource(
+        &registry,
+        ResourceOptions::uri("readme", "docs://readme").description("The readme."),
+        |_input, _ctx| async move { Ok(ResourceOutput::new(vec![Part::text("# Readme")])) },
+    )
+    .unwrap();
+    define_resource(
+        &registry,
+        ResourceOptions::template("user", "users://{id}/profile").description("A user's profile."),
+        |input, _ctx| async move {
+            let id = input
+                .uri
+                .trim_start_matches("users://")
+                .trim_end_matches("/profile")
+                .to_owned();
+            Ok(ResourceOutput::new(vec![Part::text(format!(
+                "profile of {id}"
+            ))]))
+        },
+    )
+    .unwrap();
+    registry
+}
+
+fn server() -> McpServer {
+    McpServer::new(
+        &registry(),
+        McpServerOptions::new("genkit-rs-test").version("0.9.0"),
+    )
+}
+
+/// `tests-support/mcp` if its npm packages are installed.
+fn peer_dir() -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests-support/mcp");
+    dir.join("node_modules/@genkit-ai/mcp/package.json")
+        .exists()
+        .then_some(dir)
+}
+
+/// Runs a client script to the end and parses the JSON it prints.
+async fn run_client(dir: &Path, script: &str, args: &[String]) -> Value {
+    let mut cmd = Command::new("node");
+    cmd.arg(dir.join(script)).args(args).kill_on_drop(true);
+    let out = tokio::time::timeout(CLIENT_TIMEOUT, cmd.output())
+        .await
+        .unwrap_or_else(|_| panic!("{script} {args:?} did not finish in {CLIENT_TIMEOUT:?}"))
+        .expect("running node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{script} {args:?} failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_else(|| {
+            panic!(
+                "{script} printed no JSON:\n{stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    serde_json::from_str(line).expect("the client's JSON")
+}
+
+fn find<'a>(list: &'a Value, name: &str) -> &'a Value {
+    list.as_array()
+        .and_then(|l| l.iter().find(|e| e["name"] == name))
+        .unwrap_or_else(|| panic!("no `{name}` in {list}"))
+}
+
+/// What the official TypeScript SDK client saw.
+fn check_sdk(out: &Value, how: &str) {
+    let ctx = format!("TypeScript SDK client over {how}: {out:#}");
+    assert_eq!(out["server"]["name"], "genkit-rs-test", "{ctx}");
+    assert_eq!(out["server"]["version"], "0.9.0", "{ctx}");
+    for cap in ["tools", "prompts", "resources"] {
+        assert!(out["capabilities"].get(cap).is_some(), "{ctx}");
+    }
+
+    // Tools, with their JSON schemas.
+    let add = find(&out["tools"], "add");
+    assert_eq!(add["description"], "Adds two integers.", "{ctx}");
+    assert_eq!(add["inputSchema"]["type"], "object", "{ctx}");
+    assert_eq!(
+        add["inputSchema"]["properties"]["a"]["type"], "integer",
+        "{ctx}"
+    );
+    let mut required: Vec<&str> = add["inputSchema"]["required"]
+        .as_array()
+        .expect("required")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    required.sort();
+    assert_eq!(required, ["a", "b"], "{ctx}");
+    find(&out["tools"], "fail");
+    find(&out["tools"], "picture");
+
+    assert_eq!(
+        out["add"]["content"],
+        json!([{"type": "text", "text": "5"}]),
+        "{ctx}"
+    );
+    assert_ne!(out["add"]["isError"], true, "{ctx}");
+    assert_eq!(out["fail"]["isError"], true, "{ctx}");
+    assert_eq!(
+        out["fail"]["content"][0]["text"], "refused: testing",
+        "{ctx}"
+    );
+    assert_eq!(out["badInput"]["isError"], true, "{ctx}");
+    assert_eq!(out["picture"]["content"][0]["text"], "a red pixel", "{ctx}");
+    assert_eq!(
+        out["picture"]["content"][1],
+        json!({"type": "image", "mimeType": "image/png", "data": RED_PIXEL}),
+        "{ctx}"
+    );
+    assert_eq!(out["unknownTool"]["error"]["code"], -32602, "{ctx}");
+
+    // The prompt, its argument from the input schema, rendered.
+    let greet = find(&out["prompts"], "greet");
+    assert_eq!(greet["description"], "Greets someone.", "{ctx}");
+    assert_eq!(
+        greet["arguments"],
+        json!([{"name": "name", "description": "who to greet", "required": true}]),
+        "{ctx}"
+    );
+    assert_eq!(
+        out["greet"]["messages"],
+        json!([{"role": "user", "content": {"type": "text", "text": "Hello Ada!"}}]),
+        "{ctx}"
+    );
+    assert_eq!(out["unknownPrompt"]["error"]["code"], -32602, "{ctx}");
+
+    // Resources: the fixed one listed, the template listed apart, both read.
+    assert_eq!(
+        out["resources"],
+        json!([{"name": "readme", "description": "The readme.", "uri": "docs://readme"}]),
+        "{ctx}"
+    );
+    assert_eq!(
+        out["templates"],
+        json!([{"name": "user", "description": "A user's profile.", "uriTemplate": "users://{id}/profile"}]),
+        "{ctx}"
+    );
+    assert_eq!(
+        out["readme"]["contents"],
+        json!([{"uri": "docs://readme", "text": "# Readme"}]),
+        "{ctx}"
+    );
+    assert_eq!(
+        out["user"]["contents"],
+        json!([{"uri": "users://42/profile", "text": "profile of 42"}]),
+        "{ctx}"
+    );
+    assert_eq!(out["unknownResource"]["error"]["code"], -32002, "{ctx}");
+}
+
+/// What Genkit JS's MCP client saw.
+fn check_genkit(out: &Value, how: &str) {
+    let ctx = format!("Genkit JS client over {how}: {out:#}");
+    let names: Vec<&str> = out["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    for t in ["rs/add", "rs/fail", "rs/picture"] {
+        assert!(names.contains(&t), "{ctx}");
+    }
+    let add = find(&out["tools"], "rs/add");
+    assert_eq!(
+        add["inputSchema"]["properties"]["b"]["type"], "integer",
+        "{ctx}"
+    );
+    // Genkit JS parses only object or array text as JSON: the sum is text.
+    assert_eq!(out["add"], json!("5"), "{ctx}");
+    assert_eq!(out["fail"], json!({"error": "refused: testing"}), "{ctx}");
+    assert_eq!(
+        out["greet"],
+        json!([{"role": "user", "content": [{"text": "Hello Ada!"}]}]),
+        "{ctx}"
+    );
+    let mut resources: Vec<&str> = out["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    resources.sort();
+    assert_eq!(resources, ["rs/readme", "rs/user"], "{ctx}");
+    assert_eq!(out["readme"]["content"][0]["text"], "# Readme", "{ctx}");
+    assert_eq!(out["user"]["content"][0]["text"], "profile of 42", "{ctx}");
+}
+
+async fn acceptance(dir: &Path) {
+    // stdio: each client starts this binary as its server.
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let stdio = [
+        "stdio".to_owned(),
+        exe.display().to_string(),
+        SERVE_STDIO.to_owned(),
+    ];
+    check_sdk(&run_client(dir, "sdk-client.mjs", &stdio).await, "stdio");
+    check_genkit(&run_client(dir, "genkit-client.mjs", &stdio).await, "stdio");
+
+    // Streamable HTTP on an ephemeral 127.0.0.1 port.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(server().serve_http(listener, async {
+        let _ = stopped.await;
+    }));
+    let http = ["http".to_owned(), url];
+    check_sdk(
+        &run_client(dir, "sdk-client.mjs", &http).await,
+        "Streamable HTTP",
+    );
+    check_genkit(
+        &run_client(dir, "genkit-client.mjs", &http).await,
+        "Streamable HTTP",
+    );
+    let _ = stop.send(());
+    // Streams still open (SSE) must not keep the server from stopping.
+    tokio::time::timeout(Duration::from_secs(20), serving)
+        .await
+        .expect("the HTTP server stops on shutdown")
+        .expect("the server task")
+        .expect("serving HTTP");
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    if std::env::args().any(|a| a == SERVE_STDIO) {
+        if let Err(e) = runtime.block_on(server().serve_stdio()) {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+        return;
+    }
+    let Some(dir) = peer_dir() else {
+        eprintln!(
+            "SKIPPED mcp server acceptance: the npm packages of tests-support/mcp are not installed \
+             (run `npm ci` there; test.sh does)"
+        );
+        return;
+    };
+    runtime.block_on(acceptance(&dir));
+    println!(
+        "mcp server acceptance: TypeScript SDK and Genkit JS clients over stdio and Streamable HTTP ... ok"
+    );
+}
