@@ -83,7 +83,9 @@ fn registry() -> Registry {
     .unwrap();
     define_resource(
         &registry,
-        ResourceOptions::uri("readme", "docs://readme").description("The readme."),
+        ResourceOptions::uri("readme", "docs://readme")
+            .description("The readme.")
+            .metadata("mimeType", json!("text/markdown")),
         |_input, _ctx| async move { Ok(ResourceOutput::new(vec![Part::text("# Readme")])) },
     )
     .unwrap();
@@ -220,7 +222,7 @@ fn check_sdk(out: &Value, how: &str) {
     // Resources: the fixed one listed, the template listed apart, both read.
     assert_eq!(
         out["resources"],
-        json!([{"name": "readme", "description": "The readme.", "uri": "docs://readme"}]),
+        json!([{"name": "readme", "description": "The readme.", "mimeType": "text/markdown", "uri": "docs://readme"}]),
         "{ctx}"
     );
     assert_eq!(
@@ -230,12 +232,12 @@ fn check_sdk(out: &Value, how: &str) {
     );
     assert_eq!(
         out["readme"]["contents"],
-        json!([{"uri": "docs://readme", "text": "# Readme"}]),
+        json!([{"uri": "docs://readme", "mimeType": "text/markdown", "text": "# Readme"}]),
         "{ctx}"
     );
     assert_eq!(
         out["user"]["contents"],
-        json!([{"uri": "users://42/profile", "text": "profile of 42"}]),
+        json!([{"uri": "users://42/profile", "mimeType": "text/plain", "text": "profile of 42"}]),
         "{ctx}"
     );
     assert_eq!(out["unknownResource"]["error"]["code"], -32002, "{ctx}");

@@ -254,14 +254,32 @@ pub fn template_entry(resource: &Resource) -> Option<Value> {
     Some(Value::Object(entry))
 }
 
+/// A resource's MIME type: its action's `mimeType` metadata
+/// (`ResourceOptions::metadata("mimeType", ...)`), if any.
+pub fn resource_mime_type(resource: &Resource) -> Option<String> {
+    resource
+        .to_dyn()
+        .desc()
+        .metadata
+        .get("mimeType")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
 /// A resource's content as a `resources/read` result for `uri`: text parts
-/// as text contents, media parts (`data:` URLs only) as blobs, as Genkit JS
-/// does; any other part is an error.
-pub fn resource_result(uri: &str, parts: &[Part]) -> Result<Value, String> {
+/// as text contents (of the resource's `mime_type`, `text/plain` if it has
+/// none), media parts (`data:` URLs only) as blobs, as Genkit JS does; any
+/// other part is an error.
+pub fn resource_result(
+    uri: &str,
+    mime_type: Option<&str>,
+    parts: &[Part],
+) -> Result<Value, String> {
+    let text_mime = mime_type.unwrap_or("text/plain");
     let contents = parts
         .iter()
         .map(|p| match &p.kind {
-            PartKind::Text(text) => Ok(json!({"uri": uri, "text": text})),
+            PartKind::Text(text) => Ok(json!({"uri": uri, "mimeType": text_mime, "text": text})),
             PartKind::Media(m) => {
                 let (mime, data) = data_url(m).ok_or_else(|| {
                     format!(
@@ -285,6 +303,9 @@ fn resource_common(resource: &Resource) -> Map<String, Value> {
     entry.insert("name".into(), Value::from(resource.name()));
     if let Some(d) = resource.description() {
         entry.insert("description".into(), Value::from(d));
+    }
+    if let Some(m) = resource_mime_type(resource) {
+        entry.insert("mimeType".into(), Value::from(m));
     }
     insert_meta(&mut entry, resource.to_dyn().desc());
     entry
@@ -506,13 +527,18 @@ mod tests {
             Part::media("data:application/pdf;base64,CC", None),
         ];
         assert_eq!(
-            resource_result("docs://a", &parts).unwrap(),
+            resource_result("docs://a", None, &parts).unwrap(),
             json!({"resultType": "complete", "contents": [
-                {"uri": "docs://a", "text": "hello"},
+                {"uri": "docs://a", "mimeType": "text/plain", "text": "hello"},
                 {"uri": "docs://a", "mimeType": "application/pdf", "blob": "CC"}
             ]})
         );
-        assert!(resource_result("docs://a", &[Part::data(json!(1))]).is_err());
-        assert!(resource_result("docs://a", &[Part::media("https://x", None)]).is_err());
+        assert_eq!(
+            resource_result("docs://a", Some("text/markdown"), &parts[..1]).unwrap()["contents"][0]
+                ["mimeType"],
+            "text/markdown"
+        );
+        assert!(resource_result("docs://a", None, &[Part::data(json!(1))]).is_err());
+        assert!(resource_result("docs://a", None, &[Part::media("https://x", None)]).is_err());
     }
 }

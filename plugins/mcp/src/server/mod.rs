@@ -13,7 +13,9 @@
 //!   arguments; `prompts/get` renders it and maps the messages;
 //! - every `/resource/` action: fixed URIs in `resources/list`, templates
 //!   in `resources/templates/list`, and `resources/read` routed to the first
-//!   resource (by name) serving the URI.
+//!   resource (by name) serving the URI; a `mimeType` entry in the
+//!   resource's metadata is listed and labels its text contents (which are
+//!   `text/plain` otherwise).
 //!
 //! An unknown tool or prompt is a JSON-RPC "invalid params" error (-32602)
 //! and an unknown resource URI a "resource not found" error (-32002), as
@@ -339,9 +341,11 @@ impl ServerHandler for McpServer {
             .read(&uri)
             .await
             .map_err(|e| action_error(&format!("resource `{}`", resource.name()), &e))?;
-        let result = convert::resource_result(&uri, &out.content).map_err(|e| {
-            ErrorData::internal_error(format!("resource `{}`: {e}", resource.name()), None)
-        })?;
+        let mime = convert::resource_mime_type(&resource);
+        let result =
+            convert::resource_result(&uri, mime.as_deref(), &out.content).map_err(|e| {
+                ErrorData::internal_error(format!("resource `{}`: {e}", resource.name()), None)
+            })?;
         Ok(wire::<ReadResourceResult>(result)?.into())
     }
 }
