@@ -5,7 +5,7 @@
 //   node sdk-client.mjs http <url>                  reaches it over Streamable HTTP
 //
 // It lists and calls tools (one that succeeds, one that fails, one with bad
-// input, one that does not exist), lists and gets prompts, lists resources
+// input, one that does not exist, one reporting progress), lists and gets prompts, lists resources
 // and templates and reads them, and prints one JSON object with every answer
 // (errors as {error: {code, message}}) for the Rust test to check.
 
@@ -29,6 +29,15 @@ async function attempt(f) {
   }
 }
 
+// A tool that streams reports progress when asked to.
+async function countWithProgress() {
+  const progress = [];
+  const result = await client.callTool({ name: 'count', arguments: { to: 3 } }, undefined, {
+    onprogress: (p) => progress.push(p),
+  });
+  return { result, progress };
+}
+
 const out = {
   server: client.getServerVersion(),
   capabilities: client.getServerCapabilities(),
@@ -38,6 +47,7 @@ const out = {
   badInput: await attempt(() => client.callTool({ name: 'add', arguments: { a: 'two' } })),
   picture: await attempt(() => client.callTool({ name: 'picture', arguments: {} })),
   unknownTool: await attempt(() => client.callTool({ name: 'nope', arguments: {} })),
+  count: await attempt(countWithProgress),
   prompts: (await client.listPrompts()).prompts,
   greet: await attempt(() => client.getPrompt({ name: 'greet', arguments: { name: 'Ada' } })),
   unknownPrompt: await attempt(() => client.getPrompt({ name: 'nope' })),

@@ -8,7 +8,7 @@
 //! start this very binary with `--serve-stdio` as their server, and a
 //! libtest binary would write its own lines to stdout, the protocol stream.
 
-use genkit_core::{Error, Registry};
+use genkit_core::{Action, ActionKind, Error, Registry};
 use genkit_mcp::{McpServer, McpServerOptions};
 use genkit_model::resource::{ResourceOptions, ResourceOutput, define_resource};
 use genkit_model::tool::{define_multipart_tool, define_tool};
@@ -37,6 +37,11 @@ struct FailInput {
 
 #[derive(Serialize, Deserialize, JsonSchema)]
 struct NoInput {}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct CountInput {
+    to: u32,
+}
 
 /// The registry the server serves: tools that succeed, fail and return an
 /// image; a prompt; a fixed and a templated resource.
@@ -74,6 +79,24 @@ fn registry() -> Registry {
         },
     )
     .unwrap();
+    // A tool that streams: its chunks reach MCP clients as progress. It
+    // pauses after each: the TypeScript SDK handles notifications a tick
+    // later than responses, so a report read together with the result
+    // would find its handler gone.
+    let count = Action::<CountInput, String, Value>::new(
+        ActionKind::Tool,
+        "count",
+        |i: CountInput, ctx| async move {
+            for n in 1..=i.to {
+                ctx.send_chunk(
+                    json!({"progress": n, "total": i.to, "message": format!("step {n}")}),
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Ok(format!("counted to {}", i.to))
+        },
+    );
+    registry.register(count).unwrap();
     genkit_prompt::load_prompt_source(
         &registry,
         "greet",
@@ -203,6 +226,19 @@ fn check_sdk(out: &Value, how: &str) {
         "{ctx}"
     );
     assert_eq!(out["unknownTool"]["error"]["code"], -32602, "{ctx}");
+    assert_eq!(
+        out["count"]["result"]["content"][0]["text"], "counted to 3",
+        "{ctx}"
+    );
+    assert_eq!(
+        out["count"]["progress"],
+        json!([
+            {"progress": 1, "total": 3, "message": "step 1"},
+            {"progress": 2, "total": 3, "message": "step 2"},
+            {"progress": 3, "total": 3, "message": "step 3"}
+        ]),
+        "{ctx}"
+    );
 
     // The prompt, its argument from the input schema, rendered.
     let greet = find(&out["prompts"], "greet");

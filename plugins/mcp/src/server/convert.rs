@@ -108,6 +108,25 @@ pub fn tool_error(message: &str) -> Value {
     })
 }
 
+/// A progress report (`progress`, `total`, `message`) from a tool's stream
+/// chunk, given the last progress sent: a chunk that is an object with a
+/// numeric `progress` (and optionally `total` and `message`) says it
+/// itself; any other chunk is one more step, with its text (a string chunk)
+/// as the message. `None` when the progress would not grow, as progress
+/// must.
+pub fn progress(chunk: &Value, last: f64) -> Option<(f64, Option<f64>, Option<String>)> {
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
+    let (progress, total, message) = match chunk.get("progress").and_then(Value::as_f64) {
+        Some(p) => (
+            p,
+            chunk.get("total").and_then(Value::as_f64),
+            text(chunk.get("message")),
+        ),
+        None => (last.floor() + 1.0, None, text(Some(chunk))),
+    };
+    (progress > last).then_some((progress, total, message))
+}
+
 /// A prompt's `prompts/list` entry: its name, description, one argument
 /// per property of its input schema (with the property's description and
 /// whether it is required) and `_meta`.
@@ -463,6 +482,23 @@ mod tests {
         let err = tool_error("boom");
         assert_eq!(err["isError"], json!(true));
         assert_eq!(err["content"][0]["text"], json!("boom"));
+    }
+
+    #[test]
+    fn progress_from_chunks() {
+        assert_eq!(
+            progress(&json!("step"), 0.0),
+            Some((1.0, None, Some("step".into())))
+        );
+        assert_eq!(progress(&json!({"n": 1}), 1.0), Some((2.0, None, None)));
+        assert_eq!(
+            progress(
+                &json!({"progress": 50, "total": 100, "message": "half"}),
+                0.0
+            ),
+            Some((50.0, Some(100.0), Some("half".into())))
+        );
+        assert_eq!(progress(&json!({"progress": 50}), 50.0), None);
     }
 
     #[test]

@@ -8,7 +8,10 @@
 //! - every `/tool/` and `/tool.v2/` action as a tool, named by its action
 //!   name, with its input JSON schema; a call runs the action and answers
 //!   its output as text (and `structuredContent` for an object), a failure
-//!   (bad input included) as an `isError` result with the message;
+//!   (bad input included) as an `isError` result with the message; when the
+//!   client asks for progress, the tool's stream chunks are sent as progress
+//!   notifications (see [`convert::progress`]), and a cancelled request
+//!   cancels the run;
 //! - every `/prompt/` action as a prompt, its input schema's properties as
 //!   arguments; `prompts/get` renders it and maps the messages;
 //! - every `/resource/` action: fixed URIs in `resources/list`, templates
@@ -30,10 +33,10 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, GetPromptRequestParams,
     GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities,
-    ServerConfig,
+    ProgressNotificationParam, ProgressToken, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{Peer, RequestContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{RoleServer, ServerHandler, ServiceExt};
@@ -223,7 +226,7 @@ impl ServerHandler for McpServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let tool = self
             .tools()
@@ -235,7 +238,19 @@ impl ServerHandler for McpServer {
             })?;
         let desc = tool.desc();
         let input = convert::tool_input(desc, request.arguments);
-        let result = match tool.run_json(input, RunOptions::default()).await {
+        // The client's cancellation (`notifications/cancelled`) cancels the run.
+        let mut opts = RunOptions::default().cancel(context.ct.clone());
+        let forwarder = context
+            .meta
+            .get_progress_token()
+            .map(|token| forward_progress(&mut opts, token, context.peer.clone()));
+        let outcome = tool.run_json(input, opts).await;
+        if let Some(forwarder) = forwarder {
+            // Reports go out before the result; a chunk sender kept alive
+            // past the run must not hold the result back.
+            let _ = tokio::time::timeout(PROGRESS_DRAIN, forwarder).await;
+        }
+        let result = match outcome {
             Ok(out) => convert::tool_result(desc.kind, &out.output),
             Err(e) => convert::tool_error(e.message()),
         };
@@ -348,6 +363,38 @@ impl ServerHandler for McpServer {
             })?;
         Ok(wire::<ReadResourceResult>(result)?.into())
     }
+}
+
+/// How long a finished tool call waits for its last progress reports.
+const PROGRESS_DRAIN: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Sends the tool's stream chunks as progress notifications for `token`,
+/// in order (one task drains them), until the run drops its chunk sender.
+fn forward_progress(
+    opts: &mut RunOptions<Value>,
+    token: ProgressToken,
+    peer: Peer<RoleServer>,
+) -> tokio::task::JoinHandle<()> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Value>();
+    *opts = std::mem::take(opts).on_chunk(move |chunk| {
+        let _ = tx.send(chunk);
+    });
+    tokio::spawn(async move {
+        let mut last = 0.0;
+        while let Some(chunk) = rx.recv().await {
+            let Some((progress, total, message)) = convert::progress(&chunk, last) else {
+                continue;
+            };
+            last = progress;
+            let mut param = ProgressNotificationParam::new(token.clone(), progress);
+            param.total = total;
+            param.message = message;
+            if peer.notify_progress(param).await.is_err() {
+                // The client is gone: nobody to report to.
+                break;
+            }
+        }
+    })
 }
 
 /// Wire JSON as an rmcp type; a mismatch is our bug, reported as an
