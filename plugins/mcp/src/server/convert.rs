@@ -109,12 +109,12 @@ pub fn tool_error(message: &str) -> Value {
 }
 
 /// A progress report (`progress`, `total`, `message`) from a tool's stream
-/// chunk, given the last progress sent: a chunk that is an object with a
-/// numeric `progress` (and optionally `total` and `message`) says it
-/// itself; any other chunk is one more step, with its text (a string chunk)
-/// as the message. `None` when the progress would not grow, as progress
-/// must.
-pub fn progress(chunk: &Value, last: f64) -> Option<(f64, Option<f64>, Option<String>)> {
+/// chunk, given the last progress sent (if any): a chunk that is an object
+/// with a numeric `progress` (and optionally `total` and `message`) says it
+/// itself; any other chunk is one more step (1, 2, ...), with its text (a
+/// string chunk) as the message. `None` when the progress would not grow,
+/// as progress must.
+pub fn progress(chunk: &Value, last: Option<f64>) -> Option<(f64, Option<f64>, Option<String>)> {
     let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
     let (progress, total, message) = match chunk.get("progress").and_then(Value::as_f64) {
         Some(p) => (
@@ -122,9 +122,10 @@ pub fn progress(chunk: &Value, last: f64) -> Option<(f64, Option<f64>, Option<St
             chunk.get("total").and_then(Value::as_f64),
             text(chunk.get("message")),
         ),
-        None => (last.floor() + 1.0, None, text(Some(chunk))),
+        None => (last.map_or(0.0, f64::floor) + 1.0, None, text(Some(chunk))),
     };
-    (progress > last).then_some((progress, total, message))
+    last.is_none_or(|last| progress > last)
+        .then_some((progress, total, message))
 }
 
 /// A prompt's `prompts/list` entry: its name, description, one argument
@@ -486,19 +487,22 @@ mod tests {
 
     #[test]
     fn progress_from_chunks() {
+        let step = |s: &str| Some((1.0, None, Some(s.to_owned())));
+        assert_eq!(progress(&json!("step"), None), step("step"));
         assert_eq!(
-            progress(&json!("step"), 0.0),
-            Some((1.0, None, Some("step".into())))
+            progress(&json!({"n": 1}), Some(1.0)),
+            Some((2.0, None, None))
         );
-        assert_eq!(progress(&json!({"n": 1}), 1.0), Some((2.0, None, None)));
         assert_eq!(
-            progress(
-                &json!({"progress": 50, "total": 100, "message": "half"}),
-                0.0
-            ),
+            progress(&json!({"progress": 0}), None),
+            Some((0.0, None, None))
+        );
+        let half = json!({"progress": 50, "total": 100, "message": "half"});
+        assert_eq!(
+            progress(&half, Some(0.0)),
             Some((50.0, Some(100.0), Some("half".into())))
         );
-        assert_eq!(progress(&json!({"progress": 50}), 50.0), None);
+        assert_eq!(progress(&half, Some(50.0)), None);
     }
 
     #[test]

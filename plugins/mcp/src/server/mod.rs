@@ -380,12 +380,12 @@ fn forward_progress(
         let _ = tx.send(chunk);
     });
     tokio::spawn(async move {
-        let mut last = 0.0;
+        let mut last = None;
         while let Some(chunk) = rx.recv().await {
             let Some((progress, total, message)) = convert::progress(&chunk, last) else {
                 continue;
             };
-            last = progress;
+            last = Some(progress);
             let mut param = ProgressNotificationParam::new(token.clone(), progress);
             param.total = total;
             param.message = message;
