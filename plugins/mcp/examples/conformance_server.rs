@@ -1,9 +1,10 @@
 //! The Genkit registry the MCP conformance suite's server scenarios expect
 //! (npm `@modelcontextprotocol/conformance`), served by genkit-mcp's
 //! server over Streamable HTTP: Genkit tools, prompts and resources named
-//! as the scenarios ask. Scenarios needing what a Genkit registry cannot
-//! express (logging, sampling, elicitation, subscriptions, embedded
-//! resources) have nothing here and fail; `docs/mcp.md` records the counts.
+//! as the scenarios ask. Scenarios needing what the server does not do
+//! (logging, completion, sampling, elicitation, subscriptions, a prompt
+//! embedding a resource chosen by argument) have nothing here and fail;
+//! `docs/mcp-server.md` records the counts.
 //!
 //! ```sh
 //! cargo run -p genkit-mcp --example conformance_server -- 3001
@@ -30,6 +31,12 @@ struct NoInput {}
 
 fn media(mime: &str, data: &str) -> Part {
     Part::media(format!("data:{mime};base64,{data}"), Some(mime))
+}
+
+/// A text part as a resource's content: marked with the resource it came
+/// from, as `define_resource` marks its parts, so it is embedded.
+fn read_from(text: &str, uri: &str, mime: &str) -> Part {
+    Part::text(text).with_metadata("resource", json!({"uri": uri, "mimeType": mime}))
 }
 
 fn multipart(output: &str, content: Vec<Part>) -> MultipartToolResponse {
@@ -69,8 +76,27 @@ fn registry() -> genkit_core::Result<Registry> {
                 "Multiple content types test:",
                 vec![
                     media("image/png", PNG),
-                    Part::resource("test://mixed-content-resource"),
+                    read_from(
+                        r#"{"test":"data","value":123}"#,
+                        "test://mixed-content-resource",
+                        "application/json",
+                    ),
                 ],
+            ))
+        },
+    )?;
+    define_multipart_tool(
+        &registry,
+        "test_embedded_resource",
+        "Returns an embedded resource.",
+        |_: NoInput, _ctx| async {
+            Ok(multipart(
+                "An embedded resource.",
+                vec![read_from(
+                    "This is an embedded resource content.",
+                    "test://embedded-resource",
+                    "text/plain",
+                )],
             ))
         },
     )?;

@@ -77,9 +77,8 @@
 //! ```
 //!
 //! Not served yet: MCP logging, argument completion, resource
-//! subscriptions and `list_changed` notifications, embedded resources (a
-//! Genkit resource part is sent as a link), and asking the client for
-//! sampling or elicitation.
+//! subscriptions and `list_changed` notifications, and asking the client
+//! for sampling or elicitation.
 //!
 //! # The SDK
 //!

@@ -59,9 +59,10 @@ pub fn tool_input(desc: &ActionDesc, arguments: Option<Map<String, Value>>) -> V
 /// A tool's output as a `tools/call` result. The output is a text block (a
 /// string as is, anything else as JSON, as Genkit JS does) and, when it is
 /// a JSON object, also `structuredContent`. A multipart tool's (`tool.v2`)
-/// parts follow as blocks: text parts as text, media with `data:` URLs as
-/// images or audio, other media and resource parts as resource links; its
-/// metadata becomes `_meta`.
+/// parts follow as blocks: parts read from a resource as embedded
+/// resources, text parts as text, media with `data:` URLs as images or
+/// audio, other media and resource parts as resource links; its metadata
+/// becomes `_meta`.
 pub fn tool_result(kind: ActionKind, output: &Value) -> Value {
     let (main, parts, meta) = match kind {
         ActionKind::ToolV2 => (
@@ -201,9 +202,9 @@ pub fn prompt_input(desc: &ActionDesc, arguments: Option<Map<String, Value>>) ->
 
 /// A rendered prompt (the `/prompt/` action's `GenerateRequest`) as a
 /// `prompts/get` result: `user` messages stay `user`, `model` messages
-/// become `assistant`; a message's text parts become one text message and
-/// each of its media parts (which must be `data:` URLs) an image or audio
-/// message. Other roles (`system`, `tool`) cannot be expressed in MCP and
+/// become `assistant`; a message's parts become one message each, in order
+/// (see `message_blocks`): joined text, embedded resources, and images or
+/// audio (media must be `data:` URLs). Other roles (`system`, `tool`) cannot be expressed in MCP and
 /// are an error, as in Genkit JS.
 pub fn prompt_result(description: Option<&str>, request: &Value) -> Result<Value, String> {
     let messages = request
@@ -230,22 +231,8 @@ pub fn prompt_result(description: Option<&str>, request: &Value) -> Result<Value
             .transpose()
             .map_err(|e| format!("a rendered message has invalid content: {e}"))?
             .unwrap_or_default();
-        let text: String = parts.iter().filter_map(Part::as_text).collect();
-        let media: Vec<&Media> = parts.iter().filter_map(Part::as_media).collect();
-        if !text.is_empty() || media.is_empty() {
-            out.push(json!({"role": role, "content": {"type": "text", "text": text}}));
-        }
-        for m in media {
-            let (mime, data) = data_url(m).ok_or_else(|| {
-                format!(
-                    "MCP prompt messages only carry base64 `data:` media, not `{}`",
-                    m.url
-                )
-            })?;
-            let kind = media_block_type(&mime);
-            out.push(
-                json!({"role": role, "content": {"type": kind, "mimeType": mime, "data": data}}),
-            );
+        for block in message_blocks(&parts)? {
+            out.push(json!({"role": role, "content": block}));
         }
     }
     let mut result = Map::new();
@@ -255,6 +242,72 @@ pub fn prompt_result(description: Option<&str>, request: &Value) -> Result<Value
     }
     result.insert("messages".into(), Value::Array(out));
     Ok(Value::Object(result))
+}
+
+/// One message's parts as prompt message contents, in order: consecutive
+/// text parts joined into one text block, each part read from a resource
+/// (`metadata.resource.uri`, as resources mark their parts) an embedded
+/// resource, each media part (a `data:` URL) an image or audio block. Parts
+/// with no MCP form (tool requests, reasoning...) are left out; a message
+/// with nothing left is one empty text block.
+fn message_blocks(parts: &[Part]) -> Result<Vec<Value>, String> {
+    let mut blocks = Vec::new();
+    let mut text = String::new();
+    let flush = |text: &mut String, blocks: &mut Vec<Value>| {
+        if !text.is_empty() {
+            blocks.push(json!({"type": "text", "text": std::mem::take(text)}));
+        }
+    };
+    for part in parts {
+        if let Some(block) = embedded_resource(part) {
+            flush(&mut text, &mut blocks);
+            blocks.push(block);
+            continue;
+        }
+        match &part.kind {
+            PartKind::Text(t) => text.push_str(t),
+            PartKind::Media(m) => {
+                flush(&mut text, &mut blocks);
+                let (mime, data) = data_url(m).ok_or_else(|| {
+                    format!(
+                        "MCP prompt messages only carry base64 `data:` media, not `{}`",
+                        m.url
+                    )
+                })?;
+                blocks
+                    .push(json!({"type": media_block_type(&mime), "mimeType": mime, "data": data}));
+            }
+            _ => {}
+        }
+    }
+    flush(&mut text, &mut blocks);
+    if blocks.is_empty() {
+        blocks.push(json!({"type": "text", "text": ""}));
+    }
+    Ok(blocks)
+}
+
+/// A part read from a resource (`metadata.resource.uri`, which resources
+/// set on their parts) as an embedded resource block: text with the
+/// metadata's `mimeType` (`text/plain` if none), or a `data:` media blob.
+fn embedded_resource(part: &Part) -> Option<Value> {
+    let source = part.metadata_value("resource")?;
+    let uri = source.get("uri")?.as_str()?;
+    let resource = match &part.kind {
+        PartKind::Text(text) => {
+            let mime = source
+                .get("mimeType")
+                .and_then(Value::as_str)
+                .unwrap_or("text/plain");
+            json!({"uri": uri, "mimeType": mime, "text": text})
+        }
+        PartKind::Media(m) => {
+            let (mime, data) = data_url(m)?;
+            json!({"uri": uri, "mimeType": mime, "blob": data})
+        }
+        _ => return None,
+    };
+    Some(json!({"type": "resource", "resource": resource}))
 }
 
 /// A fixed-URI resource's `resources/list` entry (`None` for a template).
@@ -345,6 +398,9 @@ fn insert_meta(entry: &mut Map<String, Value>, desc: &ActionDesc) {
 
 /// A part as a tool result content block, if it has a wire form.
 fn part_block(part: &Part) -> Option<Value> {
+    if let Some(block) = embedded_resource(part) {
+        return Some(block);
+    }
     match &part.kind {
         PartKind::Text(text) => Some(json!({"type": "text", "text": text})),
         PartKind::Media(m) => Some(match data_url(m) {
@@ -557,6 +613,38 @@ mod tests {
             prompt_result(None, &remote)
                 .unwrap_err()
                 .contains("https://x/a.png")
+        );
+    }
+
+    #[test]
+    fn parts_read_from_resources_are_embedded() {
+        let from_resource = |p: Part, source: Value| p.with_metadata("resource", source);
+        let output = json!({
+            "output": "see",
+            "content": [
+                from_resource(Part::text("{\"a\":1}"), json!({"uri": "r://j", "mimeType": "application/json"})),
+                from_resource(Part::media("data:image/png;base64,AA", None), json!({"uri": "r://i"})),
+            ]
+        });
+        assert_eq!(
+            tool_result(ActionKind::ToolV2, &output)["content"],
+            json!([
+                {"type": "text", "text": "see"},
+                {"type": "resource", "resource": {"uri": "r://j", "mimeType": "application/json", "text": "{\"a\":1}"}},
+                {"type": "resource", "resource": {"uri": "r://i", "mimeType": "image/png", "blob": "AA"}}
+            ])
+        );
+        let request = json!({"messages": [{"role": "user", "content": [
+            from_resource(Part::text("body"), json!({"uri": "r://t"})),
+            Part::text("Use it."),
+            Part::reasoning("hidden"),
+        ]}]});
+        assert_eq!(
+            prompt_result(None, &request).unwrap()["messages"],
+            json!([
+                {"role": "user", "content": {"type": "resource", "resource": {"uri": "r://t", "mimeType": "text/plain", "text": "body"}}},
+                {"role": "user", "content": {"type": "text", "text": "Use it."}}
+            ])
         );
     }
 
