@@ -43,8 +43,9 @@ struct CountInput {
     to: u32,
 }
 
-/// The registry the server serves: tools that succeed, fail and return an
-/// image; a prompt; a fixed and a templated resource.
+/// The registry the server serves: tools that succeed, fail, stream and
+/// return an image and an embedded resource; a prompt; a fixed and a
+/// templated resource.
 fn registry() -> Registry {
     let registry = Registry::new();
     define_tool(
@@ -70,10 +71,15 @@ fn registry() -> Registry {
         |_: NoInput, _ctx| async move {
             Ok(MultipartToolResponse {
                 output: Some(json!("a red pixel")),
-                content: Some(vec![Part::media(
-                    format!("data:image/png;base64,{RED_PIXEL}"),
-                    Some("image/png"),
-                )]),
+                content: Some(vec![
+                    Part::media(
+                        format!("data:image/png;base64,{RED_PIXEL}"),
+                        Some("image/png"),
+                    ),
+                    // Read from a resource: embedded.
+                    Part::text("a pixel of #ff0000")
+                        .with_metadata("resource", json!({"uri": "docs://pixel"})),
+                ]),
                 metadata: None,
             })
         },
@@ -223,6 +229,11 @@ fn check_sdk(out: &Value, how: &str) {
     assert_eq!(
         out["picture"]["content"][1],
         json!({"type": "image", "mimeType": "image/png", "data": RED_PIXEL}),
+        "{ctx}"
+    );
+    assert_eq!(
+        out["picture"]["content"][2],
+        json!({"type": "resource", "resource": {"uri": "docs://pixel", "mimeType": "text/plain", "text": "a pixel of #ff0000"}}),
         "{ctx}"
     );
     assert_eq!(out["unknownTool"]["error"]["code"], -32602, "{ctx}");
