@@ -369,6 +369,11 @@ fn main() {
         .enable_all()
         .build()
         .expect("a tokio runtime");
+    // `cargo test -- --list` asks libtest binaries for their tests: this one
+    // has no libtest tests to list.
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
     if std::env::args().any(|a| a == SERVE_STDIO) {
         if let Err(e) = runtime.block_on(server().serve_stdio()) {
             eprintln!("{e}");
