@@ -5,7 +5,7 @@
 //   node sdk-client.mjs http <url>                  reaches it over Streamable HTTP
 //
 // It lists and calls tools (one that succeeds, one that fails, one with bad
-// input, one that does not exist, one reporting progress), lists and gets prompts, lists resources
+// input, one that does not exist, one reporting progress, one it cancels), lists and gets prompts, lists resources
 // and templates and reads them, and prints one JSON object with every answer
 // (errors as {error: {code, message}}) for the Rust test to check.
 
@@ -38,6 +38,21 @@ async function countWithProgress() {
   return { result, progress };
 }
 
+// A call the client gives up on: the server must cancel the tool's run,
+// which a resource then reports.
+async function cancelWait() {
+  const aborter = new AbortController();
+  const call = client.callTool({ name: 'wait', arguments: {} }, undefined, { signal: aborter.signal });
+  setTimeout(() => aborter.abort('giving up'), 300);
+  const wait = await attempt(() => call);
+  for (let i = 0; i < 50; i++) {
+    const state = await client.readResource({ uri: 'state://cancelled' });
+    if (state.contents[0]?.text === 'true') return { wait, cancelled: state };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { wait, cancelled: await client.readResource({ uri: 'state://cancelled' }) };
+}
+
 const out = {
   server: client.getServerVersion(),
   capabilities: client.getServerCapabilities(),
@@ -56,6 +71,7 @@ const out = {
   readme: await attempt(() => client.readResource({ uri: 'docs://readme' })),
   user: await attempt(() => client.readResource({ uri: 'users://42/profile' })),
   unknownResource: await attempt(() => client.readResource({ uri: 'nothing://here' })),
+  ...(await cancelWait()),
 };
 console.log(JSON.stringify(out));
 await client.close();

@@ -17,6 +17,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::process::Command;
 
@@ -103,6 +105,34 @@ fn registry() -> Registry {
         },
     );
     registry.register(count).unwrap();
+    // A tool that waits to be cancelled, and a resource saying whether it was.
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let flag = cancelled.clone();
+    define_tool(
+        &registry,
+        "wait",
+        "Waits until cancelled.",
+        move |_: NoInput, ctx| {
+            let flag = flag.clone();
+            async move {
+                let stopped = tokio::time::timeout(Duration::from_secs(20), ctx.cancel.cancelled());
+                if stopped.await.is_ok() {
+                    flag.store(true, Ordering::SeqCst);
+                }
+                Ok("done waiting".to_owned())
+            }
+        },
+    )
+    .unwrap();
+    define_resource(
+        &registry,
+        ResourceOptions::uri("cancelled", "state://cancelled"),
+        move |_input, _ctx| {
+            let was = cancelled.load(Ordering::SeqCst);
+            async move { Ok(ResourceOutput::new(vec![Part::text(was.to_string())])) }
+        },
+    )
+    .unwrap();
     genkit_prompt::load_prompt_source(
         &registry,
         "greet",
@@ -268,8 +298,8 @@ fn check_sdk(out: &Value, how: &str) {
 
     // Resources: the fixed one listed, the template listed apart, both read.
     assert_eq!(
-        out["resources"],
-        json!([{"name": "readme", "description": "The readme.", "mimeType": "text/markdown", "uri": "docs://readme"}]),
+        find(&out["resources"], "readme"),
+        &json!({"name": "readme", "description": "The readme.", "mimeType": "text/markdown", "uri": "docs://readme"}),
         "{ctx}"
     );
     assert_eq!(
@@ -288,6 +318,10 @@ fn check_sdk(out: &Value, how: &str) {
         "{ctx}"
     );
     assert_eq!(out["unknownResource"]["error"]["code"], -32002, "{ctx}");
+
+    // The client gave up on a call: the tool saw its run cancelled.
+    assert!(out["wait"].get("error").is_some(), "{ctx}");
+    assert_eq!(out["cancelled"]["contents"][0]["text"], "true", "{ctx}");
 }
 
 /// What Genkit JS's MCP client saw.
@@ -322,7 +356,7 @@ fn check_genkit(out: &Value, how: &str) {
         .filter_map(Value::as_str)
         .collect();
     resources.sort();
-    assert_eq!(resources, ["rs/readme", "rs/user"], "{ctx}");
+    assert_eq!(resources, ["rs/cancelled", "rs/readme", "rs/user"], "{ctx}");
     assert_eq!(out["readme"]["content"][0]["text"], "# Readme", "{ctx}");
     assert_eq!(out["user"]["content"][0]["text"], "profile of 42", "{ctx}");
 }
