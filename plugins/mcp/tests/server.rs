@@ -3,13 +3,14 @@
 //! `@genkit-ai/mcp` (`tests-support/mcp/genkit-client.mjs`), over stdio and
 //! Streamable HTTP. Each client lists and calls tools, gets a prompt and
 //! reads fixed and templated resources, and prints what it got as JSON.
+//! This crate's own host side (rmcp's client) makes the same round trip.
 //!
 //! This test has its own `main` (`harness = false`): the stdio clients
 //! start this very binary with `--serve-stdio` as their server, and a
 //! libtest binary would write its own lines to stdout, the protocol stream.
 
 use genkit_core::{Action, ActionKind, Error, Registry};
-use genkit_mcp::{McpServer, McpServerOptions};
+use genkit_mcp::{McpClient, McpServer, McpServerConfig, McpServerOptions};
 use genkit_model::resource::{ResourceOptions, ResourceOutput, define_resource};
 use genkit_model::tool::{define_multipart_tool, define_tool};
 use genkit_model::types::{MultipartToolResponse, Part};
@@ -361,6 +362,43 @@ fn check_genkit(out: &Value, how: &str) {
     assert_eq!(out["user"]["content"][0]["text"], "profile of 42", "{ctx}");
 }
 
+/// This crate's own host side (rmcp's client) against the server.
+async fn check_rust_host(config: McpServerConfig, how: &str) {
+    let client = McpClient::connect("rust-host", "rs", &config.timeout(CLIENT_TIMEOUT))
+        .await
+        .unwrap_or_else(|e| panic!("Rust host over {how}: {e}"));
+    let tools = client.list_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "add"), "{how}: {tools:?}");
+    let args = |v: Value| v.as_object().cloned();
+    let sum = client
+        .call_tool("add", args(json!({"a": 2, "b": 3})), None)
+        .await
+        .unwrap();
+    assert_eq!(sum.output, Some(json!("5")), "{how}");
+    let err = client
+        .call_tool("fail", args(json!({"reason": "testing"})), None)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("refused: testing"), "{how}: {err}");
+    let steps = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let seen = steps.clone();
+    let report = move |p: genkit_mcp::McpProgress| seen.lock().push(p.progress);
+    let counted = client
+        .call_tool("count", args(json!({"to": 3})), Some(&report))
+        .await
+        .unwrap();
+    assert_eq!(counted.output, Some(json!("counted to 3")), "{how}");
+    assert_eq!(steps.lock().last(), Some(&3.0), "{how}");
+    let messages = client
+        .get_prompt("greet", args(json!({"name": "Ada"})))
+        .await
+        .unwrap();
+    assert_eq!(messages[0].text(), "Hello Ada!", "{how}");
+    let parts = client.read_resource("users://42/profile").await.unwrap();
+    assert_eq!(parts[0].as_text(), Some("profile of 42"), "{how}");
+    client.close().await;
+}
+
 async fn acceptance(dir: &Path) {
     // stdio: each client starts this binary as its server.
     let exe = std::env::current_exe().expect("the test binary's path");
@@ -371,6 +409,8 @@ async fn acceptance(dir: &Path) {
     ];
     check_sdk(&run_client(dir, "sdk-client.mjs", &stdio).await, "stdio");
     check_genkit(&run_client(dir, "genkit-client.mjs", &stdio).await, "stdio");
+    let own = McpServerConfig::stdio(exe.display().to_string(), [SERVE_STDIO]);
+    check_rust_host(own, "stdio").await;
 
     // Streamable HTTP on an ephemeral 127.0.0.1 port.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -379,6 +419,7 @@ async fn acceptance(dir: &Path) {
     let serving = tokio::spawn(server().serve_http(listener, async {
         let _ = stopped.await;
     }));
+    check_rust_host(McpServerConfig::http(url.clone()), "Streamable HTTP").await;
     let http = ["http".to_owned(), url];
     check_sdk(
         &run_client(dir, "sdk-client.mjs", &http).await,
@@ -424,6 +465,6 @@ fn main() {
     };
     runtime.block_on(acceptance(&dir));
     println!(
-        "mcp server acceptance: TypeScript SDK and Genkit JS clients over stdio and Streamable HTTP ... ok"
+        "mcp server acceptance: TypeScript SDK, Genkit JS and Rust host clients over stdio and Streamable HTTP ... ok"
     );
 }
