@@ -84,6 +84,8 @@
 //! - [`types`] — the wire types: [`Message`](types::Message), [`Part`](types::Part),
 //!   [`Role`](types::Role), requests and responses, documents.
 //! - [`embedder`] — embedder actions and their options, `embed`.
+//! - [`resource`] — resources: content at a URI or URI template
+//!   ([`Genkit::define_resource`]), which MCP servers publish (crate `genkit-mcp`).
 //! - [`formats`] — output formats (json, array, enum, jsonl, text, custom ones).
 //! - [`extract`] — JSON out of model text, partial JSON while streaming.
 //! - [`middleware`] — model, generate and tool hooks; retry, fallback,
