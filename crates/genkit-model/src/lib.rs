@@ -9,6 +9,8 @@
 //!   truncated (streaming) JSON.
 //! - [`model`], [`tool`], [`embedder`]: the model, tool and embedder actions
 //!   (`define_model`, `define_tool`, `define_embedder`) and how they are called.
+//! - [`resource`]: resources, content addressed by a URI or a URI template
+//!   (`define_resource`), and finding the resource that serves a URI.
 //! - [`middleware`]: the middleware mechanism (model, generate and tool
 //!   hooks, named middleware) and the capability shims models get by default;
 //!   the policies an application picks are in `genkit-middleware`.
@@ -53,6 +55,7 @@ pub mod extract;
 pub mod formats;
 pub mod middleware;
 pub mod model;
+pub mod resource;
 pub mod span_record;
 pub mod testing;
 pub mod tool;

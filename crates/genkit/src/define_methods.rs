@@ -1,6 +1,6 @@
 //! Defining actions on the instance: flows, models, tools, embedders,
-//! named middleware, output formats (Genkit's `defineFlow`, `defineModel`,
-//! `defineTool`, ...).
+//! resources, named middleware, output formats (Genkit's `defineFlow`,
+//! `defineModel`, `defineTool`, `defineResource`, ...).
 
 use crate::embedder::{EmbedderAction, EmbedderOptions, define_embedder};
 use crate::middleware::{GenerateMiddleware, define_middleware};
@@ -8,6 +8,7 @@ use crate::model::{
     BackgroundModel, BackgroundModelFns, Model, ModelCtx, ModelImpl, ModelOptions,
     define_background_model, define_model, define_model_impl,
 };
+use crate::resource::{Resource, ResourceInput, ResourceOptions, ResourceOutput, define_resource};
 use crate::tool::{
     Tool, ToolCtx, ToolImpl, define_interrupt, define_multipart_tool, define_tool, define_tool_impl,
 };
@@ -221,6 +222,29 @@ impl Genkit {
             "embedder",
             &name,
             define_embedder(self.registry(), opts, runner),
+        )
+    }
+
+    /// Defines a resource, registered as `/resource/<name>` (Genkit's
+    /// `defineResource`): content at a fixed URI or at every URI of a
+    /// template, which MCP servers publish. `body` receives the URI read.
+    ///
+    /// # Panics
+    /// If a resource with this name is already defined, the name is invalid
+    /// or the template is not supported. The fallible path is
+    /// [`genkit::resource::define_resource`](crate::resource::define_resource),
+    /// which returns the error instead.
+    #[track_caller]
+    pub fn define_resource<F, Fut>(&self, opts: ResourceOptions, body: F) -> Resource
+    where
+        F: Fn(ResourceInput, ActionCtx) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ResourceOutput>> + Send + 'static,
+    {
+        let name = opts.name().to_owned();
+        registered(
+            "resource",
+            &name,
+            define_resource(self.registry(), opts, body),
         )
     }
 

@@ -84,6 +84,8 @@
 //! - [`types`] — the wire types: [`Message`](types::Message), [`Part`](types::Part),
 //!   [`Role`](types::Role), requests and responses, documents.
 //! - [`embedder`] — embedder actions and their options, `embed`.
+//! - [`resource`] — resources: content at a URI or URI template
+//!   ([`Genkit::define_resource`]), which MCP servers publish (crate `genkit-mcp`).
 //! - [`formats`] — output formats (json, array, enum, jsonl, text, custom ones).
 //! - [`extract`] — JSON out of model text, partial JSON while streaming.
 //! - [`middleware`] — model, generate and tool hooks; retry, fallback,
@@ -244,7 +246,7 @@ pub mod evaluator {
         EvaluatorOptions, StatusOverride, builtin, define_evaluator, evaluate, evaluator,
     };
 }
-pub use genkit_model::{embedder, extract, formats, model, testing, tool, types};
+pub use genkit_model::{embedder, extract, formats, model, resource, testing, tool, types};
 pub use genkit_prompt as prompt;
 
 /// Retrieval: chunking, retrievers, indexers, rerankers, simple retrievers,

@@ -109,3 +109,33 @@ async fn run_steps_and_streaming_flows() {
     assert_eq!(stream.output().await.unwrap(), 4);
     let _ = Arc::new(());
 }
+
+#[tokio::test]
+async fn define_resource_serves_its_template_and_is_found_by_uri() {
+    use genkit::resource::{ResourceOptions, ResourceOutput, find_matching_resource};
+    let ai = Genkit::builder().no_prompt_dir().build().unwrap();
+    let user = ai.define_resource(
+        ResourceOptions::template("user", "users://{id}").description("A user."),
+        |input, _ctx| async move { Ok(ResourceOutput::new(vec![Part::text(input.uri)])) },
+    );
+    assert_eq!(user.to_dyn().key(), "/resource/user");
+    let found = find_matching_resource(ai.registry(), &[], "users://7")
+        .await
+        .unwrap()
+        .expect("the resource serving users://7");
+    assert_eq!(found.name(), "user");
+    let out = found.read("users://7").await.unwrap();
+    assert_eq!(out.content[0].as_text(), Some("users://7"));
+}
+
+#[test]
+#[should_panic(expected = "defining resource `user`")]
+fn defining_a_resource_twice_panics_with_its_name() {
+    use genkit::resource::{ResourceOptions, ResourceOutput};
+    let ai = Genkit::builder().no_prompt_dir().build().unwrap();
+    for _ in 0..2 {
+        ai.define_resource(ResourceOptions::uri("user", "users://me"), |_, _| async {
+            Ok(ResourceOutput::default())
+        });
+    }
+}

@@ -51,7 +51,7 @@ const HEAVY: &[&str] = &[
 const MODEL_MODULE_LAYERS: &[&[&str]] = &[
     &["extract", "canonical", "action_support"],
     &["types"],
-    &["formats", "tool", "embedder"],
+    &["formats", "tool", "embedder", "resource"],
     &["middleware", "span_record"],
     &["model"],
     &["testing"],

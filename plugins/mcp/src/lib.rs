@@ -1,5 +1,6 @@
 //! MCP (Model Context Protocol) for Genkit for Rust: use the tools, prompts
-//! and resources of MCP servers, as Genkit JS's `@genkit-ai/mcp` does.
+//! and resources of MCP servers, and serve a registry's own as an MCP
+//! server, as Genkit JS's `@genkit-ai/mcp` does.
 //!
 //! An [`McpHost`] holds named connections to any number of servers, each a
 //! child process speaking stdio or a Streamable HTTP endpoint
@@ -52,17 +53,45 @@
 //! # }
 //! ```
 //!
+//! # Serving a registry
+//!
+//! [`McpServer`] is the other side (Genkit JS's `createMcpServer`): it
+//! serves a registry's tools (with their input JSON schemas), prompts and
+//! resources (`define_resource` in `genkit-model`: fixed URIs and URI
+//! templates) to MCP clients over stdio ([`McpServer::serve_stdio`]) or
+//! Streamable HTTP ([`McpServer::serve_http`], or
+//! [`McpServer::streamable_http_service`] to mount in an axum router). A
+//! failing tool answers an `isError` result with its message, a streaming
+//! tool's chunks become progress notifications, and unknown tools, prompts
+//! and resources are JSON-RPC errors. The [`server`] module says how results
+//! are mapped; `docs/mcp-server.md` has the conformance suite's counts.
+//!
+//! ```no_run
+//! use genkit_mcp::{McpServer, McpServerOptions};
+//!
+//! # async fn run(registry: genkit_core::Registry) -> genkit_core::Result<()> {
+//! let server = McpServer::new(&registry, McpServerOptions::new("my-app").version("1.2.0"));
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await.expect("a free port");
+//! server.serve_http(listener, std::future::pending()).await // http://127.0.0.1:3000/mcp
+//! # }
+//! ```
+//!
+//! Not served yet: MCP logging, argument completion, resource
+//! subscriptions and `list_changed` notifications, and asking the client
+//! for sampling or elicitation.
+//!
 //! # The SDK
 //!
-//! The protocol is the official Rust SDK, [`rmcp`], with only its client
-//! features. Streamable HTTP goes over plain `http://` only: rmcp's TLS
+//! The protocol is the official Rust SDK, [`rmcp`]: its client, and its
+//! server for [`McpServer`]. The host reaches Streamable HTTP servers over
+//! plain `http://` only: rmcp's TLS
 //! options pull `aws-lc-rs` (a C build) or a second TLS stack next to the
 //! workspace's `ring`-based one, too heavy for this crate's build budget, so
 //! `https://` URLs are refused with an error for now.
 //!
 //! # Not done yet
 //!
-//! Serving a registry's actions as an MCP server; a server's prompts and
+//! On the host side: a server's prompts and
 //! resources as registry actions (they are reached through the host only);
 //! resource templates; per-server enable/disable and tool filtering;
 //! `https://` endpoints; answering servers' sampling, roots or elicitation
@@ -73,7 +102,9 @@ pub mod client;
 pub mod config;
 pub mod convert;
 mod host;
+pub mod server;
 
 pub use client::{McpClient, McpProgress, McpTool};
 pub use config::{DEFAULT_TIMEOUT, McpServerConfig, McpTransport};
 pub use host::McpHost;
+pub use server::{McpServer, McpServerOptions, create_mcp_server};
