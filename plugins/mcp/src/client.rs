@@ -57,6 +57,72 @@ pub struct McpTool {
     pub input_schema: Value,
 }
 
+/// A resource template a server offers (`resources/templates/list`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpResourceTemplate {
+    /// Its RFC 6570 URI template, e.g. `file:///{path}`.
+    pub uri_template: String,
+    /// Its programmatic name.
+    pub name: String,
+    /// What the resources it describes are.
+    pub description: Option<String>,
+    /// The MIME type of those resources, if they share one.
+    pub mime_type: Option<String>,
+}
+
+impl McpResourceTemplate {
+    /// The URI for `values`, expanding the template's `{name}` expressions
+    /// (RFC 6570 simple string expansion: values are percent-encoded, except
+    /// unreserved characters; a missing value expands to nothing). Operator
+    /// expressions (`{+path}`, `{?q}`, ...) are an error: read such a
+    /// resource by its URI with [`McpClient::read_resource`].
+    pub fn expand(&self, values: &std::collections::BTreeMap<String, String>) -> Result<String> {
+        let mut uri = String::with_capacity(self.uri_template.len());
+        let mut rest = self.uri_template.as_str();
+        while let Some(open) = rest.find('{') {
+            uri.push_str(&rest[..open]);
+            let after = &rest[open + 1..];
+            let close = after.find('}').ok_or_else(|| {
+                Error::invalid_argument(format!(
+                    "URI template `{}` has an unclosed `{{`",
+                    self.uri_template
+                ))
+            })?;
+            let expr = &after[..close];
+            for name in expr.split(',') {
+                if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    return Err(Error::invalid_argument(format!(
+                        "URI template `{}`: only simple `{{name}}` expressions can be expanded here, not `{{{expr}}}`",
+                        self.uri_template
+                    )));
+                }
+            }
+            let expanded: Vec<String> = expr
+                .split(',')
+                .filter_map(|name| values.get(name))
+                .map(|v| percent_encode(v))
+                .collect();
+            uri.push_str(&expanded.join(","));
+            rest = &after[close + 1..];
+        }
+        uri.push_str(rest);
+        Ok(uri)
+    }
+}
+
+/// Percent-encodes all but RFC 3986's unreserved characters.
+fn percent_encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
 /// The client side of the protocol: answers the server's notifications.
 struct Handler {
     name: String,
@@ -196,6 +262,21 @@ impl McpClient {
     /// The server's name in the host.
     pub fn server(&self) -> &str {
         &self.server
+    }
+
+    /// The protocol version negotiated with the server (e.g. `2025-11-25`).
+    pub fn protocol_version(&self) -> Option<String> {
+        self.service
+            .peer()
+            .peer_info()
+            .map(|info| info.protocol_version.to_string())
+    }
+
+    /// The name and version the server introduced itself with, if it did.
+    pub fn server_info(&self) -> Option<(String, String)> {
+        let info = self.service.peer().peer_info()?;
+        let implementation = info.server_info.as_ref()?;
+        Some((implementation.name.clone(), implementation.version.clone()))
     }
 
     /// Runs one request with the time limit, naming the server and the
@@ -392,7 +473,27 @@ impl McpClient {
         Ok(resources.into_iter().map(|r| (r.uri, r.name)).collect())
     }
 
-    /// Reads the resource at `uri`, as parts.
+    /// The server's resource templates (all pages).
+    pub async fn list_resource_templates(&self) -> Result<Vec<McpResourceTemplate>> {
+        let templates = self
+            .request(
+                "listing resource templates",
+                self.service.peer().list_all_resource_templates(),
+            )
+            .await?;
+        Ok(templates
+            .into_iter()
+            .map(|t| McpResourceTemplate {
+                uri_template: t.uri_template,
+                name: t.name,
+                description: t.description,
+                mime_type: t.mime_type,
+            })
+            .collect())
+    }
+
+    /// Reads the resource at `uri` (a fixed resource's, or one a template
+    /// describes), as parts.
     pub async fn read_resource(&self, uri: &str) -> Result<Vec<Part>> {
         let what = format!("reading resource `{uri}`");
         let result = self
@@ -420,5 +521,40 @@ fn reply_kind(result: &ServerResult) -> &'static str {
     match result {
         ServerResult::InputRequiredResult(_) => "`input_required` (not supported)",
         _ => "of an unexpected type",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn template(uri: &str) -> McpResourceTemplate {
+        McpResourceTemplate {
+            uri_template: uri.into(),
+            name: "t".into(),
+            description: None,
+            mime_type: None,
+        }
+    }
+
+    #[test]
+    fn simple_templates_expand_with_percent_encoding() {
+        let values = BTreeMap::from([
+            ("name".to_owned(), "Ada Lovelace/1".to_owned()),
+            ("n".to_owned(), "7".to_owned()),
+        ]);
+        assert_eq!(
+            template("test://greeting/{name}").expand(&values).unwrap(),
+            "test://greeting/Ada%20Lovelace%2F1"
+        );
+        assert_eq!(
+            template("a://{n}/{missing}/{n,name}")
+                .expand(&values)
+                .unwrap(),
+            "a://7//7,Ada%20Lovelace%2F1"
+        );
+        assert!(template("a://{+path}").expand(&values).is_err());
+        assert!(template("a://{oops").expand(&values).is_err());
     }
 }

@@ -74,6 +74,7 @@ pub mod config;
 pub mod convert;
 mod host;
 
+pub use client::McpResourceTemplate;
 pub use client::{McpClient, McpProgress, McpTool};
 pub use config::{DEFAULT_TIMEOUT, McpServerConfig, McpTransport};
 pub use host::McpHost;
