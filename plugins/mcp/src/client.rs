@@ -314,6 +314,9 @@ impl McpClient {
         };
         let detail = match &e {
             ServiceError::TransportClosed => "the connection closed (did the server exit?)".into(),
+            ServiceError::UnexpectedResponse => {
+                "its reply does not fit the request (a malformed or mismatched result)".into()
+            }
             other => other.to_string(),
         };
         Error::new(

@@ -121,3 +121,10 @@ pub async fn python_http_server(python: &str, script: &std::path::Path) -> HttpP
         _child: child,
     }
 }
+
+impl HttpPeer {
+    /// A server process `child` serving `url`.
+    pub fn new(url: String, child: Child) -> Self {
+        HttpPeer { url, _child: child }
+    }
+}
