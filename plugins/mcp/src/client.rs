@@ -2,7 +2,7 @@
 //! tools, get its prompts, read its resources. Every error names the server,
 //! and every request has the server's time limit.
 
-use crate::config::{McpServerConfig, McpTransport};
+use crate::config::{McpHandshake, McpServerConfig, McpTransport};
 use crate::convert;
 use futures::{FutureExt, StreamExt};
 use genkit_core::{Error, Result, StatusCode};
@@ -10,13 +10,13 @@ use genkit_model::types::{Message, MultipartToolResponse, Part};
 use rmcp::handler::client::progress::ProgressDispatcher;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
-    GetPromptRequestParams, Implementation, ProgressNotificationParam, ReadResourceRequestParams,
-    ServerResult,
+    GetPromptRequestParams, Implementation, ProgressNotificationParam, ProtocolVersion,
+    ReadResourceRequestParams, ServerResult,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient};
 use serde_json::{Map, Value};
 use std::future::Future;
 use std::sync::Arc;
@@ -148,10 +148,13 @@ impl ClientHandler for Handler {
     }
 
     fn get_info(&self) -> ClientConfig {
+        // The newest revision with an `initialize` handshake: what the
+        // handshake offers (`server/discover` names its versions itself).
         ClientConfig::new(
             ClientCapabilities::default(),
             Implementation::new(self.name.clone(), env!("CARGO_PKG_VERSION")),
         )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 }
 
@@ -200,6 +203,16 @@ impl McpClient {
                 format!("MCP server `{server}`: {what}: {e}"),
             )
         };
+        let lifecycle = match config.handshake {
+            McpHandshake::Initialize => ClientLifecycleMode::Initialize,
+            McpHandshake::Discover => ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+            McpHandshake::Auto => ClientLifecycleMode::Auto {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+            },
+        };
         let start = async {
             match &config.transport {
                 McpTransport::Stdio {
@@ -217,7 +230,7 @@ impl McpClient {
                     let transport = TokioChildProcess::new(cmd)
                         .map_err(|e| failed(&format!("starting `{command}`"), &e))?;
                     handler
-                        .serve(transport)
+                        .serve_with_lifecycle(transport, lifecycle)
                         .await
                         .map_err(|e| failed("initialising", &e))
                 }
@@ -235,7 +248,7 @@ impl McpClient {
                     }
                     let transport = StreamableHttpClientTransport::from_config(cfg);
                     handler
-                        .serve(transport)
+                        .serve_with_lifecycle(transport, lifecycle)
                         .await
                         .map_err(|e| failed("initialising", &e))
                 }
@@ -270,6 +283,17 @@ impl McpClient {
             .peer()
             .peer_info()
             .map(|info| info.protocol_version.to_string())
+    }
+
+    /// Whether the server tells the host when its tool list changes
+    /// (`notifications/tools/list_changed` on the session of the
+    /// `initialize` revisions); the stateless 2026-07-28 revision sends them
+    /// only to subscriptions, so the host lists its tools at each use.
+    pub fn notifies_list_changes(&self) -> bool {
+        self.service
+            .peer()
+            .peer_info()
+            .is_some_and(|info| info.protocol_version.has_initialize())
     }
 
     /// The name and version the server introduced itself with, if it did.

@@ -34,6 +34,22 @@ pub enum McpTransport {
     },
 }
 
+/// How the host opens its session with a server: the lifecycle of the
+/// protocol revision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum McpHandshake {
+    /// The `initialize` handshake of the revisions up to 2025-11-25, which
+    /// every server of today answers. The default.
+    #[default]
+    Initialize,
+    /// `server/discover`, the stateless 2026-07-28 revision, only: a server
+    /// that does not know it fails the connection.
+    Discover,
+    /// `server/discover` first, falling back to `initialize` with a server
+    /// that does not know it (or does not answer it within 10 seconds).
+    Auto,
+}
+
 /// One server's configuration: Genkit JS's `McpServerConfig`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct McpServerConfig {
@@ -50,6 +66,8 @@ pub struct McpServerConfig {
     pub allowed_tools: Option<Vec<String>>,
     /// Tools these patterns match are never offered, even if allowed.
     pub excluded_tools: Vec<String>,
+    /// How the session is opened (`initialize` by default).
+    pub handshake: McpHandshake,
 }
 
 impl McpServerConfig {
@@ -82,7 +100,14 @@ impl McpServerConfig {
             disabled: false,
             allowed_tools: None,
             excluded_tools: Vec::new(),
+            handshake: McpHandshake::default(),
         }
+    }
+
+    /// Sets how the session is opened: see [`McpHandshake`].
+    pub fn handshake(mut self, handshake: McpHandshake) -> Self {
+        self.handshake = handshake;
+        self
     }
 
     /// Configures the server disabled (or enabled): a disabled server is not

@@ -17,7 +17,9 @@ use std::sync::{Arc, Weak};
 ///
 /// Tools are listed from each server on first use and cached until the
 /// server sends `notifications/tools/list_changed` (or is reconnected), so
-/// tools a server adds later appear without a restart.
+/// tools a server adds later appear without a restart; a server on the
+/// stateless 2026-07-28 revision, which sends no such notification on its
+/// own, is listed at each use.
 #[derive(Clone)]
 pub struct McpHost {
     inner: Arc<HostInner>,
@@ -283,7 +285,7 @@ impl McpHost {
             }
         }
         let mut cache = cache.write();
-        if cache.generation == generation {
+        if cache.generation == generation && client.notifies_list_changes() {
             cache.tools = Some(actions.clone());
         }
         Ok(actions)

@@ -69,6 +69,17 @@
 //! expanded URI); [`McpHost::protocol_version`] is the version negotiated
 //! with each server.
 //!
+//! # Protocol versions
+//!
+//! By default the host opens each session with the `initialize` handshake,
+//! offering 2025-11-25 (servers of the official TypeScript SDK 1.32 and
+//! Python SDK 2.3 both settle on it). [`McpHandshake::Discover`] speaks the
+//! stateless 2026-07-28 revision instead (`server/discover`, no session;
+//! the Python SDK 2.3 serves it over stdio and HTTP), and
+//! [`McpHandshake::Auto`] tries it first and falls back to `initialize`.
+//! In that revision list changes reach only subscriptions, so such a
+//! server's tools are listed at each use rather than cached.
+//!
 //! # Bad input
 //!
 //! A server that breaks the protocol costs its own calls only: replies that
@@ -94,10 +105,6 @@
 //! `https://` endpoints; answering servers' sampling, roots or elicitation
 //! requests. Unlike Genkit JS, whose tools are plain by default, every MCP
 //! tool here is multipart (`tool.v2`), so images reach the model as parts.
-//! The host speaks the `initialize` handshake; the 2026-07-28 revision's
-//! `server/discover` lifecycle, which rmcp also offers, is not used yet (the
-//! official TypeScript SDK 1.32 and Python SDK 2.3 servers both negotiate
-//! 2025-11-25 through `initialize`).
 
 pub mod client;
 pub mod config;
@@ -106,5 +113,6 @@ mod host;
 
 pub use client::McpResourceTemplate;
 pub use client::{McpClient, McpProgress, McpTool};
+pub use config::McpHandshake;
 pub use config::{DEFAULT_TIMEOUT, McpServerConfig, McpTransport};
 pub use host::McpHost;

@@ -6,7 +6,7 @@
 mod support;
 
 use genkit_core::{RunOptions, StatusCode};
-use genkit_mcp::{McpHost, McpServerConfig};
+use genkit_mcp::{McpHandshake, McpHost, McpServerConfig};
 use genkit_model::types::{MultipartToolResponse, Role};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
@@ -207,5 +207,92 @@ async fn a_python_tool_that_never_answers_times_out_naming_the_server() {
             .unwrap();
         assert_eq!(r.output, Some(json!("2")));
     }
+    host.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stateless_2026_07_28_revision_through_server_discover() {
+    let Some((python, script)) = python_peer() else {
+        return;
+    };
+    let peer = python_http_server(&python, &script).await;
+    let ts_peer = support::http_server().await;
+    let host = McpHost::with_servers(
+        "host",
+        [
+            (
+                "local",
+                python_stdio_server(&python, &script, TIMEOUT).handshake(McpHandshake::Discover),
+            ),
+            (
+                "remote",
+                McpServerConfig::http(&peer.url)
+                    .timeout(TIMEOUT)
+                    .handshake(McpHandshake::Auto),
+            ),
+            // The TypeScript SDK 1.32 does not know `server/discover`: Auto
+            // falls back to `initialize`.
+            (
+                "ts",
+                McpServerConfig::http(&ts_peer.url)
+                    .timeout(TIMEOUT)
+                    .handshake(McpHandshake::Auto),
+            ),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(host.protocol_version("ts").unwrap(), "2025-11-25");
+    for server in ["local", "remote"] {
+        assert_eq!(host.protocol_version(server).unwrap(), "2026-07-28");
+        assert!(!host.client(server).unwrap().notifies_list_changes());
+        assert_eq!(host.server_tools(server).await.unwrap().len(), 5);
+        let r = call(&host, server, "add", json!({"a": 40, "b": 2}))
+            .await
+            .unwrap();
+        assert_eq!(r.output, Some(json!("42")));
+        let err = call(&host, server, "fail", json!({"reason": "stateless"}))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("refused: stateless"), "{err}");
+        // Progress reports ride the request's own response stream.
+        let chunks = Arc::new(Mutex::new(Vec::new()));
+        let sink = chunks.clone();
+        let count = host.tool(server, "count").await.unwrap().unwrap();
+        count
+            .run_json(
+                json!({"to": 2}),
+                RunOptions::default().on_chunk(move |c: Value| sink.lock().push(c)),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            chunks.lock().last(),
+            Some(&json!({"progress": 2.0, "total": 2.0, "message": "step 2"})),
+            "{server}"
+        );
+        let parts = host.read_resource(server, "test://readme").await.unwrap();
+        assert_eq!(parts[0].as_text(), Some("This is the readme."));
+        let messages = host
+            .get_prompt(
+                server,
+                "greet",
+                BTreeMap::from([("name".into(), "Ada".into())]),
+            )
+            .await
+            .unwrap();
+        assert_eq!(messages[0].text(), "Say hello to Ada.");
+    }
+    // A server that only speaks `initialize` cannot be reached with Discover.
+    let err = host
+        .connect(
+            "ts-discover",
+            McpServerConfig::http(&ts_peer.url)
+                .timeout(TIMEOUT)
+                .handshake(McpHandshake::Discover),
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("`ts-discover`"), "{err}");
     host.close().await;
 }
