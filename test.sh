@@ -83,6 +83,11 @@ if [ ! -d "$mcpjs/node_modules" ] || [ "$mcpjs/package-lock.json" -nt "$mcpjs/no
   (cd "$mcpjs" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
+step "installing the MCP Python SDK (PyPI mcp 2.3.0, into ~/.cache/genkit-rs) for the MCP host tests' Python peer"
+eval "$(bash tests-support/mcp/install-python-sdk.sh | tail -n1)"
+export GENKIT_TEST_MCP_PYTHON
+echo "MCP Python SDK in $GENKIT_TEST_MCP_PYTHON"
+
 step "starting the Firestore emulator (@firestore-emulator/server) on a free 127.0.0.1 port"
 emulator_out=$(mktemp)
 node "$fsjs/emulator.mjs" >"$emulator_out" &

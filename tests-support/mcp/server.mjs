@@ -7,11 +7,12 @@
 // progress (`count`), return an image and an embedded resource (`picture`),
 // add a tool at run time (`add_tool`, which makes the server send
 // tools/list_changed), never answer (`hang`) and kill the process mid-call
-// (`die`); a prompt (`greet`) and a resource (`test://readme`).
+// (`die`); a prompt (`greet`), a resource (`test://readme`) and a resource
+// template (`test://greeting/{name}`).
 
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
@@ -115,6 +116,15 @@ function buildServer() {
     { description: 'A short text', mimeType: 'text/plain' },
     async (uri) => ({
       contents: [{ uri: uri.href, mimeType: 'text/plain', text: 'This is the readme.' }],
+    })
+  );
+
+  server.registerResource(
+    'greeting',
+    new ResourceTemplate('test://greeting/{name}', { list: undefined }),
+    { description: 'A greeting for `name`', mimeType: 'text/plain' },
+    async (uri, { name }) => ({
+      contents: [{ uri: uri.href, mimeType: 'text/plain', text: `Hello, ${decodeURIComponent(name)}!` }],
     })
   );
 

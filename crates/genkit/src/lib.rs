@@ -57,6 +57,7 @@
 //! | keep sessions across restarts | [`agent::store`] (in memory), `sql-store` feature: `genkit::stores` (`genkit::stores::open_store`; SQLite, PostgreSQL); crate `genkit-store-firestore` |
 //! | serve flows and agents over HTTP, the Dev UI | crate `genkit-server` (`FlowServer`, the Reflection API under `genkit start`) |
 //! | talk to a provider | crates `genkit-openai` (and any OpenAI-compatible server), `genkit-google-genai`, `genkit-anthropic`, `genkit-ollama`; `genkit-local-embedder` |
+//! | use the tools, prompts and resources of MCP servers | `mcp` feature: `genkit::mcp` (`McpHost`; crate `genkit-mcp`) |
 //! | retrieval and evaluation | [`retrieval::retriever`], [`retrieval::indexer`], [`retrieval::local_vector_store`], [`retrieval::chunk`], [`evaluator`]; crate `genkit-pgvector` |
 //! | handle a registration error instead of panicking | the registry-level `define_*` functions the `define_*` methods name under "Panics" (e.g. [`flow::define_flow`], [`tool::define_tool`]) |
 //! | test without a model | [`testing::ProgrammableModel`] |
@@ -102,10 +103,12 @@
 //! - [`evaluator`] — evaluators and the built-in metrics.
 //! - [`testing`] — test doubles, [`ProgrammableModel`](testing::ProgrammableModel).
 //! - `stores` (feature `sql-store`) — SQLite and PostgreSQL session stores, `open_store`.
+//! - `mcp` (feature `mcp`) — MCP servers' tools, prompts and resources, `McpHost`.
 //! - [`prelude`] — the few items listed above.
 //!
 //! Features: `sql-store` (SQLite session stores), `sql-store-postgres`
-//! (plus PostgreSQL), `download-media` (the media download middleware).
+//! (plus PostgreSQL), `download-media` (the media download middleware),
+//! `mcp` (MCP servers' tools, prompts and resources).
 //!
 //! ## An agent
 //!
@@ -296,6 +299,17 @@ pub mod agent {
 #[cfg(feature = "sql-store")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sql-store")))]
 pub mod stores;
+
+/// MCP (Model Context Protocol): connect to MCP servers over stdio or
+/// Streamable HTTP and use their tools, prompts and resources; an
+/// [`McpHost`](mcp::McpHost) registered in the registry makes their tools
+/// `<host>:tool/<server>/<tool>` (and `<host>:tool/*`) to `generate` and
+/// prompts. The crate `genkit-mcp`, re-exported.
+#[cfg(feature = "mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
+pub mod mcp {
+    pub use genkit_mcp::*;
+}
 
 /// The few items nearly every app uses; everything else is imported from
 /// its module (`genkit::tool::Tool`, `genkit::agent::AgentOptions`,

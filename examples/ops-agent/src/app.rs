@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use genkit::agent::store::SessionStore;
 use genkit::agent::{Agent, AgentOptions};
+use genkit::mcp::McpHost;
 use genkit::middleware::{GenerateMiddleware, history_policy, tool_approval, tool_cache};
 use genkit::prelude::*;
 use genkit::prompt::PromptConfig;
@@ -42,12 +43,24 @@ pub struct App {
     pub history: String,
 }
 
-/// Builds the app on `store`, talking to `model`, its tools acting on `fleet`.
-pub fn build(store: Arc<dyn SessionStore>, model: ModelChoice, fleet: Arc<Fleet>) -> Result<App> {
+/// Builds the app on `store`, talking to `model`, its tools acting on
+/// `fleet`; with `mcp`, the agent is also offered every tool of that host's
+/// servers (`mcp:tool/*`, resolved at each turn).
+pub fn build(
+    store: Arc<dyn SessionStore>,
+    model: ModelChoice,
+    fleet: Arc<Fleet>,
+    mcp: Option<&McpHost>,
+) -> Result<App> {
     let builder = models::with_provider(Genkit::builder().no_prompt_dir(), &model.name)?;
     let ai = builder.default_model(model.name.clone()).build()?;
     offline_model::define_offline_model(&ai);
     tools::define_tools(&ai, &fleet, &store);
+    let mut tool_names: Vec<String> = TOOLS.iter().map(|t| (*t).to_owned()).collect();
+    if let Some(host) = mcp {
+        host.register(ai.registry())?;
+        tool_names.push(format!("{}:tool/*", host.name()));
+    }
 
     // The budget is counted with the model's own tokenizer where one is
     // known (OpenAI's), else estimated from the characters.
@@ -92,7 +105,7 @@ pub fn build(store: Arc<dyn SessionStore>, model: ModelChoice, fleet: Arc<Fleet>
         PromptConfig::new(AGENT)
             .model(model.name.clone())
             .system(SYSTEM)
-            .tools(TOOLS)
+            .tools(tool_names)
             .max_turns(6)
             .use_middleware("historyPolicy", None)
             .use_middleware("toolApproval", None)
@@ -131,7 +144,7 @@ mod tests {
             name: "offline/recorder".into(),
             reason: "test".into(),
         };
-        let app = build(store, model, Arc::new(Fleet::default()))?;
+        let app = build(store, model, Arc::new(Fleet::default()), None)?;
         let turns = KEEP_TURNS + 5;
         let mut recorder = ProgrammableModel::define(app.ai.registry(), "offline/recorder");
         for i in 0..turns {
@@ -204,7 +217,7 @@ mod tests {
             reason: "test".into(),
         };
         let fleet = Arc::new(Fleet::default());
-        let app = build(store, model, fleet.clone())?;
+        let app = build(store, model, fleet.clone(), None)?;
         ProgrammableModel::define(app.ai.registry(), "offline/recorder")
             .respond_tool_call("restartService", json!({"service": "db"}))
             .respond_error(Error::new(StatusCode::Unavailable, "the model went away"))
@@ -261,7 +274,7 @@ mod tests {
         };
         // A slow fleet API, so the second approval arrives mid-restart.
         let fleet = Arc::new(Fleet::new(Duration::from_millis(50)));
-        let app = build(store, model, fleet.clone())?;
+        let app = build(store, model, fleet.clone(), None)?;
         ProgrammableModel::define(app.ai.registry(), "offline/recorder")
             .respond_tool_call("restartService", json!({"service": "db"}))
             .respond_text("db restarted")
@@ -307,7 +320,7 @@ mod tests {
             reason: "test".into(),
         };
         let fleet = Arc::new(Fleet::default());
-        let app = build(store, model, fleet.clone())?;
+        let app = build(store, model, fleet.clone(), None)?;
         ProgrammableModel::define(app.ai.registry(), "offline/recorder")
             .respond_tool_call("restartService", json!({"service": "db"}))
             .respond_text("db restarted")

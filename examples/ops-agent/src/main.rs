@@ -11,6 +11,7 @@
 mod app;
 mod chat;
 mod fleet;
+mod mcp;
 mod models;
 mod offline_model;
 mod tools;
@@ -81,6 +82,12 @@ struct Args {
     /// monitoring API would: shows Ctrl-C cancelling a turn.
     #[arg(long, value_name = "MS", default_value_t = 0)]
     tool_latency_ms: u64,
+    /// Also give the agent the tools of an MCP server: NAME=COMMAND ARGS…
+    /// (a local server speaking stdio; the command line is split at
+    /// spaces) or NAME=http://HOST:PORT/PATH (Streamable HTTP). Repeatable;
+    /// the tools are `mcp:tool/NAME/TOOL`.
+    #[arg(long = "mcp", value_name = "NAME=SERVER")]
+    mcp: Vec<String>,
 }
 
 fn main() -> std::process::ExitCode {
@@ -148,11 +155,15 @@ fn run(args: Args, serving: bool) -> Result<std::process::ExitCode> {
     let fleet = Arc::new(fleet::Fleet::new(Duration::from_millis(
         args.tool_latency_ms,
     )));
-    let app = app::build(store, model, fleet)?;
-    let model_line = format!(
+    let mcp = rt.block_on(mcp::connect(&args.mcp))?;
+    let app = app::build(store, model, fleet, mcp.as_ref())?;
+    let mut model_line = format!(
         "model:   {} ({})\nhistory: {}",
         app.model.name, app.model.reason, app.history
     );
+    if let Some(host) = &mcp {
+        model_line.push_str(&format!("\nmcp:     {}", host.server_names().join(", ")));
+    }
 
     if serving {
         // Before anything is served: a bad OPS_AGENT_TOKEN stops here.

@@ -6,7 +6,10 @@
 //!   the last 15 minutes"), restart, or recall what happened earlier;
 //! - the services it names, or, for "it" / "that one" / nothing, the service
 //!   the earlier turns were about (the unhealthy one when several were);
-//! - once this turn's tool results are in, it answers from them.
+//! - once this turn's tool results are in, it answers from them;
+//! - asked which tools it has, it names those the request offers (with
+//!   `--mcp`, the MCP servers' too); told `call TOOL {json}`, it calls that
+//!   offered tool (an MCP server's, say) with that input.
 //!
 //! Swap in a real model with an API key (see `models.rs`).
 
@@ -34,7 +37,7 @@ pub fn define_offline_model(ai: &Genkit) -> Model {
                 ..ModelSupports::default()
             }),
         |req: GenerateRequest, ctx: ModelCtx| async move {
-            let message = respond(&req.messages);
+            let message = respond_to(&req);
             if ctx.is_streaming() {
                 let requests: Vec<Part> = message.tool_request_parts().cloned().collect();
                 if !requests.is_empty() {
@@ -52,6 +55,53 @@ pub fn define_offline_model(ai: &Genkit) -> Model {
 const HELP: &str = "I can check a service's status, read its logs (say a window such as \
 \"last 15 minutes\" and a level such as \"warnings\"), and restart it once you approve. \
 The services are api, worker, scheduler and db.";
+
+/// The model's reply to `req`: about the tools it offers when asked, else
+/// [`respond`].
+fn respond_to(req: &GenerateRequest) -> Message {
+    let offered: Vec<&str> = req
+        .tools
+        .iter()
+        .flat_map(|t| t.iter())
+        .map(|t| t.name.as_str())
+        .collect();
+    about_tools(&req.messages, &offered).unwrap_or_else(|| respond(&req.messages))
+}
+
+/// "Which tools do you have?": the offered tools' names. "call TOOL
+/// {json}": a request to call the offered tool TOOL with that input (`{}`
+/// when there is none). `None` for anything else, or once this turn's tool
+/// results are in.
+fn about_tools(messages: &[Message], offered: &[&str]) -> Option<Message> {
+    let user_at = messages.iter().rposition(|m| m.role == Role::User)?;
+    if tool_responses(&messages[user_at + 1..]).next().is_some() {
+        return None;
+    }
+    let question = messages[user_at].text();
+    let words = Words::of(&question);
+    if words.has(&["tools"])
+        && words.has_phrase(&["which tools", "what tools", "list tools", "your tools"])
+    {
+        return Some(Message::model(format!(
+            "I can use these tools: {}.",
+            offered.join(", ")
+        )));
+    }
+    let rest = question.trim().strip_prefix("call ")?;
+    let (tool, input) = rest
+        .trim()
+        .split_once(char::is_whitespace)
+        .unwrap_or((rest.trim(), ""));
+    if !offered.contains(&tool) {
+        return None;
+    }
+    let input = if input.trim().is_empty() {
+        json!({})
+    } else {
+        serde_json::from_str(input.trim()).ok()?
+    };
+    Some(Message::model(vec![call(tool, input, tool)]))
+}
 
 /// The model's reply to `messages` (the system prompt, the kept history,
 /// and this turn so far).
@@ -506,5 +556,26 @@ mod tests {
                 .text()
                 .starts_with("Which service")
         );
+    }
+
+    #[test]
+    fn it_names_the_offered_tools_and_calls_one_it_is_told_to() {
+        let offered = ["getServiceStatus", "add"];
+        let text = about_tools(&[Message::user("Which tools do you have?")], &offered)
+            .unwrap()
+            .text();
+        assert_eq!(text, "I can use these tools: getServiceStatus, add.");
+        let reply =
+            about_tools(&[Message::user(r#"call add {"a": 1, "b": 2}"#)], &offered).unwrap();
+        assert_eq!(
+            requests(&reply),
+            [("add".to_owned(), json!({"a": 1, "b": 2}))]
+        );
+        let reply = about_tools(&[Message::user("call add")], &offered).unwrap();
+        assert_eq!(requests(&reply), [("add".to_owned(), json!({}))]);
+        // Not offered, not JSON, or not about tools: the ops rules answer.
+        assert!(about_tools(&[Message::user("call subtract {}")], &offered).is_none());
+        assert!(about_tools(&[Message::user("call add {oops")], &offered).is_none());
+        assert!(about_tools(&[Message::user("how is the db?")], &offered).is_none());
     }
 }

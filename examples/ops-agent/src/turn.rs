@@ -278,6 +278,7 @@ mod tests {
                 Arc::new(InMemorySessionStore::new()),
                 model,
                 Arc::new(Fleet::default()),
+                None,
             )?
         };
         let chat = app.agent.chat();

@@ -2,7 +2,7 @@
 //! tools, get its prompts, read its resources. Every error names the server,
 //! and every request has the server's time limit.
 
-use crate::config::{McpServerConfig, McpTransport};
+use crate::config::{McpHandshake, McpServerConfig, McpTransport};
 use crate::convert;
 use futures::{FutureExt, StreamExt};
 use genkit_core::{Error, Result, StatusCode};
@@ -10,13 +10,13 @@ use genkit_model::types::{Message, MultipartToolResponse, Part};
 use rmcp::handler::client::progress::ProgressDispatcher;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
-    GetPromptRequestParams, Implementation, ProgressNotificationParam, ReadResourceRequestParams,
-    ServerResult,
+    GetPromptRequestParams, Implementation, ProgressNotificationParam, ProtocolVersion,
+    ReadResourceRequestParams, ServerResult,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient};
 use serde_json::{Map, Value};
 use std::future::Future;
 use std::sync::Arc;
@@ -57,6 +57,72 @@ pub struct McpTool {
     pub input_schema: Value,
 }
 
+/// A resource template a server offers (`resources/templates/list`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpResourceTemplate {
+    /// Its RFC 6570 URI template, e.g. `file:///{path}`.
+    pub uri_template: String,
+    /// Its programmatic name.
+    pub name: String,
+    /// What the resources it describes are.
+    pub description: Option<String>,
+    /// The MIME type of those resources, if they share one.
+    pub mime_type: Option<String>,
+}
+
+impl McpResourceTemplate {
+    /// The URI for `values`, expanding the template's `{name}` expressions
+    /// (RFC 6570 simple string expansion: values are percent-encoded, except
+    /// unreserved characters; a missing value expands to nothing). Operator
+    /// expressions (`{+path}`, `{?q}`, ...) are an error: read such a
+    /// resource by its URI with [`McpClient::read_resource`].
+    pub fn expand(&self, values: &std::collections::BTreeMap<String, String>) -> Result<String> {
+        let mut uri = String::with_capacity(self.uri_template.len());
+        let mut rest = self.uri_template.as_str();
+        while let Some(open) = rest.find('{') {
+            uri.push_str(&rest[..open]);
+            let after = &rest[open + 1..];
+            let close = after.find('}').ok_or_else(|| {
+                Error::invalid_argument(format!(
+                    "URI template `{}` has an unclosed `{{`",
+                    self.uri_template
+                ))
+            })?;
+            let expr = &after[..close];
+            for name in expr.split(',') {
+                if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    return Err(Error::invalid_argument(format!(
+                        "URI template `{}`: only simple `{{name}}` expressions can be expanded here, not `{{{expr}}}`",
+                        self.uri_template
+                    )));
+                }
+            }
+            let expanded: Vec<String> = expr
+                .split(',')
+                .filter_map(|name| values.get(name))
+                .map(|v| percent_encode(v))
+                .collect();
+            uri.push_str(&expanded.join(","));
+            rest = &after[close + 1..];
+        }
+        uri.push_str(rest);
+        Ok(uri)
+    }
+}
+
+/// Percent-encodes all but RFC 3986's unreserved characters.
+fn percent_encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
 /// The client side of the protocol: answers the server's notifications.
 struct Handler {
     name: String,
@@ -82,10 +148,13 @@ impl ClientHandler for Handler {
     }
 
     fn get_info(&self) -> ClientConfig {
+        // The newest revision with an `initialize` handshake: what the
+        // handshake offers (`server/discover` names its versions itself).
         ClientConfig::new(
             ClientCapabilities::default(),
             Implementation::new(self.name.clone(), env!("CARGO_PKG_VERSION")),
         )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 }
 
@@ -134,6 +203,16 @@ impl McpClient {
                 format!("MCP server `{server}`: {what}: {e}"),
             )
         };
+        let lifecycle = match config.handshake {
+            McpHandshake::Initialize => ClientLifecycleMode::Initialize,
+            McpHandshake::Discover => ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+            McpHandshake::Auto => ClientLifecycleMode::Auto {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+            },
+        };
         let start = async {
             match &config.transport {
                 McpTransport::Stdio {
@@ -151,7 +230,7 @@ impl McpClient {
                     let transport = TokioChildProcess::new(cmd)
                         .map_err(|e| failed(&format!("starting `{command}`"), &e))?;
                     handler
-                        .serve(transport)
+                        .serve_with_lifecycle(transport, lifecycle)
                         .await
                         .map_err(|e| failed("initialising", &e))
                 }
@@ -169,7 +248,7 @@ impl McpClient {
                     }
                     let transport = StreamableHttpClientTransport::from_config(cfg);
                     handler
-                        .serve(transport)
+                        .serve_with_lifecycle(transport, lifecycle)
                         .await
                         .map_err(|e| failed("initialising", &e))
                 }
@@ -196,6 +275,32 @@ impl McpClient {
     /// The server's name in the host.
     pub fn server(&self) -> &str {
         &self.server
+    }
+
+    /// The protocol version negotiated with the server (e.g. `2025-11-25`).
+    pub fn protocol_version(&self) -> Option<String> {
+        self.service
+            .peer()
+            .peer_info()
+            .map(|info| info.protocol_version.to_string())
+    }
+
+    /// Whether the server tells the host when its tool list changes
+    /// (`notifications/tools/list_changed` on the session of the
+    /// `initialize` revisions); the stateless 2026-07-28 revision sends them
+    /// only to subscriptions, so the host lists its tools at each use.
+    pub fn notifies_list_changes(&self) -> bool {
+        self.service
+            .peer()
+            .peer_info()
+            .is_some_and(|info| info.protocol_version.has_initialize())
+    }
+
+    /// The name and version the server introduced itself with, if it did.
+    pub fn server_info(&self) -> Option<(String, String)> {
+        let info = self.service.peer().peer_info()?;
+        let implementation = info.server_info.as_ref()?;
+        Some((implementation.name.clone(), implementation.version.clone()))
     }
 
     /// Runs one request with the time limit, naming the server and the
@@ -233,6 +338,9 @@ impl McpClient {
         };
         let detail = match &e {
             ServiceError::TransportClosed => "the connection closed (did the server exit?)".into(),
+            ServiceError::UnexpectedResponse => {
+                "its reply does not fit the request (a malformed or mismatched result)".into()
+            }
             other => other.to_string(),
         };
         Error::new(
@@ -392,7 +500,27 @@ impl McpClient {
         Ok(resources.into_iter().map(|r| (r.uri, r.name)).collect())
     }
 
-    /// Reads the resource at `uri`, as parts.
+    /// The server's resource templates (all pages).
+    pub async fn list_resource_templates(&self) -> Result<Vec<McpResourceTemplate>> {
+        let templates = self
+            .request(
+                "listing resource templates",
+                self.service.peer().list_all_resource_templates(),
+            )
+            .await?;
+        Ok(templates
+            .into_iter()
+            .map(|t| McpResourceTemplate {
+                uri_template: t.uri_template,
+                name: t.name,
+                description: t.description,
+                mime_type: t.mime_type,
+            })
+            .collect())
+    }
+
+    /// Reads the resource at `uri` (a fixed resource's, or one a template
+    /// describes), as parts.
     pub async fn read_resource(&self, uri: &str) -> Result<Vec<Part>> {
         let what = format!("reading resource `{uri}`");
         let result = self
@@ -420,5 +548,40 @@ fn reply_kind(result: &ServerResult) -> &'static str {
     match result {
         ServerResult::InputRequiredResult(_) => "`input_required` (not supported)",
         _ => "of an unexpected type",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn template(uri: &str) -> McpResourceTemplate {
+        McpResourceTemplate {
+            uri_template: uri.into(),
+            name: "t".into(),
+            description: None,
+            mime_type: None,
+        }
+    }
+
+    #[test]
+    fn simple_templates_expand_with_percent_encoding() {
+        let values = BTreeMap::from([
+            ("name".to_owned(), "Ada Lovelace/1".to_owned()),
+            ("n".to_owned(), "7".to_owned()),
+        ]);
+        assert_eq!(
+            template("test://greeting/{name}").expand(&values).unwrap(),
+            "test://greeting/Ada%20Lovelace%2F1"
+        );
+        assert_eq!(
+            template("a://{n}/{missing}/{n,name}")
+                .expand(&values)
+                .unwrap(),
+            "a://7//7,Ada%20Lovelace%2F1"
+        );
+        assert!(template("a://{+path}").expand(&values).is_err());
+        assert!(template("a://{oops").expand(&values).is_err());
     }
 }

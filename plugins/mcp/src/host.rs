@@ -1,7 +1,7 @@
 //! The host: named connections to any number of MCP servers, and their
 //! tools as Genkit tool actions (Genkit JS's `GenkitMcpHost`).
 
-use crate::client::{McpClient, McpProgress};
+use crate::client::{McpClient, McpProgress, McpResourceTemplate};
 use crate::config::McpServerConfig;
 use async_trait::async_trait;
 use genkit_core::{
@@ -17,7 +17,9 @@ use std::sync::{Arc, Weak};
 ///
 /// Tools are listed from each server on first use and cached until the
 /// server sends `notifications/tools/list_changed` (or is reconnected), so
-/// tools a server adds later appear without a restart.
+/// tools a server adds later appear without a restart; a server on the
+/// stateless 2026-07-28 revision, which sends no such notification on its
+/// own, is listed at each use.
 #[derive(Clone)]
 pub struct McpHost {
     inner: Arc<HostInner>,
@@ -28,7 +30,13 @@ struct HostInner {
     servers: RwLock<BTreeMap<String, Server>>,
 }
 
+/// A configured server: connected, or disabled (configured, not running).
 struct Server {
+    config: McpServerConfig,
+    connection: Option<Connection>,
+}
+
+struct Connection {
     client: Arc<McpClient>,
     tools: Arc<RwLock<ToolCache>>,
 }
@@ -85,20 +93,41 @@ impl McpHost {
         &self.inner.name
     }
 
-    /// Names of the connected servers.
+    /// Names of the configured servers (enabled or not).
     pub fn server_names(&self) -> Vec<String> {
         self.inner.servers.read().keys().cloned().collect()
     }
 
-    /// Connects the server `server` (replacing, and closing, a connection of
+    /// Connects the server `server` (replacing, and closing, a server of
     /// that name). A server that cannot be started or does not complete the
     /// handshake in time is an error naming it; the host is left unchanged.
+    /// A server configured [`disabled`](McpServerConfig::disabled) is only
+    /// recorded, not started.
     pub async fn connect(&self, server: &str, config: McpServerConfig) -> Result<()> {
         if server.is_empty() || server.contains('/') {
             return Err(Error::invalid_argument(format!(
                 "MCP server name `{server}` must be non-empty and without `/`"
             )));
         }
+        let connection = if config.disabled {
+            None
+        } else {
+            Some(self.open(server, &config).await?)
+        };
+        let previous = self
+            .inner
+            .servers
+            .write()
+            .insert(server.to_owned(), Server { config, connection });
+        if let Some(old) = previous {
+            close(old.connection).await;
+        }
+        Ok(())
+    }
+
+    /// A new connection to `server`, with a tool cache its list-changed
+    /// notifications clear.
+    async fn open(&self, server: &str, config: &McpServerConfig) -> Result<Connection> {
         let tools: Arc<RwLock<ToolCache>> = Arc::default();
         let stale = Arc::downgrade(&tools);
         let on_change = Arc::new(move || {
@@ -108,67 +137,137 @@ impl McpHost {
                 cache.tools = None;
             }
         });
-        let client = McpClient::connect_with(self.name(), server, &config, on_change).await?;
-        let previous = self.inner.servers.write().insert(
-            server.to_owned(),
-            Server {
-                client: Arc::new(client),
-                tools,
-            },
-        );
-        if let Some(old) = previous {
-            close(old).await;
-        }
-        Ok(())
+        let client = McpClient::connect_with(self.name(), server, config, on_change).await?;
+        Ok(Connection {
+            client: Arc::new(client),
+            tools,
+        })
     }
 
-    /// Disconnects the server `server` (stopping a stdio server);
-    /// `NOT_FOUND` if there is none.
+    /// Disconnects the server `server` and forgets its configuration
+    /// (stopping a stdio server); `NOT_FOUND` if there is none.
     pub async fn disconnect(&self, server: &str) -> Result<()> {
         let removed = self.inner.servers.write().remove(server);
         match removed {
             Some(old) => {
-                close(old).await;
+                close(old.connection).await;
                 Ok(())
             }
             None => Err(self.unknown(server)),
         }
     }
 
-    /// Disconnects every server.
-    pub async fn close(&self) {
-        let all = std::mem::take(&mut *self.inner.servers.write());
-        for (_, server) in all {
-            close(server).await;
-        }
+    /// Disables the server `server` (Genkit JS's `disable`): its connection
+    /// closes (a stdio server stops) but its configuration stays; its tools
+    /// vanish from listings and calls to them fail saying it is disabled.
+    /// Disabling a disabled server does nothing; `NOT_FOUND` if there is
+    /// none.
+    pub async fn disable(&self, server: &str) -> Result<()> {
+        let connection = {
+            let mut servers = self.inner.servers.write();
+            let s = servers
+                .get_mut(server)
+                .ok_or_else(|| self.unknown(server))?;
+            s.config.disabled = true;
+            s.connection.take()
+        };
+        close(connection).await;
+        Ok(())
     }
 
-    /// The connection to `server`.
-    pub fn client(&self, server: &str) -> Result<Arc<McpClient>> {
+    /// Enables the server `server` (Genkit JS's `enable`), connecting it
+    /// again with its configuration. Enabling an enabled server does
+    /// nothing. If it cannot connect, the error names it and it stays
+    /// disabled.
+    pub async fn enable(&self, server: &str) -> Result<()> {
+        let config = {
+            let servers = self.inner.servers.read();
+            let s = servers.get(server).ok_or_else(|| self.unknown(server))?;
+            if s.connection.is_some() {
+                return Ok(());
+            }
+            s.config.clone().disabled(false)
+        };
+        self.connect(server, config).await
+    }
+
+    /// Closes the connection to `server` and connects it again with its
+    /// configuration (Genkit JS's `reconnect`), enabling it if it was
+    /// disabled: a way back from a server that died or misbehaved. If it
+    /// cannot connect, the error names it and it is left disabled.
+    pub async fn reconnect(&self, server: &str) -> Result<()> {
+        let (config, old) = {
+            let mut servers = self.inner.servers.write();
+            let s = servers
+                .get_mut(server)
+                .ok_or_else(|| self.unknown(server))?;
+            s.config.disabled = true;
+            (s.config.clone().disabled(false), s.connection.take())
+        };
+        close(old).await;
+        self.connect(server, config).await
+    }
+
+    /// Whether `server` is enabled (connected); `NOT_FOUND` if there is none.
+    pub fn is_enabled(&self, server: &str) -> Result<bool> {
         self.inner
             .servers
             .read()
             .get(server)
-            .map(|s| s.client.clone())
+            .map(|s| s.connection.is_some())
             .ok_or_else(|| self.unknown(server))
     }
 
+    /// The configuration of `server`; `NOT_FOUND` if there is none.
+    pub fn server_config(&self, server: &str) -> Result<McpServerConfig> {
+        self.inner
+            .servers
+            .read()
+            .get(server)
+            .map(|s| s.config.clone())
+            .ok_or_else(|| self.unknown(server))
+    }
+
+    /// The protocol version negotiated with `server` (e.g. `2025-11-25`).
+    pub fn protocol_version(&self, server: &str) -> Result<String> {
+        self.client(server)?.protocol_version().ok_or_else(|| {
+            Error::internal(format!(
+                "MCP server `{server}`: no protocol version was negotiated"
+            ))
+        })
+    }
+
+    /// Disconnects every server.
+    pub async fn close(&self) {
+        let all = std::mem::take(&mut *self.inner.servers.write());
+        for (_, server) in all {
+            close(server.connection).await;
+        }
+    }
+
+    /// The connection to `server`: `NOT_FOUND` if there is none,
+    /// `FAILED_PRECONDITION` if it is disabled.
+    pub fn client(&self, server: &str) -> Result<Arc<McpClient>> {
+        let servers = self.inner.servers.read();
+        let s = servers.get(server).ok_or_else(|| self.unknown(server))?;
+        Ok(live(&self.inner.name, server, s)?.client.clone())
+    }
+
     fn unknown(&self, server: &str) -> Error {
-        Error::not_found(format!(
-            "MCP host `{}` has no server `{server}`",
-            self.name()
-        ))
+        unknown(&self.inner.name, server)
     }
 
     /// The tools of `server` as Genkit tool actions named
     /// `<server>/<tool>` (multipart tools, kind `tool.v2`: images and
-    /// resources come back as parts). Listed once and cached until the
-    /// server's tool list changes.
+    /// resources come back as parts), those its configuration's tool filter
+    /// allows. Listed once and cached until the server's tool list changes.
+    /// A disabled server's tools are an error saying so.
     pub async fn server_tools(&self, server: &str) -> Result<Vec<DynAction>> {
-        let (client, cache) = {
+        let (client, cache, config) = {
             let servers = self.inner.servers.read();
             let s = servers.get(server).ok_or_else(|| self.unknown(server))?;
-            (s.client.clone(), s.tools.clone())
+            let c = live(&self.inner.name, server, s)?;
+            (c.client.clone(), c.tools.clone(), s.config.clone())
         };
         let generation = {
             let cache = cache.read();
@@ -179,25 +278,33 @@ impl McpHost {
         };
         let listed = client.list_tools().await?;
         let mut actions = Vec::with_capacity(listed.len());
-        for tool in listed {
+        for tool in listed.into_iter().filter(|t| config.allows_tool(&t.name)) {
             match tool_action(Arc::downgrade(&self.inner), server, tool) {
                 Ok(action) => actions.push(action),
                 Err(e) => tracing::warn!(server, "skipping an MCP tool: {e}"),
             }
         }
         let mut cache = cache.write();
-        if cache.generation == generation {
+        if cache.generation == generation && client.notifies_list_changes() {
             cache.tools = Some(actions.clone());
         }
         Ok(actions)
     }
 
-    /// The tools of every server. A server that fails to list its tools is
-    /// skipped with a warning (as in Genkit JS), so one broken server does
-    /// not hide the others' tools.
+    /// The tools of every enabled server. A server that fails to list its
+    /// tools is skipped with a warning (as in Genkit JS), so one broken
+    /// server does not hide the others' tools.
     pub async fn tools(&self) -> Vec<DynAction> {
         let mut all = Vec::new();
-        for server in self.server_names() {
+        let enabled: Vec<String> = self
+            .inner
+            .servers
+            .read()
+            .iter()
+            .filter(|(_, s)| s.connection.is_some())
+            .map(|(name, _)| name.clone())
+            .collect();
+        for server in enabled {
             match self.server_tools(&server).await {
                 Ok(tools) => all.extend(tools),
                 Err(e) => tracing::warn!(host = self.name(), "{e}"),
@@ -233,9 +340,36 @@ impl McpHost {
         self.client(server)?.get_prompt(prompt, args).await
     }
 
-    /// Reads the resource at `uri` from `server`.
+    /// Reads the resource at `uri` from `server` (a fixed resource's URI, or
+    /// one a resource template describes).
     pub async fn read_resource(&self, server: &str, uri: &str) -> Result<Vec<Part>> {
         self.client(server)?.read_resource(uri).await
+    }
+
+    /// The resource templates of `server`.
+    pub async fn resource_templates(&self, server: &str) -> Result<Vec<McpResourceTemplate>> {
+        self.client(server)?.list_resource_templates().await
+    }
+
+    /// Reads from `server` the resource its template named `template`
+    /// describes for `values` (see [`McpResourceTemplate::expand`]).
+    pub async fn read_template(
+        &self,
+        server: &str,
+        template: &str,
+        values: &BTreeMap<String, String>,
+    ) -> Result<Vec<Part>> {
+        let client = self.client(server)?;
+        let templates = client.list_resource_templates().await?;
+        let found = templates
+            .iter()
+            .find(|t| t.name == template)
+            .ok_or_else(|| {
+                Error::not_found(format!(
+                    "MCP server `{server}` has no resource template `{template}`"
+                ))
+            })?;
+        client.read_resource(&found.expand(values)?).await
     }
 }
 
@@ -262,11 +396,24 @@ impl DynamicActionProvider for McpHost {
     }
 }
 
-async fn close(server: Server) {
+fn unknown(host: &str, server: &str) -> Error {
+    Error::not_found(format!("MCP host `{host}` has no server `{server}`"))
+}
+
+/// The connection of an enabled server; a disabled one is an error saying so.
+fn live<'a>(host: &str, name: &str, server: &'a Server) -> Result<&'a Connection> {
+    server.connection.as_ref().ok_or_else(|| {
+        Error::failed_precondition(format!("MCP server `{name}` of host `{host}` is disabled"))
+    })
+}
+
+async fn close(connection: Option<Connection>) {
     // Tool actions hold the host weakly and look the client up per call, so
     // this is normally the last reference; if a call is still running, the
     // connection closes when it ends.
-    if let Ok(client) = Arc::try_unwrap(server.client) {
+    if let Some(connection) = connection
+        && let Ok(client) = Arc::try_unwrap(connection.client)
+    {
         client.close().await;
     }
 }
@@ -299,10 +446,10 @@ fn tool_action(
                     ))
                 })?;
                 let servers = host.servers.read();
-                let s = servers.get(&server).ok_or_else(|| {
-                    Error::not_found(format!("MCP host `{}` has no server `{server}`", host.name))
-                })?;
-                s.client.clone()
+                let s = servers
+                    .get(&server)
+                    .ok_or_else(|| unknown(&host.name, &server))?;
+                live(&host.name, &server, s)?.client.clone()
             };
             let arguments = match input {
                 Value::Object(map) => Some(map),

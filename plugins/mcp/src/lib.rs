@@ -53,6 +53,44 @@
 //! # }
 //! ```
 //!
+//! # Per-server controls
+//!
+//! As in Genkit JS, a server can be configured
+//! [`disabled`](McpServerConfig::disabled) (recorded, not started), and
+//! [`McpHost::disable`], [`McpHost::enable`] and [`McpHost::reconnect`]
+//! stop, restart and renew one server's connection while its configuration
+//! stays: a disabled server's tools vanish from listings and calls to them
+//! fail saying it is disabled. A tool filter per server
+//! ([`allowed_tools`](McpServerConfig::allowed_tools),
+//! [`excluded_tools`](McpServerConfig::excluded_tools): names or `prefix*`;
+//! Genkit JS 1.42 has no such option) decides which of its tools the host
+//! offers, including tools the server adds later. Resource templates are
+//! listed with [`McpHost::resource_templates`] and read with
+//! [`McpHost::read_template`] (or [`McpHost::read_resource`] with the
+//! expanded URI); [`McpHost::protocol_version`] is the version negotiated
+//! with each server.
+//!
+//! # Protocol versions
+//!
+//! By default the host opens each session with the `initialize` handshake,
+//! offering 2025-11-25 (servers of the official TypeScript SDK 1.32 and
+//! Python SDK 2.3 both settle on it). [`McpHandshake::Discover`] speaks the
+//! stateless 2026-07-28 revision instead (`server/discover`, no session;
+//! the Python SDK 2.3 serves it over stdio and HTTP), and
+//! [`McpHandshake::Auto`] tries it first and falls back to `initialize`.
+//! In that revision list changes reach only subscriptions, so such a
+//! server's tools are listed at each use rather than cached.
+//!
+//! # Bad input
+//!
+//! A server that breaks the protocol costs its own calls only: replies that
+//! are not JSON-RPC are dropped, a stdio line longer than rmcp's 16 MiB
+//! limit is discarded without being buffered, a reply that does not fit its
+//! request is an error, and silence ends at the time limit; each error names
+//! the server. The tests drive the official TypeScript SDK 1.32 and Python
+//! SDK 2.3 servers over stdio and Streamable HTTP, and a scripted server
+//! that sends malformed JSON-RPC, floods its output or never answers.
+//!
 //! # Serving a registry
 //!
 //! [`McpServer`] is the other side (Genkit JS's `createMcpServer`): it
@@ -93,7 +131,6 @@
 //!
 //! On the host side: a server's prompts and
 //! resources as registry actions (they are reached through the host only);
-//! resource templates; per-server enable/disable and tool filtering;
 //! `https://` endpoints; answering servers' sampling, roots or elicitation
 //! requests. Unlike Genkit JS, whose tools are plain by default, every MCP
 //! tool here is multipart (`tool.v2`), so images reach the model as parts.
@@ -104,7 +141,9 @@ pub mod convert;
 mod host;
 pub mod server;
 
+pub use client::McpResourceTemplate;
 pub use client::{McpClient, McpProgress, McpTool};
+pub use config::McpHandshake;
 pub use config::{DEFAULT_TIMEOUT, McpServerConfig, McpTransport};
 pub use host::McpHost;
 pub use server::{McpServer, McpServerOptions, create_mcp_server};
