@@ -53,12 +53,14 @@
 //! ```
 
 mod config;
+mod constrained;
 mod gguf;
 mod model;
 mod plugin;
 mod stop;
 mod template;
 mod tokenizer;
+mod tools;
 
 pub use config::LocalModelConfig;
 pub use gguf::Architecture;
