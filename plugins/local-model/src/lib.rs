@@ -64,7 +64,7 @@ mod tools;
 
 pub use config::LocalModelConfig;
 pub use gguf::Architecture;
-pub use model::{DecodeOptions, Decoded, Generated, LocalModel};
+pub use model::{ConstraintCost, DecodeOptions, Decoded, Generated, LocalModel};
 pub use plugin::{
     LocalModels, MODEL_PATH_ENV, PLUGIN_NAME, SMOLLM2, default_smollm2_path, model_action,
 };

@@ -118,6 +118,33 @@ pub struct LocalModel {
     constraints: OnceLock<std::result::Result<Constraints, Error>>,
     positions_computed: AtomicU64,
     active: AtomicUsize,
+    /// Constrained tokens decoded, and the time their masks took (ns).
+    constrained_tokens: AtomicU64,
+    constraint_nanos: AtomicU64,
+    constraint_setup_nanos: AtomicU64,
+}
+
+/// The cost of constrained decoding since a model was loaded (see
+/// [`LocalModel::constraint_cost`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ConstraintCost {
+    /// Tokens chosen under a grammar.
+    pub tokens: u64,
+    /// Time spent on their masks: computing the allowed set, masking the
+    /// logits and advancing the grammar.
+    pub time: std::time::Duration,
+    /// Time spent compiling grammars (one per request) and, once per
+    /// model, building the vocabulary trie.
+    pub setup: std::time::Duration,
+}
+
+impl ConstraintCost {
+    /// The mean cost per constrained token.
+    pub fn per_token(&self) -> std::time::Duration {
+        self.time
+            .checked_div(self.tokens.max(1) as u32)
+            .unwrap_or_default()
+    }
 }
 
 impl std::fmt::Debug for LocalModel {
@@ -192,6 +219,9 @@ impl LocalModel {
             constraints: OnceLock::new(),
             positions_computed: AtomicU64::new(0),
             active: AtomicUsize::new(0),
+            constrained_tokens: AtomicU64::new(0),
+            constraint_nanos: AtomicU64::new(0),
+            constraint_setup_nanos: AtomicU64::new(0),
         })
     }
 
@@ -221,6 +251,23 @@ impl LocalModel {
         self.positions_computed.load(Ordering::SeqCst)
     }
 
+    /// What constrained decoding has cost since loading.
+    pub fn constraint_cost(&self) -> ConstraintCost {
+        ConstraintCost {
+            tokens: self.constrained_tokens.load(Ordering::SeqCst),
+            time: std::time::Duration::from_nanos(self.constraint_nanos.load(Ordering::SeqCst)),
+            setup: std::time::Duration::from_nanos(
+                self.constraint_setup_nanos.load(Ordering::SeqCst),
+            ),
+        }
+    }
+
+    fn charge_constraint(&self, started: std::time::Instant, tokens: u64) {
+        self.constraint_nanos
+            .fetch_add(nanos_since(started), Ordering::SeqCst);
+        self.constrained_tokens.fetch_add(tokens, Ordering::SeqCst);
+    }
+
     /// Requests decoding right now.
     pub fn active_requests(&self) -> usize {
         self.active.load(Ordering::SeqCst)
@@ -239,11 +286,16 @@ impl LocalModel {
 
     /// A grammar state for one answer.
     pub(crate) fn constrain(&self, grammar: &Grammar) -> Result<Step> {
-        self.constraints
+        let started = std::time::Instant::now();
+        let step = self
+            .constraints
             .get_or_init(|| Constraints::new(&self.tokenizer))
             .as_ref()
             .map_err(Clone::clone)?
-            .matcher(grammar)
+            .matcher(grammar);
+        self.constraint_setup_nanos
+            .fetch_add(nanos_since(started), Ordering::SeqCst);
+        step
     }
 
     /// The token ids of `text`, control tokens (`<|im_start|>`, …) included.
@@ -326,6 +378,7 @@ impl LocalModel {
         let mut logits = self.forward(&mut session, prompt, 0)?;
         loop {
             if let Some(step) = constraint.as_deref_mut() {
+                let started = std::time::Instant::now();
                 let Some(allowed) = step.allowed()? else {
                     // The grammar is complete and nothing may follow.
                     return Ok(Decoded {
@@ -336,6 +389,7 @@ impl LocalModel {
                 let mut values: Vec<f32> = logits.to_vec1().map_err(candle_error)?;
                 mask_logits(&mut values, &allowed);
                 logits = Tensor::new(values, &Device::Cpu).map_err(candle_error)?;
+                self.charge_constraint(started, 0);
             }
             let next = sampler.sample(&logits).map_err(candle_error)?;
             if self.tokenizer.stop_ids.contains(&next) {
@@ -345,7 +399,10 @@ impl LocalModel {
                 });
             }
             if let Some(step) = constraint.as_deref_mut() {
+                // Sampling is not the constraint's cost: restart the clock.
+                let accepting = std::time::Instant::now();
                 step.accept(next)?;
+                self.charge_constraint(accepting, 1);
             }
             ids.push(next);
             if on_token(next).is_break() {
@@ -486,6 +543,10 @@ impl Drop for ActiveGuard<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
+}
+
+fn nanos_since(started: std::time::Instant) -> u64 {
+    u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
 fn candle_error(e: candle_core::Error) -> Error {

@@ -50,8 +50,12 @@ fn profile_schema() -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn json_answers_parse_and_validate_for_every_prompt_and_seed() {
-    let Some(model) = common::model() else { return };
-    let action = model_action("gguf/smollm2", model);
+    // A model of its own: its cost counters see these requests only.
+    let Some(path) = common::gguf_path() else {
+        return;
+    };
+    let model = Arc::new(genkit_local_model::LocalModel::load(path).unwrap());
+    let action = model_action("gguf/smollm2", model.clone());
     let schema = profile_schema();
     let validator = SchemaValidator::compile(&schema).unwrap();
     let cases = [
@@ -83,6 +87,14 @@ async fn json_answers_parse_and_validate_for_every_prompt_and_seed() {
             .validate(&value)
             .unwrap_or_else(|e| panic!("{e}: {text}"));
     }
+    let cost = model.constraint_cost();
+    eprintln!(
+        "constraint cost: {:?} per token over {} tokens; setup (trie, grammars) {:?}",
+        cost.per_token(),
+        cost.tokens,
+        cost.setup
+    );
+    assert!(cost.tokens >= 3 * 10, "{cost:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
