@@ -250,6 +250,57 @@ mod tests {
         assert!(refused.message().contains("no system role"), "{refused}");
     }
 
+    fn tool_turns() -> Vec<Message> {
+        use genkit_model::types::{ToolRequest, ToolResponse};
+        vec![
+            Message::user("Weather in Oslo?"),
+            Message::model(vec![Part::tool_request(ToolRequest::new(
+                "get_weather",
+                serde_json::json!({"city": "Oslo"}),
+            ))]),
+            Message::tool(vec![Part::tool_response(ToolResponse::new(
+                "get_weather",
+                serde_json::json!("Rain"),
+            ))]),
+        ]
+    }
+
+    #[test]
+    fn tool_turns_without_a_tool_section_are_json_text() {
+        let prompt = chatml().render(&tool_turns(), None).unwrap();
+        assert_eq!(chatml().call_syntax(), CallSyntax::Json);
+        assert!(
+            prompt.contains(
+                "<|im_start|>assistant\n{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Oslo\"}}<|im_end|>"
+            ),
+            "{prompt}"
+        );
+        assert!(
+            prompt.contains(
+                "<|im_start|>tool\n{\"name\":\"get_weather\",\"result\":\"Rain\"}<|im_end|>"
+            ),
+            "{prompt}"
+        );
+    }
+
+    #[test]
+    fn templates_with_a_tool_section_get_tools_and_tool_calls() {
+        // The shape of Qwen2.5's tool section, cut down.
+        let source = "{% if tools %}TOOLS:{% for t in tools %}{{ t.function.name }};{% endfor %}\n{% endif %}\
+                      {% for m in messages %}{{ m.role }}:{{ m.content }}\
+                      {% for c in m.tool_calls %}<tool_call>{{ c.function.name }} {{ c.function.arguments | tojson }}</tool_call>{% endfor %}\n\
+                      {% endfor %}";
+        let template = ChatTemplate::new(Some(source), String::new(), String::new()).unwrap();
+        assert_eq!(template.call_syntax(), CallSyntax::Tagged);
+        let tools = [ToolDefinition::new("get_weather", "Weather.")];
+        let prompt = template.render(&tool_turns(), Some(&tools)).unwrap();
+        assert_eq!(
+            prompt,
+            "TOOLS:get_weather;\nuser:Weather in Oslo?\n\
+             assistant:<tool_call>get_weather {\"city\":\"Oslo\"}</tool_call>\ntool:Rain\n"
+        );
+    }
+
     #[test]
     fn broken_templates_fail_at_load_and_non_text_parts_are_refused() {
         let broken = ChatTemplate::new(Some("{% for %}"), String::new(), String::new());

@@ -247,3 +247,38 @@ async fn a_forced_tool_call_is_valid_and_the_tool_loop_completes() {
     assert!(answer.tool_requests().is_empty(), "{:?}", answer.text());
     eprintln!("call {:?}; answer {:?}", request.input, answer.text());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_call_comes_as_a_tool_request_not_as_text() {
+    use futures::StreamExt;
+    use genkit::types::ToolDefinition;
+    let Some(model) = common::model() else { return };
+    let action = model_action("gguf/smollm2", model);
+    let tool = ToolDefinition::new("add", "Adds two numbers.").with_input_schema(json!({
+        "type": "object",
+        "properties": {
+            "a": {"type": "integer", "minimum": -99, "maximum": 99},
+            "b": {"type": "integer", "minimum": -99, "maximum": 99}
+        },
+        "required": ["a", "b"],
+        "additionalProperties": false
+    }));
+    let request = GenerateRequest::new(vec![Message::user("What is 2 plus 3?")])
+        .with_tools(vec![tool])
+        .with_tool_choice(ToolChoice::Required)
+        .with_config(json!({"temperature": 0, "maxOutputTokens": 30}));
+    let mut stream = action.action().stream(request);
+    let mut streamed = String::new();
+    while let Some(chunk) = stream.next().await {
+        streamed.push_str(&chunk.unwrap().text());
+    }
+    let response = stream.output().await.unwrap();
+    assert_eq!(streamed, "", "a call is not streamed as text");
+    let calls = response.tool_requests();
+    assert_eq!(calls.len(), 1, "{:?}", response.message());
+    assert_eq!(calls[0].name, "add");
+    let input = calls[0].input.as_ref().unwrap();
+    assert!(input["a"].is_i64() && input["b"].is_i64(), "{input}");
+    assert_eq!(response.finish_reason(), Some(FinishReason::Stop));
+    eprintln!("add {input}");
+}
