@@ -140,19 +140,16 @@ impl Grammar {
         })
     }
 
-    /// The llguidance grammar.
-    fn compile(&self) -> Result<TopLevelGrammar> {
-        Ok(TopLevelGrammar::from_lark(self.lark()?))
-    }
-
     /// This grammar in llguidance's Lark syntax, `start` its top rule.
-    fn lark(&self) -> Result<String> {
-        self.rules("start")
+    /// `tags_are_tokens`: the vocabulary has `<tool_call>` and
+    /// `</tool_call>` as control tokens, which the model writes as such.
+    fn lark(&self, tags_are_tokens: bool) -> Result<String> {
+        self.rules("start", tags_are_tokens)
     }
 
     /// Lark rules whose top rule is `name` (helper rules are prefixed with
     /// it, so that grammars nest).
-    fn rules(&self, name: &str) -> Result<String> {
+    fn rules(&self, name: &str, tags_are_tokens: bool) -> Result<String> {
         Ok(match self {
             Grammar::Json(schema) => format!("{name}: {}\n", json_rule(schema)?),
             Grammar::Enum(values) => {
@@ -202,6 +199,12 @@ impl Grammar {
                 let call_json = json_rule(&json!({ "anyOf": calls }))?;
                 let call = match syntax {
                     CallSyntax::Json => call_json,
+                    // Control tokens are named in angle brackets in Lark.
+                    CallSyntax::Tagged if tags_are_tokens => format!(
+                        "{} \"\\n\" {call_json} \"\\n\" {}",
+                        CALL_OPEN.trim(),
+                        CALL_CLOSE.trim()
+                    ),
                     CallSyntax::Tagged => format!(
                         "{} {} {}",
                         lark_string(CALL_OPEN),
@@ -213,7 +216,7 @@ impl Grammar {
                     return Ok(format!("{name}: {name}_call\n{name}_call: {call}\n"));
                 }
                 let answer = match answer {
-                    Some(answer) => answer.rules(&format!("{name}_answer"))?,
+                    Some(answer) => answer.rules(&format!("{name}_answer"), tags_are_tokens)?,
                     None => {
                         // Text may not begin like a call: the first
                         // character decides which one the model writes.
@@ -262,6 +265,8 @@ fn lark_string(text: &str) -> String {
 /// The model's vocabulary as the grammar engine sees it, built once.
 pub(crate) struct Constraints {
     factory: ParserFactory,
+    /// Whether `<tool_call>` and `</tool_call>` are control tokens.
+    tags_are_tokens: bool,
 }
 
 impl std::fmt::Debug for Constraints {
@@ -283,7 +288,13 @@ impl Constraints {
         )
         .map_err(|e| Error::internal(format!("building the grammar engine: {e}")))?;
         factory.quiet();
-        Ok(Self { factory })
+        let trie = env.tok_trie();
+        let tags_are_tokens = trie.get_special_token(CALL_OPEN.trim()).is_some()
+            && trie.get_special_token(CALL_CLOSE.trim()).is_some();
+        Ok(Self {
+            factory,
+            tags_are_tokens,
+        })
     }
 
     /// A fresh matcher for one answer. An invalid grammar (a schema the
@@ -291,7 +302,9 @@ impl Constraints {
     pub fn matcher(&self, grammar: &Grammar) -> Result<Step> {
         let parser = self
             .factory
-            .create_parser(grammar.compile()?)
+            .create_parser(TopLevelGrammar::from_lark(
+                grammar.lark(self.tags_are_tokens)?,
+            ))
             .map_err(|e| {
                 Error::invalid_argument(format!("the output constraint cannot be compiled: {e}"))
             })?;
@@ -497,7 +510,7 @@ mod tests {
             min: 1,
             max: Some(2),
         }
-        .lark()
+        .lark(false)
         .unwrap();
         assert!(
             lines.starts_with("start: start_item (\"\\n\" start_item){0,1} \"\\n\"?\n"),
@@ -510,21 +523,21 @@ mod tests {
     #[test]
     fn grammars_are_written_in_lark() {
         let schema = json!({"$schema": "x", "type": "integer"});
-        let json = Grammar::Json(schema).lark().unwrap();
+        let json = Grammar::Json(schema).lark(false).unwrap();
         assert!(json.starts_with("start: %json {"), "{json}");
         assert!(!json.contains("$schema"), "{json}");
         let e = Grammar::Enum(vec!["a\"b".into(), "c".into()])
-            .lark()
+            .lark(false)
             .unwrap();
         assert_eq!(e, "start: \"a\\\"b\" | \"c\"\n");
-        assert!(Grammar::Enum(vec![]).lark().is_err());
+        assert!(Grammar::Enum(vec![]).lark(false).is_err());
         let tools = Grammar::Tools {
             tools: vec![("f".into(), json!({"type": "object"}))],
             answer: None,
             required: false,
             syntax: CallSyntax::Json,
         }
-        .lark()
+        .lark(false)
         .unwrap();
         assert!(
             tools.starts_with("start: start_answer | start_call\n"),
@@ -537,11 +550,24 @@ mod tests {
             required: true,
             syntax: CallSyntax::Tagged,
         }
-        .lark()
+        .lark(false)
         .unwrap();
         assert!(
             forced.starts_with("start: start_call\nstart_call: \"<tool_call>\\n\" %json"),
             "{forced}"
         );
+        let tokens = Grammar::Tools {
+            tools: vec![("f".into(), json!({"type": "object"}))],
+            answer: None,
+            required: true,
+            syntax: CallSyntax::Tagged,
+        }
+        .lark(true)
+        .unwrap();
+        assert!(
+            tokens.starts_with("start: start_call\nstart_call: <tool_call> \"\\n\" %json"),
+            "{tokens}"
+        );
+        assert!(tokens.ends_with("}} \"\\n\" </tool_call>\n"), "{tokens}");
     }
 }

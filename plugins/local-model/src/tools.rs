@@ -108,10 +108,8 @@ impl ToolUse {
     /// a call, which is then not streamed as text.
     pub fn may_be_call(&self, text: &str) -> bool {
         let start = text.trim_start();
-        match self.syntax {
-            CallSyntax::Json => start.starts_with('{'),
-            CallSyntax::Tagged => start.starts_with('<'),
-        }
+        // A tagged call whose tags are control tokens starts with its JSON.
+        start.starts_with('{') || (self.syntax == CallSyntax::Tagged && start.starts_with('<'))
     }
 
     /// The answer as message parts: a `toolRequest` when it is a call of
@@ -126,11 +124,12 @@ impl ToolUse {
     fn parse_call(&self, text: &str) -> Option<ToolRequest> {
         let body = match self.syntax {
             CallSyntax::Json => text.trim(),
-            CallSyntax::Tagged => text
-                .trim()
-                .strip_prefix(CALL_OPEN.trim())?
-                .strip_suffix(CALL_CLOSE.trim())?
-                .trim(),
+            // Tags that are control tokens are not in the decoded text.
+            CallSyntax::Tagged => {
+                let text = text.trim();
+                let text = text.strip_prefix(CALL_OPEN.trim()).unwrap_or(text);
+                text.strip_suffix(CALL_CLOSE.trim()).unwrap_or(text).trim()
+            }
         };
         let Value::Object(mut call) = serde_json::from_str(body).ok()? else {
             return None;
