@@ -344,6 +344,14 @@ impl Step {
         self.matcher.is_stopped()
     }
 
+    /// Whether the tokens of `text` are allowed from here and the answer
+    /// may end after them (consumes them).
+    #[cfg(test)]
+    pub fn accepts(&mut self, ids: &[u32]) -> bool {
+        matches!(self.matcher.try_consume_tokens(ids), Ok(n) if n == ids.len())
+            && (self.is_done() || self.matcher.is_accepting().unwrap_or(false))
+    }
+
     /// Advances past the sampled token.
     pub fn accept(&mut self, token: u32) -> Result<()> {
         self.matcher
@@ -452,6 +460,84 @@ fn byte_decoder() -> impl Fn(char) -> Option<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// SmolLM2, when installed (these tests need its tokenizer only).
+    fn smollm2() -> Option<crate::LocalModel> {
+        let path = std::env::var_os(crate::MODEL_PATH_ENV)
+            .filter(|v| !v.is_empty())
+            .map(std::path::PathBuf::from)
+            .or_else(crate::default_smollm2_path)
+            .filter(|p| p.is_file());
+        let Some(path) = path else {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "SmolLM2-135M-Instruct is not installed"
+            );
+            eprintln!("SKIPPED: SmolLM2-135M-Instruct is not installed");
+            return None;
+        };
+        Some(crate::LocalModel::load(path).unwrap())
+    }
+
+    #[test]
+    fn the_vocabulary_grammar_accepts_valid_answers_only() {
+        let Some(model) = smollm2() else { return };
+        let accepts = |grammar: &Grammar, text: &str| {
+            let ids = model.tokenize(text).unwrap();
+            model.constrain(grammar).unwrap().accepts(&ids)
+        };
+        let add = json!({
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a", "b"],
+            "additionalProperties": false
+        });
+        let tools = |required| Grammar::Tools {
+            tools: vec![
+                ("add".into(), add.clone()),
+                (
+                    "echo".into(),
+                    json!({"type": "object", "properties": {"s": {"type": "string"}}}),
+                ),
+            ],
+            answer: None,
+            required,
+            syntax: CallSyntax::Json,
+        };
+        let call = r#"{"name": "add", "arguments": {"a": 1, "b": 22}}"#;
+        assert!(accepts(&tools(false), call));
+        assert!(accepts(&tools(true), call));
+        assert!(accepts(&tools(false), "Hello there."));
+        assert!(!accepts(&tools(true), "Hello there."));
+        for bad in [
+            r#"{"name": "add", "arguments": {"a": "1", "b": 2}}"#,
+            r#"{"name": "add", "arguments": {"a": 1}}"#,
+            r#"{"name": "sub", "arguments": {"a": 1, "b": 2}}"#,
+            r#"{"name": "add", "arguments": {"a": 1, "b": 2}"#,
+        ] {
+            assert!(!accepts(&tools(false), bad), "{bad}");
+        }
+        let colors = Grammar::Enum(vec!["red".into(), "green".into()]);
+        assert!(accepts(&colors, "green"));
+        assert!(!accepts(&colors, "\"green\""));
+        assert!(!accepts(&colors, "gre"));
+        let lines = Grammar::JsonLines {
+            item: add.clone(),
+            min: 1,
+            max: Some(2),
+        };
+        assert!(accepts(
+            &lines,
+            "{\"a\": 1, \"b\": 2}\n{\"a\": 3, \"b\": 4}"
+        ));
+        assert!(!accepts(
+            &lines,
+            "{\"a\": 1, \"b\": 2}\n{\"a\": 3, \"b\": 4}\n{\"a\": 5, \"b\": 6}"
+        ));
+        // Control tokens are never text: no grammar lets them through.
+        let im_start = model.tokenize("<|im_start|>").unwrap();
+        assert!(!model.constrain(&tools(false)).unwrap().accepts(&im_start));
+    }
 
     #[test]
     fn byte_level_characters_map_back_to_bytes() {
