@@ -333,10 +333,17 @@ impl Step {
         if self.matcher.is_stopped() {
             return Ok(None);
         }
-        self.matcher
+        let allowed = self
+            .matcher
             .compute_mask()
-            .map(Some)
-            .map_err(|e| Error::internal(format!("constrained decoding: {e}")))
+            .map_err(|e| Error::internal(format!("constrained decoding: {e}")))?;
+        if allowed.is_zero() {
+            // Sampling from nothing would pick an arbitrary token.
+            return Err(Error::internal(
+                "constrained decoding: the grammar allows no token here",
+            ));
+        }
+        Ok(Some(allowed))
     }
 
     /// Whether the answer is complete and nothing may follow.

@@ -48,7 +48,8 @@
 //! measures it. Limits: a schema keyword llguidance cannot enforce is
 //! dropped with a warning (`lenient`; `oneOf` is read as `anyOf`), remote
 //! `$ref`s are not fetched; an answer cut by `maxOutputTokens` (finish
-//! reason `length`) may be incomplete JSON, so bound strings
+//! reason `length`) or by one of the config's `stopSequences` may be
+//! incomplete JSON, so bound strings
 //! (`maxLength`), arrays (`maxItems`) and numbers in schemas for small
 //! token budgets; `toolChoice` naming one tool is not supported (Genkit's
 //! `ToolChoice` has no such value).
