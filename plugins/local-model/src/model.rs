@@ -8,6 +8,7 @@
 //! mutex, fair enough for a queue of a few requests).
 
 use crate::config::LocalModelConfig;
+use crate::constrained::{Constraints, Grammar, Step, mask_logits};
 use crate::gguf::{Architecture, GgufFile, metadata_str, metadata_u32};
 use crate::stop::StopScanner;
 use crate::template::ChatTemplate;
@@ -16,11 +17,11 @@ use candle_core::{DType, Device, Tensor};
 use candle_transformers::generation::{LogitsProcessor, Sampling};
 use candle_transformers::models::{quantized_llama, quantized_qwen2};
 use genkit_core::{Error, Result};
-use genkit_model::types::{FinishReason, Message};
+use genkit_model::types::{FinishReason, Message, ToolDefinition};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// candle's quantized Llama precomputes rotary embeddings for this many
 /// positions: a longer sequence cannot be decoded.
@@ -110,10 +111,40 @@ pub struct LocalModel {
     architecture: Architecture,
     context_length: usize,
     weights: Weights,
-    tokenizer: GgufTokenizer,
+    tokenizer: Arc<GgufTokenizer>,
     template: ChatTemplate,
+    /// The vocabulary as the grammar engine sees it, built on the first
+    /// constrained request (an error is kept: it would recur).
+    constraints: OnceLock<std::result::Result<Constraints, Error>>,
     positions_computed: AtomicU64,
     active: AtomicUsize,
+    /// Constrained tokens decoded, and the time their masks took (ns).
+    constrained_tokens: AtomicU64,
+    constraint_nanos: AtomicU64,
+    constraint_setup_nanos: AtomicU64,
+}
+
+/// The cost of constrained decoding since a model was loaded (see
+/// [`LocalModel::constraint_cost`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ConstraintCost {
+    /// Tokens chosen under a grammar.
+    pub tokens: u64,
+    /// Time spent on their masks: computing the allowed set, masking the
+    /// logits and advancing the grammar.
+    pub time: std::time::Duration,
+    /// Time spent compiling grammars (one per request) and, once per
+    /// model, building the vocabulary trie.
+    pub setup: std::time::Duration,
+}
+
+impl ConstraintCost {
+    /// The mean cost per constrained token.
+    pub fn per_token(&self) -> std::time::Duration {
+        self.time
+            .checked_div(self.tokens.max(1) as u32)
+            .unwrap_or_default()
+    }
 }
 
 impl std::fmt::Debug for LocalModel {
@@ -183,10 +214,14 @@ impl LocalModel {
             architecture,
             context_length,
             weights,
-            tokenizer,
+            tokenizer: Arc::new(tokenizer),
             template,
+            constraints: OnceLock::new(),
             positions_computed: AtomicU64::new(0),
             active: AtomicUsize::new(0),
+            constrained_tokens: AtomicU64::new(0),
+            constraint_nanos: AtomicU64::new(0),
+            constraint_setup_nanos: AtomicU64::new(0),
         })
     }
 
@@ -216,6 +251,23 @@ impl LocalModel {
         self.positions_computed.load(Ordering::SeqCst)
     }
 
+    /// What constrained decoding has cost since loading.
+    pub fn constraint_cost(&self) -> ConstraintCost {
+        ConstraintCost {
+            tokens: self.constrained_tokens.load(Ordering::SeqCst),
+            time: std::time::Duration::from_nanos(self.constraint_nanos.load(Ordering::SeqCst)),
+            setup: std::time::Duration::from_nanos(
+                self.constraint_setup_nanos.load(Ordering::SeqCst),
+            ),
+        }
+    }
+
+    fn charge_constraint(&self, started: std::time::Instant, tokens: u64) {
+        self.constraint_nanos
+            .fetch_add(nanos_since(started), Ordering::SeqCst);
+        self.constrained_tokens.fetch_add(tokens, Ordering::SeqCst);
+    }
+
     /// Requests decoding right now.
     pub fn active_requests(&self) -> usize {
         self.active.load(Ordering::SeqCst)
@@ -224,7 +276,26 @@ impl LocalModel {
     /// The prompt text for a conversation: the file's chat template
     /// applied, ending where the model's answer starts.
     pub fn render_prompt(&self, messages: &[Message]) -> Result<String> {
-        self.template.render(messages)
+        self.template.render(messages, None)
+    }
+
+    /// How this model writes tool calls (from its chat template).
+    pub(crate) fn call_syntax(&self) -> crate::constrained::CallSyntax {
+        self.template.call_syntax()
+    }
+
+    /// A grammar state for one answer.
+    pub(crate) fn constrain(&self, grammar: &Grammar) -> Result<Step> {
+        let started = std::time::Instant::now();
+        let step = self
+            .constraints
+            .get_or_init(|| Constraints::new(&self.tokenizer))
+            .as_ref()
+            .map_err(Clone::clone)?
+            .matcher(grammar);
+        self.constraint_setup_nanos
+            .fetch_add(nanos_since(started), Ordering::SeqCst);
+        step
     }
 
     /// The token ids of `text`, control tokens (`<|im_start|>`, …) included.
@@ -267,6 +338,19 @@ impl LocalModel {
         &self,
         prompt: &[u32],
         options: &DecodeOptions,
+        on_token: impl FnMut(u32) -> ControlFlow<()>,
+    ) -> Result<Decoded> {
+        self.decode_with(prompt, options, None, on_token)
+    }
+
+    /// [`decode`](Self::decode), each token chosen among those `constraint`
+    /// allows (the end-of-turn token only where the grammar is complete;
+    /// decoding ends when it allows nothing more).
+    pub(crate) fn decode_with(
+        &self,
+        prompt: &[u32],
+        options: &DecodeOptions,
+        mut constraint: Option<&mut Step>,
         mut on_token: impl FnMut(u32) -> ControlFlow<()>,
     ) -> Result<Decoded> {
         if prompt.is_empty() {
@@ -293,6 +377,20 @@ impl LocalModel {
         }
         let mut logits = self.forward(&mut session, prompt, 0)?;
         loop {
+            if let Some(step) = constraint.as_deref_mut() {
+                let started = std::time::Instant::now();
+                let Some(allowed) = step.allowed()? else {
+                    // The grammar is complete and nothing may follow.
+                    return Ok(Decoded {
+                        ids,
+                        finish_reason: FinishReason::Stop,
+                    });
+                };
+                let mut values: Vec<f32> = logits.to_vec1().map_err(candle_error)?;
+                mask_logits(&mut values, &allowed);
+                logits = Tensor::new(values, &Device::Cpu).map_err(candle_error)?;
+                self.charge_constraint(started, 0);
+            }
             let next = sampler.sample(&logits).map_err(candle_error)?;
             if self.tokenizer.stop_ids.contains(&next) {
                 return Ok(Decoded {
@@ -300,11 +398,25 @@ impl LocalModel {
                     finish_reason: FinishReason::Stop,
                 });
             }
+            if let Some(step) = constraint.as_deref_mut() {
+                // Sampling is not the constraint's cost: restart the clock.
+                let accepting = std::time::Instant::now();
+                step.accept(next)?;
+                self.charge_constraint(accepting, 1);
+            }
             ids.push(next);
             if on_token(next).is_break() {
                 return Ok(Decoded {
                     ids,
                     finish_reason: FinishReason::Aborted,
+                });
+            }
+            if constraint.as_ref().is_some_and(|s| s.is_done()) {
+                // The grammar is complete and nothing may follow: no need
+                // to compute another token only to end the turn.
+                return Ok(Decoded {
+                    ids,
+                    finish_reason: FinishReason::Stop,
                 });
             }
             if ids.len() >= max_tokens {
@@ -355,15 +467,29 @@ impl LocalModel {
         &self,
         messages: &[Message],
         config: &LocalModelConfig,
+        on_text: impl FnMut(&str) -> ControlFlow<()>,
+    ) -> Result<Generated> {
+        self.generate(messages, None, None, config, on_text)
+    }
+
+    /// [`generate_text`](Self::generate_text) with tools shown to templates
+    /// that have a tool section, and the answer kept to `grammar`.
+    pub(crate) fn generate(
+        &self,
+        messages: &[Message],
+        tools: Option<&[ToolDefinition]>,
+        grammar: Option<&Grammar>,
+        config: &LocalModelConfig,
         mut on_text: impl FnMut(&str) -> ControlFlow<()>,
     ) -> Result<Generated> {
-        let prompt = self.tokenize(&self.render_prompt(messages)?)?;
+        let prompt = self.tokenize(&self.template.render(messages, tools)?)?;
+        let mut constraint = grammar.map(|g| self.constrain(g)).transpose()?;
         let options = DecodeOptions::from_config(config);
         let mut scanner = StopScanner::new(config.stops());
         let mut stream = self.tokenizer.tokenizer.decode_stream(true);
         let mut stopped = false;
         let mut decode_error = None;
-        let decoded = self.decode(&prompt, &options, |id| {
+        let decoded = self.decode_with(&prompt, &options, constraint.as_mut(), |id| {
             let piece = match stream.step(id) {
                 Ok(piece) => piece.unwrap_or_default(),
                 Err(e) => {
@@ -417,6 +543,10 @@ impl Drop for ActiveGuard<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
+}
+
+fn nanos_since(started: std::time::Instant) -> u64 {
+    u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
 fn candle_error(e: candle_core::Error) -> Error {

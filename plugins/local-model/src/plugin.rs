@@ -2,15 +2,17 @@
 //! loaded on its first request and shared by all later ones.
 
 use crate::config::LocalModelConfig;
+use crate::constrained::Grammar;
 use crate::model::LocalModel;
+use crate::tools::{ToolUse, is_call};
 use async_trait::async_trait;
 use genkit_core::{
     ActionDesc, ActionKind, DynAction, Error, IntoDynAction, Plugin, Registry, Result,
 };
 use genkit_model::model::{Model, ModelCtx, ModelOptions};
 use genkit_model::types::{
-    GenerateRequest, GenerateResponse, GenerateResponseChunk, GenerationUsage, Message,
-    ModelSupports, Part, Role,
+    ConstrainedSupport, FinishReason, GenerateRequest, GenerateResponse, GenerateResponseChunk,
+    GenerationUsage, Message, ModelSupports, Part, Role,
 };
 use std::ops::ControlFlow;
 use std::path::PathBuf;
@@ -95,7 +97,8 @@ impl Entry {
 /// (registering costs nothing) and then shared by every request.
 ///
 /// Supported: `llama` (SmolLM2, Llama 2/3, Mistral…) and `qwen2` files with
-/// a byte-level BPE tokenizer; text in, text out (no tools or media yet).
+/// a byte-level BPE tokenizer; text in, text, constrained JSON (`json`,
+/// `array`, `enum`, `jsonl`) or tool calls out (no media).
 #[derive(Clone, Default)]
 pub struct LocalModels {
     entries: Vec<Entry>,
@@ -183,9 +186,14 @@ fn options(name: &str) -> ModelOptions {
             multiturn: Some(true),
             system_role: Some(true),
             media: Some(false),
-            tools: Some(false),
-            tool_choice: Some(false),
-            output: Some(vec!["text".into()]),
+            tools: Some(true),
+            tool_choice: Some(true),
+            constrained: Some(ConstrainedSupport::All),
+            output: Some(
+                ["text", "json", "array", "enum", "jsonl"]
+                    .map(String::from)
+                    .to_vec(),
+            ),
             ..ModelSupports::default()
         })
         .config_schema::<LocalModelConfig>()
@@ -195,33 +203,64 @@ fn options(name: &str) -> ModelOptions {
 /// text over a one-slot channel. When the caller drops the run (a dropped
 /// stream) or cancels it, the next hand-over fails and decoding stops:
 /// at most one more token is computed.
+///
+/// Constrained output (see `constrained.rs`) and tools (see `tools.rs`)
+/// become one grammar for the answer; an answer that is a tool call is
+/// returned as a `toolRequest` part and not streamed as text.
 async fn serve(
     model: Arc<LocalModel>,
     request: GenerateRequest,
     ctx: ModelCtx,
 ) -> Result<GenerateResponse> {
-    if request.tools.as_deref().is_some_and(|t| !t.is_empty()) {
-        return Err(Error::invalid_argument(
-            "this local model does not support tools yet",
-        ));
-    }
     let config = LocalModelConfig::from_request(request.config.as_ref())?;
-    let messages = request.messages.clone();
+    let output = Grammar::for_output(request.output.as_ref())?;
+    let tool_use = ToolUse::from_request(&request, model.call_syntax());
+    let grammar = match &tool_use {
+        Some(tools) => Some(tools.grammar(output)),
+        None => output,
+    };
+    let messages = match &tool_use {
+        Some(tools) => tools.prepare(&request.messages),
+        None => request.messages.to_vec(),
+    };
     let cancel = ctx.cancel.clone();
     let (tx, mut rx) = mpsc::channel::<String>(1);
-    let decoding = tokio::task::spawn_blocking(move || {
-        model.generate_text(&messages, &config, |text| {
-            if cancel.is_cancelled() || tx.blocking_send(text.to_owned()).is_err() {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
-            }
+    let decoding = {
+        let tool_use = tool_use.clone();
+        tokio::task::spawn_blocking(move || {
+            let tools = tool_use.as_ref().map(|t| t.tools.as_slice());
+            model.generate(&messages, tools, grammar.as_ref(), &config, |text| {
+                if cancel.is_cancelled() || tx.blocking_send(text.to_owned()).is_err() {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            })
         })
-    });
+    };
+    // With tools, the answer's first characters tell a call from text:
+    // text is held until then, and a call is never streamed.
+    let mut held = String::new();
+    let mut streaming = tool_use.is_none();
+    let mut is_call_answer = false;
     while let Some(text) = rx.recv().await {
-        ctx.send_chunk(
-            GenerateResponseChunk::new(vec![Part::text(text)]).with_position(0, Role::Model),
-        );
+        let text = if streaming || is_call_answer {
+            text
+        } else {
+            held.push_str(&text);
+            if held.trim_start().is_empty() {
+                continue;
+            }
+            let may_be_call = tool_use.as_ref().is_some_and(|t| t.may_be_call(&held));
+            is_call_answer = may_be_call;
+            streaming = !may_be_call;
+            std::mem::take(&mut held)
+        };
+        if streaming {
+            ctx.send_chunk(
+                GenerateResponseChunk::new(vec![Part::text(text)]).with_position(0, Role::Model),
+            );
+        }
     }
     let generated = decoding
         .await
@@ -237,10 +276,17 @@ async fn serve(
         output_characters: Some(generated.text.chars().count() as u64),
         ..GenerationUsage::default()
     };
-    Ok(
-        GenerateResponse::new(Message::model(generated.text), generated.finish_reason)
-            .with_usage(usage),
-    )
+    let parts = match &tool_use {
+        Some(tools) => tools.parts(&generated.text),
+        None => vec![Part::text(generated.text)],
+    };
+    // A complete call ends the turn as a stop, whatever ended decoding.
+    let finish_reason = if is_call(&parts) {
+        FinishReason::Stop
+    } else {
+        generated.finish_reason
+    };
+    Ok(GenerateResponse::new(Message::model(parts), finish_reason).with_usage(usage))
 }
 
 #[async_trait]

@@ -35,6 +35,8 @@ pub(crate) struct GgufTokenizer {
     /// The beginning and end of sequence tokens' text, for chat templates.
     pub bos_text: String,
     pub eos_text: String,
+    /// Each token's GGUF type (1 = normal, 3 = control, 4 = user-defined).
+    types: Vec<i32>,
 }
 
 impl GgufTokenizer {
@@ -55,9 +57,10 @@ impl GgufTokenizer {
                     .ok_or_else(|| Error::invalid_argument(format!("malformed BPE merge `{m}`")))
             })
             .collect::<Result<Vec<_>>>()?;
-        let types: Vec<i32> = metadata_array(content, "tokenizer.ggml.token_type")
+        let mut types: Vec<i32> = metadata_array(content, "tokenizer.ggml.token_type")
             .map(|a| a.iter().map(|v| v.to_i32().unwrap_or(1)).collect())
             .unwrap_or_default();
+        types.resize(tokens.len(), 1);
         let vocab: Vocab = tokens
             .iter()
             .enumerate()
@@ -74,7 +77,7 @@ impl GgufTokenizer {
 
         let added: Vec<AddedToken> = tokens
             .iter()
-            .zip(types.iter().copied().chain(std::iter::repeat(1)))
+            .zip(types.iter().copied())
             .filter(|(_, t)| *t == TOKEN_TYPE_CONTROL || *t == TOKEN_TYPE_USER_DEFINED)
             .map(|(text, t)| AddedToken::from(text.clone(), t == TOKEN_TYPE_CONTROL))
             .collect();
@@ -111,7 +114,24 @@ impl GgufTokenizer {
                 .filter(|_| metadata_bool(content, "tokenizer.ggml.add_bos_token") == Some(true)),
             bos_text: text_of(bos_id),
             eos_text: text_of(eos),
+            types,
         })
+    }
+
+    /// How many tokens the vocabulary has.
+    pub fn vocab_size(&self) -> usize {
+        self.types.len()
+    }
+
+    /// Whether `id` is a control token (`<|im_start|>`, …): never text.
+    pub fn is_control(&self, id: u32) -> bool {
+        self.types.get(id as usize) == Some(&TOKEN_TYPE_CONTROL)
+    }
+
+    /// Whether `id` is a user-defined token, spelled as is rather than in
+    /// the byte-level alphabet.
+    pub fn is_literal(&self, id: u32) -> bool {
+        self.types.get(id as usize) == Some(&TOKEN_TYPE_USER_DEFINED)
     }
 
     /// The ids of `text`, control tokens included, with BOS when the model
