@@ -79,7 +79,7 @@ fi
 
 mcpjs=tests-support/mcp
 if [ ! -d "$mcpjs/node_modules" ] || [ "$mcpjs/package-lock.json" -nt "$mcpjs/node_modules/.package-lock.json" ]; then
-  step "installing npm packages for the MCP tests (@modelcontextprotocol/sdk: the MCP server genkit-mcp drives)"
+  step "installing npm packages for the MCP tests (@modelcontextprotocol/sdk server and client, Genkit JS @genkit-ai/mcp client: the peers genkit-mcp is tested with)"
   (cd "$mcpjs" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
