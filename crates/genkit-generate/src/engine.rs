@@ -279,6 +279,7 @@ impl Engine {
         let (model, tools, tools_by_name) =
             (&resolved.model, &resolved.tools, &resolved.tools_by_name);
         apply_format(&mut raw, &self.registry)?;
+        crate::resources::apply_resources(&self.registry, &mut raw).await?;
 
         if raw.resume.is_some() {
             match resolve_resume(self, &raw, tools_by_name, ctx).await? {

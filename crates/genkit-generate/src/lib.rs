@@ -5,6 +5,7 @@
 mod engine;
 mod history;
 mod options;
+mod resources;
 mod stream;
 mod tools;
 mod trace;

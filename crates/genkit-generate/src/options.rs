@@ -144,6 +144,10 @@ pub struct GenerateOptions {
     pub docs: Vec<DocumentData>,
     /// Tools the model may call.
     pub tools: Vec<ToolArg>,
+    /// Resources (names of `/resource/` actions) tried first when a
+    /// `resource` part of the messages is replaced by its content; any
+    /// registered resource serving the URI is used otherwise.
+    pub resources: Vec<String>,
     /// Whether the model must, may or must not call tools. A forced choice
     /// (`required`) applies to every turn of the tool loop unless
     /// `tool_choice_once` is set, so a loop forced on every turn cannot end
@@ -242,6 +246,14 @@ impl GenerateOptions {
     /// Adds a tool (by name or value).
     pub fn tool(mut self, tool: impl Into<ToolArg>) -> Self {
         self.tools.push(tool.into());
+        self
+    }
+
+    /// Names resources to try first for the messages' `resource` parts
+    /// (Genkit JS's `resources`): each part is replaced by the content of
+    /// the resource serving its URI before the model sees it.
+    pub fn resources<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.resources.extend(names.into_iter().map(Into::into));
         self
     }
 
@@ -474,7 +486,7 @@ impl GenerateOptions {
             model: self.model.map(|m| m.name),
             docs: (!self.docs.is_empty()).then_some(self.docs),
             tools: (!tool_names.is_empty()).then_some(tool_names),
-            resources: None,
+            resources: (!self.resources.is_empty()).then(|| std::mem::take(&mut self.resources)),
             tool_choice: self.tool_choice,
             // Always an object, as Genkit JS's `generate` sends it.
             config: Some(Value::Object(config)),

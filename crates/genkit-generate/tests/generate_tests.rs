@@ -10,5 +10,6 @@ mod generate_stream;
 mod generate_tracing;
 mod genkit_js;
 mod models_and_tools;
+mod resources;
 mod streaming_linear;
 mod typed_tools;

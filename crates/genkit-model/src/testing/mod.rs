@@ -1,10 +1,16 @@
-//! Test models for your own tests: a programmable model that plays back
+//! Test models for your own tests: Genkit JS's [`mock_model`] and
+//! [`echo_model`] (`genkit/testing`), a programmable model that plays back
 //! scripted responses (and stream chunks) and records requests, and an echo
 //! model; and, for a middleware layer alone, a scripted model tail
 //! ([`ScriptedTail`], [`run_layer`]).
 
 mod chain;
+mod mock;
 pub use chain::{ScriptedTail, request, run_layer};
+pub use mock::{
+    EchoModelOptions, MockContext, MockModel, MockModelOptions, MockRespond, MockResponse,
+    echo_model, mock_model, render_request_text,
+};
 
 use crate::model::{Model, ModelCtx, ModelOptions, define_model};
 use crate::types::{
