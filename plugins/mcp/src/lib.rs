@@ -18,7 +18,15 @@
 //! `<host>:tool/*` (or `<host>:tool/<server>/*`) stands for all of them.
 //! They are resolved at each lookup, so servers connected later and tools a
 //! server adds later (`notifications/tools/list_changed`) appear without a
-//! restart.
+//! restart. A server's prompts and resources are offered the same way
+//! (Genkit JS's host offers tools and resources): each prompt as
+//! `<host>:prompt/<server>/<prompt>` (rendering a `GenerateRequest`) and
+//! `<host>:executable-prompt/<server>/<prompt>` (rendering `generate`'s
+//! options, whose messages `generate` takes), and each resource or resource
+//! template as `<host>:resource/<server>/<name>`, which
+//! `genkit_model::resource::find_matching_resource` finds by URI. Prompts
+//! and resources are listed at each lookup (only those the server's
+//! capabilities declare), not cached like tools.
 //!
 //! Errors name the server that failed: a server that cannot be started or
 //! does not finish the handshake fails [`McpHost::connect`]; every request
@@ -129,8 +137,8 @@
 //!
 //! # Not done yet
 //!
-//! On the host side: a server's prompts and
-//! resources as registry actions (they are reached through the host only);
+//! On the host side: caching a server's prompts and resources between
+//! lookups (`prompts/list_changed`, `resources/list_changed`);
 //! `https://` endpoints; answering servers' sampling, roots or elicitation
 //! requests. Unlike Genkit JS, whose tools are plain by default, every MCP
 //! tool here is multipart (`tool.v2`), so images reach the model as parts.
@@ -141,8 +149,8 @@ pub mod convert;
 mod host;
 pub mod server;
 
-pub use client::McpResourceTemplate;
 pub use client::{McpClient, McpProgress, McpTool};
+pub use client::{McpPrompt, McpPromptArgument, McpResourceTemplate};
 pub use config::McpHandshake;
 pub use config::{DEFAULT_TIMEOUT, McpServerConfig, McpTransport};
 pub use host::McpHost;
