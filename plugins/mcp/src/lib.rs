@@ -126,9 +126,13 @@
 //! # }
 //! ```
 //!
+//! Tools, prompts and resources registered after a client connected are
+//! announced to it (`notifications/tools/list_changed` and the prompts and
+//! resources ones, declared as `listChanged` in the server's capabilities;
+//! `Registry::subscribe_changes` tells the server).
+//!
 //! Not served yet: MCP logging, argument completion, resource
-//! subscriptions and `list_changed` notifications, and asking the client
-//! for sampling or elicitation.
+//! subscriptions, and asking the client for sampling or elicitation.
 //!
 //! # The SDK
 //!
