@@ -152,6 +152,9 @@ cargo clippy --workspace --all-targets --features genkit-server/otlp,genkit-mode
 step "cargo test (unit, integration, conformance, official genkit CLI and JS client, doc tests)"
 cargo test --workspace --features genkit-server/otlp,genkit-model/download-media,genkit-retrieval/hnsw,genkit-store-sql/postgres,genkit-rs/sql-store-postgres,genkit-openai/tiktoken
 
+step "MCP conformance suite (npm @modelcontextprotocol/conformance 0.1.16, on node@22 from npm in ~/.cache/genkit-rs): server and client scenarios, failing below the counts docs/mcp.md records"
+bash tests-support/mcp/conformance.sh
+
 step "cargo package: every library crate packs and type-checks alone, as crates.io would get it"
 # tests-support/package-verify.sh says why this is a `cargo check` of each
 # unpacked crate rather than cargo package's own verification build.

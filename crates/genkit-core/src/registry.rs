@@ -41,6 +41,8 @@ struct Inner {
     values: RwLock<HashMap<String, HashMap<String, Value>>>,
     objects: RwLock<HashMap<(String, String), Arc<dyn Any + Send + Sync>>>,
     schemas: RwLock<HashMap<String, Value>>,
+    /// Bumped by each registration (see [`Registry::subscribe_changes`]).
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 /// A registry reference that does not keep it alive (actions point back to
@@ -167,7 +169,16 @@ impl Registry {
         actions.insert(key, action.clone());
         drop(actions);
         action.on_registered(self);
+        self.inner.changes.send_modify(|n| *n += 1);
         Ok(action)
+    }
+
+    /// A receiver whose value grows each time an action is registered in
+    /// this registry (not in its ancestors), for what must notice actions
+    /// added later, such as an MCP server telling its clients that its tool
+    /// list changed. Actions a plugin resolves on demand do not count.
+    pub fn subscribe_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.changes.subscribe()
     }
 
     /// Registers a plugin (not initialised until needed). A second plugin

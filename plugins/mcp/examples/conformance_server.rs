@@ -4,7 +4,7 @@
 //! as the scenarios ask. Scenarios needing what the server does not do
 //! (logging, completion, sampling, elicitation, subscriptions, a prompt
 //! embedding a resource chosen by argument) have nothing here and fail;
-//! `docs/mcp-server.md` records the counts.
+//! `docs/mcp.md` records the counts.
 //!
 //! ```sh
 //! cargo run -p genkit-mcp --example conformance_server -- 3001

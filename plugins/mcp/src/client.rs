@@ -57,6 +57,28 @@ pub struct McpTool {
     pub input_schema: Value,
 }
 
+/// A prompt a server offers (`prompts/list`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpPrompt {
+    /// Its name on the server.
+    pub name: String,
+    /// What it is for.
+    pub description: Option<String>,
+    /// The (string) arguments it takes.
+    pub arguments: Vec<McpPromptArgument>,
+}
+
+/// One argument of an [`McpPrompt`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpPromptArgument {
+    /// Its name.
+    pub name: String,
+    /// What it means.
+    pub description: Option<String>,
+    /// Whether the prompt needs it.
+    pub required: bool,
+}
+
 /// A resource template a server offers (`resources/templates/list`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct McpResourceTemplate {
@@ -459,6 +481,45 @@ impl McpClient {
             ));
         }
         Ok(convert::tool_result(&result))
+    }
+
+    /// Whether the server declared prompts and resources in its
+    /// capabilities (what the host lists as registry actions).
+    pub fn offers_prompts_and_resources(&self) -> (bool, bool) {
+        self.service
+            .peer()
+            .peer_info()
+            .map(|info| {
+                (
+                    info.capabilities.prompts.is_some(),
+                    info.capabilities.resources.is_some(),
+                )
+            })
+            .unwrap_or((false, false))
+    }
+
+    /// The server's prompts with their arguments (all pages).
+    pub async fn list_prompt_infos(&self) -> Result<Vec<McpPrompt>> {
+        let prompts = self
+            .request("listing prompts", self.service.peer().list_all_prompts())
+            .await?;
+        Ok(prompts
+            .into_iter()
+            .map(|p| McpPrompt {
+                name: p.name,
+                description: p.description,
+                arguments: p
+                    .arguments
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|a| McpPromptArgument {
+                        name: a.name,
+                        description: a.description,
+                        required: a.required.unwrap_or(false),
+                    })
+                    .collect(),
+            })
+            .collect())
     }
 
     /// Names (and descriptions) of the server's prompts.

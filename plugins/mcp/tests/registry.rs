@@ -134,3 +134,98 @@ async fn mcp_tools_resolve_on_demand_and_run_in_the_generate_tool_loop() {
     );
     host.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_prompts_and_resources_are_registry_actions() {
+    use genkit_model::resource::find_matching_resource;
+    use genkit_model::types::{GenerateActionOptions, GenerateRequest};
+
+    let registry = Registry::new();
+    let host = McpHost::new("mcp");
+    host.register(&registry).unwrap();
+    host.connect("local", stdio_server(TIMEOUT)).await.unwrap();
+
+    // The server's prompt, under both prompt kinds, with its arguments as
+    // the input schema.
+    let listed = registry.list_resolvable_actions().await;
+    let greet = &listed["/dynamic-action-provider/mcp:prompt/local/greet"];
+    assert_eq!(
+        greet.input_schema.as_ref().unwrap()["required"],
+        json!(["name"])
+    );
+    assert!(listed.contains_key("/dynamic-action-provider/mcp:executable-prompt/local/greet"));
+    assert!(listed.contains_key("/dynamic-action-provider/mcp:resource/local/readme"));
+    assert!(listed.contains_key("/dynamic-action-provider/mcp:resource/local/greeting"));
+
+    let prompt = registry
+        .lookup_action("/dynamic-action-provider/mcp:prompt/local/greet")
+        .await
+        .unwrap()
+        .unwrap();
+    let out = prompt
+        .run_json(json!({"name": "Ada"}), RunOptions::default())
+        .await
+        .unwrap()
+        .output;
+    let request: GenerateRequest = serde_json::from_value(out).unwrap();
+    assert_eq!(request.messages[0].text(), "Say hello to Ada.");
+
+    // `generate` takes the executable prompt's messages.
+    let options = registry
+        .lookup_action("/dynamic-action-provider/mcp:executable-prompt/local/greet")
+        .await
+        .unwrap()
+        .unwrap()
+        .run_json(json!({"name": "Bob"}), RunOptions::default())
+        .await
+        .unwrap()
+        .output;
+    let options: GenerateActionOptions = serde_json::from_value(options).unwrap();
+    let model = ProgrammableModel::define(&registry, "echo").respond_text("hello Bob");
+    let response = generate(
+        &registry,
+        GenerateOptions::messages(options.messages).model("echo"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(response.text(), "hello Bob");
+    assert_eq!(model.requests()[0].messages[0].text(), "Say hello to Bob.");
+
+    // Resources are found by URI through the registry: a fixed one and a
+    // template's.
+    let readme = find_matching_resource(&registry, &[], "test://readme")
+        .await
+        .unwrap()
+        .expect("the server's readme");
+    assert_eq!(readme.name(), "local/readme");
+    let content = readme.read("test://readme").await.unwrap().content;
+    assert_eq!(content[0].as_text(), Some("This is the readme."));
+    let greeting = find_matching_resource(&registry, &[], "test://greeting/Ada")
+        .await
+        .unwrap()
+        .expect("the server's greeting template");
+    let content = greeting.read("test://greeting/Ada").await.unwrap().content;
+    assert_eq!(content[0].as_text(), Some("Hello, Ada!"));
+    assert!(
+        find_matching_resource(&registry, &[], "test://nothing")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // A disabled server's prompts and resources vanish; calls fail saying so.
+    host.disable("local").await.unwrap();
+    assert!(
+        registry
+            .lookup_action("/dynamic-action-provider/mcp:prompt/local/greet")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let err = prompt
+        .run_json(json!({"name": "Ada"}), RunOptions::default())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("disabled"), "{err}");
+    host.close().await;
+}

@@ -358,7 +358,8 @@ pub async fn list_resources(registry: &Registry) -> Result<Vec<Resource>> {
 
 /// The resource serving `uri` (Genkit JS's `findMatchingResource`): the
 /// first of `resources` that matches, else the first registered
-/// `/resource/` action of `registry` (by name) that does.
+/// `/resource/` action of `registry` (by name) that does, else the first
+/// resource a dynamic action provider (an MCP host) offers that does.
 pub async fn find_matching_resource(
     registry: &Registry,
     resources: &[Resource],
@@ -368,7 +369,12 @@ pub async fn find_matching_resource(
         return Ok(Some(r.clone()));
     }
     for key in registry.list_resolvable_actions().await.into_keys() {
-        if !key.starts_with("/resource/") {
+        // Registered resources, then those of dynamic action providers
+        // (`/dynamic-action-provider/<host>:resource/<name>`, e.g. an MCP
+        // server's), which sort after them.
+        let dynamic = genkit_core::DynamicKey::parse(&key)
+            .is_some_and(|k| k.kind == ActionKind::Resource && !k.is_pattern());
+        if !key.starts_with("/resource/") && !dynamic {
             continue;
         }
         if let Some(r) = registry

@@ -24,6 +24,7 @@
 //! and an unknown resource URI a "resource not found" error (-32002), as
 //! the specification asks.
 
+mod changes;
 pub mod convert;
 
 use genkit_core::{ActionKind, DynAction, Error, Registry, RunOptions, StatusCode};
@@ -200,13 +201,22 @@ impl McpServer {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        let capabilities: ServerCapabilities =
-            serde_json::from_value(json!({"tools": {}, "prompts": {}, "resources": {}}))
-                .unwrap_or_default();
+        let capabilities: ServerCapabilities = serde_json::from_value(json!({
+            "tools": {"listChanged": true},
+            "prompts": {"listChanged": true},
+            "resources": {"listChanged": true},
+        }))
+        .unwrap_or_default();
         ServerConfig::new(capabilities).with_server_info(Implementation::new(
             self.options.name.clone(),
             self.options.version.clone(),
         ))
+    }
+
+    /// Once the client has initialised, tells it when tools, prompts or
+    /// resources are registered later (`notifications/*/list_changed`).
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        changes::watch(&self.registry, context.peer);
     }
 
     async fn list_tools(

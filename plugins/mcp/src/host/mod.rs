@@ -1,6 +1,8 @@
 //! The host: named connections to any number of MCP servers, and their
 //! tools as Genkit tool actions (Genkit JS's `GenkitMcpHost`).
 
+mod actions;
+
 use crate::client::{McpClient, McpProgress, McpResourceTemplate};
 use crate::config::McpServerConfig;
 use async_trait::async_trait;
@@ -384,15 +386,75 @@ impl McpHost {
     }
 }
 
+impl McpHost {
+    /// The prompts and resources of `server` as registry actions, each
+    /// with the category it is found under: every prompt as a `prompt` and
+    /// an `executable-prompt` action and every resource (fixed or template)
+    /// as a `resource` action, all named `<server>/<name>`. Only what the
+    /// server declared in its capabilities is listed; listed at each call.
+    pub async fn server_prompts_and_resources(
+        &self,
+        server: &str,
+    ) -> Result<Vec<(ActionKind, DynAction)>> {
+        let client = self.client(server)?;
+        let host = Arc::downgrade(&self.inner);
+        let (prompts, resources) = client.offers_prompts_and_resources();
+        let mut out = Vec::new();
+        if prompts {
+            for prompt in client.list_prompt_infos().await? {
+                for action in actions::prompt_actions(&host, server, &prompt)? {
+                    out.push((action.desc().kind, action));
+                }
+            }
+        }
+        if resources {
+            for (uri, name) in client.list_resources().await? {
+                let location = actions::Location::Uri(&uri);
+                match actions::resource_action(&host, server, &name, None, location) {
+                    Ok(a) => out.push((ActionKind::Resource, a)),
+                    Err(e) => tracing::warn!(server, "skipping an MCP resource: {e}"),
+                }
+            }
+            for t in client.list_resource_templates().await? {
+                let location = actions::Location::Template(&t.uri_template);
+                let description = t.description.as_deref();
+                match actions::resource_action(&host, server, &t.name, description, location) {
+                    Ok(a) => out.push((ActionKind::Resource, a)),
+                    Err(e) => tracing::warn!(server, "skipping an MCP resource template: {e}"),
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
 #[async_trait]
 impl DynamicActionProvider for McpHost {
+    /// Every enabled server's tools (`tool`), prompts (`prompt`,
+    /// `executable-prompt`) and resources (`resource`). A server that fails
+    /// to list them is skipped with a warning.
     async fn list(&self) -> Result<Vec<(ActionKind, DynAction)>> {
-        Ok(self
+        let mut all: Vec<(ActionKind, DynAction)> = self
             .tools()
             .await
             .into_iter()
             .map(|t| (ActionKind::Tool, t))
-            .collect())
+            .collect();
+        let enabled: Vec<String> = self
+            .inner
+            .servers
+            .read()
+            .iter()
+            .filter(|(_, s)| s.connection.is_some())
+            .map(|(name, _)| name.clone())
+            .collect();
+        for server in enabled {
+            match self.server_prompts_and_resources(&server).await {
+                Ok(actions) => all.extend(actions),
+                Err(e) => tracing::warn!(host = self.name(), "{e}"),
+            }
+        }
+        Ok(all)
     }
 }
 
