@@ -56,12 +56,17 @@ fn snapshot(dir: &Path) -> Vec<(PathBuf, String)> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for e in entries.flatten() {
             let p = e.path();
             let t = e.file_type().unwrap();
             if t.is_symlink() {
-                out.push((p.clone(), format!("-> {:?}", std::fs::read_link(&p).unwrap())));
+                out.push((
+                    p.clone(),
+                    format!("-> {:?}", std::fs::read_link(&p).unwrap()),
+                ));
             } else if t.is_dir() {
                 stack.push(p.clone());
                 out.push((p, "dir".into()));
@@ -199,7 +204,15 @@ fn named_escapes_are_denied_with_genkit_js_message() {
         let err = root.resolve(p).unwrap_err();
         assert_eq!(err.message(), ACCESS_DENIED, "{p}");
     }
-    for p in ["", ".", "src/../src/a.txt", "in_link/a.txt", "new/dir/file.txt", "%2e%2e", "..\\.."] {
+    for p in [
+        "",
+        ".",
+        "src/../src/a.txt",
+        "in_link/a.txt",
+        "new/dir/file.txt",
+        "%2e%2e",
+        "..\\..",
+    ] {
         let r = root.resolve(p).unwrap_or_else(|e| panic!("{p}: {e}"));
         assert!(real_location(&r).starts_with(&t.root), "{p}");
     }
@@ -220,34 +233,66 @@ async fn size_caps_and_atomic_writes() {
         let t = tool(&tools, name);
         async move { t.run_json(input, Default::default()).await }
     };
-    let err = run("write_file", json!({"filePath": "big.txt", "content": "123456789"}))
-        .await
-        .unwrap_err();
-    assert!(err.message().contains("over the 8-byte limit"), "{}", err.message());
+    let err = run(
+        "write_file",
+        json!({"filePath": "big.txt", "content": "123456789"}),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        err.message().contains("over the 8-byte limit"),
+        "{}",
+        err.message()
+    );
     assert!(!t.root.join("big.txt").exists());
     std::fs::write(t.root.join("huge.txt"), "0123456789").unwrap();
-    let err = run("read_file", json!({"filePath": "huge.txt"})).await.unwrap_err();
-    assert!(err.message().contains("over the 8-byte limit"), "{}", err.message());
+    let err = run("read_file", json!({"filePath": "huge.txt"}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.message().contains("over the 8-byte limit"),
+        "{}",
+        err.message()
+    );
     let err = run("list_files", json!({"dirPath": "", "recursive": true}))
         .await
         .unwrap_err();
-    assert!(err.message().contains("More than 3 entries"), "{}", err.message());
+    assert!(
+        err.message().contains("More than 3 entries"),
+        "{}",
+        err.message()
+    );
 
     // A write replaces the file whole and leaves no temporary behind.
-    run("write_file", json!({"filePath": "src/a.txt", "content": "new"}))
-        .await
-        .unwrap();
-    assert_eq!(std::fs::read_to_string(t.root.join("src/a.txt")).unwrap(), "new");
+    run(
+        "write_file",
+        json!({"filePath": "src/a.txt", "content": "new"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(t.root.join("src/a.txt")).unwrap(),
+        "new"
+    );
     let names: Vec<_> = std::fs::read_dir(t.root.join("src"))
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
-    assert!(names.iter().all(|n| !n.starts_with(".genkit-write-")), "{names:?}");
+    assert!(
+        names.iter().all(|n| !n.starts_with(".genkit-write-")),
+        "{names:?}"
+    );
 }
 
 #[test]
 fn a_missing_root_is_refused() {
-    let err = filesystem(FilesystemOptions::new("/definitely/not/here")).err().unwrap();
-    assert!(err.message().contains("root directory"), "{}", err.message());
+    let err = filesystem(FilesystemOptions::new("/definitely/not/here"))
+        .err()
+        .unwrap();
+    assert!(
+        err.message().contains("root directory"),
+        "{}",
+        err.message()
+    );
 }

@@ -23,7 +23,11 @@ fn tmp_tree() -> tempfile::TempDir {
     let root = dir.path();
     std::fs::create_dir_all(root.join("src/nested")).unwrap();
     std::fs::write(root.join("hello.txt"), "Hello, world!\n").unwrap();
-    std::fs::write(root.join("src/main.rs"), "fn main() {\n    println!(\"hi\");\n}\n").unwrap();
+    std::fs::write(
+        root.join("src/main.rs"),
+        "fn main() {\n    println!(\"hi\");\n}\n",
+    )
+    .unwrap();
     std::fs::write(root.join("src/nested/deep.md"), "# Deep\n").unwrap();
     dir
 }
@@ -41,7 +45,11 @@ fn skills_tree() -> (tempfile::TempDir, std::path::PathBuf) {
     )
     .unwrap();
     std::fs::write(s.join("plain/SKILL.md"), "No frontmatter here.\n").unwrap();
-    std::fs::write(s.join(".hidden/SKILL.md"), "---\ndescription: hidden\n---\n").unwrap();
+    std::fs::write(
+        s.join(".hidden/SKILL.md"),
+        "---\ndescription: hidden\n---\n",
+    )
+    .unwrap();
     (dir, s)
 }
 
@@ -147,11 +155,19 @@ fn responses(messages: &[Value]) -> Vec<Value> {
 }
 
 fn user_messages(messages: &[Value]) -> Vec<Value> {
-    messages.iter().filter(|m| m["role"] == "user").cloned().collect()
+    messages
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .cloned()
+        .collect()
 }
 
 fn assert_tools(ours: &[Value], js: &Value, scenario: &str) {
-    assert_eq!(ours, js.as_array().unwrap().as_slice(), "tools of {scenario}");
+    assert_eq!(
+        ours,
+        js.as_array().unwrap().as_slice(),
+        "tools of {scenario}"
+    );
 }
 
 #[tokio::test]
@@ -173,18 +189,31 @@ async fn filesystem_matches_genkit_js() {
             // Genkit JS fails on `{}` (it declares defaults it does not
             // apply); ours lists the root, as JS does for `{dirPath: ""}`.
             "list_root" | "prefixed" => {
-                let explicit = responses(fx["filesystem"]["list_root_explicit"]["afterMessages"].as_array().unwrap());
+                let explicit = responses(
+                    fx["filesystem"]["list_root_explicit"]["afterMessages"]
+                        .as_array()
+                        .unwrap(),
+                );
                 let ours = responses(&out.after_messages);
-                assert_eq!(ours[0]["toolResponse"]["output"], explicit[0]["toolResponse"]["output"], "{scenario}");
+                assert_eq!(
+                    ours[0]["toolResponse"]["output"], explicit[0]["toolResponse"]["output"],
+                    "{scenario}"
+                );
                 let js = responses(js_after);
-                assert_eq!(ours[0]["toolResponse"]["name"], js[0]["toolResponse"]["name"]);
+                assert_eq!(
+                    ours[0]["toolResponse"]["name"],
+                    js[0]["toolResponse"]["name"]
+                );
             }
             // The write and the read ran concurrently in Genkit JS, so its
             // read saw no file; compare the write, and check the file.
             "write_new" => {
                 let ours = responses(&out.after_messages);
                 assert_eq!(ours[0], responses(js_after)[0], "{scenario}");
-                assert_eq!(std::fs::read_to_string(dir.path().join("out/new.txt")).unwrap(), "fresh");
+                assert_eq!(
+                    std::fs::read_to_string(dir.path().join("out/new.txt")).unwrap(),
+                    "fresh"
+                );
             }
             "replace_ok" => {
                 let ours = responses(&out.after_messages);
@@ -195,15 +224,28 @@ async fn filesystem_matches_genkit_js() {
                 );
             }
             _ => {
-                assert_eq!(responses(&out.after_messages), responses(js_after), "{scenario}");
-                assert_eq!(user_messages(&out.after_messages), user_messages(js_after), "{scenario}");
+                assert_eq!(
+                    responses(&out.after_messages),
+                    responses(js_after),
+                    "{scenario}"
+                );
+                assert_eq!(
+                    user_messages(&out.after_messages),
+                    user_messages(js_after),
+                    "{scenario}"
+                );
             }
         }
         match rec.get("error").and_then(Value::as_str) {
             // "NOT_FOUND: Tool write_file not found": the tool is not offered.
             Some(js) => {
-                let ours = out.error.unwrap_or_else(|| panic!("{scenario} should fail like JS: {js}"));
-                assert!(ours.contains("write_file") && ours.to_lowercase().contains("not found"), "{scenario}: {ours}");
+                let ours = out
+                    .error
+                    .unwrap_or_else(|| panic!("{scenario} should fail like JS: {js}"));
+                assert!(
+                    ours.contains("write_file") && ours.to_lowercase().contains("not found"),
+                    "{scenario}: {ours}"
+                );
             }
             None => assert_eq!(out.error, None, "{scenario}"),
         }
@@ -232,7 +274,9 @@ async fn skills_match_genkit_js() {
         );
         match rec.get("error").and_then(Value::as_str) {
             Some(js) => {
-                let ours = out.error.unwrap_or_else(|| panic!("{scenario} should fail like JS: {js}"));
+                let ours = out
+                    .error
+                    .unwrap_or_else(|| panic!("{scenario} should fail like JS: {js}"));
                 assert!(ours.contains(js), "{scenario}: {ours} vs {js}");
             }
             None => assert_eq!(out.error, None, "{scenario}"),
@@ -268,7 +312,11 @@ async fn a_config_that_breaks_the_schema_names_the_field() {
         .await
         .unwrap_err();
     assert_eq!(err.status(), genkit_core::StatusCode::InvalidArgument);
-    assert!(err.message().contains("middleware `retry` config"), "{}", err.message());
+    assert!(
+        err.message().contains("middleware `retry` config"),
+        "{}",
+        err.message()
+    );
     assert!(err.message().contains("maxRetries"), "{}", err.message());
 }
 
@@ -279,7 +327,10 @@ async fn a_prompt_file_uses_retry_by_name() {
     let reg = Registry::new();
     define_builtin_middleware(&reg).unwrap();
     let model = ProgrammableModel::define(&reg, "flaky")
-        .respond_error(genkit_core::Error::new(genkit_core::StatusCode::Unavailable, "down"))
+        .respond_error(genkit_core::Error::new(
+            genkit_core::StatusCode::Unavailable,
+            "down",
+        ))
         .respond_text("recovered");
     let source = "---\nmodel: flaky\nuse:\n  - name: retry\n    config:\n      maxRetries: 2\n      initialDelayMs: 0\n      noJitter: true\n      statuses: [UNAVAILABLE]\n---\nHello\n";
     let prompt = genkit_prompt::load_prompt_source(&reg, "flaky_prompt", source, None).unwrap();
@@ -291,9 +342,14 @@ async fn a_prompt_file_uses_retry_by_name() {
     let reg = Registry::new();
     define_builtin_middleware(&reg).unwrap();
     ProgrammableModel::define(&reg, "flaky")
-        .respond_error(genkit_core::Error::new(genkit_core::StatusCode::Unavailable, "down"))
+        .respond_error(genkit_core::Error::new(
+            genkit_core::StatusCode::Unavailable,
+            "down",
+        ))
         .respond_text("unused");
-    let source = source.replace("maxRetries: 2", "maxRetries: 0.5").replace("statuses: [UNAVAILABLE]", "statuses: [INTERNAL]");
+    let source = source
+        .replace("maxRetries: 2", "maxRetries: 0.5")
+        .replace("statuses: [UNAVAILABLE]", "statuses: [INTERNAL]");
     let prompt = genkit_prompt::load_prompt_source(&reg, "flaky_prompt", &source, None).unwrap();
     let err = prompt.call(json!({})).await.unwrap_err();
     assert_eq!(err.status(), genkit_core::StatusCode::Unavailable);
@@ -305,8 +361,10 @@ async fn fallback_by_name_with_per_model_config() {
     let reg = Registry::new();
     define_generate_action(&reg).unwrap();
     define_builtin_middleware(&reg).unwrap();
-    ProgrammableModel::define(&reg, "primary")
-        .respond_error(genkit_core::Error::new(genkit_core::StatusCode::Unavailable, "down"));
+    ProgrammableModel::define(&reg, "primary").respond_error(genkit_core::Error::new(
+        genkit_core::StatusCode::Unavailable,
+        "down",
+    ));
     let backup = ProgrammableModel::define(&reg, "backup").respond_text("from backup");
     let mut opts = GenerateActionOptions::new(vec![Message::user("hi")]).with_model("primary");
     opts.middleware = Some(vec![MiddlewareRef {
@@ -319,5 +377,8 @@ async fn fallback_by_name_with_per_model_config() {
         .await
         .unwrap();
     assert_eq!(out.output["message"]["content"][0]["text"], "from backup");
-    assert_eq!(backup.requests()[0].config, Some(json!({"temperature": 0.1})));
+    assert_eq!(
+        backup.requests()[0].config,
+        Some(json!({"temperature": 0.1}))
+    );
 }
