@@ -245,3 +245,27 @@ impl GenerateMiddleware for Skills {
         next.run(env, ctx).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::frontmatter_description;
+
+    #[test]
+    fn frontmatter_is_read_as_genkit_js_reads_it() {
+        let d = |s: &str| frontmatter_description(s);
+        assert_eq!(
+            d("---\ndescription: Pirate talk.\n---\nbody").as_deref(),
+            Some("Pirate talk.")
+        );
+        assert_eq!(
+            d("---  \r\nname: x\r\ndescription:  spaced  \r\n---\r\n").as_deref(),
+            Some("spaced")
+        );
+        // No frontmatter, an unclosed one, or no description line.
+        assert_eq!(d("description: x\n"), None);
+        assert_eq!(d("---\ndescription: x\n"), None);
+        assert_eq!(d("---\nname: x\n---\n"), None);
+        // Only a line that starts with the key counts.
+        assert_eq!(d("---\n  description: indented\n---\n"), None);
+    }
+}

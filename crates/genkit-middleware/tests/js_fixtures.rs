@@ -382,3 +382,56 @@ async fn fallback_by_name_with_per_model_config() {
         Some(json!({"temperature": 0.1}))
     );
 }
+
+/// A file read in one turn stays in the conversation for every later turn
+/// (Genkit JS pushes it onto the request the loop carries on with), and a
+/// tool failure is answered to the model instead of ending the call.
+#[tokio::test]
+async fn read_file_content_persists_across_turns() {
+    let dir = tmp_tree();
+    let reg = Registry::new();
+    define_generate_action(&reg).unwrap();
+    define_builtin_middleware(&reg).unwrap();
+    let model = ProgrammableModel::define(&reg, "m")
+        .respond_tool_call("read_file", json!({"filePath": "hello.txt"}))
+        .respond_tool_call("read_file", json!({"filePath": "../escape"}))
+        .respond_text("done");
+    let mut opts = GenerateActionOptions::new(vec![Message::user("go")]).with_model("m");
+    opts.middleware = Some(vec![MiddlewareRef {
+        name: "filesystem".into(),
+        config: Some(json!({"rootDirectory": dir.path()})),
+    }]);
+    let action = reg.require_action("/util/generate").await.unwrap();
+    action
+        .run_json(serde_json::to_value(&opts).unwrap(), Default::default())
+        .await
+        .unwrap();
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3);
+    let last = serde_json::to_value(&requests[2].messages).unwrap();
+    let roles: Vec<_> = last
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].clone())
+        .collect();
+    assert_eq!(
+        roles,
+        vec![
+            json!("user"),
+            json!("model"),
+            json!("tool"),
+            json!("user"),
+            json!("model"),
+            json!("tool")
+        ]
+    );
+    assert_eq!(
+        last[3]["content"][0]["text"],
+        "<read_file path=\"hello.txt\">\nHello, world!\n\n</read_file>"
+    );
+    assert_eq!(
+        last[5]["content"][0]["toolResponse"]["output"],
+        "Tool 'read_file' failed: Access denied: Path is outside of root directory."
+    );
+}

@@ -455,3 +455,44 @@ pub(super) fn search_and_replace(ctx: Arc<Ctx>) -> DynAction {
         },
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::apply_edit;
+
+    fn block(search: &str, replace: &str) -> String {
+        format!("<<<<<<< SEARCH\n{search}\n=======\n{replace}\n>>>>>>> REPLACE")
+    }
+
+    #[test]
+    fn edits_replace_the_first_occurrence_literally() {
+        let out = apply_edit("a b a", &block("a", "$1 & $&"), "f").unwrap();
+        assert_eq!(out, "$1 & $& b a");
+    }
+
+    #[test]
+    fn the_longest_search_found_wins_when_the_separator_repeats() {
+        // Split at the first separator: search "x", replace "y\n=======\nz";
+        // at the second: search "x\n=======\ny", replace "z". Both are in
+        // the file; the longer search wins.
+        let content = "x\n=======\ny!";
+        let edit = "<<<<<<< SEARCH\nx\n=======\ny\n=======\nz\n>>>>>>> REPLACE";
+        assert_eq!(apply_edit(content, edit, "f").unwrap(), "z!");
+    }
+
+    #[test]
+    fn malformed_blocks_fail_with_genkit_js_messages() {
+        let e = apply_edit("x", "nope", "f").unwrap_err();
+        assert!(
+            e.message()
+                .starts_with("Invalid edit block format. Block must start")
+        );
+        let e = apply_edit("x", "<<<<<<< SEARCH\n>>>>>>> REPLACE", "f").unwrap_err();
+        assert!(e.message().contains("Missing separator"));
+        let e = apply_edit("x", &block("q", "r"), "f.txt").unwrap_err();
+        assert!(
+            e.message()
+                .starts_with("Search content not found in file f.txt.")
+        );
+    }
+}
