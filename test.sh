@@ -83,6 +83,17 @@ if [ ! -d "$mcpjs/node_modules" ] || [ "$mcpjs/package-lock.json" -nt "$mcpjs/no
   (cd "$mcpjs" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
+mwjs=tests-support/middleware-js
+if [ ! -d "$mwjs/node_modules" ] || [ "$mwjs/package-lock.json" -nt "$mwjs/node_modules/.package-lock.json" ]; then
+  step "installing npm packages for the middleware fixtures (@genkit-ai/middleware 0.7, genkit 1.42)"
+  (cd "$mwjs" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+step "re-recording Genkit JS's filesystem and skills middleware and checking the committed fixture still matches"
+mwrec=$(mktemp)
+node "$mwjs/record.js" "$mwrec" >/dev/null
+diff -u crates/genkit-middleware/tests/fixtures/middleware_js.json "$mwrec"
+rm -f "$mwrec"
+
 step "installing the MCP Python SDK (PyPI mcp 2.3.0, into ~/.cache/genkit-rs) for the MCP host tests' Python peer"
 eval "$(bash tests-support/mcp/install-python-sdk.sh | tail -n1)"
 export GENKIT_TEST_MCP_PYTHON

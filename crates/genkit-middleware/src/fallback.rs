@@ -26,6 +26,9 @@ pub const DEFAULT_FALLBACK_STATUSES: &[StatusCode] = &[
 pub struct Fallback {
     registry: Registry,
     models: Vec<String>,
+    /// Per-model config, parallel to `models` (Genkit JS's `{name, config}`).
+    configs: Vec<Option<serde_json::Value>>,
+    isolate_config: bool,
     statuses: Vec<StatusCode>,
     on_error: Option<ErrorCallback>,
 }
@@ -36,9 +39,12 @@ pub fn fallback<S: Into<String>>(
     registry: &Registry,
     models: impl IntoIterator<Item = S>,
 ) -> Fallback {
+    let models: Vec<String> = models.into_iter().map(Into::into).collect();
     Fallback {
         registry: registry.clone(),
-        models: models.into_iter().map(Into::into).collect(),
+        configs: vec![None; models.len()],
+        models,
+        isolate_config: false,
         statuses: DEFAULT_FALLBACK_STATUSES.to_vec(),
         on_error: None,
     }
@@ -48,6 +54,29 @@ impl Fallback {
     /// Which statuses trigger a fallback.
     pub fn statuses(mut self, statuses: impl Into<Vec<StatusCode>>) -> Self {
         self.statuses = statuses.into();
+        self
+    }
+
+    /// Adds a fallback model that inherits the request's config (unless
+    /// [`isolate_config`](Self::isolate_config)).
+    pub fn model(mut self, name: impl Into<String>) -> Self {
+        self.models.push(name.into());
+        self.configs.push(None);
+        self
+    }
+
+    /// Adds a fallback model with its own config (Genkit JS's
+    /// `{name, config}`), which replaces the request's config for it.
+    pub fn model_with_config(mut self, name: impl Into<String>, config: serde_json::Value) -> Self {
+        self.models.push(name.into());
+        self.configs.push(Some(config));
+        self
+    }
+
+    /// Whether a fallback model without its own config gets none (Genkit
+    /// JS's `isolateConfig`), rather than the original request's.
+    pub fn isolate_config(mut self, on: bool) -> Self {
+        self.isolate_config = on;
         self
     }
 
@@ -74,14 +103,18 @@ impl ModelMiddleware for Fallback {
             return Err(first);
         }
         let mut last = first;
-        for name in &self.models {
+        for (name, config) in self.models.iter().zip(&self.configs) {
             if let Some(f) = &self.on_error {
                 f(&last);
             }
             tracing::warn!("falling back to model {name} due to error {last}");
+            let mut req = req.clone();
+            if config.is_some() || self.isolate_config {
+                req.config = config.clone();
+            }
             let result = async {
                 let model = genkit_model::model::lookup_model(&self.registry, name).await?;
-                genkit_model::model::call_model(&model, req.clone(), &ctx).await
+                genkit_model::model::call_model(&model, req, &ctx).await
             }
             .await;
             match result {

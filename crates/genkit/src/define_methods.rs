@@ -258,6 +258,18 @@ impl Genkit {
         define_middleware(self.registry(), name, description, factory)
     }
 
+    /// Registers a named middleware listed with a config schema (Genkit's
+    /// `MiddlewareDesc`); each request's `config` is validated against it.
+    /// [`define_builtin_middleware`](crate::middleware::define_builtin_middleware)
+    /// registers `retry`, `fallback`, `filesystem` and `skills` this way.
+    pub fn define_middleware_desc(
+        &self,
+        desc: crate::middleware::MiddlewareDesc,
+        factory: impl Fn(Option<&Value>) -> Result<Arc<dyn GenerateMiddleware>> + Send + Sync + 'static,
+    ) -> Result<()> {
+        crate::middleware::define_middleware_desc(self.registry(), desc, factory)
+    }
+
     /// Registers an output format (Genkit's `defineFormat`), so `generate`,
     /// streaming, `/util/generate` and prompts can ask for it by name.
     pub fn define_format(

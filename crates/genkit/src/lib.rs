@@ -263,7 +263,7 @@ pub mod retrieval {
 /// Middleware: the mechanism (model, generate and tool hooks, named
 /// middleware) and the capability shims from `genkit-model`, and the
 /// policies an application chooses (retry, fallback, history policy, tool
-/// approval, tool cache) from `genkit-middleware`.
+/// approval, tool cache, filesystem, skills) from `genkit-middleware`.
 pub mod middleware {
     pub use genkit_middleware::*;
     pub use genkit_model::middleware::*;

@@ -28,6 +28,10 @@ use genkit::generate::{
     generate_stream,
 };
 use genkit::middleware::{
+    Filesystem, FilesystemOptions, MiddlewareDesc, Skills, SkillsOptions,
+    define_builtin_middleware, define_middleware_desc, filesystem, skills,
+};
+use genkit::middleware::{
     GenerateMiddleware, approve, define_middleware, history_policy, retry, tool_approval,
     tool_cache,
 };

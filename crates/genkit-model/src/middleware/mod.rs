@@ -360,3 +360,84 @@ pub fn resolve_middleware(
         .ok_or_else(|| genkit_core::Error::not_found(format!("middleware `{name}` not found")))?;
     factory(config)
 }
+
+/// How a registered middleware is listed (Genkit's `MiddlewareDesc`): its
+/// name, description, the JSON schema of its config and free-form metadata.
+/// The Reflection API lists it under `/api/values?type=middleware`, so the
+/// Dev UI can render a form for the config.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MiddlewareDesc {
+    /// The name requests refer to (`use: [{name: ...}]`).
+    pub name: String,
+    /// What the middleware does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON schema a request's `config` must satisfy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_schema: Option<Value>,
+    /// Free-form metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+}
+
+impl MiddlewareDesc {
+    /// A listing with a name and description, no config schema.
+    pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            description: Some(description.into()),
+            config_schema: None,
+            metadata: None,
+        }
+    }
+
+    /// Sets the JSON schema a request's `config` is validated against.
+    pub fn with_config_schema(mut self, schema: Value) -> Self {
+        self.config_schema = Some(schema);
+        self
+    }
+
+    /// Sets the metadata.
+    pub fn with_metadata(mut self, metadata: Value) -> Self {
+        self.metadata = Some(metadata);
+        self
+    }
+}
+
+/// Registers a named middleware factory described by `desc`, like
+/// [`define_middleware`], and validates each request's `config` against
+/// `desc.config_schema` before the factory sees it: a config that does not
+/// fit fails with `INVALID_ARGUMENT` naming the middleware and the field.
+/// Fails if the config schema does not compile.
+pub fn define_middleware_desc(
+    registry: &genkit_core::Registry,
+    desc: MiddlewareDesc,
+    factory: impl Fn(Option<&Value>) -> Result<Arc<dyn GenerateMiddleware>> + Send + Sync + 'static,
+) -> Result<()> {
+    let validator = desc
+        .config_schema
+        .as_ref()
+        .map(genkit_core::schema::SchemaValidator::compile)
+        .transpose()?;
+    let name = desc.name.clone();
+    let checked = move |config: Option<&Value>| {
+        if let (Some(v), Some(config)) = (&validator, config) {
+            v.validate(config).map_err(|e| {
+                let mut out = genkit_core::Error::new(
+                    e.status(),
+                    format!("middleware `{name}` config: {}", e.message()),
+                );
+                if let Some(details) = e.details() {
+                    out = out.with_details(details.clone());
+                }
+                out
+            })?;
+        }
+        factory(config)
+    };
+    let factory: MiddlewareFactory = Arc::new(checked);
+    registry.register_object(MIDDLEWARE_KIND, &desc.name, Arc::new(factory));
+    registry.register_value(MIDDLEWARE_KIND, &desc.name, serde_json::to_value(&desc)?);
+    Ok(())
+}
