@@ -1,0 +1,326 @@
+//! The `agents` and `artifacts` middleware against Genkit JS's, recorded by
+//! tests-support/middleware-agents-js/record.mjs on the same scripted
+//! conversation: a supervisor delegating to a researcher (calling a tool),
+//! a writer (writing an artifact), a failing agent, an interrupting agent
+//! and a missing one; and a supervisor limited to one delegation with the
+//! `session` artifact strategy and a `toolPrefix`.
+
+use std::sync::Arc;
+
+use genkit_agent::middleware::{
+    AgentRef, AgentsMiddleware, AgentsOptions, ArtifactStrategy, ArtifactsMiddleware,
+    ArtifactsOptions, register_agent_middleware,
+};
+use genkit_agent::types::AgentOutput;
+use genkit_agent::{AgentOptions, define_prompt_agent_with};
+use genkit_core::{Error, Registry, StatusCode};
+use genkit_generate::GenerateOptions;
+use genkit_model::middleware::resolve_middleware;
+use genkit_model::testing::ProgrammableModel;
+use genkit_model::tool::Tool;
+use genkit_model::types::{GenerateRequest, Message, Part, Role, ToolRequest};
+use serde_json::{Value, json};
+
+fn fixture() -> Value {
+    serde_json::from_str(include_str!("fixtures/middleware_agents_js.json")).unwrap()
+}
+
+/// A prompt agent generating with `model`, `system`, `tools` and
+/// `middleware` (built anew per turn, as JS instantiates middleware per
+/// generate call).
+fn prompt_agent(
+    registry: &Registry,
+    name: &str,
+    description: Option<&str>,
+    system: &'static str,
+    tools: Vec<Tool<Value, Value>>,
+    middleware: impl Fn() -> Vec<Arc<dyn genkit_model::middleware::GenerateMiddleware>>
+    + Send
+    + Sync
+    + 'static,
+) {
+    let mut options = AgentOptions::new();
+    if let Some(d) = description {
+        options = options.description(d);
+    }
+    let model = format!("{name}Model");
+    define_prompt_agent_with(registry, name, options, move || {
+        let mut opts = GenerateOptions::new().model(model.as_str()).system(system);
+        for t in &tools {
+            opts = opts.tool(t.clone());
+        }
+        for m in middleware() {
+            opts = opts.use_middleware(m);
+        }
+        async move { Ok(opts) }
+    })
+    .unwrap();
+}
+
+fn search_tool() -> Tool<Value, Value> {
+    Tool::from_json_schema(
+        "search",
+        "Searches.",
+        Some(json!({"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]})),
+        None,
+        |input: Value, _ctx| async move {
+            let q = input["q"].as_str().unwrap_or_default().to_owned();
+            Ok(json!(format!("Result for {q}: Rust 1.0 was released in 2015.")))
+        },
+    )
+    .unwrap()
+}
+
+fn ask_user_tool() -> Tool<Value, Value> {
+    Tool::from_json_schema(
+        "ask_user",
+        "Asks the user.",
+        Some(json!({"type": "object", "properties": {"q": {"type": "string"}}})),
+        None,
+        |_input: Value, ctx| async move { Err(ctx.interrupt(Some(json!({"why": "need input"})))) },
+    )
+    .unwrap()
+}
+
+fn writer(registry: &Registry, runs: usize) {
+    let mut model = ProgrammableModel::define(registry, "writerModel");
+    for _ in 0..runs {
+        model = model
+            .respond_tool_call(
+                "write_artifact",
+                json!({"name": "draft.md", "content": "# Rust\nReleased 2015."}),
+            )
+            .respond_text("Draft written.");
+    }
+    prompt_agent(registry, "writer", None, "You write.", vec![], || {
+        vec![Arc::new(ArtifactsMiddleware::new(ArtifactsOptions::default()))]
+    });
+}
+
+fn call(name: &str, input: Value, r: &str) -> ToolRequest {
+    ToolRequest::new(name, input).with_ref(r)
+}
+
+/// `writer_<4 chars>/draft.md` with the random invocation id masked.
+fn mask(v: &Value) -> Value {
+    let s = serde_json::to_string(v).unwrap();
+    let mut out = String::new();
+    let mut rest = s.as_str();
+    while let Some(i) = rest.find("writer_") {
+        out.push_str(&rest[..i]);
+        out.push_str("writer_XXXX");
+        rest = &rest[i + "writer_".len() + 4..];
+    }
+    out.push_str(rest);
+    serde_json::from_str(&out).unwrap()
+}
+
+fn tool_definitions(req: &GenerateRequest) -> Value {
+    let mut tools: Vec<Value> = req
+        .tools()
+        .iter()
+        .map(|t| {
+            json!({"name": t.name, "description": t.description,
+                   "inputSchema": t.input_schema, "outputSchema": t.output_schema})
+        })
+        .collect();
+    tools.sort_by_key(|t| t["name"].to_string());
+    Value::Array(tools)
+}
+
+fn js_tool_definitions(tools: &Value) -> Value {
+    let mut tools: Vec<Value> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            json!({"name": t["name"], "description": t["description"],
+                   "inputSchema": t["inputSchema"], "outputSchema": t["outputSchema"]})
+        })
+        .collect();
+    tools.sort_by_key(|t| t["name"].to_string());
+    Value::Array(tools)
+}
+
+/// The tool responses in `req`, by tool name then order (JS lists parallel
+/// calls' responses as they complete, we as they were requested: the
+/// middleware's answers are what is compared).
+fn tool_responses(req: &GenerateRequest) -> Value {
+    let mut out: Vec<Value> = req
+        .messages
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter_map(Part::as_tool_response)
+        .map(|r| json!({"name": r.name, "output": r.output}))
+        .collect();
+    out.sort_by_key(|r| r["name"].to_string());
+    mask(&Value::Array(out))
+}
+
+fn sorted_js(v: &Value) -> Value {
+    let mut out = v.as_array().unwrap().clone();
+    out.sort_by_key(|r| r["name"].to_string());
+    mask(&Value::Array(out))
+}
+
+fn system_texts(req: &GenerateRequest) -> Value {
+    let system = req.messages.iter().find(|m| m.role == Role::System).unwrap();
+    mask(&json!(system.content))
+}
+
+fn user(text: &str) -> Message {
+    Message::new(Role::User, text)
+}
+
+fn final_artifacts(out: &AgentOutput) -> Value {
+    mask(&json!(out.artifacts.clone().unwrap_or_default()))
+}
+
+#[tokio::test]
+async fn supervisor_delegates_to_sub_agents_as_genkit_js() {
+    let js = fixture();
+    let registry = Registry::new();
+    register_agent_middleware(&registry);
+
+    let researcher = ProgrammableModel::define(&registry, "researcherModel")
+        .respond_tool_call("search", json!({"q": "rust release"}))
+        .respond_text("Rust 1.0 shipped in 2015.");
+    prompt_agent(
+        &registry,
+        "researcher",
+        Some("Researches facts."),
+        "You research.",
+        vec![search_tool()],
+        Vec::new,
+    );
+    writer(&registry, 1);
+    ProgrammableModel::define(&registry, "failingModel")
+        .respond_error(Error::new(StatusCode::Unknown, "model exploded"));
+    prompt_agent(&registry, "failing", None, "You fail.", vec![], Vec::new);
+    ProgrammableModel::define(&registry, "askingModel")
+        .respond_tool_call("ask_user", json!({"q": "which year?"}));
+    prompt_agent(&registry, "asking", None, "You ask.", vec![ask_user_tool()], Vec::new);
+
+    let supervisor = ProgrammableModel::define(&registry, "supervisorModel")
+        .respond_tool_call(
+            "delegate_to_researcher",
+            json!({"task": "Find when Rust 1.0 shipped."}),
+        )
+        .respond_tool_call("delegate_to_writer", json!({"task": "Write a draft about it."}))
+        .respond_tool_calls(vec![
+            call("read_artifact", json!({"name": "missing.md"}), "a"),
+            call("delegate_to_failing", json!({"task": "Fail."}), "b"),
+            call("delegate_to_asking", json!({"task": "Ask."}), "c"),
+            call("delegate_to_ghost", json!({"task": "Anyone?"}), "d"),
+        ])
+        .respond_text("All done.");
+    // The supervisor names its middleware as a request would: resolved by
+    // name from the registry, with JS's config.
+    let reg = registry.clone();
+    prompt_agent(&registry, "supervisor", None, "You supervise.", vec![], move || {
+        let agents = json!({"agents": ["researcher", {"name": "writer", "description": "Writes drafts."}, "failing", "asking", "ghost"]});
+        vec![
+            resolve_middleware(&reg, "agents", Some(&agents)).unwrap(),
+            resolve_middleware(&reg, "artifacts", Some(&json!({"readonly": true}))).unwrap(),
+        ]
+    });
+
+    let agent = genkit_agent::runtime::AgentAction::downcast(
+        &registry.lookup_action("/agent/supervisor").await.unwrap().unwrap(),
+    )
+    .unwrap();
+    let out = agent
+        .run(Default::default(), [genkit_agent::types::AgentInput::message(user("Report on Rust 1.0."))])
+        .await
+        .unwrap();
+    assert_eq!(out.text(), js["finalText"].as_str().unwrap());
+
+    let reqs = supervisor.requests();
+    assert_eq!(tool_definitions(&reqs[0]), js_tool_definitions(&js["supervisorTools"]));
+    assert_eq!(system_texts(&reqs[0]), mask(&js["systemFirstTurn"]["content"]));
+    let last = reqs.last().unwrap();
+    assert_eq!(system_texts(last), mask(&js["systemLastTurn"]["content"]));
+    assert_eq!(tool_responses(last), sorted_js(&js["toolResponses"]));
+    // The sub-agent's artifact is the supervisor's, namespaced and sourced.
+    assert_eq!(final_artifacts(&out), mask(&js["finalArtifacts"]));
+    // The researcher got the task alone (no history forwarded), as in JS.
+    let researcher_seen: Vec<Value> = researcher
+        .requests()
+        .iter()
+        .map(|r| json!(r.messages.iter().map(|m| json!({"role": m.role, "content": m.content})).collect::<Vec<_>>()))
+        .collect();
+    let js_seen: Vec<Value> = js["researcherRequests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|msgs| json!(msgs.as_array().unwrap().iter().map(|m| json!({"role": m["role"], "content": m["content"]})).collect::<Vec<_>>()))
+        .collect();
+    assert_eq!(strip_refs(json!(researcher_seen)), strip_refs(json!(js_seen)));
+}
+
+/// Tool request refs differ between the scripted models; the rest must not.
+fn strip_refs(mut v: Value) -> Value {
+    match &mut v {
+        Value::Object(map) => {
+            map.remove("ref");
+            for (_, x) in map.iter_mut() {
+                *x = strip_refs(x.take());
+            }
+        }
+        Value::Array(items) => {
+            for x in items.iter_mut() {
+                *x = strip_refs(x.take());
+            }
+        }
+        _ => {}
+    }
+    v
+}
+
+#[tokio::test]
+async fn delegation_limit_and_session_strategy_as_genkit_js() {
+    let js = &fixture()["limited"];
+    let registry = Registry::new();
+    writer(&registry, 2);
+    let limited = ProgrammableModel::define(&registry, "limitedModel")
+        .respond_tool_call("ask_writer", json!({"task": "Write a draft."}))
+        .respond_tool_call("ask_writer", json!({"task": "Write another."}))
+        .respond_text("Limited done.");
+    let reg = registry.clone();
+    prompt_agent(&registry, "limited", None, "You are limited.", vec![], move || {
+        let options = AgentsOptions {
+            agents: vec![AgentRef::Name("writer".into())],
+            tool_prefix: Some("ask".into()),
+            max_delegations: Some(1),
+            artifact_strategy: Some(ArtifactStrategy::Session),
+            ..AgentsOptions::default()
+        };
+        vec![Arc::new(AgentsMiddleware::new(&reg, options).unwrap())]
+    });
+    let agent = genkit_agent::runtime::AgentAction::downcast(
+        &registry.lookup_action("/agent/limited").await.unwrap().unwrap(),
+    )
+    .unwrap();
+    let out = agent
+        .run(Default::default(), [genkit_agent::types::AgentInput::message(user("Go."))])
+        .await
+        .unwrap();
+    assert_eq!(out.text(), js["finalText"].as_str().unwrap());
+    let reqs = limited.requests();
+    assert_eq!(tool_definitions(&reqs[0]), js_tool_definitions(&js["tools"]));
+    assert_eq!(system_texts(&reqs[0]), mask(&js["system"]["content"]));
+    assert_eq!(tool_responses(reqs.last().unwrap()), sorted_js(&js["toolResponses"]));
+    assert_eq!(final_artifacts(&out), mask(&js["finalArtifacts"]));
+}
+
+#[test]
+fn agents_middleware_needs_an_agent_as_genkit_js() {
+    let registry = Registry::new();
+    let err = AgentsMiddleware::new(&registry, AgentsOptions::default())
+        .err()
+        .unwrap();
+    assert_eq!(
+        err.message(),
+        "agents middleware requires at least one agent in the \"agents\" option."
+    );
+}
