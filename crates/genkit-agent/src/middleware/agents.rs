@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use genkit_core::action::RunOptions;
 use genkit_core::{DynAction, Error, Registry, Result};
 use genkit_model::middleware::{GenerateCallCtx, GenerateEnvelope, GenerateMiddleware, GenerateNext};
 use genkit_model::tool::Tool;
@@ -24,7 +25,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::{append_to_system, current_session, is_marked, joined_text};
-use crate::runtime::{AgentAction, agent_metadata};
+use crate::runtime::{AgentAction, FailedTurnSlot, agent_metadata};
 use crate::types::{AgentFinishReason, AgentInit, AgentInput, Artifact, SessionState};
 
 /// The name the middleware is registered under.
@@ -314,7 +315,19 @@ impl Delegation {
             content: vec![Part::text(task)],
             metadata: None,
         };
-        let output = match action.run(init, [AgentInput::message(message)]).await {
+        // The sub-agent runs in process: a failed turn's full error (not
+        // the masked one a remote client would see) is the tool's answer,
+        // as in Genkit JS.
+        let failed_turn = FailedTurnSlot::default();
+        let options = RunOptions::default().extension(failed_turn.clone());
+        let mut run = action.start_with(init, options);
+        let sent = run.send(AgentInput::message(message));
+        run.close();
+        let output = match sent {
+            Ok(()) => run.output().await,
+            Err(e) => Err(e),
+        };
+        let output = match output {
             Ok(output) => output,
             Err(e) => {
                 return json!({"response": format!("Error calling agent '{name}': {}", e.message())});
@@ -327,11 +340,13 @@ impl Delegation {
                 )});
             }
             Some(AgentFinishReason::Failed) => {
-                let message = output
-                    .error
-                    .as_ref()
-                    .map(|e| e.message.clone())
-                    .unwrap_or_else(|| "Unknown sub-agent failure.".into());
+                let message = match &output.error {
+                    Some(error) => failed_turn
+                        .explain(error)
+                        .map(|full| full.message().to_owned())
+                        .unwrap_or_else(|| error.message.clone()),
+                    None => "Unknown sub-agent failure.".into(),
+                };
                 return json!({"response": format!("Error calling agent '{name}': {message}")});
             }
             _ => {}
