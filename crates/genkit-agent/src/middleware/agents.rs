@@ -16,7 +16,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use genkit_core::action::RunOptions;
 use genkit_core::{DynAction, Error, Registry, Result};
-use genkit_model::middleware::{GenerateCallCtx, GenerateEnvelope, GenerateMiddleware, GenerateNext};
+use genkit_model::middleware::{
+    GenerateCallCtx, GenerateEnvelope, GenerateMiddleware, GenerateNext,
+};
 use genkit_model::tool::Tool;
 use genkit_model::types::{GenerateResponse, Message, Part, Role};
 use parking_lot::Mutex;
@@ -264,7 +266,9 @@ impl AgentsMiddleware {
             if let Ok(Some(action)) = self.registry.lookup_action(&key).await
                 && let Some(d) = action.desc().description.clone().filter(|d| !d.is_empty())
             {
-                self.descriptions.lock().insert(r.name().to_owned(), d.clone());
+                self.descriptions
+                    .lock()
+                    .insert(r.name().to_owned(), d.clone());
                 return d;
             }
         }
@@ -365,11 +369,16 @@ impl Delegation {
         let mut result = Map::new();
         result.insert(
             "response".into(),
-            Value::String(if text.is_empty() { "(no response)".into() } else { text }),
+            Value::String(if text.is_empty() {
+                "(no response)".into()
+            } else {
+                text
+            }),
         );
         if !produced.is_empty() {
             let invocation = invocation_id(name);
-            let namespaced = |a: &Artifact| format!("{invocation}/{}", a.name.as_deref().unwrap_or_default());
+            let namespaced =
+                |a: &Artifact| format!("{invocation}/{}", a.name.as_deref().unwrap_or_default());
             if let Some(parent) = &parent {
                 for a in &produced {
                     let mut metadata = a.metadata.clone().unwrap_or_default();
@@ -439,16 +448,21 @@ impl GenerateMiddleware for AgentsMiddleware {
         let mut lines = Vec::with_capacity(self.refs.len());
         for r in &self.refs {
             let description = self.description_of(r).await;
-            lines.push(format!("  - {}: {description}", tool_name(&self.prefix, r.name())));
+            lines.push(format!(
+                "  - {}: {description}",
+                tool_name(&self.prefix, r.name())
+            ));
         }
         let instructions = format!(
             "<sub-agents>\nYou can delegate tasks to specialized sub-agents using their delegation tools:\n{}\n\nWhen a task is better handled by a specialized agent, delegate it using the appropriate tool. Provide a clear, self-contained task description.\n</sub-agents>",
             lines.join("\n")
         );
         let messages = &mut env.request.messages;
-        let injected = messages
-            .iter()
-            .any(|m| m.content.iter().any(|p| p.as_text().is_some() && is_marked(p, MARKER_KEY)));
+        let injected = messages.iter().any(|m| {
+            m.content
+                .iter()
+                .any(|p| p.as_text().is_some() && is_marked(p, MARKER_KEY))
+        });
         if !injected {
             append_to_system(messages, instructions, MARKER_KEY);
         }

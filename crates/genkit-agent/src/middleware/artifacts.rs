@@ -5,7 +5,9 @@
 
 use async_trait::async_trait;
 use genkit_core::{DynAction, Result};
-use genkit_model::middleware::{GenerateCallCtx, GenerateEnvelope, GenerateMiddleware, GenerateNext};
+use genkit_model::middleware::{
+    GenerateCallCtx, GenerateEnvelope, GenerateMiddleware, GenerateNext,
+};
 use genkit_model::tool::Tool;
 use genkit_model::types::{GenerateResponse, Part};
 use serde::Deserialize;
@@ -162,7 +164,11 @@ fn artifact_listing(artifacts: &[Artifact]) -> String {
             let text = joined_text(&a.parts);
             // JS counts UTF-16 code units.
             let len = text.encode_utf16().count();
-            let size = if len > 0 { format!(" ({len} chars)") } else { String::new() };
+            let size = if len > 0 {
+                format!(" ({len} chars)")
+            } else {
+                String::new()
+            };
             let source = match a.metadata.as_ref().and_then(|m| m.get("source")) {
                 Some(Value::String(s)) if !s.is_empty() => format!(" [from: {s}]"),
                 Some(v) if !v.is_null() && v != &Value::Bool(false) && !v.is_string() => {
@@ -170,7 +176,11 @@ fn artifact_listing(artifacts: &[Artifact]) -> String {
                 }
                 _ => String::new(),
             };
-            let name = a.name.as_deref().filter(|n| !n.is_empty()).unwrap_or("(unnamed)");
+            let name = a
+                .name
+                .as_deref()
+                .filter(|n| !n.is_empty())
+                .unwrap_or("(unnamed)");
             format!("  - {name}{size}{source}")
         })
         .collect::<Vec<_>>()

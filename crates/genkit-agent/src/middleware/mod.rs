@@ -28,15 +28,10 @@ use crate::session::AgentSession;
 /// JS's `@genkit-ai/middleware` names them.
 pub fn register_agent_middleware(registry: &Registry) {
     let reg = registry.clone();
-    define_middleware(
-        registry,
-        agents::NAME,
-        agents::DESCRIPTION,
-        move |config| {
-            let options: AgentsOptions = parse_config(config)?;
-            Ok(Arc::new(AgentsMiddleware::new(&reg, options)?))
-        },
-    );
+    define_middleware(registry, agents::NAME, agents::DESCRIPTION, move |config| {
+        let options: AgentsOptions = parse_config(config)?;
+        Ok(Arc::new(AgentsMiddleware::new(&reg, options)?))
+    });
     define_middleware(
         registry,
         artifacts::NAME,
