@@ -105,6 +105,6 @@ const fixture = {
   finalText: result.message?.content?.map((p) => p.text).join(''),
   finalArtifacts: (result.artifacts ?? result.state?.artifacts ?? []),
 };
-writeFileSync(new URL('../../crates/genkit-agent/tests/fixtures/middleware_agents_js.json', import.meta.url),
-  JSON.stringify(fixture, null, 2) + '\n');
-console.log(JSON.stringify(fixture, null, 2));
+const out_path = process.argv[2]
+  ?? new URL('../../crates/genkit-agent/tests/fixtures/middleware_agents_js.json', import.meta.url);
+writeFileSync(out_path, JSON.stringify(fixture, null, 2) + '\n');

@@ -16,7 +16,6 @@ pub use artifacts::{ArtifactsMiddleware, ArtifactsOptions};
 
 use std::sync::Arc;
 
-use genkit_core::tracing::current_extensions;
 use genkit_core::{Error, Registry, Result};
 use genkit_model::middleware::define_middleware;
 use genkit_model::types::{Message, Part, Role};
@@ -51,10 +50,9 @@ fn parse_config<T: serde::de::DeserializeOwned + Default>(config: Option<&Value>
     }
 }
 
-/// The session of the agent turn the running call belongs to (the agent
-/// runtime puts it in the context of everything a turn calls).
+/// The session of the agent turn the running call belongs to.
 pub(crate) fn current_session() -> Option<AgentSession> {
-    current_extensions().get::<AgentSession>().cloned()
+    AgentSession::current()
 }
 
 /// The text of `parts`, non-empty texts joined by newlines (as JS joins
