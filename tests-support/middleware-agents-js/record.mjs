@@ -76,12 +76,29 @@ const limited = ai.defineAgent({
   use: [agents({ agents: ['writer'], toolPrefix: 'ask', maxDelegations: 1, artifactStrategy: 'session' })],
 });
 
+// historyLength: the last user/model texts go to a client-managed sub-agent
+// as its starting history.
+scripted('listenerModel', [{ text: 'Heard.' }]);
+ai.defineAgent({ name: 'listener', model: 'listenerModel', system: 'You listen.' });
+scripted('historianModel', [
+  { text: 'Noted.' },
+  { tool: 'delegate_to_listener', input: { task: 'Summarize.' } },
+  { text: 'Historian done.' },
+]);
+const historian = ai.defineAgent({
+  name: 'historian', model: 'historianModel', system: 'You keep history.',
+  use: [agents({ agents: ['listener'], historyLength: 2 })],
+});
+
 const out = await supervisor.run({ message: { role: 'user', content: [{ text: 'Report on Rust 1.0.' }] } }, { init: {} });
 const result = out.result;
 
 const reqs = seen.supervisorModel;
 const limitedOut = (await limited.run({ message: { role: 'user', content: [{ text: 'Go.' }] } }, { init: {} })).result;
 const lreqs = seen.limitedModel;
+const hchat = historian.chat();
+await hchat.send('First fact: Rust 1.0 shipped in 2015.');
+await hchat.send('Delegate a summary.');
 const fixture = {
   note: 'Recorded from Genkit JS (genkit 1.42, @genkit-ai/middleware 0.7) by tests-support/middleware-agents-js/record.mjs.',
   supervisorTools: reqs[0].tools,
@@ -101,6 +118,7 @@ const fixture = {
     finalText: limitedOut.message?.content?.map((p) => p.text).join(''),
     finalArtifacts: limitedOut.artifacts ?? [],
   },
+  listenerRequests: seen.listenerModel.map((r) => r.messages),
   researcherRequests: seen.researcherModel.map((r) => r.messages),
   finalText: result.message?.content?.map((p) => p.text).join(''),
   finalArtifacts: (result.artifacts ?? result.state?.artifacts ?? []),

@@ -547,3 +547,87 @@ fn readonly_artifacts_offer_read_artifact_only() {
         ["read_artifact", "write_artifact"]
     );
 }
+
+#[tokio::test]
+async fn history_goes_to_a_client_managed_sub_agent_as_genkit_js() {
+    let js = fixture();
+    let registry = Registry::new();
+    let listener = ProgrammableModel::define(&registry, "listenerModel").respond_text("Heard.");
+    prompt_agent(&registry, "listener", None, "You listen.", vec![], Vec::new);
+    ProgrammableModel::define(&registry, "historianModel")
+        .respond_text("Noted.")
+        .respond_tool_call("delegate_to_listener", json!({"task": "Summarize."}))
+        .respond_text("Historian done.");
+    let reg = registry.clone();
+    prompt_agent(
+        &registry,
+        "historian",
+        None,
+        "You keep history.",
+        vec![],
+        move || {
+            let options = AgentsOptions {
+                agents: vec![AgentRef::Name("listener".into())],
+                history_length: Some(2),
+                ..AgentsOptions::default()
+            };
+            vec![Arc::new(AgentsMiddleware::new(&reg, options).unwrap())]
+        },
+    );
+    let action = registry
+        .lookup_action("/agent/historian")
+        .await
+        .unwrap()
+        .unwrap();
+    let agent = genkit_agent::runtime::AgentAction::downcast(&action).unwrap();
+    let first = agent
+        .run(
+            Default::default(),
+            [genkit_agent::types::AgentInput::message(user(
+                "First fact: Rust 1.0 shipped in 2015.",
+            ))],
+        )
+        .await
+        .unwrap();
+    let init = genkit_agent::types::AgentInit {
+        state: first.state.clone(),
+        ..Default::default()
+    };
+    let second = agent
+        .run(
+            init,
+            [genkit_agent::types::AgentInput::message(user(
+                "Delegate a summary.",
+            ))],
+        )
+        .await
+        .unwrap();
+    assert_eq!(second.text(), "Historian done.");
+    let seen: Vec<Value> = listener
+        .requests()
+        .iter()
+        .map(|r| {
+            json!(
+                r.messages
+                    .iter()
+                    .map(|m| json!({"role": m.role, "content": m.content}))
+                    .collect::<Vec<_>>()
+            )
+        })
+        .collect();
+    let js_seen: Vec<Value> = js["listenerRequests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|msgs| {
+            json!(
+                msgs.as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|m| json!({"role": m["role"], "content": m["content"]}))
+                    .collect::<Vec<_>>()
+            )
+        })
+        .collect();
+    assert_eq!(json!(seen), json!(js_seen));
+}
