@@ -94,6 +94,19 @@ node "$mwjs/record.js" "$mwrec" >/dev/null
 diff -u crates/genkit-middleware/tests/fixtures/middleware_js.json "$mwrec"
 rm -f "$mwrec"
 
+mwjs=tests-support/middleware-agents-js
+if [ ! -d "$mwjs/node_modules" ] || [ "$mwjs/package-lock.json" -nt "$mwjs/node_modules/.package-lock.json" ]; then
+  step "installing npm packages for the agents/artifacts middleware records (genkit 1.42, @genkit-ai/middleware 0.7)"
+  (cd "$mwjs" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+step "re-recording Genkit JS's agents/artifacts middleware: the committed fixture must be what JS does now"
+mw_rec=$(mktemp)
+(cd "$mwjs" && node record.mjs "$mw_rec")
+# Invocation ids are random (`<agent>_<4 chars>`): masked on both sides.
+mw_mask() { sed -E 's/writer_[0-9a-z]{4}/writer_XXXX/g' "$1"; }
+diff <(mw_mask crates/genkit-agent/tests/fixtures/middleware_agents_js.json) <(mw_mask "$mw_rec")
+rm -f "$mw_rec"
+
 step "installing the MCP Python SDK (PyPI mcp 2.3.0, into ~/.cache/genkit-rs) for the MCP host tests' Python peer"
 eval "$(bash tests-support/mcp/install-python-sdk.sh | tail -n1)"
 export GENKIT_TEST_MCP_PYTHON

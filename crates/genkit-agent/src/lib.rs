@@ -9,6 +9,8 @@
 //! - [`prompt_agent`]: agents whose turns generate with a prompt.
 //! - [`session`]: the [`AgentSession`] a turn works on (also reachable from
 //!   the context of tools and flows it calls).
+//! - [`middleware`]: the `agents` (sub-agent delegation) and `artifacts`
+//!   middleware of Genkit's `@genkit-ai/middleware`.
 //! - [`chat`]: an in-process chat client ([`Agent::chat`]).
 //! - [`types`]: the agent's init, inputs, stream chunks and output, session
 //!   state and snapshots, with exactly Genkit JS's JSON shape (from
@@ -33,6 +35,7 @@ pub mod chat;
 pub mod effect;
 pub mod input_check;
 pub mod limits;
+pub mod middleware;
 pub mod ownership;
 pub mod prompt_agent;
 pub mod runtime;

@@ -124,9 +124,13 @@ async fn prompt_turn(
         };
         session.send_chunk(AgentStreamChunk::model_chunk(chunk));
     }
+    // The session's artifacts are the turn's (as Genkit JS's prompt agents
+    // return them), so a caller of the action, such as the `agents`
+    // middleware running a sub-agent, sees what its tools produced.
+    let artifacts = session.artifacts();
     Ok(AgentResult {
         message: response.message().cloned(),
-        artifacts: None,
+        artifacts: (!artifacts.is_empty()).then_some(artifacts),
         finish_reason: response.finish_reason().map(Into::into),
     })
 }

@@ -237,6 +237,16 @@ impl AgentSession {
         self.set_custom(&update(current))
     }
 
+    /// The session of the agent turn the running code belongs to: a turn
+    /// puts its session in the context of the model calls, tools,
+    /// middleware and flows it runs (`ai.currentSession()` in Genkit JS).
+    /// `None` outside an agent turn.
+    pub fn current() -> Option<Self> {
+        genkit_core::tracing::current_extensions()
+            .get::<Self>()
+            .cloned()
+    }
+
     /// The artifacts so far.
     pub fn artifacts(&self) -> Vec<Artifact> {
         self.inner.live.lock().state.artifacts().to_vec()

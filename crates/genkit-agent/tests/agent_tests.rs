@@ -10,4 +10,5 @@ mod agent_trust;
 mod genkit_js_agent_records;
 mod genkit_js_agent_replay;
 mod history_policy;
+mod middleware_agents;
 mod tool_approval;

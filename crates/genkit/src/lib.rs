@@ -275,6 +275,9 @@ pub mod middleware {
 /// ([`types`](agent::types)), session stores ([`store`](agent::store)) and
 /// exactly-once effects ([`effect`](agent::effect)).
 pub mod agent {
+    /// The `agents` (sub-agent delegation) and `artifacts` middleware of
+    /// Genkit's `@genkit-ai/middleware`.
+    pub use genkit_agent::middleware;
     pub use genkit_agent::runtime::{
         DEFAULT_DETACHED_TIMEOUT, DEFAULT_MAX_DETACHED, agent_metadata,
     };
