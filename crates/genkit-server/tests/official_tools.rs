@@ -47,6 +47,11 @@ fn node_tools() -> bool {
     })
 }
 
+/// `genkit start` runs (or reuses) a telemetry server on the default port
+/// 4033: two at once would share it, and the first to stop would take it
+/// from the other. The tests that start the CLI take turns.
+static GENKIT_START: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn genkit_bin() -> PathBuf {
     js_dir().join("node_modules/.bin/genkit")
 }
@@ -130,6 +135,7 @@ async fn genkit_cli_drives_the_runtime() {
     if !node_tools() {
         return;
     }
+    let _turn = GENKIT_START.lock().await;
     let scratch = Scratch::new().await;
     let ui_port = free_port();
     let env_file = scratch.dir.path().join("genkit.env");
@@ -360,6 +366,7 @@ async fn genkit_cli_drives_the_runtime_over_reflection_v2() {
     if !node_tools() {
         return;
     }
+    let _turn = GENKIT_START.lock().await;
     let scratch = Scratch::new().await;
     let ui_port = free_port();
     let mut start = scratch.command(&genkit_bin());
