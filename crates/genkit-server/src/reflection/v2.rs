@@ -470,5 +470,5 @@ fn send_failure(out: &Outbox, id: &Value, e: &Error, trace_id: Option<String>) {
     }
     let message = e.message();
     let data = json!({"code": e.status().code(), "message": message, "details": details});
-    out.error(id, SERVER_ERROR, &message.to_string(), Some(data));
+    out.error(id, SERVER_ERROR, message, Some(data));
 }
