@@ -15,7 +15,7 @@ use super::ReflectionState;
 use super::routes::REFLECTION_API_SPEC_VERSION;
 use crate::run::{Event, Events, Source};
 use futures::{SinkExt, StreamExt};
-use genkit_core::action::{BidiSender, as_bidi, stream_json};
+use genkit_core::action::{as_bidi, stream_json};
 use genkit_core::tracing::TraceInfo;
 use genkit_core::{ActionContext, CancellationToken, Error, RunOptions};
 use parking_lot::Mutex;
@@ -113,8 +113,11 @@ impl Outbox {
     }
 }
 
-/// The input sides of `runAction`s with `streamInput`, by request id.
-type InputStreams = Arc<Mutex<HashMap<String, BidiSender<Value>>>>;
+/// The input sides of `runAction`s with `streamInput`, by request id. Each
+/// is opened as soon as its request is read (before the action is even looked
+/// up), so input chunks that follow the request at once are kept, in order;
+/// dropping the sender ends the run's input.
+type InputStreams = Arc<Mutex<HashMap<String, mpsc::UnboundedSender<Value>>>>;
 
 type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
@@ -231,8 +234,18 @@ fn dispatch(state: &Arc<ReflectionState>, out: &Outbox, inputs: &InputStreams, m
         }
         "runAction" => {
             if let Some(id) = id {
+                let input_stream =
+                    (params.get("streamInput") == Some(&Value::Bool(true))).then(|| {
+                        let (tx, rx) = mpsc::unbounded_channel();
+                        inputs.lock().insert(request_key(&id), tx);
+                        rx
+                    });
                 let (state, out, inputs) = (state.clone(), out.clone(), inputs.clone());
-                tokio::spawn(async move { run_action(state, out, inputs, id, params).await });
+                tokio::spawn(async move {
+                    let request = request_key(&id);
+                    run_action(state, out, id, params, input_stream).await;
+                    inputs.lock().remove(&request);
+                });
             }
         }
         "cancelAction" => {
@@ -250,8 +263,7 @@ fn dispatch(state: &Arc<ReflectionState>, out: &Outbox, inputs: &InputStreams, m
             let sender = request.and_then(|r| inputs.lock().get(&r).cloned());
             match sender {
                 Some(s) => {
-                    // A chunk the input schema refuses reaches the body in its
-                    // place, which decides the outcome.
+                    // Fails only once the run is over: nobody reads it then.
                     let _ = s.send(params.get("chunk").cloned().unwrap_or(Value::Null));
                 }
                 None => ::tracing::warn!("Reflection v2: input chunk for an unknown request"),
@@ -323,12 +335,14 @@ fn cancel_action(state: &ReflectionState, out: &Outbox, id: &Value, params: &Val
     }
 }
 
+/// Runs the action of a `runAction` request and answers it; `input_stream`
+/// (with `streamInput`) carries a bidirectional action's input.
 async fn run_action(
     state: Arc<ReflectionState>,
     out: Outbox,
-    inputs: InputStreams,
     id: Value,
     params: Value,
+    input_stream: Option<mpsc::UnboundedReceiver<Value>>,
 ) {
     let Value::Object(mut params) = params else {
         out.error(
@@ -360,7 +374,7 @@ async fn run_action(
         }
     };
     let flag = |name: &str| params.get(name).and_then(Value::as_bool).unwrap_or(false);
-    let (streaming, stream_input) = (flag("stream"), flag("streamInput"));
+    let streaming = flag("stream");
     let input = params.remove("input").unwrap_or(Value::Null);
     let init = params.remove("init");
     let context = ActionContext::from_value(params.remove("context").unwrap_or(Value::Null));
@@ -402,17 +416,22 @@ async fn run_action(
         }
         opts
     };
-    let request = request_key(&id);
-    let source = match as_bidi(&action) {
-        Some(bidi) if stream_input => {
+    let source = match (as_bidi(&action), input_stream) {
+        (Some(bidi), Some(mut chunks)) => {
             // The input comes from `sendInputStreamChunk` until
-            // `endInputStream` drops the last sender.
+            // `endInputStream` (or the end of the connection) closes it.
             let mut run = bidi.start_json(init.unwrap_or(Value::Null), opts);
             if let Some(sender) = run.sender() {
+                // An input the schema refuses reaches the body in its place,
+                // which decides the outcome (as for v1).
                 if !input.is_null() {
                     let _ = sender.send(input);
                 }
-                inputs.lock().insert(request.clone(), sender);
+                tokio::spawn(async move {
+                    while let Some(chunk) = chunks.recv().await {
+                        let _ = sender.send(chunk);
+                    }
+                });
             }
             run.close();
             if streaming {
@@ -421,9 +440,9 @@ async fn run_action(
                 Source::Once(Box::pin(run.output()))
             }
         }
-        Some(bidi) => crate::bidi::source(bidi.as_ref(), init, input, opts, streaming),
-        None if streaming => Source::Stream(stream_json(action, input, opts)),
-        None => Source::Once(Box::pin(async move {
+        (Some(bidi), None) => crate::bidi::source(bidi.as_ref(), init, input, opts, streaming),
+        (None, _) if streaming => Source::Stream(stream_json(action, input, opts)),
+        (None, _) => Source::Once(Box::pin(async move {
             action.run_json(input, opts).await.map(|r| r.output)
         })),
     };
@@ -453,7 +472,6 @@ async fn run_action(
             }
         }
     }
-    inputs.lock().remove(&request);
     if let Some(t) = trace.lock().take() {
         state.active.lock().remove(&t);
     }
