@@ -5,6 +5,11 @@
 //! and the runtime file under the project root, removed on exit, including
 //! Ctrl-C and SIGTERM. Without it, nothing happens.
 //!
+//! With `GENKIT_REFLECTION_V2_SERVER` set (by `genkit start
+//! --experimental-reflection-v2`), the runtime instead connects to the CLI's
+//! WebSocket server and serves the Reflection API v2 over it
+//! ([`reflection::v2`]); no HTTP port and no runtime file then.
+//!
 //! Traces are not kept in the app: as with Genkit JS, the CLI and Dev UI read
 //! them from the telemetry server the CLI runs.
 
@@ -40,6 +45,9 @@ pub struct DevToolingOptions {
     /// Timeouts, concurrency limit and shutdown drain deadline of the
     /// Reflection API's server ([`ServeOptions::default`]).
     pub serve: ServeOptions,
+    /// The Reflection API v2 server to connect to (a `ws://` URL); default
+    /// `GENKIT_REFLECTION_V2_SERVER`. Unset: the v1 HTTP server.
+    pub reflection_v2_server: Option<String>,
 }
 
 impl Default for DevToolingOptions {
@@ -51,6 +59,7 @@ impl Default for DevToolingOptions {
             exit_on_signal: true,
             force: false,
             serve: ServeOptions::default(),
+            reflection_v2_server: None,
         }
     }
 }
@@ -75,6 +84,14 @@ pub async fn start_dev_tooling_with(
         return Ok(None);
     }
     let telemetry = crate::telemetry::init_from_env()?;
+    let v2_server = options.reflection_v2_server.clone().or_else(|| {
+        std::env::var(reflection::v2::SERVER_ENV)
+            .ok()
+            .filter(|s| !s.trim().is_empty())
+    });
+    if let Some(url) = v2_server {
+        return start_v2(registry, options, telemetry, url).await.map(Some);
+    }
     let port = match options.port {
         Some(p) => Some(p),
         None => match std::env::var("GENKIT_REFLECTION_PORT") {
@@ -151,20 +168,7 @@ pub async fn start_dev_tooling_with(
         }
     };
     let file = Arc::new(Mutex::new(file));
-    shutdown::install();
-    let on_signal = {
-        let file = file.clone();
-        let stop = stop.clone();
-        let exit = options.exit_on_signal;
-        tokio::spawn(async move {
-            let sig = shutdown::received().await;
-            file.lock().remove();
-            stop.cancel();
-            if exit && !shutdown::has_participants() {
-                std::process::exit(sig.exit_code());
-            }
-        })
-    };
+    let on_signal = on_signal(&file, &stop, options.exit_on_signal);
     Ok(Some(DevTooling {
         url,
         runtime_id,
@@ -175,6 +179,66 @@ pub async fn start_dev_tooling_with(
         server: Some(server),
         on_signal,
     }))
+}
+
+/// The dev tooling as a client of the CLI's Reflection API v2 server at `url`.
+async fn start_v2(
+    registry: &Registry,
+    options: DevToolingOptions,
+    telemetry: Arc<crate::telemetry::Telemetry>,
+    url: String,
+) -> Result<DevTooling, ServerError> {
+    let runtime_id = std::env::var("GENKIT_RUNTIME_ID")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| std::process::id().to_string());
+    // Initialise plugins before registering, as for v1.
+    registry.list_actions().await?;
+    let state = Arc::new(ReflectionState::new(
+        registry,
+        runtime_id.clone(),
+        Some(telemetry),
+    ));
+    let stop = CancellationToken::new();
+    let client = tokio::spawn(reflection::v2::run_client(
+        state.clone(),
+        url.clone(),
+        reflection::v2::Registration { name: options.name },
+        stop.clone(),
+    ));
+    ::tracing::info!("Genkit runtime {runtime_id} connecting to the reflection server {url}");
+    let file = Arc::new(Mutex::new(RuntimeFile::none()));
+    let on_signal = on_signal(&file, &stop, options.exit_on_signal);
+    Ok(DevTooling {
+        url,
+        runtime_id,
+        port: 0,
+        state,
+        file,
+        stop,
+        server: Some(client),
+        on_signal,
+    })
+}
+
+/// On SIGINT/SIGTERM: remove the runtime file, stop the Reflection API and,
+/// with `exit`, end the process unless a flow server drains.
+fn on_signal(
+    file: &Arc<Mutex<RuntimeFile>>,
+    stop: &CancellationToken,
+    exit: bool,
+) -> JoinHandle<()> {
+    shutdown::install();
+    let file = file.clone();
+    let stop = stop.clone();
+    tokio::spawn(async move {
+        let sig = shutdown::received().await;
+        file.lock().remove();
+        stop.cancel();
+        if exit && !shutdown::has_participants() {
+            std::process::exit(sig.exit_code());
+        }
+    })
 }
 
 /// The running dev tooling. Dropping it (or [`shutdown`](Self::shutdown))
@@ -200,17 +264,19 @@ impl std::fmt::Debug for DevTooling {
 }
 
 impl DevTooling {
-    /// The Reflection API's URL (`http://localhost:<port>`).
+    /// The Reflection API's URL (`http://localhost:<port>`), or with the
+    /// Reflection API v2, the CLI's server (`ws://...`).
     pub fn url(&self) -> &str {
         &self.url
     }
 
-    /// The Reflection API's port.
+    /// The Reflection API's port (0 with the Reflection API v2: the runtime
+    /// serves no port).
     pub fn port(&self) -> u16 {
         self.port
     }
 
-    /// The runtime id (`<pid>-<port>`).
+    /// The runtime id (`<pid>-<port>`; `<pid>` with the Reflection API v2).
     pub fn runtime_id(&self) -> &str {
         &self.runtime_id
     }

@@ -91,6 +91,15 @@ pub async fn start(
 }
 
 impl Events {
+    /// The events of `source`, not yet polled (the Reflection API v2 learns
+    /// the trace ids from its own `on_trace_start` hook instead).
+    pub(crate) fn new(source: Source) -> Self {
+        Self {
+            source: Some(source),
+            ready: None,
+        }
+    }
+
     /// The next event. A panic of the action while it is polled ends the run
     /// with an internal error (the client gets Genkit's `Internal Error`
     /// body or frame); the panic message goes to the log.

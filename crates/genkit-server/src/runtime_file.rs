@@ -72,6 +72,15 @@ pub struct RuntimeFile {
 }
 
 impl RuntimeFile {
+    /// No file (the Reflection API v2 announces the runtime over its
+    /// connection instead).
+    pub(crate) fn none() -> Self {
+        Self {
+            path: None,
+            pid: std::process::id(),
+        }
+    }
+
     /// Writes `info` under `<root>/.genkit/runtimes/`, named
     /// `<id>-<epochMillis>.json`. The file appears complete: it is written
     /// beside the folder, then renamed into it.

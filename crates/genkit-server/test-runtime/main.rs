@@ -7,14 +7,16 @@
 //! `boom`), `denied` (user-facing PERMISSION_DENIED), `nested` (a flow step
 //! and a call of `hello`), `whoami` (returns the action context; served with
 //! the API key `test-key`), `forever` (streams one chunk, then never ends;
-//! for shutdown tests). With `GENKIT_TEST_DRAIN_MS`, the flow server's drain
+//! for shutdown tests), `chat` (bidirectional: streams `<init><input>` per
+//! input, then `"<n> turns"`). With `GENKIT_TEST_DRAIN_MS`, the flow server's drain
 //! deadline is that many milliseconds. Models: `customReflector` (echoes the request as
 //! canonical JSON, with character usage) and `echoModel` (a deterministic
 //! model for `genkit dev:test-model`).
 
+use genkit_core::action::{BidiAction, BidiInputs};
 use genkit_core::flow::{define_flow, define_streaming_flow};
 use genkit_core::tracing::run;
-use genkit_core::{Action, ActionDesc, ActionKind, Error, Registry, StatusCode};
+use genkit_core::{Action, ActionCtx, ActionDesc, ActionKind, Error, Registry, StatusCode};
 use genkit_server::context_providers::api_key;
 use genkit_server::{FlowServer, ServeOptions, shutdown};
 use serde_json::{Map, Value, json};
@@ -116,6 +118,21 @@ fn define(registry: &Registry) -> Result<(), Error> {
     })?;
     registry.register(custom_reflector()?)?;
     registry.register(echo_model()?)?;
+    // A bidirectional flow: streams `<init><input>` for each input, then
+    // answers with the number of turns.
+    BidiAction::<String, String, String, String>::define(
+        registry,
+        ActionKind::Flow,
+        "chat",
+        |prefix: String, mut inputs: BidiInputs<String>, ctx: ActionCtx<String>| async move {
+            let mut turns = 0;
+            while let Some(input) = inputs.recv().await {
+                ctx.send_chunk(format!("{prefix}{}", input?));
+                turns += 1;
+            }
+            Ok(format!("{turns} turns"))
+        },
+    )?;
     Ok(())
 }
 

@@ -47,6 +47,11 @@ fn node_tools() -> bool {
     })
 }
 
+/// `genkit start` runs (or reuses) a telemetry server on the default port
+/// 4033: two at once would share it, and the first to stop would take it
+/// from the other. The tests that start the CLI take turns.
+static GENKIT_START: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn genkit_bin() -> PathBuf {
     js_dir().join("node_modules/.bin/genkit")
 }
@@ -130,6 +135,7 @@ async fn genkit_cli_drives_the_runtime() {
     if !node_tools() {
         return;
     }
+    let _turn = GENKIT_START.lock().await;
     let scratch = Scratch::new().await;
     let ui_port = free_port();
     let env_file = scratch.dir.path().join("genkit.env");
@@ -349,4 +355,183 @@ async fn js_client_calls_the_flow_server() {
     assert!(t.contains(" passed, 0 failed"), "{t}");
     rt.signal("INT");
     rt.wait().await;
+}
+
+/// `genkit start --experimental-reflection-v2`: the CLI runs a WebSocket
+/// server and our runtime connects to it (Reflection API v2). Driven through
+/// the CLI's tools API, as the Dev UI does: list, run, stream, a
+/// bidirectional turn, and cancelling a run in flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn genkit_cli_drives_the_runtime_over_reflection_v2() {
+    if !node_tools() {
+        return;
+    }
+    let _turn = GENKIT_START.lock().await;
+    let scratch = Scratch::new().await;
+    let ui_port = free_port();
+    let mut start = scratch.command(&genkit_bin());
+    start
+        .args([
+            "start",
+            "--port",
+            &ui_port.to_string(),
+            "--non-interactive",
+            "--experimental-reflection-v2",
+            "--",
+        ])
+        .arg(env!("CARGO_BIN_EXE_genkit-test-runtime"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0);
+    let mut cli = start.spawn().unwrap();
+    let pgid = cli.id().unwrap();
+    wait_for_port(ui_port).await;
+    let http = common::client();
+    let tools = format!("http://localhost:{ui_port}");
+
+    // The runtime registers over the WebSocket; then its actions list.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let actions = loop {
+        let listed: Value = match http.get(format!("{tools}/api/listActions")).send().await {
+            Ok(r) => r.json().await.unwrap_or(Value::Null),
+            Err(_) => Value::Null,
+        };
+        if listed["result"]["data"]["/flow/hello"].is_object() {
+            break listed["result"]["data"].clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the runtime never registered: {listed}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(actions["/flow/hello"]["name"], "hello");
+    assert!(actions["/flow/chat"].is_object(), "{actions}");
+    assert!(
+        !scratch.project().join(".genkit/runtimes").exists()
+            || std::fs::read_dir(scratch.project().join(".genkit/runtimes"))
+                .unwrap()
+                .next()
+                .is_none(),
+        "no runtime file with v2"
+    );
+
+    // A flow run.
+    let ran: Value = http
+        .post(format!("{tools}/api/runAction"))
+        .json(&json!({"key": "/flow/hello", "input": "Ada"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(ran["result"], "Hello, Ada!", "{ran}");
+    assert_eq!(
+        ran["telemetry"]["traceId"].as_str().map(str::len),
+        Some(32),
+        "{ran}"
+    );
+
+    // A streaming run: one chunk a line, then the result.
+    let body = http
+        .post(format!("{tools}/api/streamAction"))
+        .json(&json!({"key": "/flow/streamy", "input": 3}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let lines: Vec<Value> = body
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|_| panic!("{body}")))
+        .collect();
+    assert_eq!(
+        lines[..3],
+        [
+            json!({"count": 0}),
+            json!({"count": 1}),
+            json!({"count": 2})
+        ],
+        "{body}"
+    );
+    assert_eq!(lines[3]["result"], "done 3, streamed: 3 times", "{body}");
+
+    // A bidirectional turn: the input streams in after the run started.
+    let bidi = http
+        .post(format!("{tools}/api/streamAction?bidi=true"))
+        .json(&json!({"key": "/flow/chat", "init": "> "}))
+        .send()
+        .await
+        .unwrap();
+    let trace_id = bidi.headers()["x-genkit-trace-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    for word in ["hi", "there"] {
+        let r = http
+            .post(format!("{tools}/api/sendBidiInput"))
+            .json(&json!({"traceId": trace_id, "chunk": word}))
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success());
+    }
+    let r = http
+        .post(format!("{tools}/api/endBidiInput"))
+        .json(&json!({"traceId": trace_id}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success());
+    let body = bidi.text().await.unwrap();
+    let lines: Vec<Value> = body
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|_| panic!("{body}")))
+        .collect();
+    assert_eq!(lines[..2], [json!("> hi"), json!("> there")], "{body}");
+    assert_eq!(lines[2]["result"], "2 turns", "{body}");
+
+    // Cancelling a run in flight by its trace id.
+    let forever = http
+        .post(format!("{tools}/api/streamAction"))
+        .json(&json!({"key": "/flow/forever", "input": null}))
+        .send()
+        .await
+        .unwrap();
+    let trace_id = forever.headers()["x-genkit-trace-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let cancelled: Value = http
+        .post(format!("{tools}/api/cancelAction"))
+        .json(&json!({"traceId": trace_id}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        cancelled["result"]["data"]["message"], "Action cancelled",
+        "{cancelled}"
+    );
+    let body = tokio::time::timeout(Duration::from_secs(20), forever.text())
+        .await
+        .expect("the cancelled run ends")
+        .unwrap();
+    let last: Value = serde_json::from_str(body.lines().last().unwrap_or_default())
+        .unwrap_or_else(|_| panic!("{body}"));
+    assert_eq!(last["error"]["code"], 1, "CANCELLED: {body}");
+
+    let st = std::process::Command::new("kill")
+        .args(["-INT", "--", &format!("-{pgid}")])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    tokio::time::timeout(Duration::from_secs(20), cli.wait())
+        .await
+        .expect("genkit start did not stop")
+        .unwrap();
 }

@@ -16,9 +16,13 @@
 //! | `POST /api/notify` | the CLI announces its telemetry server |
 //! | `GET /api/values?type=` | `defaultModel` / `middleware` values |
 //! | `GET /api/envs` | configured environments (`["dev"]`) |
+//!
+//! With `GENKIT_REFLECTION_V2_SERVER` set, the runtime is a client of the
+//! CLI's WebSocket server instead ([`v2`]).
 
 mod routes;
 pub mod run_action;
+pub mod v2;
 
 use crate::error::ServerError;
 use crate::guard::{AllowedHosts, RequestGuard};
