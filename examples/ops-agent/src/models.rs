@@ -122,11 +122,7 @@ pub fn choose(
         // `--model gguf/…` still needs a file: the named one, else one found.
         let gguf = name
             .starts_with("gguf/")
-            .then(|| {
-                local
-                    .map(Path::to_path_buf)
-                    .or_else(|| found().map(|(p, _)| p))
-            })
+            .then(|| local.map(Path::to_path_buf).or_else(found))
             .flatten();
         return ModelChoice {
             name: name.to_owned(),

@@ -177,7 +177,7 @@ fn on_a_local_model_the_agent_calls_tools_answers_from_them_and_restarts_only_wh
     // arguments, and an answer quoting what a tool returned.
     let question = "Why is the scheduler down?";
     tmux.line(question);
-    let screen = tmux.wait_for_any(&["you> "], 3);
+    let screen = tmux.wait_for_any(&["you> "], 2);
     let answer = answer_to(&screen, question);
     let calls = tool_calls(answer);
     assert!(!calls.is_empty(), "no tool call:\n{answer}");
@@ -217,11 +217,14 @@ fn on_a_local_model_the_agent_calls_tools_answers_from_them_and_restarts_only_wh
     for (round, (key, restarts)) in [("n", 0), ("y", 1)].into_iter().enumerate() {
         let question = "Restart the scheduler.";
         tmux.line(question);
+        // The approval is asked (or the turn ended without one: a failure).
         let screen = tmux.wait_for_any(&["approve? [y/n]"], round + 1);
         let asked = answer_to(&screen, question);
-        assert!(asked.contains("restartService"), "{asked}");
+        assert!(asked.contains("[tool] restartService"), "{asked}");
+        let before = stored_tool_results(&data.join("sessions.db"));
+        assert_eq!(restarted(&before), 0, "restarted before approval");
         tmux.line(key);
-        tmux.wait_for_any(&["you> "], 4 + round * 2);
+        tmux.wait_for_any(&["you> "], 3 + round);
         let results = stored_tool_results(&data.join("sessions.db"));
         assert_eq!(restarted(&results), restarts, "after {key}: {results:?}");
     }
