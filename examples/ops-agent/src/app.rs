@@ -7,10 +7,12 @@ use std::time::Duration;
 use genkit::agent::store::SessionStore;
 use genkit::agent::{Agent, AgentOptions};
 use genkit::mcp::McpHost;
-use genkit::middleware::{GenerateMiddleware, history_policy, tool_approval, tool_cache};
+use genkit::middleware::{
+    GenerateMiddleware, ModelCallCtx, ModelNext, history_policy, tool_approval, tool_cache,
+};
 use genkit::prelude::*;
 use genkit::prompt::PromptConfig;
-use genkit::types::ToolChoice;
+use genkit::types::{Role, ToolChoice};
 use genkit_openai::tokenizer::TiktokenEstimator;
 
 use crate::fleet::Fleet;
@@ -39,7 +41,33 @@ scheduler and db.\n\
 - Call getServiceStatus to see whether a service is up.\n\
 - Call queryLogs to see why a service failed.\n\
 - Call restartService only when the user asks for a restart.\n\
+The service is the one the user names: for \"Is the db slow?\" call getServiceStatus with \
+{\"service\": \"db\"}.\n\
 After a tool result, answer in one or two sentences, quoting the tool result's summary or log line.";
+
+/// One tool call per question, then the answer: once a turn's tools ran,
+/// the next model call may not call another (a small model would call
+/// tools until `max_turns` instead of answering from their results).
+struct AnswerAfterTools;
+
+#[async_trait::async_trait]
+impl GenerateMiddleware for AnswerAfterTools {
+    fn name(&self) -> &str {
+        "answerAfterTools"
+    }
+
+    async fn model(
+        &self,
+        mut req: genkit::types::GenerateRequest,
+        ctx: ModelCallCtx,
+        next: ModelNext,
+    ) -> Result<genkit::types::GenerateResponse> {
+        if req.messages.last().is_some_and(|m| m.role == Role::Tool) {
+            req.tool_choice = Some(ToolChoice::None);
+        }
+        next.run(req, ctx).await
+    }
+}
 
 /// How many tokens a local model may write per turn: enough for a tool
 /// call or a short answer, and a bound on a slow CPU.
@@ -125,10 +153,16 @@ pub fn build(
         .use_middleware("toolCache", None);
     if model.gguf.is_some() {
         // A small in-process model: a focused prompt, greedy decoding, a
-        // bounded answer, and a tool call forced on each question's first
-        // turn (constrained decoding makes its arguments valid); from the
-        // tool result on it may answer in text.
+        // bounded answer, a tool call forced on each question's first
+        // turn (constrained decoding makes its arguments valid), then an
+        // answer in text from the tool result.
+        ai.define_middleware(
+            "answerAfterTools",
+            "After a turn's tools ran, the model answers instead of calling more",
+            |_config| Ok(Arc::new(AnswerAfterTools) as Arc<dyn GenerateMiddleware>),
+        );
         config = config
+            .use_middleware("answerAfterTools", None)
             .system(LOCAL_SYSTEM)
             .config(json!({"temperature": 0, "maxOutputTokens": LOCAL_MAX_OUTPUT_TOKENS}))
             .tool_choice_once(ToolChoice::Required);

@@ -136,22 +136,19 @@ fn tool_calls(answer: &str) -> Vec<(String, Value)> {
 }
 
 /// The stored session's tool results: (tool name, output).
-fn stored_tool_results(db: &Path) -> Vec<(String, Value)> {
+fn stored_tool_results(db: &Path, session: &str) -> Vec<(String, Value)> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
     rt.block_on(async {
         let store = SqliteSessionStore::open(db).await.expect("the store opens");
-        let sessions = store.list_sessions().await.expect("sessions listed");
+        let latest = store.latest(session).await.expect("the session is stored");
+        let state = latest.snapshot.state.unwrap_or_default();
         let mut results = Vec::new();
-        for session in sessions {
-            let latest = store.latest(&session).await.expect("stored");
-            let state = latest.snapshot.state.unwrap_or_default();
-            for message in state.messages() {
-                for r in message.content.iter().filter_map(Part::as_tool_response) {
-                    results.push((r.name.clone(), r.output.clone().unwrap_or_default()));
-                }
+        for message in state.messages() {
+            for r in message.content.iter().filter_map(Part::as_tool_response) {
+                results.push((r.name.clone(), r.output.clone().unwrap_or_default()));
             }
         }
         store.close().await;
@@ -180,12 +177,18 @@ fn on_a_local_model_the_agent_calls_tools_answers_from_them_and_restarts_only_wh
     let screen = tmux.wait_for_any(&["you> "], 2);
     let answer = answer_to(&screen, question);
     let calls = tool_calls(answer);
+    let screen = tmux.wait_for_any(&[" (new)"], 1);
+    let session = screen
+        .lines()
+        .find_map(|l| l.strip_prefix("session: ")?.strip_suffix(" (new)"))
+        .unwrap_or_else(|| panic!("no session line:\n{screen}"))
+        .to_owned();
     assert!(!calls.is_empty(), "no tool call:\n{answer}");
     let said = answer
         .split_once("agent> ")
         .map(|(_, text)| text)
         .unwrap_or_default();
-    let results = stored_tool_results(&data.join("sessions.db"));
+    let results = stored_tool_results(&data.join("sessions.db"), &session);
     let quoted: Vec<&str> = results
         .iter()
         .flat_map(|(_, out)| {
@@ -221,11 +224,11 @@ fn on_a_local_model_the_agent_calls_tools_answers_from_them_and_restarts_only_wh
         let screen = tmux.wait_for_any(&["approve? [y/n]"], round + 1);
         let asked = answer_to(&screen, question);
         assert!(asked.contains("[tool] restartService"), "{asked}");
-        let before = stored_tool_results(&data.join("sessions.db"));
+        let before = stored_tool_results(&data.join("sessions.db"), &session);
         assert_eq!(restarted(&before), 0, "restarted before approval");
         tmux.line(key);
         tmux.wait_for_any(&["you> "], 3 + round);
-        let results = stored_tool_results(&data.join("sessions.db"));
+        let results = stored_tool_results(&data.join("sessions.db"), &session);
         assert_eq!(restarted(&results), restarts, "after {key}: {results:?}");
     }
 }
