@@ -41,9 +41,8 @@ scheduler and db.\n\
 - Call getServiceStatus to see whether a service is up.\n\
 - Call queryLogs to see why a service failed.\n\
 - Call restartService only when the user asks for a restart.\n\
-The service is the one the user names: for \"Is the db slow?\" call getServiceStatus with \
-{\"service\": \"db\"}.\n\
-After a tool result, answer in one or two sentences, quoting the tool result's summary or log line.";
+The \"service\" argument is the service named in the user's question.\n\
+After a tool result, answer with one sentence: copy the tool result's summary word for word.";
 
 /// One tool call per question, then the answer: once a turn's tools ran,
 /// the next model call may not call another (a small model would call

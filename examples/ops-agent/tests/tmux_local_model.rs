@@ -184,6 +184,10 @@ fn on_a_local_model_the_agent_calls_tools_answers_from_them_and_restarts_only_wh
         .unwrap_or_else(|| panic!("no session line:\n{screen}"))
         .to_owned();
     assert!(!calls.is_empty(), "no tool call:\n{answer}");
+    assert!(
+        calls.iter().any(|(_, args)| args["service"] == "scheduler"),
+        "no tool call about the scheduler:\n{answer}"
+    );
     let said = answer
         .split_once("agent> ")
         .map(|(_, text)| text)
@@ -223,7 +227,10 @@ fn on_a_local_model_the_agent_calls_tools_answers_from_them_and_restarts_only_wh
         // The approval is asked (or the turn ended without one: a failure).
         let screen = tmux.wait_for_any(&["approve? [y/n]"], round + 1);
         let asked = answer_to(&screen, question);
-        assert!(asked.contains("[tool] restartService"), "{asked}");
+        assert!(
+            asked.contains(r#"[tool] restartService {"service":"scheduler""#),
+            "{asked}"
+        );
         let before = stored_tool_results(&data.join("sessions.db"), &session);
         assert_eq!(restarted(&before), 0, "restarted before approval");
         tmux.line(key);
