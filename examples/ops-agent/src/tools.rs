@@ -19,6 +19,9 @@ pub const TOOLS: [&str; 3] = ["getServiceStatus", "queryLogs", "restartService"]
 
 /// Input of `getServiceStatus`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
+// No other fields: the schema says so (`additionalProperties: false`),
+// so a model constrained by it cannot pad a call with made-up ones.
+#[serde(deny_unknown_fields)]
 pub struct StatusInput {
     /// Which service to check.
     pub service: Service,
@@ -53,6 +56,9 @@ fn default_window() -> String {
 
 /// Input of `queryLogs`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
+// No other fields: the schema says so (`additionalProperties: false`),
+// so a model constrained by it cannot pad a call with made-up ones.
+#[serde(deny_unknown_fields)]
 pub struct LogsInput {
     /// Whose logs.
     pub service: Service,
@@ -116,6 +122,9 @@ impl ToolImpl for QueryLogs {
 
 /// Input of `restartService`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
+// No other fields: the schema says so (`additionalProperties: false`),
+// so a model constrained by it cannot pad a call with made-up ones.
+#[serde(deny_unknown_fields)]
 pub struct RestartInput {
     /// Which service to restart.
     pub service: Service,

@@ -271,6 +271,7 @@ mod tests {
         let model = ModelChoice {
             name: OFFLINE_MODEL.into(),
             reason: "test".into(),
+            gguf: None,
         };
         let app = {
             let _guard = rt.enter();

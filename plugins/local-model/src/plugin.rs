@@ -206,7 +206,8 @@ fn options(name: &str) -> ModelOptions {
 ///
 /// Constrained output (see `constrained.rs`) and tools (see `tools.rs`)
 /// become one grammar for the answer; an answer that is a tool call is
-/// returned as a `toolRequest` part and not streamed as text.
+/// returned as a `toolRequest` part, sent as one chunk once complete (never
+/// streamed as text).
 async fn serve(
     model: Arc<LocalModel>,
     request: GenerateRequest,
@@ -280,8 +281,10 @@ async fn serve(
         Some(tools) => tools.parts(&generated.text),
         None => vec![Part::text(generated.text)],
     };
-    // A complete call ends the turn as a stop, whatever ended decoding.
+    // A complete call ends the turn as a stop, whatever ended decoding; it
+    // is streamed whole, as one chunk, so a streaming caller sees it too.
     let finish_reason = if is_call(&parts) {
+        ctx.send_chunk(GenerateResponseChunk::new(parts.clone()).with_position(0, Role::Model));
         FinishReason::Stop
     } else {
         generated.finish_reason

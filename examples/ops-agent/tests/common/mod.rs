@@ -17,7 +17,7 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_ops-agent");
 
 /// Every variable that picks or configures the app's model, store, data
 /// directory, port or dev mode: removed so a test sets only its own.
-pub const APP_ENV: [&str; 19] = [
+pub const APP_ENV: [&str; 20] = [
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
     "GEMINI_API_KEY",
@@ -28,6 +28,7 @@ pub const APP_ENV: [&str; 19] = [
     "ANTHROPIC_BASE_URL",
     "OLLAMA_HOST",
     "OPS_AGENT_MODEL",
+    "OPS_AGENT_GGUF",
     "OPS_AGENT_DATABASE",
     "OPS_AGENT_DATA_DIR",
     "GENKIT_ENV",
