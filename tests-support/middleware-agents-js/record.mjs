@@ -122,6 +122,8 @@ const fixture = {
   researcherRequests: seen.researcherModel.map((r) => r.messages),
   finalText: result.message?.content?.map((p) => p.text).join(''),
   finalArtifacts: (result.artifacts ?? result.state?.artifacts ?? []),
+  // What the Reflection API lists for each (MiddlewareDesc).
+  configSchemas: { agents: agents.toJson(), artifacts: artifacts.toJson() },
 };
 const out_path = process.argv[2]
   ?? new URL('../../crates/genkit-agent/tests/fixtures/middleware_agents_js.json', import.meta.url);

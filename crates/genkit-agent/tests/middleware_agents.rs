@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 
 use genkit_agent::middleware::{
     AgentRef, AgentsMiddleware, AgentsOptions, ArtifactStrategy, ArtifactsMiddleware,
-    ArtifactsOptions, register_agent_middleware,
+    ArtifactsOptions, define_agent_middleware, middleware_plugin, register_agent_middleware,
 };
 use genkit_agent::types::AgentOutput;
 use genkit_agent::{AgentOptions, define_prompt_agent_with};
@@ -456,6 +456,121 @@ fn agents_middleware_needs_an_agent_as_genkit_js() {
         err.message(),
         "agents middleware requires at least one agent in the \"agents\" option."
     );
+}
+
+/// What the Reflection API lists for `agents` and `artifacts` is Genkit
+/// JS's `toJson()`: name, description and config schema.
+#[test]
+fn listings_carry_genkit_js_config_schemas() {
+    let js = fixture();
+    let registry = Registry::new();
+    register_agent_middleware(&registry);
+    let listed = registry.list_values("middleware");
+    for name in ["agents", "artifacts"] {
+        assert_eq!(listed[name], js["configSchemas"][name], "{name}");
+    }
+}
+
+/// A config that breaks the schema is refused before the middleware is
+/// built, naming the middleware and the field.
+#[test]
+fn a_config_that_breaks_the_schema_names_the_field() {
+    let registry = Registry::new();
+    define_agent_middleware(&registry).unwrap();
+    for (name, config, expected) in [
+        (
+            "agents",
+            json!({"agents": "researcher"}),
+            "- agents: must be array",
+        ),
+        (
+            "agents",
+            json!({}),
+            "- (root): must have required property 'agents'",
+        ),
+        (
+            "agents",
+            json!({"agents": ["a"], "artifactStrategy": "everywhere"}),
+            "- artifactStrategy: must be equal to one of the allowed values",
+        ),
+        (
+            "agents",
+            json!({"agents": [{"description": "no name"}]}),
+            "- agents.0: must match a schema in anyOf",
+        ),
+        (
+            "agents",
+            json!({"agents": ["a"], "maxDelegations": "two"}),
+            "- maxDelegations: must be number",
+        ),
+        (
+            "artifacts",
+            json!({"readonly": "yes"}),
+            "- readonly: must be boolean",
+        ),
+    ] {
+        let err = resolve_middleware(&registry, name, Some(&config))
+            .err()
+            .unwrap_or_else(|| panic!("{name} accepted {config}"));
+        assert_eq!(err.status(), StatusCode::InvalidArgument, "{config}");
+        let message = err.message();
+        assert!(
+            message.starts_with(&format!("middleware `{name}` config")),
+            "{message}"
+        );
+        // The parse errors come before the data and the schema.
+        let errors = message.split("Provided data:").next().unwrap_or_default();
+        assert!(errors.contains(expected), "{expected}: {message}");
+    }
+    // What the schema allows still builds.
+    resolve_middleware(
+        &registry,
+        "agents",
+        Some(&json!({"agents": ["a", {"name": "b", "description": "B."}], "toolPrefix": "ask", "maxDelegations": 2, "historyLength": 4, "artifactStrategy": "session"})),
+    )
+    .unwrap();
+    resolve_middleware(&registry, "artifacts", Some(&json!({"readonly": true}))).unwrap();
+    resolve_middleware(&registry, "artifacts", None).unwrap();
+}
+
+/// The plugin registers all of `@genkit-ai/middleware` the moment it is
+/// added, usable by name at once; the older registration functions still
+/// work on the same registry.
+#[tokio::test]
+async fn the_middleware_plugin_registers_every_middleware_by_name() {
+    let registry = Registry::new();
+    registry
+        .register_plugin(Arc::new(middleware_plugin()))
+        .unwrap();
+    let listed = registry.list_values("middleware");
+    assert_eq!(
+        listed.keys().map(String::as_str).collect::<Vec<_>>(),
+        [
+            "agents",
+            "artifacts",
+            "fallback",
+            "filesystem",
+            "retry",
+            "skills",
+            "toolApproval"
+        ]
+    );
+    assert_eq!(listed["agents"], fixture()["configSchemas"]["agents"]);
+    let mw = resolve_middleware(&registry, "agents", Some(&json!({"agents": ["researcher"]})))
+        .unwrap();
+    assert_eq!(mw.name(), "agents");
+    let err = resolve_middleware(&registry, "retry", Some(&json!({"maxRetries": "three"})))
+        .err()
+        .unwrap();
+    assert!(err.message().contains("middleware `retry` config"), "{}", err.message());
+    register_agent_middleware(&registry);
+    genkit_middleware::define_builtin_middleware(&registry).unwrap();
+    assert_eq!(registry.list_values("middleware"), listed);
+    // A second plugin of the same name is refused.
+    let err = registry
+        .register_plugin(Arc::new(middleware_plugin()))
+        .unwrap_err();
+    assert_eq!(err.status(), StatusCode::AlreadyExists);
 }
 
 #[tokio::test]

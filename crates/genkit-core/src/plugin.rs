@@ -38,4 +38,14 @@ pub trait Plugin: Send + Sync + 'static {
     async fn list_actions(&self) -> Result<Vec<ActionDesc>> {
         Ok(Vec::new())
     }
+
+    /// Registers, at once when the plugin is added to a registry, what must
+    /// be there before any lookup: named values and objects such as
+    /// middleware definitions (Genkit JS's `GenkitPluginV2.middleware()`),
+    /// which are listed and resolved without initialising plugins. Runs once,
+    /// before [`init`](Plugin::init); an error keeps the plugin out of the
+    /// registry. Default: nothing.
+    fn on_register(&self, _registry: &Registry) -> Result<()> {
+        Ok(())
+    }
 }

@@ -181,16 +181,29 @@ impl Registry {
         self.inner.changes.subscribe()
     }
 
-    /// Registers a plugin (not initialised until needed). A second plugin
-    /// with the same name is an `ALREADY_EXISTS` error.
+    /// Registers a plugin (not initialised until needed), after running its
+    /// [`on_register`](Plugin::on_register). A second plugin with the same
+    /// name is an `ALREADY_EXISTS` error.
     pub fn register_plugin(&self, plugin: Arc<dyn Plugin>) -> Result<()> {
+        let taken = |plugins: &[Arc<PluginSlot>]| {
+            if plugins.iter().any(|p| p.plugin.name() == plugin.name()) {
+                return Err(Error::new(
+                    StatusCode::AlreadyExists,
+                    format!("plugin `{}` is already registered", plugin.name()),
+                ));
+            }
+            Ok(())
+        };
+        taken(&self.inner.plugins.read())?;
+        // Outside the lock: the hook registers values and may look things up.
+        plugin.on_register(self).map_err(|e| {
+            Error::new(
+                e.status(),
+                format!("registering plugin `{}`: {}", plugin.name(), e.message()),
+            )
+        })?;
         let mut plugins = self.inner.plugins.write();
-        if plugins.iter().any(|p| p.plugin.name() == plugin.name()) {
-            return Err(Error::new(
-                StatusCode::AlreadyExists,
-                format!("plugin `{}` is already registered", plugin.name()),
-            ));
-        }
+        taken(&plugins)?;
         plugins.push(Arc::new(PluginSlot {
             plugin,
             initialized: OnceCell::new(),

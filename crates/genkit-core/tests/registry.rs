@@ -186,6 +186,57 @@ impl Plugin for BadPlugin {
     }
 }
 
+/// Registers a value at once when added; refuses when `fail` is set.
+struct EagerPlugin {
+    fail: bool,
+    inits: AtomicUsize,
+}
+
+#[async_trait]
+impl Plugin for EagerPlugin {
+    fn name(&self) -> &str {
+        "eager"
+    }
+    async fn init(&self, _r: &Registry) -> Result<Vec<DynAction>> {
+        self.inits.fetch_add(1, Ordering::SeqCst);
+        Ok(Vec::new())
+    }
+    fn on_register(&self, registry: &Registry) -> Result<()> {
+        if self.fail {
+            return Err(genkit_core::Error::invalid_argument("no thanks"));
+        }
+        registry.register_value("middleware", "eager", json!({"name": "eager"}));
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn on_register_runs_at_once_and_its_error_keeps_the_plugin_out() {
+    let reg = Registry::new();
+    let plugin = Arc::new(EagerPlugin {
+        fail: false,
+        inits: AtomicUsize::new(0),
+    });
+    reg.register_plugin(plugin.clone()).unwrap();
+    // Listed before anything initialised the plugin.
+    assert_eq!(
+        reg.list_values("middleware")["eager"],
+        json!({"name": "eager"})
+    );
+    assert_eq!(plugin.inits.load(Ordering::SeqCst), 0);
+
+    let reg = Registry::new();
+    let err = reg
+        .register_plugin(Arc::new(EagerPlugin {
+            fail: true,
+            inits: AtomicUsize::new(0),
+        }))
+        .unwrap_err();
+    assert_eq!(err.status(), StatusCode::InvalidArgument);
+    assert_eq!(err.message(), "registering plugin `eager`: no thanks");
+    assert!(reg.plugin_names().is_empty());
+}
+
 #[tokio::test]
 async fn plugin_actions_must_use_the_namespace() {
     let reg = Registry::new();

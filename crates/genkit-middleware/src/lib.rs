@@ -16,7 +16,9 @@
 //!
 //! [`define_builtin_middleware`] registers retry, fallback, filesystem and
 //! skills by name with Genkit JS's config schemas, for requests and prompt
-//! files that name them (`use: [{name: retry, config: {...}}]`).
+//! files that name them (`use: [{name: retry, config: {...}}]`);
+//! [`middleware_plugin`] does the same (and registers `toolApproval`) as a
+//! plugin given to the Genkit builder.
 //!
 //! Each is a [`GenerateMiddleware`](genkit_model::middleware::GenerateMiddleware)
 //! (the mechanism is in `genkit_model::middleware`); pass it to a generate
@@ -27,6 +29,7 @@ pub mod filesystem;
 mod history;
 mod history_summary;
 mod named;
+mod plugin;
 mod retry;
 mod skills;
 mod tool_approval;
@@ -43,6 +46,7 @@ pub use named::{
     define_builtin_middleware, fallback_desc, fallback_from_config, filesystem_desc, retry_desc,
     skills_desc,
 };
+pub use plugin::{MiddlewarePlugin, middleware_plugin};
 pub use retry::{DEFAULT_RETRY_STATUSES, Retry, RetryCallback, retry};
 pub use skills::{SKILLS_INSTRUCTIONS_KEY, Skills, SkillsOptions, skills};
 pub use tool_approval::{

@@ -1,12 +1,21 @@
-//! The official `genkit` CLI (genkit-cli 1.43, `tests/js`) evaluating a
-//! Rust runtime: `genkit eval:flow` runs a Rust RAG flow (a Rust retriever,
-//! then a model) over a dataset file and scores it with Rust evaluators
-//! (`genkitEval/faithfulness` with a judge model, and `genkitEval/regex`),
-//! taking each test case's context from the retriever span of the flow's
-//! trace; `genkit eval:run` scores a dataset file. The scores are read from
-//! the CLI's output file and its eval store.
+//! The official `genkit` CLI (genkit-cli 1.43, `tests/js`) reading and
+//! evaluating a Rust runtime:
 //!
+//! - `genkit eval:flow` runs a Rust RAG flow (a Rust retriever, then a model)
+//!   over a dataset file and scores it with Rust evaluators
+//!   (`genkitEval/faithfulness` with a judge model, and `genkitEval/regex`),
+//!   taking each test case's context from the retriever span of the flow's
+//!   trace; `genkit eval:run` scores a dataset file. Both against a runtime
+//!   that is already running, and both in their `-- <cmd>` form, where the
+//!   CLI starts the runtime itself in Reflection API v2 mode.
+//! - `genkit trace:get` (JSON and tree output) and `genkit trace:list` show
+//!   the span tree of a flow run under `genkit start`, as our runtime
+//!   exported it to the CLI's telemetry server.
+//!
+//! The scores are read from the CLI's output file and its eval store.
 //! Skips (saying so) only when `node` or `npm` is not installed.
+
+mod common;
 
 use genkit_core::Registry;
 use genkit_core::flow::define_flow;
@@ -167,33 +176,111 @@ fn define_app(registry: &Registry) {
     define_genkit_evaluators(registry, &[GenkitMetric::Regex]).expect("regex");
 }
 
+/// The tests here take turns: each runs the CLI, which starts (or reuses) a
+/// telemetry server on the first free port from 4033, and `genkit start`
+/// and the `-- <cmd>` forms start a runtime.
+static CLI_TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn genkit_bin() -> PathBuf {
+    js_dir().join("node_modules/.bin/genkit")
+}
+
+/// A scratch project (with package.json, so it is the CLI's project root)
+/// and a scratch HOME with analytics off.
 struct Scratch {
     dir: tempfile::TempDir,
 }
 
 impl Scratch {
+    async fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join("home")).expect("home");
+        std::fs::create_dir_all(dir.path().join("project")).expect("project");
+        std::fs::write(
+            dir.path().join("project/package.json"),
+            r#"{"name":"scratch","private":true}"#,
+        )
+        .expect("package.json");
+        let me = Self { dir };
+        let out = me
+            .genkit(&["config", "set", "analyticsOptOut", "true"])
+            .await;
+        assert!(out.status.success(), "{}", text(&out));
+        me
+    }
+
     fn project(&self) -> PathBuf {
         self.dir.path().join("project")
     }
 
-    async fn genkit(&self, args: &[&str]) -> Output {
-        let mut c = Command::new(js_dir().join("node_modules/.bin/genkit"));
-        c.args(args)
-            .current_dir(self.project())
+    /// The CLI, in the project, with the environment a runtime it starts
+    /// needs ([`rust_rag_runtime`] finds the project through `PROJECT_ENV`).
+    fn command(&self) -> Command {
+        let mut c = Command::new(genkit_bin());
+        c.current_dir(self.project())
             .env("HOME", self.dir.path().join("home"))
             .env("GENKIT_CLI_DISABLE_UPDATE_NOTIFICATIONS", "true")
             .env("NO_COLOR", "1")
+            .env(PROJECT_ENV, self.project())
             .env_remove("GENKIT_ENV")
             .env_remove("GENKIT_TELEMETRY_SERVER")
             .env_remove("GENKIT_REFLECTION_PORT")
+            .env_remove("GENKIT_REFLECTION_V2_SERVER")
             .env_remove("GENKIT_RUNTIME_ID")
             .kill_on_drop(true);
+        c
+    }
+
+    async fn genkit(&self, args: &[&str]) -> Output {
+        let mut c = self.command();
+        c.args(args);
         tokio::time::timeout(Duration::from_secs(180), c.output())
             .await
             .unwrap_or_else(|_| panic!("genkit {args:?} timed out"))
             .expect("genkit runs")
     }
+
+    /// `genkit <args> -- <the Rust runtime>`: the CLI starts the runtime.
+    async fn genkit_with_runtime(&self, args: &[&str]) -> Output {
+        let exe = std::env::current_exe().expect("test binary");
+        let exe = exe.to_str().expect("a UTF-8 path to the test binary");
+        let mut all = args.to_vec();
+        all.push("--");
+        all.extend([exe]);
+        all.extend(RUNTIME_ARGS);
+        self.genkit(&all).await
+    }
+
+    fn write_questions(&self) {
+        std::fs::write(
+            self.project().join("questions.json"),
+            json!([
+                {"testCaseId": "france", "input": "Is Paris the capital of France?", "reference": "^Paris"},
+                {"testCaseId": "italy", "input": "Which city is the capital of Italy?", "reference": "^Paris"},
+                {"testCaseId": "spain", "input": "What is the capital of Spain?", "reference": "know"},
+            ])
+            .to_string(),
+        )
+        .expect("dataset");
+    }
+
+    fn write_answers(&self) {
+        std::fs::write(
+            self.project().join("answers.json"),
+            json!([
+                {"testCaseId": "supported", "input": "q", "output": "Rome is the capital of Italy.",
+                 "context": ["Rome is the capital of Italy."], "reference": "Rome"},
+                {"testCaseId": "half", "input": "q", "output": "Rome is the capital of Italy. Rome has a moon.",
+                 "context": ["Rome is the capital of Italy."], "reference": "^Milan"},
+            ])
+            .to_string(),
+        )
+        .expect("dataset");
+    }
 }
+
+/// The test-harness arguments that run [`rust_rag_runtime`] alone.
+const RUNTIME_ARGS: [&str; 4] = ["--ignored", "--exact", "rust_rag_runtime", "--nocapture"];
 
 fn text(o: &Output) -> String {
     format!(
@@ -201,6 +288,18 @@ fn text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     )
+}
+
+/// The CLI's output, which must be a success without an error report (the
+/// eval commands print `Command exited with an Error` and exit 0).
+fn succeeded(out: &Output) -> String {
+    let printed = text(out);
+    assert!(out.status.success(), "{printed}");
+    assert!(
+        !printed.contains("Command exited with an Error") && !printed.contains("Failed to start"),
+        "{printed}"
+    );
+    printed
 }
 
 fn read_json(path: &Path) -> Value {
@@ -232,86 +331,10 @@ fn stored_run(project: &Path, printed: &str) -> Value {
     read_json(&runs[0])
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn genkit_eval_flow_and_eval_run_score_a_rust_rag_flow() {
-    if !node_tools() {
-        return;
-    }
-    let scratch = Scratch {
-        dir: tempfile::tempdir().expect("tempdir"),
-    };
-    std::fs::create_dir_all(scratch.dir.path().join("home")).expect("home");
-    std::fs::create_dir_all(scratch.project()).expect("project");
-    std::fs::write(
-        scratch.project().join("package.json"),
-        r#"{"name":"scratch","private":true}"#,
-    )
-    .expect("package.json");
-    let out = scratch
-        .genkit(&["config", "set", "analyticsOptOut", "true"])
-        .await;
-    assert!(out.status.success(), "{}", text(&out));
-
-    // The app runs in its own process (this test binary, running
-    // `rust_rag_runtime`) with GENKIT_ENV=dev, as under `genkit start`, so it
-    // sends its traces to the CLI's telemetry server.
-    let mut runtime = Command::new(std::env::current_exe().expect("test binary"));
-    runtime
-        .args(["--ignored", "--exact", "rust_rag_runtime", "--nocapture"])
-        .current_dir(scratch.project())
-        .env("GENKIT_ENV", "dev")
-        .env(PROJECT_ENV, scratch.project())
-        .env_remove("GENKIT_TELEMETRY_SERVER")
-        .env_remove("GENKIT_REFLECTION_PORT")
-        .stdout(std::process::Stdio::null())
-        .kill_on_drop(true);
-    let mut runtime = runtime.spawn().expect("runtime starts");
-    let runtimes = scratch.project().join(".genkit/runtimes");
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while !std::fs::read_dir(&runtimes).is_ok_and(|mut d| d.next().is_some()) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the runtime wrote no file under {}",
-            runtimes.display()
-        );
-        assert!(
-            runtime.try_wait().expect("status").is_none(),
-            "the runtime exited"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-
-    // eval:flow over a dataset file.
-    std::fs::write(
-        scratch.project().join("questions.json"),
-        json!([
-            {"testCaseId": "france", "input": "Is Paris the capital of France?", "reference": "^Paris"},
-            {"testCaseId": "italy", "input": "Which city is the capital of Italy?", "reference": "^Paris"},
-            {"testCaseId": "spain", "input": "What is the capital of Spain?", "reference": "know"},
-        ])
-        .to_string(),
-    )
-    .expect("dataset");
-    let out = scratch
-        .genkit(&[
-            "eval:flow",
-            "ask",
-            "--input",
-            "questions.json",
-            "--evaluators",
-            "genkitEval/faithfulness,genkitEval/regex",
-            "--force",
-            "--output",
-            "flow-results.json",
-        ])
-        .await;
-    let printed = text(&out);
-    assert!(out.status.success(), "{printed}");
-    assert!(
-        !printed.contains("Command exited with an Error"),
-        "{printed}"
-    );
-    let results = read_json(&scratch.project().join("flow-results.json"));
+/// `eval:flow ask` over `questions.json`, as the CLI wrote it to `file` and
+/// stored it: outputs, contexts from the retriever span, and scores.
+fn check_flow_results(project: &Path, file: &str, printed: &str) {
+    let results = read_json(&project.join(file));
     let results = results.as_array().expect("results");
     assert_eq!(results.len(), 3, "{printed}");
     let by_id = |id: &str| {
@@ -331,6 +354,7 @@ async fn genkit_eval_flow_and_eval_run_score_a_rust_rag_flow() {
             "The Seine flows through Paris."
         ])
     );
+    assert_eq!(france["traceIds"].as_array().map(Vec::len), Some(1), "{france}");
     let faith = metric(france, "/evaluator/genkitEval/faithfulness");
     assert_eq!(faith["score"], json!(1));
     assert_eq!(faith["status"], "PASS");
@@ -369,7 +393,7 @@ async fn genkit_eval_flow_and_eval_run_score_a_rust_rag_flow() {
     );
 
     // The run is stored with its results and summaries.
-    let run = stored_run(&scratch.project(), &printed);
+    let run = stored_run(project, printed);
     assert_eq!(run["key"]["actionRef"], "/flow/ask");
     assert_eq!(run["results"].as_array().map(Vec::len), Some(3));
     assert_eq!(run["results"], Value::Array(results.clone()));
@@ -377,37 +401,11 @@ async fn genkit_eval_flow_and_eval_run_score_a_rust_rag_flow() {
         run["key"]["metricsMetadata"]["genkitEval/faithfulness"]["displayName"] == "Faithfulness",
         "{run}"
     );
+}
 
-    // eval:run over a dataset of already produced outputs.
-    std::fs::write(
-        scratch.project().join("answers.json"),
-        json!([
-            {"testCaseId": "supported", "input": "q", "output": "Rome is the capital of Italy.",
-             "context": ["Rome is the capital of Italy."], "reference": "Rome"},
-            {"testCaseId": "half", "input": "q", "output": "Rome is the capital of Italy. Rome has a moon.",
-             "context": ["Rome is the capital of Italy."], "reference": "^Milan"},
-        ])
-        .to_string(),
-    )
-    .expect("dataset");
-    let out = scratch
-        .genkit(&[
-            "eval:run",
-            "answers.json",
-            "--evaluators",
-            "genkitEval/faithfulness,genkitEval/regex",
-            "--force",
-            "--output",
-            "run-results.json",
-        ])
-        .await;
-    let printed = text(&out);
-    assert!(out.status.success(), "{printed}");
-    assert!(
-        !printed.contains("Command exited with an Error"),
-        "{printed}"
-    );
-    let results = read_json(&scratch.project().join("run-results.json"));
+/// `eval:run` over `answers.json`, as the CLI wrote it to `file`.
+fn check_run_results(project: &Path, file: &str) {
+    let results = read_json(&project.join(file));
     let half = results
         .as_array()
         .and_then(|r| r.iter().find(|r| r["testCaseId"] == "half"))
@@ -432,19 +430,363 @@ async fn genkit_eval_flow_and_eval_run_score_a_rust_rag_flow() {
         metric(supported, "/evaluator/genkitEval/regex")["score"],
         json!(true)
     );
+}
+
+const EVALUATORS: &str = "genkitEval/faithfulness,genkitEval/regex";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn genkit_eval_flow_and_eval_run_score_a_rust_rag_flow() {
+    if !node_tools() {
+        return;
+    }
+    let _turn = CLI_TURN.lock().await;
+    let scratch = Scratch::new().await;
+
+    // The app runs in its own process (this test binary, running
+    // `rust_rag_runtime`) with GENKIT_ENV=dev, as under `genkit start`, so it
+    // sends its traces to the CLI's telemetry server.
+    let mut runtime = Command::new(std::env::current_exe().expect("test binary"));
+    runtime
+        .args(RUNTIME_ARGS)
+        .current_dir(scratch.project())
+        .env("GENKIT_ENV", "dev")
+        .env(PROJECT_ENV, scratch.project())
+        .env_remove("GENKIT_TELEMETRY_SERVER")
+        .env_remove("GENKIT_REFLECTION_PORT")
+        .env_remove("GENKIT_REFLECTION_V2_SERVER")
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let mut runtime = runtime.spawn().expect("runtime starts");
+    let runtimes = scratch.project().join(".genkit/runtimes");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_dir(&runtimes).is_ok_and(|mut d| d.next().is_some()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the runtime wrote no file under {}",
+            runtimes.display()
+        );
+        assert!(
+            runtime.try_wait().expect("status").is_none(),
+            "the runtime exited"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // eval:flow over a dataset file.
+    scratch.write_questions();
+    let out = scratch
+        .genkit(&[
+            "eval:flow",
+            "ask",
+            "--input",
+            "questions.json",
+            "--evaluators",
+            EVALUATORS,
+            "--force",
+            "--output",
+            "flow-results.json",
+        ])
+        .await;
+    let printed = succeeded(&out);
+    check_flow_results(&scratch.project(), "flow-results.json", &printed);
+
+    // eval:run over a dataset of already produced outputs.
+    scratch.write_answers();
+    let out = scratch
+        .genkit(&[
+            "eval:run",
+            "answers.json",
+            "--evaluators",
+            EVALUATORS,
+            "--force",
+            "--output",
+            "run-results.json",
+        ])
+        .await;
+    succeeded(&out);
+    check_run_results(&scratch.project(), "run-results.json");
 
     runtime.kill().await.expect("runtime stopped");
+}
+
+/// `genkit eval:flow ... -- <cmd>` and `genkit eval:run ... -- <cmd>`: the
+/// CLI starts our runtime itself, in Reflection API v2 mode (it sets
+/// `GENKIT_REFLECTION_V2_SERVER`, and the runtime connects to it), waits
+/// for the flow and the evaluators to register, evaluates, and stops the
+/// runtime.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn genkit_eval_commands_start_the_rust_runtime_themselves() {
+    if !node_tools() {
+        return;
+    }
+    let _turn = CLI_TURN.lock().await;
+    let scratch = Scratch::new().await;
+    scratch.write_questions();
+    let out = scratch
+        .genkit_with_runtime(&[
+            "eval:flow",
+            "ask",
+            "--input",
+            "questions.json",
+            "--evaluators",
+            EVALUATORS,
+            "--force",
+            "--output",
+            "flow-results.json",
+        ])
+        .await;
+    let printed = succeeded(&out);
+    check_flow_results(&scratch.project(), "flow-results.json", &printed);
+    // v2 mode: the runtime wrote no runtime file (it was never a v1 runtime).
+    let runtimes = scratch.project().join(".genkit/runtimes");
+    assert!(
+        std::fs::read_dir(&runtimes).map_or(true, |mut d| d.next().is_none()),
+        "a runtime file under {}",
+        runtimes.display()
+    );
+
+    scratch.write_answers();
+    let out = scratch
+        .genkit_with_runtime(&[
+            "eval:run",
+            "answers.json",
+            "--evaluators",
+            EVALUATORS,
+            "--force",
+            "--output",
+            "run-results.json",
+        ])
+        .await;
+    succeeded(&out);
+    check_run_results(&scratch.project(), "run-results.json");
+}
+
+/// The span of `trace` whose `genkit:name` is `name`.
+fn span<'a>(trace: &'a Value, name: &str) -> &'a Value {
+    trace["spans"]
+        .as_object()
+        .and_then(|s| s.values().find(|s| s["attributes"]["genkit:name"] == name))
+        .unwrap_or_else(|| panic!("no span {name} in {trace:#}"))
+}
+
+/// `genkit start -- <our runtime>`, a run of the RAG flow through the CLI's
+/// tools API, then `genkit trace:get <id>` (JSON and tree) and
+/// `genkit trace:list` in another shell: the span tree our runtime exported
+/// is the one the CLI and its trace viewer read (root flow span, the
+/// retriever, generate and model spans under it, Genkit's attributes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn genkit_trace_get_shows_the_span_tree_of_a_rust_flow() {
+    if !node_tools() {
+        return;
+    }
+    let _turn = CLI_TURN.lock().await;
+    let scratch = Scratch::new().await;
+    let ui_port = common::free_port();
+    let env_file = scratch.dir.path().join("genkit.env");
+    let exe = std::env::current_exe().expect("test binary");
+    let mut start = scratch.command();
+    start
+        .args(["start", "--port", &ui_port.to_string(), "--non-interactive"])
+        .arg("--write-env-file")
+        .arg(&env_file)
+        .arg("--")
+        .arg(&exe)
+        .args(RUNTIME_ARGS)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        // Its own process group, so the CLI and our runtime get Ctrl-C together.
+        .process_group(0);
+    let mut cli = start.spawn().expect("genkit start");
+    let pgid = cli.id().expect("pid");
+    common::wait_for_port(ui_port).await;
+    let http = common::client();
+    let tools = format!("http://localhost:{ui_port}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let listed: Value = match http.get(format!("{tools}/api/listActions")).send().await {
+            Ok(r) => r.json().await.unwrap_or(Value::Null),
+            Err(_) => Value::Null,
+        };
+        if listed["result"]["data"]["/flow/ask"].is_object() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the runtime never registered: {listed}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // Run the flow as the Dev UI does; the trace id comes in a header.
+    let question = "Is Paris the capital of France?";
+    let r = http
+        .post(format!("{tools}/api/streamAction"))
+        .json(&json!({"key": "/flow/ask", "input": question}))
+        .send()
+        .await
+        .expect("streamAction");
+    let trace_id = r.headers()["x-genkit-trace-id"]
+        .to_str()
+        .expect("a trace id")
+        .to_owned();
+    assert_eq!(trace_id.len(), 32, "{trace_id}");
+    let body = r.text().await.expect("body");
+    assert!(body.contains("Paris is the capital of France."), "{body}");
+
+    // Wait until the four spans reached the CLI's telemetry server.
+    let env = std::fs::read_to_string(&env_file).expect("env file");
+    let telemetry = env
+        .lines()
+        .find_map(|l| l.strip_prefix("GENKIT_TELEMETRY_SERVER="))
+        .unwrap_or_else(|| panic!("{env}"))
+        .to_owned();
+    let mut stored = Value::Null;
+    for _ in 0..100 {
+        stored = http
+            .get(format!("{telemetry}/api/traces/{trace_id}"))
+            .send()
+            .await
+            .expect("telemetry server")
+            .json()
+            .await
+            .unwrap_or(Value::Null);
+        if stored["spans"]
+            .as_object()
+            .is_some_and(|s| s.len() == 4 && s.values().all(|s| s["endTime"].as_f64() > Some(0.0)))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // trace:get, JSON: the trace and its spans with Genkit's attributes
+    // (JSON-valued attributes parsed by the CLI).
+    let out = scratch
+        .genkit(&["trace:get", &trace_id, "--format", "json"])
+        .await;
+    assert!(out.status.success(), "{}", text(&out));
+    let trace: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+    assert_eq!(trace["traceId"], trace_id.as_str());
+    assert_eq!(trace["displayName"], "ask", "{trace:#}");
+    assert_eq!(trace["spans"].as_object().map(|s| s.len()), Some(4), "{trace:#}");
+    let root = span(&trace, "ask");
+    assert!(root.get("parentSpanId").is_none(), "{root:#}");
+    let a = &root["attributes"];
+    assert_eq!(a["genkit:isRoot"], true);
+    assert_eq!(a["genkit:type"], "action");
+    assert_eq!(a["genkit:metadata:subtype"], "flow");
+    assert_eq!(a["genkit:path"], "/{ask,t:flow}");
+    assert_eq!(a["genkit:state"], "success");
+    assert_eq!(a["genkit:input"], json!(question).to_string());
+    assert_eq!(
+        a["genkit:output"],
+        json!("Paris is the capital of France.").to_string()
+    );
+    assert_eq!(root["status"]["code"], 0, "{root:#}");
+
+    let retriever = span(&trace, "capitals");
+    assert_eq!(retriever["parentSpanId"], root["spanId"]);
+    let a = &retriever["attributes"];
+    assert_eq!(a["genkit:type"], "action");
+    assert_eq!(a["genkit:metadata:subtype"], "retriever");
+    assert_eq!(a["genkit:path"], "/{ask,t:flow}/{capitals,t:action,s:retriever}");
+    assert_eq!(
+        a["genkit:output"]["documents"][0]["content"][0]["text"],
+        "Paris is the capital of France.",
+        "{a:#}"
+    );
+
+    let generate = span(&trace, "generate");
+    assert_eq!(generate["parentSpanId"], root["spanId"]);
+    assert_eq!(generate["attributes"]["genkit:type"], "util");
+    assert_eq!(
+        generate["attributes"]["genkit:path"],
+        "/{ask,t:flow}/{generate,t:util}"
+    );
+
+    let model = span(&trace, "answerer");
+    assert_eq!(model["parentSpanId"], generate["spanId"]);
+    let a = &model["attributes"];
+    assert_eq!(a["genkit:type"], "action");
+    assert_eq!(a["genkit:metadata:subtype"], "model");
+    assert_eq!(
+        a["genkit:path"],
+        "/{ask,t:flow}/{generate,t:util}/{answerer,t:action,s:model}"
+    );
+    assert_eq!(a["genkit:input"]["messages"][0]["role"], "user", "{a:#}");
+    assert_eq!(
+        a["genkit:output"]["message"]["content"][0]["text"],
+        "Paris is the capital of France."
+    );
+    for s in trace["spans"].as_object().into_iter().flat_map(|s| s.values()) {
+        assert_eq!(s["traceId"], trace_id.as_str());
+        assert_eq!(s["attributes"]["genkit:state"], "success", "{s:#}");
+        assert!(s["startTime"].as_f64() <= s["endTime"].as_f64(), "{s:#}");
+    }
+
+    // trace:get, tree: the CLI assembled the same tree from our spans.
+    let out = scratch.genkit(&["trace:get", &trace_id]).await;
+    let tree = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(tree.contains(&format!("Trace ID: {trace_id}")), "{tree}");
+    assert!(tree.contains("Name:     ask"), "{tree}");
+    let lines: Vec<&str> = tree.lines().map(str::trim_end).collect();
+    let at = |needle: &str| {
+        lines
+            .iter()
+            .position(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no `{needle}` in\n{tree}"))
+    };
+    let (root, retriever, generate, model) = (
+        at("└─ ask (flow) ["),
+        at("capitals (retriever) ["),
+        at("generate (util) ["),
+        at("answerer (model) ["),
+    );
+    assert!(root < retriever && retriever < generate && generate < model, "{tree}");
+    for l in [root, retriever, generate, model] {
+        assert!(lines[l].ends_with('✔'), "{}", lines[l]);
+    }
+    assert!(
+        lines[model..]
+            .iter()
+            .any(|l| l.contains("Model: \"Paris is the capital of France.\"")),
+        "{tree}"
+    );
+
+    // trace:list names it, with its root span's type and state.
+    let out = scratch.genkit(&["trace:list", "--name", "ask"]).await;
+    let listed = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}", text(&out));
+    let entry = listed
+        .split("---")
+        .find(|e| e.contains(&format!("ID:       {trace_id}")))
+        .unwrap_or_else(|| panic!("{trace_id} not in\n{listed}"));
+    assert!(entry.contains("Type:     flow"), "{entry}");
+    assert!(entry.contains("Name:     ask"), "{entry}");
+    assert!(entry.contains("Status:   success"), "{entry}");
+
+    let st = std::process::Command::new("kill")
+        .args(["-INT", "--", &format!("-{pgid}")])
+        .status()
+        .expect("kill");
+    assert!(st.success());
+    tokio::time::timeout(Duration::from_secs(20), cli.wait())
+        .await
+        .expect("genkit start did not stop")
+        .expect("genkit start");
 }
 
 /// Names the project folder of [`rust_rag_runtime`].
 const PROJECT_ENV: &str = "GENKIT_TEST_EVAL_PROJECT";
 
-/// The Rust app the CLI evaluates, run in its own process by
-/// [`genkit_eval_flow_and_eval_run_score_a_rust_rag_flow`] (ignored
-/// otherwise): the dev tooling for the project folder in
-/// `GENKIT_TEST_EVAL_PROJECT`, until it is killed.
+/// The Rust app the CLI evaluates, run in its own process by the tests
+/// above (ignored otherwise): the dev tooling for the project folder in
+/// `GENKIT_TEST_EVAL_PROJECT` (or, when the CLI started it in Reflection API
+/// v2 mode, connected to the CLI), until it is stopped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "the runtime of genkit_eval_flow_and_eval_run_score_a_rust_rag_flow, started by it"]
+#[ignore = "the runtime of the CLI tests here, started by them"]
 async fn rust_rag_runtime() {
     let project = std::env::var_os(PROJECT_ENV)
         .unwrap_or_else(|| panic!("{PROJECT_ENV} is not set: this runs inside the eval CLI test"));

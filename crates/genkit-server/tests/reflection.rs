@@ -149,6 +149,46 @@ async fn lists_actions_values_and_envs() {
     assert_eq!(envs, json!(["dev"]));
 }
 
+/// The middleware plugin given to the Genkit builder: every middleware of
+/// `@genkit-ai/middleware` is listed, with its config schema, and nothing
+/// else had to be called.
+#[tokio::test]
+async fn the_middleware_plugin_lists_every_builtin_middleware() {
+    let ai = genkit::Genkit::builder()
+        .no_prompt_dir()
+        .plugin(genkit::middleware::middleware_plugin())
+        .build()
+        .unwrap();
+    let api = start(ai.registry()).await;
+    let v: Value = api
+        .get("/api/values?type=middleware")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let names: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        [
+            "agents",
+            "artifacts",
+            "fallback",
+            "filesystem",
+            "retry",
+            "skills",
+            "toolApproval"
+        ]
+    );
+    for (name, desc) in v.as_object().unwrap() {
+        assert_eq!(desc["name"], name.as_str());
+        assert!(desc["description"].is_string(), "{desc}");
+    }
+    for name in ["agents", "artifacts", "fallback", "filesystem", "retry", "skills"] {
+        assert_eq!(v[name]["configSchema"]["type"], "object", "{name}: {v}");
+    }
+    assert_eq!(v["agents"]["configSchema"]["required"], json!(["agents"]));
+}
+
 #[tokio::test]
 async fn run_action_json() {
     let api = start(&registry()).await;

@@ -264,9 +264,18 @@ pub mod retrieval {
 /// middleware) and the capability shims from `genkit-model`, and the
 /// policies an application chooses (retry, fallback, history policy, tool
 /// approval, tool cache, filesystem, skills) from `genkit-middleware`.
+///
+/// [`middleware_plugin`](middleware::middleware_plugin) installs every
+/// middleware of Genkit JS's `@genkit-ai/middleware` by name (`retry`,
+/// `fallback`, `filesystem`, `skills`, `toolApproval`, `agents`,
+/// `artifacts`): `Genkit::builder().plugin(genkit::middleware::middleware_plugin())`.
 pub mod middleware {
     pub use genkit_middleware::*;
     pub use genkit_model::middleware::*;
+    /// Every middleware of `@genkit-ai/middleware`, `agents` and `artifacts`
+    /// included, as one plugin (this replaces genkit-middleware's
+    /// `middleware_plugin`, which has all but those two).
+    pub use genkit_agent::middleware::middleware_plugin;
 }
 
 /// Genkit's Agent API: [`Agent`](agent::Agent) and its chats and sessions,
