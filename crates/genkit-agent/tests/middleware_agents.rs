@@ -556,13 +556,21 @@ async fn the_middleware_plugin_registers_every_middleware_by_name() {
         ]
     );
     assert_eq!(listed["agents"], fixture()["configSchemas"]["agents"]);
-    let mw = resolve_middleware(&registry, "agents", Some(&json!({"agents": ["researcher"]})))
-        .unwrap();
+    let mw = resolve_middleware(
+        &registry,
+        "agents",
+        Some(&json!({"agents": ["researcher"]})),
+    )
+    .unwrap();
     assert_eq!(mw.name(), "agents");
     let err = resolve_middleware(&registry, "retry", Some(&json!({"maxRetries": "three"})))
         .err()
         .unwrap();
-    assert!(err.message().contains("middleware `retry` config"), "{}", err.message());
+    assert!(
+        err.message().contains("middleware `retry` config"),
+        "{}",
+        err.message()
+    );
     register_agent_middleware(&registry);
     genkit_middleware::define_builtin_middleware(&registry).unwrap();
     assert_eq!(registry.list_values("middleware"), listed);

@@ -42,7 +42,10 @@ impl MiddlewarePlugin {
 
     /// Also registers what `define` registers (other named middleware, such
     /// as the agent crate's `agents` and `artifacts`).
-    pub fn with(mut self, define: impl Fn(&Registry) -> Result<()> + Send + Sync + 'static) -> Self {
+    pub fn with(
+        mut self,
+        define: impl Fn(&Registry) -> Result<()> + Send + Sync + 'static,
+    ) -> Self {
         self.more.push(Arc::new(define));
         self
     }

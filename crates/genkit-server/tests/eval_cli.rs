@@ -354,7 +354,11 @@ fn check_flow_results(project: &Path, file: &str, printed: &str) {
             "The Seine flows through Paris."
         ])
     );
-    assert_eq!(france["traceIds"].as_array().map(Vec::len), Some(1), "{france}");
+    assert_eq!(
+        france["traceIds"].as_array().map(Vec::len),
+        Some(1),
+        "{france}"
+    );
     let faith = metric(france, "/evaluator/genkitEval/faithfulness");
     assert_eq!(faith["score"], json!(1));
     assert_eq!(faith["status"], "PASS");
@@ -658,6 +662,11 @@ async fn genkit_trace_get_shows_the_span_tree_of_a_rust_flow() {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    assert_eq!(
+        stored["spans"].as_object().map(|s| s.len()),
+        Some(4),
+        "the telemetry server has: {stored:#}"
+    );
 
     // trace:get, JSON: the trace and its spans with Genkit's attributes
     // (JSON-valued attributes parsed by the CLI).
@@ -665,11 +674,15 @@ async fn genkit_trace_get_shows_the_span_tree_of_a_rust_flow() {
         .genkit(&["trace:get", &trace_id, "--format", "json"])
         .await;
     assert!(out.status.success(), "{}", text(&out));
-    let trace: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+    let trace: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
     assert_eq!(trace["traceId"], trace_id.as_str());
     assert_eq!(trace["displayName"], "ask", "{trace:#}");
-    assert_eq!(trace["spans"].as_object().map(|s| s.len()), Some(4), "{trace:#}");
+    assert_eq!(
+        trace["spans"].as_object().map(|s| s.len()),
+        Some(4),
+        "{trace:#}"
+    );
     let root = span(&trace, "ask");
     assert!(root.get("parentSpanId").is_none(), "{root:#}");
     let a = &root["attributes"];
@@ -690,10 +703,12 @@ async fn genkit_trace_get_shows_the_span_tree_of_a_rust_flow() {
     let a = &retriever["attributes"];
     assert_eq!(a["genkit:type"], "action");
     assert_eq!(a["genkit:metadata:subtype"], "retriever");
-    assert_eq!(a["genkit:path"], "/{ask,t:flow}/{capitals,t:action,s:retriever}");
     assert_eq!(
-        a["genkit:output"]["documents"][0]["content"][0]["text"],
-        "Paris is the capital of France.",
+        a["genkit:path"],
+        "/{ask,t:flow}/{capitals,t:action,s:retriever}"
+    );
+    assert_eq!(
+        a["genkit:output"]["documents"][0]["content"][0]["text"], "Paris is the capital of France.",
         "{a:#}"
     );
 
@@ -719,7 +734,11 @@ async fn genkit_trace_get_shows_the_span_tree_of_a_rust_flow() {
         a["genkit:output"]["message"]["content"][0]["text"],
         "Paris is the capital of France."
     );
-    for s in trace["spans"].as_object().into_iter().flat_map(|s| s.values()) {
+    for s in trace["spans"]
+        .as_object()
+        .into_iter()
+        .flat_map(|s| s.values())
+    {
         assert_eq!(s["traceId"], trace_id.as_str());
         assert_eq!(s["attributes"]["genkit:state"], "success", "{s:#}");
         assert!(s["startTime"].as_f64() <= s["endTime"].as_f64(), "{s:#}");
@@ -744,7 +763,10 @@ async fn genkit_trace_get_shows_the_span_tree_of_a_rust_flow() {
         at("generate (util) ["),
         at("answerer (model) ["),
     );
-    assert!(root < retriever && retriever < generate && generate < model, "{tree}");
+    assert!(
+        root < retriever && retriever < generate && generate < model,
+        "{tree}"
+    );
     for l in [root, retriever, generate, model] {
         assert!(lines[l].ends_with('✔'), "{}", lines[l]);
     }

@@ -183,7 +183,14 @@ async fn the_middleware_plugin_lists_every_builtin_middleware() {
         assert_eq!(desc["name"], name.as_str());
         assert!(desc["description"].is_string(), "{desc}");
     }
-    for name in ["agents", "artifacts", "fallback", "filesystem", "retry", "skills"] {
+    for name in [
+        "agents",
+        "artifacts",
+        "fallback",
+        "filesystem",
+        "retry",
+        "skills",
+    ] {
         assert_eq!(v[name]["configSchema"]["type"], "object", "{name}: {v}");
     }
     assert_eq!(v["agents"]["configSchema"]["required"], json!(["agents"]));

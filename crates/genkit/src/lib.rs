@@ -270,12 +270,12 @@ pub mod retrieval {
 /// `fallback`, `filesystem`, `skills`, `toolApproval`, `agents`,
 /// `artifacts`): `Genkit::builder().plugin(genkit::middleware::middleware_plugin())`.
 pub mod middleware {
-    pub use genkit_middleware::*;
-    pub use genkit_model::middleware::*;
     /// Every middleware of `@genkit-ai/middleware`, `agents` and `artifacts`
     /// included, as one plugin (this replaces genkit-middleware's
     /// `middleware_plugin`, which has all but those two).
     pub use genkit_agent::middleware::middleware_plugin;
+    pub use genkit_middleware::*;
+    pub use genkit_model::middleware::*;
 }
 
 /// Genkit's Agent API: [`Agent`](agent::Agent) and its chats and sessions,

@@ -36,14 +36,16 @@ mod schemas {
         serde_json::from_str(s).unwrap_or_else(|e| panic!("bundled schema parses: {e}"))
     }
 
-    pub static AGENTS: LazyLock<Value> = LazyLock::new(|| parse(include_str!("schemas/agents.json")));
+    pub static AGENTS: LazyLock<Value> =
+        LazyLock::new(|| parse(include_str!("schemas/agents.json")));
     pub static ARTIFACTS: LazyLock<Value> =
         LazyLock::new(|| parse(include_str!("schemas/artifacts.json")));
 }
 
 /// The listing of `agents` (name, description, config schema).
 pub fn agents_desc() -> MiddlewareDesc {
-    MiddlewareDesc::new(agents::NAME, agents::DESCRIPTION).with_config_schema(schemas::AGENTS.clone())
+    MiddlewareDesc::new(agents::NAME, agents::DESCRIPTION)
+        .with_config_schema(schemas::AGENTS.clone())
 }
 
 /// The listing of `artifacts`.
