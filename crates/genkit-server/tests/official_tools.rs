@@ -535,3 +535,181 @@ async fn genkit_cli_drives_the_runtime_over_reflection_v2() {
         .expect("genkit start did not stop")
         .unwrap();
 }
+
+/// `genkit start --experimental-reflection-v2 -- <a Rust agent app>`: an
+/// agent turn run the way the Dev UI runs one (a bidirectional
+/// `streamAction` on `/agent/greeter`, the user's message sent as input,
+/// then the input closed): the tool's answer and the turn's end stream
+/// back, and the turn's output (reply and conversation) is the result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn genkit_cli_runs_a_rust_agent_turn_over_reflection_v2() {
+    if !node_tools() {
+        return;
+    }
+    let _turn = GENKIT_START.lock().await;
+    let scratch = Scratch::new().await;
+    let ui_port = free_port();
+    let mut start = scratch.command(&genkit_bin());
+    start
+        .args([
+            "start",
+            "--port",
+            &ui_port.to_string(),
+            "--non-interactive",
+            "--experimental-reflection-v2",
+            "--",
+        ])
+        .arg(std::env::current_exe().expect("test binary"))
+        .args(["--ignored", "--exact", "rust_agent_runtime", "--nocapture"])
+        .env(AGENT_RUNTIME_ENV, "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0);
+    let mut cli = start.spawn().unwrap();
+    let pgid = cli.id().unwrap();
+    wait_for_port(ui_port).await;
+    let http = common::client();
+    let tools = format!("http://localhost:{ui_port}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let actions = loop {
+        let listed: Value = match http.get(format!("{tools}/api/listActions")).send().await {
+            Ok(r) => r.json().await.unwrap_or(Value::Null),
+            Err(_) => Value::Null,
+        };
+        if listed["result"]["data"]["/agent/greeter"].is_object() {
+            break listed["result"]["data"].clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the agent never registered: {listed}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(actions["/agent/greeter"]["name"], "greeter");
+
+    let turn = http
+        .post(format!("{tools}/api/streamAction?bidi=true"))
+        .json(&json!({"key": "/agent/greeter", "init": {}}))
+        .send()
+        .await
+        .unwrap();
+    let trace_id = turn.headers()["x-genkit-trace-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let r = http
+        .post(format!("{tools}/api/sendBidiInput"))
+        .json(&json!({"traceId": trace_id, "chunk": {"message": {"role": "user", "content": [{"text": "Hi, I am Ada."}]}}}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success());
+    let r = http
+        .post(format!("{tools}/api/endBidiInput"))
+        .json(&json!({"traceId": trace_id}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success());
+    let body = tokio::time::timeout(Duration::from_secs(30), turn.text())
+        .await
+        .expect("the turn ends")
+        .unwrap();
+    let lines: Vec<Value> = body
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|_| panic!("{body}")))
+        .collect();
+    let (result, chunks) = lines.split_last().unwrap_or_else(|| panic!("{body}"));
+    // The tool's answer streamed as a model chunk, then the turn's end.
+    assert_eq!(
+        chunks
+            .first()
+            .map(|c| &c["modelChunk"]["content"][0]["toolResponse"]),
+        Some(&json!({"ref": "call-0", "name": "lookupGuest", "output": "guest 7"})),
+        "{body}"
+    );
+    assert_eq!(
+        chunks.last().map(|c| &c["turnEnd"]),
+        Some(&json!({"finishReason": "stop"})),
+        "{body}"
+    );
+    // The turn's output: the reply, and the conversation in the state.
+    let output = &result["result"];
+    assert_eq!(
+        output["message"]["content"][0]["text"], "Hello, Ada! You are guest 7.",
+        "{body}"
+    );
+    let history = &output["state"]["messages"];
+    assert_eq!(history.as_array().map(Vec::len), Some(4), "{body}");
+    assert_eq!(
+        history[1]["content"][0]["toolRequest"]["name"], "lookupGuest",
+        "{body}"
+    );
+    assert_eq!(result["telemetry"]["traceId"], trace_id.as_str(), "{body}");
+
+    let st = std::process::Command::new("kill")
+        .args(["-INT", "--", &format!("-{pgid}")])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    tokio::time::timeout(Duration::from_secs(20), cli.wait())
+        .await
+        .expect("genkit start did not stop")
+        .unwrap();
+}
+
+/// Set for [`rust_agent_runtime`] when a test starts it.
+const AGENT_RUNTIME_ENV: &str = "GENKIT_TEST_AGENT_RUNTIME";
+
+/// The Rust agent app of [`genkit_cli_runs_a_rust_agent_turn_over_reflection_v2`],
+/// started by the CLI (ignored otherwise): an agent `greeter` whose model
+/// calls the `lookupGuest` tool, then greets; the dev tooling (Reflection API
+/// v2 under `genkit start --experimental-reflection-v2`), until stopped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "the runtime of genkit_cli_runs_a_rust_agent_turn_over_reflection_v2, started by it"]
+async fn rust_agent_runtime() {
+    use genkit_agent::{AgentOptions, define_prompt_agent_with};
+    use genkit_generate::GenerateOptions;
+    use genkit_model::testing::ProgrammableModel;
+    use genkit_model::tool::Tool;
+
+    assert!(
+        std::env::var_os(AGENT_RUNTIME_ENV).is_some(),
+        "{AGENT_RUNTIME_ENV} is not set: this runs inside the CLI test"
+    );
+    let registry = genkit_core::Registry::new();
+    ProgrammableModel::define(&registry, "greeterModel")
+        .respond_tool_call("lookupGuest", json!({"name": "Ada"}))
+        .respond_text("Hello, Ada! You are guest 7.");
+    let lookup = Tool::from_json_schema(
+        "lookupGuest",
+        "Finds a guest's number.",
+        Some(json!({"type": "object", "properties": {"name": {"type": "string"}}})),
+        None,
+        |_input: Value, _ctx| async move { Ok(json!("guest 7")) },
+    )
+    .expect("tool");
+    define_prompt_agent_with(&registry, "greeter", AgentOptions::new(), move || {
+        let lookup = lookup.clone();
+        async move {
+            Ok(GenerateOptions::new()
+                .model("greeterModel")
+                .system("You greet guests.")
+                .tool(lookup))
+        }
+    })
+    .expect("agent");
+    let dev = genkit_server::start_dev_tooling_with(
+        &registry,
+        genkit_server::DevToolingOptions {
+            name: Some("agents".into()),
+            exit_on_signal: false,
+            ..genkit_server::DevToolingOptions::default()
+        },
+    )
+    .await
+    .expect("dev tooling")
+    .expect("GENKIT_ENV=dev starts the dev tooling");
+    genkit_server::shutdown::signal().await;
+    dev.shutdown().await;
+}
