@@ -28,8 +28,8 @@ use genkit::generate::{
     generate_stream,
 };
 use genkit::middleware::{
-    Filesystem, FilesystemOptions, MiddlewareDesc, Skills, SkillsOptions,
-    define_builtin_middleware, define_middleware_desc, filesystem, skills,
+    Filesystem, FilesystemOptions, MiddlewareDesc, MiddlewarePlugin, Skills, SkillsOptions,
+    define_builtin_middleware, define_middleware_desc, filesystem, middleware_plugin, skills,
 };
 use genkit::middleware::{
     GenerateMiddleware, approve, define_middleware, history_policy, retry, tool_approval,
@@ -100,4 +100,21 @@ fn the_prelude_names_the_same_items_as_their_modules() {
     let ok: p::Result<()> = Ok(());
     same(&ok, &genkit::Result::<()>::Ok(()));
     assert!(GENKIT_VERSION.starts_with("rust/"));
+}
+
+/// `genkit::middleware::middleware_plugin` is the agent crate's (all of
+/// `@genkit-ai/middleware`, `agents` and `artifacts` included), not
+/// genkit-middleware's narrower one of the same name.
+#[test]
+fn the_middleware_plugin_is_the_one_with_agents() {
+    let p: MiddlewarePlugin = middleware_plugin();
+    let ai = genkit::Genkit::builder()
+        .no_prompt_dir()
+        .plugin(p)
+        .build()
+        .unwrap();
+    let listed = ai.registry().list_values("middleware");
+    for name in ["agents", "artifacts", "filesystem", "toolApproval"] {
+        assert!(listed.contains_key(name), "{name}: {listed:?}");
+    }
 }
