@@ -248,7 +248,19 @@ impl Scratch {
         all.push("--");
         all.extend([exe]);
         all.extend(RUNTIME_ARGS);
-        self.genkit(&all).await
+        let mut c = self.command();
+        // Its own process group, which is killed afterwards: the CLI stops
+        // the runtime when it is done, but not if it is killed on a timeout.
+        c.args(&all)
+            .process_group(0)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let child = c.spawn().expect("genkit runs");
+        let _group = KillGroup::new(child.id().expect("pid"));
+        tokio::time::timeout(Duration::from_secs(180), child.wait_with_output())
+            .await
+            .unwrap_or_else(|_| panic!("genkit {all:?} timed out"))
+            .expect("genkit runs")
     }
 
     fn write_questions(&self) {
@@ -281,6 +293,36 @@ impl Scratch {
 
 /// The test-harness arguments that run [`rust_rag_runtime`] alone.
 const RUNTIME_ARGS: [&str; 4] = ["--ignored", "--exact", "rust_rag_runtime", "--nocapture"];
+
+/// Kills a process group (the CLI and the runtime it started) when dropped
+/// armed, so a failing test leaves no runtime behind: an orphaned Reflection
+/// API v2 runtime keeps reconnecting, and would register with the next
+/// CLI that listens on the same port.
+struct KillGroup {
+    pgid: u32,
+    armed: bool,
+}
+
+impl KillGroup {
+    fn new(pgid: u32) -> Self {
+        Self { pgid, armed: true }
+    }
+
+    /// The group stopped on its own: nothing to kill.
+    fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for KillGroup {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", self.pgid)])
+                .status();
+        }
+    }
+}
 
 fn text(o: &Output) -> String {
     format!(
@@ -602,6 +644,7 @@ async fn genkit_trace_get_shows_the_span_tree_of_a_rust_flow() {
         .process_group(0);
     let mut cli = start.spawn().expect("genkit start");
     let pgid = cli.id().expect("pid");
+    let mut group = KillGroup::new(pgid);
     common::wait_for_port(ui_port).await;
     let http = common::client();
     let tools = format!("http://localhost:{ui_port}");
@@ -798,6 +841,7 @@ async fn genkit_trace_get_shows_the_span_tree_of_a_rust_flow() {
         .await
         .expect("genkit start did not stop")
         .expect("genkit start");
+    group.disarm();
 }
 
 /// Names the project folder of [`rust_rag_runtime`].

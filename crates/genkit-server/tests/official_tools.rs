@@ -109,6 +109,36 @@ impl Scratch {
     }
 }
 
+/// Kills a process group (the CLI and the runtime it started) when dropped
+/// armed, so a failing test leaves no runtime behind: an orphaned Reflection
+/// API v2 runtime keeps reconnecting, and would register with the next
+/// CLI that listens on the same port.
+struct KillGroup {
+    pgid: u32,
+    armed: bool,
+}
+
+impl KillGroup {
+    fn new(pgid: u32) -> Self {
+        Self { pgid, armed: true }
+    }
+
+    /// The group stopped on its own: nothing to kill.
+    fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for KillGroup {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", self.pgid)])
+                .status();
+        }
+    }
+}
+
 fn text(o: &Output) -> String {
     format!(
         "{}{}",
@@ -157,6 +187,7 @@ async fn genkit_cli_drives_the_runtime() {
         .process_group(0);
     let mut cli = start.spawn().unwrap();
     let pgid = cli.id().unwrap();
+    let mut group = KillGroup::new(pgid);
 
     let runtimes = scratch.project().join(".genkit/runtimes");
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -322,6 +353,7 @@ async fn genkit_cli_drives_the_runtime() {
         .await
         .expect("genkit start did not stop")
         .unwrap();
+    group.disarm();
     for _ in 0..50 {
         if !runtime_file.exists() {
             break;
@@ -385,6 +417,7 @@ async fn genkit_cli_drives_the_runtime_over_reflection_v2() {
         .process_group(0);
     let mut cli = start.spawn().unwrap();
     let pgid = cli.id().unwrap();
+    let mut group = KillGroup::new(pgid);
     wait_for_port(ui_port).await;
     let http = common::client();
     let tools = format!("http://localhost:{ui_port}");
@@ -534,6 +567,7 @@ async fn genkit_cli_drives_the_runtime_over_reflection_v2() {
         .await
         .expect("genkit start did not stop")
         .unwrap();
+    group.disarm();
 }
 
 /// `genkit start --experimental-reflection-v2 -- <a Rust agent app>`: an
@@ -567,6 +601,7 @@ async fn genkit_cli_runs_a_rust_agent_turn_over_reflection_v2() {
         .process_group(0);
     let mut cli = start.spawn().unwrap();
     let pgid = cli.id().unwrap();
+    let mut group = KillGroup::new(pgid);
     wait_for_port(ui_port).await;
     let http = common::client();
     let tools = format!("http://localhost:{ui_port}");
@@ -656,6 +691,7 @@ async fn genkit_cli_runs_a_rust_agent_turn_over_reflection_v2() {
         .await
         .expect("genkit start did not stop")
         .unwrap();
+    group.disarm();
 }
 
 /// Set for [`rust_agent_runtime`] when a test starts it.
