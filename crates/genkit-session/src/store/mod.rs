@@ -135,7 +135,9 @@ pub trait SessionStore: Send + Sync + 'static {
             aborted.status = Some(SnapshotStatus::Aborted);
             aborted.updated_at = Some(now_rfc3339());
             // The turn's replica finds its lease gone at its next renewal.
-            lease::release(&mut aborted);
+            // The heartbeat stays, as Genkit JS leaves it.
+            aborted.lease_owner = None;
+            aborted.lease_expires_at = None;
             match self.update(aborted, stored.revision).await {
                 Ok(_) => return Ok(previous),
                 Err(e) if is_conflict(&e) && attempts < MAX_ABORT_ATTEMPTS => attempts += 1,
