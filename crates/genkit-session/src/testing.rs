@@ -1025,10 +1025,16 @@ async fn leases(store: Arc<dyn SessionStore>) {
     let r = store.update(stale, first.revision).await;
     assert!(r.as_ref().is_err_and(is_conflict), "{r:?}");
     assert_eq!(
-        must(store.renew_lease(&id, "replica-b", LONG).await, "renew by another"),
+        must(
+            store.renew_lease(&id, "replica-b", LONG).await,
+            "renew by another"
+        ),
         LeaseRenewal::Lost(Some(SnapshotStatus::Pending))
     );
-    match must(store.take_over(&id, LONG, dead()).await, "take over a live lease") {
+    match must(
+        store.take_over(&id, LONG, dead()).await,
+        "take over a live lease",
+    ) {
         TakeOver::Live(s) => assert_eq!(s.snapshot.status, Some(SnapshotStatus::Pending)),
         other => panic!("a live lease was taken over: {other:?}"),
     }
@@ -1036,7 +1042,10 @@ async fn leases(store: Arc<dyn SessionStore>) {
     // An abort ends the lease: the owner's next renewal finds it lost.
     must(store.abort(&id).await, "abort");
     assert_eq!(
-        must(store.renew_lease(&id, "replica-a", LONG).await, "renew after abort"),
+        must(
+            store.renew_lease(&id, "replica-a", LONG).await,
+            "renew after abort"
+        ),
         LeaseRenewal::Lost(Some(SnapshotStatus::Aborted))
     );
 
@@ -1074,9 +1083,15 @@ async fn leases(store: Arc<dyn SessionStore>) {
         failed.snapshot.error.as_ref().map(|e| e.message.as_str()),
         Some("its replica died")
     );
-    assert_eq!(failed.snapshot.lease_owner, None, "a settled turn has no lease");
     assert_eq!(
-        must(store.renew_lease(&id, "replica-a", LONG).await, "late renewal"),
+        failed.snapshot.lease_owner, None,
+        "a settled turn has no lease"
+    );
+    assert_eq!(
+        must(
+            store.renew_lease(&id, "replica-a", LONG).await,
+            "late renewal"
+        ),
         LeaseRenewal::Lost(Some(SnapshotStatus::Failed))
     );
     // The session continues past the failed turn, from its root.
@@ -1084,7 +1099,10 @@ async fn leases(store: Arc<dyn SessionStore>) {
     assert_eq!(latest.snapshot.snapshot_id, id);
     must(
         store
-            .append(turn(&session, Some(&root_id), "continued"), latest.session_version)
+            .append(
+                turn(&session, Some(&root_id), "continued"),
+                latest.session_version,
+            )
             .await,
         "continue past the failed turn",
     );

@@ -4,7 +4,9 @@
 
 use genkit_core::{Error, Result, StatusCode};
 use genkit_session::clock::now_rfc3339;
+use genkit_session::clock::rfc3339_at;
 use genkit_session::json_patch;
+use genkit_session::store::lease::LeaseRenewal;
 use genkit_session::store::update::{
     UpdateTarget, check_revision, check_state_rewrite, check_update, revision_conflict,
 };
@@ -12,8 +14,6 @@ use genkit_session::store::{
     SnapshotLink, StoredSnapshot, latest_leaf, parent_in_other_session, session_conflict,
     session_not_found, snapshot_exists, snapshot_not_found, snapshot_session_id,
 };
-use genkit_session::clock::rfc3339_at;
-use genkit_session::store::lease::LeaseRenewal;
 use genkit_session::types::{SessionSnapshot, SnapshotStatus};
 use serde_json::Value;
 

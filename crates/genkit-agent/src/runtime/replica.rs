@@ -82,10 +82,17 @@ mod tests {
     #[test]
     fn defaults_and_checks() {
         let c = LeaseConfig::new(None, None, None).expect("defaults");
-        assert_eq!((c.ttl, c.heartbeat), (DEFAULT_LEASE_TIME, DEFAULT_HEARTBEAT_INTERVAL));
+        assert_eq!(
+            (c.ttl, c.heartbeat),
+            (DEFAULT_LEASE_TIME, DEFAULT_HEARTBEAT_INTERVAL)
+        );
         assert_eq!(c.owner, process_replica_id());
         let short = LeaseConfig::new(None, Some(Duration::from_millis(300)), None).expect("short");
-        assert_eq!(short.heartbeat, Duration::from_millis(100), "a third of a short lease");
+        assert_eq!(
+            short.heartbeat,
+            Duration::from_millis(100),
+            "a third of a short lease"
+        );
         for (ttl, beat) in [(1, 1), (1, 2), (1, 0)] {
             let err = LeaseConfig::new(
                 None,
