@@ -142,12 +142,14 @@ enum Ending {
     Deadline,
 }
 
-/// Runs a detached turn to its end, keeping its pending snapshot's
-/// heartbeat fresh, and records the outcome. An abort (through this
-/// process's abort action, or an `aborted` status the heartbeat finds in
-/// the store) or the deadline stops the turn at once: its future, with the
-/// model calls and tools it is running, is dropped, and actions started
-/// after that see their cancellation.
+/// Runs a detached turn to its end, renewing its pending snapshot's lease,
+/// and records the outcome. An abort (through this process's abort action,
+/// or one written by any replica, which the next renewal finds as a lost
+/// lease), a takeover by another replica, or the deadline stops the turn
+/// at once: its future, with the model calls and tools it is running, is
+/// dropped, and actions started after that see their cancellation. The
+/// outcome is written only over the snapshot still pending under this
+/// replica's lease.
 async fn finish_detached(
     shared: Arc<Shared>,
     store: Arc<dyn SessionStore>,
