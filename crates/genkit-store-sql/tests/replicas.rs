@@ -328,7 +328,13 @@ async fn racing_takeovers_do_not_fork(location: &str) {
             .send(Message::user("race"))
             .await
     };
-    let (rb, rc) = tokio::join!(turn(b, session.clone()), turn(c, session.clone()));
+    // A turn refused before its model call would leave the other waiting at
+    // the barrier: bounded.
+    let (rb, rc) = tokio::time::timeout(Duration::from_secs(30), async {
+        tokio::join!(turn(b, session.clone()), turn(c, session.clone()))
+    })
+    .await
+    .expect("both turns reached the model and ended");
     let (won, lost) = match (rb, rc) {
         (Ok(w), Err(l)) | (Err(l), Ok(w)) => (w, l),
         (Ok(_), Ok(_)) => panic!("both replicas stored a turn continuing one snapshot"),
