@@ -1,7 +1,7 @@
 //! The session a run starts from: a fresh one, the client's state, or a
 //! stored snapshot (by id, or a session's latest, past failed turns),
-//! refusing forks and running turns, and closing turns whose heartbeat
-//! expired.
+//! refusing forks and running turns, and taking over turns whose lease
+//! lapsed (their replica died).
 
 use std::sync::Arc;
 
