@@ -49,7 +49,10 @@ pub use chat::{AgentChat, AgentTurnStream};
 pub use effect::{EffectError, run_once};
 pub use input_check::INTERRUPT_ID_KEY;
 pub use prompt_agent::{define_prompt_agent, define_prompt_agent_with};
-pub use runtime::{Agent, AgentAction, AgentOptions, TurnFuture, define_agent};
+pub use runtime::{
+    Agent, AgentAction, AgentOptions, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_LEASE_TIME, TurnFuture,
+    define_agent, process_replica_id,
+};
 pub use session::AgentSession;
 pub use state_signing::STATE_SIGNATURE_KEY;
 pub use transform::ClientTransform;

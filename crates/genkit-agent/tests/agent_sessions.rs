@@ -783,3 +783,124 @@ async fn a_resume_past_a_failed_turn_conflicts_with_a_turn_that_landed_meanwhile
     let latest = store.latest(&session).await.unwrap().snapshot;
     assert_eq!(latest.parent_id.as_deref(), Some("other"));
 }
+
+/// Sets its flag when dropped: a turn's future was dropped (stopped).
+struct DropFlag(Arc<AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// An agent (replica `id`) whose turns never end; `stopped` is set when a
+/// turn is dropped.
+fn endless_agent(store: Arc<InMemorySessionStore>, id: &str, stopped: Arc<AtomicBool>) -> Agent {
+    Agent::new(
+        "endless",
+        AgentOptions::new()
+            .store(store)
+            .replica_id(id)
+            .lease_time(Duration::from_millis(800))
+            .heartbeat_interval(Duration::from_millis(100)),
+        move |_session: AgentSession, _input: AgentInput| {
+            let flag = DropFlag(stopped.clone());
+            async move {
+                let _flag = flag;
+                futures::future::pending::<()>().await;
+                Ok(AgentResult::default())
+            }
+        },
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn an_abort_through_another_replica_stops_the_turn_within_a_heartbeat() {
+    let store = store();
+    let stopped = Arc::new(AtomicBool::new(false));
+    let a = endless_agent(store.clone(), "replica-a", stopped.clone());
+    let b = endless_agent(store.clone(), "replica-b", Arc::default());
+    let out = run(
+        &a,
+        &alice(),
+        AgentInit::default(),
+        vec![detached_message("go")],
+    )
+    .await
+    .unwrap();
+    let pending = out.snapshot_id.unwrap();
+    let leased = store.get(&pending).await.unwrap().snapshot;
+    assert_eq!(leased.lease_owner.as_deref(), Some("replica-a"));
+    // Clients do not see the lease.
+    let read = get_snapshot(&b, &alice(), snapshot_req(&pending))
+        .await
+        .unwrap();
+    assert_eq!((read.lease_owner, read.lease_expires_at), (None, None));
+    assert_eq!(read.status, Some(SnapshotStatus::Pending));
+
+    assert_eq!(
+        abort(&b, &alice(), &pending).await,
+        Some(SnapshotStatus::Pending)
+    );
+    assert!(!stopped.load(Ordering::SeqCst), "B cannot cancel A's task");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(
+        stopped.load(Ordering::SeqCst),
+        "A's heartbeat found the abort and stopped the turn"
+    );
+    let snap = store.get(&pending).await.unwrap().snapshot;
+    assert_eq!(snap.status, Some(SnapshotStatus::Aborted));
+}
+
+#[tokio::test]
+async fn a_turn_whose_lease_lapsed_is_taken_over_by_another_replica() {
+    let store = store();
+    let agent = echo_agent(AgentOptions::new().store(store.clone()));
+    let one = say(&agent, &alice(), AgentInit::default(), "one").await;
+    let session = one.session_id.clone().unwrap();
+    let first = one.snapshot_id.unwrap();
+    // A replica that died 300 ms into its lease: nobody renews it.
+    let mut dead = SessionSnapshot::new("dead", genkit_agent::clock::now_rfc3339());
+    dead.session_id = Some(session.clone());
+    dead.parent_id = Some(first.clone());
+    dead.status = Some(SnapshotStatus::Pending);
+    genkit_agent::store::lease::grant(&mut dead, "replica-gone", Duration::from_millis(300));
+    let version = store.latest(&session).await.unwrap().session_version;
+    store.append(dead, version).await.unwrap();
+    let err = run(
+        &agent,
+        &alice(),
+        by_session(&session),
+        vec![AgentInput::message(Message::user("too soon"))],
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.status(), StatusCode::FailedPrecondition, "{err}");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let read = get_snapshot(&agent, &alice(), snapshot_req("dead"))
+        .await
+        .unwrap();
+    assert_eq!(read.status, Some(SnapshotStatus::Expired));
+    let two = say(&agent, &alice(), by_session(&session), "two").await;
+    assert_eq!(two.message.unwrap().text(), "echo: two (2 before)");
+    let closed = store.get("dead").await.unwrap().snapshot;
+    assert_eq!(closed.status, Some(SnapshotStatus::Failed));
+    assert_eq!(closed.lease_owner, None);
+    let latest = store.latest(&session).await.unwrap().snapshot;
+    assert_eq!(latest.parent_id, Some(first));
+}
+
+#[tokio::test]
+async fn a_heartbeat_that_cannot_keep_a_lease_is_refused() {
+    let err = Agent::new(
+        "bad",
+        AgentOptions::new()
+            .store(store())
+            .lease_time(Duration::from_secs(1))
+            .heartbeat_interval(Duration::from_secs(1)),
+        |_session: AgentSession, _input: AgentInput| async { Ok(AgentResult::default()) },
+    )
+    .unwrap_err();
+    assert_eq!(err.status(), StatusCode::InvalidArgument);
+}

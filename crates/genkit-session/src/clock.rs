@@ -9,9 +9,12 @@ use super::types::{SessionSnapshot, SnapshotStatus};
 /// The current time as JavaScript's `toISOString` writes it
 /// (`2026-12-01T05:38:31.123Z`), for snapshot timestamps.
 pub fn now_rfc3339() -> String {
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
+    rfc3339_at(SystemTime::now())
+}
+
+/// `time` as [`now_rfc3339`] writes it (a lease's expiry, say).
+pub fn rfc3339_at(time: SystemTime) -> String {
+    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
     format_rfc3339_millis(since.as_millis())
 }
 
@@ -41,10 +44,15 @@ pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(30);
 /// `expired` (Genkit JS's default).
 pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The status a read reports: `expired` for a pending snapshot whose
-/// heartbeat is older than `timeout` at `now` (its worker is presumed dead
-/// and can no longer record an outcome), else the stored status. A missing
-/// or unreadable heartbeat never expires, as in Genkit JS.
+/// The status a read reports: `expired` for a pending snapshot whose lease
+/// lapsed at `now` (its worker is presumed dead and can no longer record an
+/// outcome), else the stored status.
+///
+/// A snapshot written with a lease (`leaseExpiresAt`, see
+/// [`store::lease`](crate::store::lease)) expires when its lease does; one
+/// without (written by Genkit JS, or before leases) when its heartbeat is
+/// older than `timeout`. A missing or unreadable heartbeat never expires, as
+/// in Genkit JS.
 pub fn effective_status(
     snapshot: &SessionSnapshot,
     now: SystemTime,
@@ -54,15 +62,26 @@ pub fn effective_status(
     if status != SnapshotStatus::Pending {
         return Some(status);
     }
+    let now_ms = now
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i128);
+    if let Some(expires) = snapshot
+        .lease_expires_at
+        .as_deref()
+        .and_then(parse_rfc3339_millis)
+    {
+        return Some(if now_ms > expires {
+            SnapshotStatus::Expired
+        } else {
+            status
+        });
+    }
     let beat = snapshot
         .heartbeat_at
         .as_deref()
         .and_then(parse_rfc3339_millis);
-    let now = now
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i128);
     match beat {
-        Some(beat) if now - beat > timeout.as_millis() as i128 => Some(SnapshotStatus::Expired),
+        Some(beat) if now_ms - beat > timeout.as_millis() as i128 => Some(SnapshotStatus::Expired),
         _ => Some(status),
     }
 }
@@ -203,5 +222,26 @@ mod tests {
             effective_status(&s, at(600), HEARTBEAT_TIMEOUT),
             Some(SnapshotStatus::Completed)
         );
+    }
+
+    #[test]
+    fn a_lease_expires_when_it_says_not_by_the_readers_timeout() {
+        let mut s = SessionSnapshot::new("p", "2026-12-01T05:00:00.000Z");
+        s.status = Some(SnapshotStatus::Pending);
+        s.heartbeat_at = Some("2026-12-01T05:00:00.000Z".into());
+        s.lease_expires_at = Some("2026-12-01T05:00:05.000Z".into());
+        let at = |secs: u64| {
+            UNIX_EPOCH + Duration::from_millis(1_796_101_200_000) + Duration::from_secs(secs)
+        };
+        assert_eq!(
+            effective_status(&s, at(5), HEARTBEAT_TIMEOUT),
+            Some(SnapshotStatus::Pending)
+        );
+        assert_eq!(
+            effective_status(&s, at(6), HEARTBEAT_TIMEOUT),
+            Some(SnapshotStatus::Expired),
+            "the lease, not the 60 s heartbeat timeout, decides"
+        );
+        assert_eq!(rfc3339_at(at(5)), "2026-12-01T05:00:05.000Z");
     }
 }

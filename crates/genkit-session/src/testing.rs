@@ -28,8 +28,11 @@ use parking_lot::Mutex;
 use serde_json::json;
 
 use super::clock::now_rfc3339;
+use super::store::lease::{self, LeaseRenewal, TakeOver};
 use super::store::{SessionStore, is_conflict, new_snapshot_id};
-use super::types::{AgentFinishReason, SessionSnapshot, SessionState, SnapshotStatus};
+use super::types::{
+    AgentFinishReason, RuntimeError, SessionSnapshot, SessionState, SnapshotStatus,
+};
 use genkit_model::types::Message;
 
 /// How hard the suite's concurrency check pushes: `writers` tasks each
@@ -57,7 +60,8 @@ impl Default for SuiteConfig {
 /// after failed and aborted turns), stale
 /// writes refused, concurrent writers (none lost), unknown ids `NOT_FOUND`,
 /// failed writes leaving the store unchanged, the detached-turn lifecycle
-/// with abort, and side-effect records.
+/// with abort, leases (renewal, takeover, racing takeovers), and
+/// side-effect records.
 pub async fn session_store_suite(store: Arc<dyn SessionStore>) {
     session_store_suite_with(store, SuiteConfig::default()).await;
 }
@@ -77,6 +81,7 @@ pub async fn session_store_suite_with(store: Arc<dyn SessionStore>, config: Suit
     unknown_ids_are_not_found(&*store).await;
     failed_writes_change_nothing(&*store).await;
     detached_lifecycle_and_abort(&*store).await;
+    leases(store.clone()).await;
     side_effect_records(store.clone(), config.writers).await;
     concurrent_writers(store, config).await;
 }
@@ -960,4 +965,145 @@ pub async fn tenant_isolation_suite(
         );
     })
     .await;
+}
+
+/// A pending snapshot of `session` continuing `parent`, leased by `owner`
+/// for `ttl`.
+fn leased(session: &str, parent: &str, owner: &str, ttl: std::time::Duration) -> SessionSnapshot {
+    let mut pending = SessionSnapshot::new(new_snapshot_id(), now_rfc3339());
+    pending.session_id = Some(session.to_owned());
+    pending.parent_id = Some(parent.to_owned());
+    pending.status = Some(SnapshotStatus::Pending);
+    lease::grant(&mut pending, owner, ttl);
+    pending
+}
+
+async fn leases(store: Arc<dyn SessionStore>) {
+    use std::time::Duration;
+    const LONG: Duration = Duration::from_secs(600);
+    const SHORT: Duration = Duration::from_millis(50);
+    let dead = || RuntimeError::new(StatusCode::Unavailable, "its replica died");
+    let session = fresh_session();
+    let root = must(store.append(turn(&session, None, "root"), 0).await, "root");
+    let root_id = root.snapshot.snapshot_id.clone();
+
+    // A live lease: its owner renews it (a new revision, the lease read
+    // back), anyone else is refused, and it is not taken over.
+    let live = leased(&session, &root_id, "replica-a", LONG);
+    let id = live.snapshot_id.clone();
+    let appended = must(store.append(live, 1).await, "leased pending");
+    assert_eq!(
+        appended.snapshot.lease_owner.as_deref(),
+        Some("replica-a"),
+        "the lease is stored with the snapshot"
+    );
+    let first = must(store.get(&id).await, "read the lease");
+    assert_eq!(first.snapshot.lease_owner.as_deref(), Some("replica-a"));
+    assert!(first.snapshot.lease_expires_at.is_some());
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    assert_eq!(
+        must(store.renew_lease(&id, "replica-a", LONG).await, "renew"),
+        LeaseRenewal::Renewed
+    );
+    let renewed = must(store.get(&id).await, "read the renewal");
+    assert!(
+        renewed.revision > first.revision,
+        "a renewal is a new revision, so a takeover based on the old one loses"
+    );
+    assert!(
+        renewed.snapshot.lease_expires_at > first.snapshot.lease_expires_at,
+        "a renewal moves the expiry: {:?} then {:?}",
+        first.snapshot.lease_expires_at,
+        renewed.snapshot.lease_expires_at
+    );
+    assert_eq!(
+        renewed.snapshot.heartbeat_at.as_deref().map(str::len),
+        Some(24),
+        "a renewal is a heartbeat"
+    );
+    let stale = first.snapshot.clone();
+    let r = store.update(stale, first.revision).await;
+    assert!(r.as_ref().is_err_and(is_conflict), "{r:?}");
+    assert_eq!(
+        must(
+            store.renew_lease(&id, "replica-b", LONG).await,
+            "renew by another"
+        ),
+        LeaseRenewal::Lost(Some(SnapshotStatus::Pending))
+    );
+    match must(
+        store.take_over(&id, LONG, dead()).await,
+        "take over a live lease",
+    ) {
+        TakeOver::Live(s) => assert_eq!(s.snapshot.status, Some(SnapshotStatus::Pending)),
+        other => panic!("a live lease was taken over: {other:?}"),
+    }
+
+    // An abort ends the lease: the owner's next renewal finds it lost.
+    must(store.abort(&id).await, "abort");
+    assert_eq!(
+        must(
+            store.renew_lease(&id, "replica-a", LONG).await,
+            "renew after abort"
+        ),
+        LeaseRenewal::Lost(Some(SnapshotStatus::Aborted))
+    );
+
+    // A lapsed lease: replicas race to take the turn over; exactly one
+    // writes it failed, the others find it settled, and its owner's late
+    // renewal finds its lease lost.
+    let lapsing = leased(&session, &root_id, "replica-a", SHORT);
+    let id = lapsing.snapshot_id.clone();
+    must(store.append(lapsing, 2).await, "a lease about to lapse");
+    tokio::time::sleep(SHORT * 3).await;
+    let racers: Vec<_> = (0..4)
+        .map(|_| {
+            let store = store.clone();
+            let id = id.clone();
+            tokio::spawn(async move { store.take_over(&id, LONG, dead()).await })
+        })
+        .collect();
+    let mut took = 0;
+    for racer in racers {
+        match must(racer.await.expect("takeover task"), "racing takeover") {
+            TakeOver::TookOver(s) => {
+                took += 1;
+                assert_eq!(s.snapshot.status, Some(SnapshotStatus::Failed));
+            }
+            TakeOver::Settled(s) => {
+                assert_eq!(s.snapshot.status, Some(SnapshotStatus::Failed));
+            }
+            TakeOver::Live(s) => panic!("a lapsed lease read as live: {s:?}"),
+        }
+    }
+    assert_eq!(took, 1, "exactly one replica takes a lapsed turn over");
+    let failed = must(store.get(&id).await, "the failed turn");
+    assert_eq!(failed.snapshot.status, Some(SnapshotStatus::Failed));
+    assert_eq!(
+        failed.snapshot.error.as_ref().map(|e| e.message.as_str()),
+        Some("its replica died")
+    );
+    assert_eq!(
+        failed.snapshot.lease_owner, None,
+        "a settled turn has no lease"
+    );
+    assert_eq!(
+        must(
+            store.renew_lease(&id, "replica-a", LONG).await,
+            "late renewal"
+        ),
+        LeaseRenewal::Lost(Some(SnapshotStatus::Failed))
+    );
+    // The session continues past the failed turn, from its root.
+    let latest = must(store.latest(&session).await, "latest after takeover");
+    assert_eq!(latest.snapshot.snapshot_id, id);
+    must(
+        store
+            .append(
+                turn(&session, Some(&root_id), "continued"),
+                latest.session_version,
+            )
+            .await,
+        "continue past the failed turn",
+    );
 }

@@ -603,6 +603,16 @@ pub struct SessionSnapshot {
     /// The state at this point (empty while pending).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<SessionState>,
+    /// The replica whose detached turn holds this pending snapshot's lease
+    /// (a Genkit for Rust extension, absent from Genkit JS's snapshots; see
+    /// [`store::lease`](crate::store::lease)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub lease_owner: Option<String>,
+    /// When that lease lapses unless its heartbeat renews it (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub lease_expires_at: Option<String>,
 }
 
 impl SessionSnapshot {
@@ -619,6 +629,8 @@ impl SessionSnapshot {
             finish_reason: None,
             error: None,
             state: None,
+            lease_owner: None,
+            lease_expires_at: None,
         }
     }
 

@@ -145,9 +145,11 @@ pub(crate) enum Kind {
     Checkpoint,
 }
 
-/// A snapshot document, exactly Genkit JS's `SnapshotDoc`, plus two fields
-/// only this store writes, and only when needed (Genkit JS ignores them and
-/// drops them when it rewrites the document): `rsRevision`, the
+/// A snapshot document, exactly Genkit JS's `SnapshotDoc`, plus fields only
+/// this store writes, and only when needed (Genkit JS ignores them and drops
+/// them when it rewrites the document): `rsLeaseOwner` and
+/// `rsLeaseExpiresAt`, a pending snapshot's lease (see
+/// [`genkit_session::store::lease`]); `rsRevision`, the
 /// [revision](genkit_session::store::StoredSnapshot::revision) once it is
 /// above one, and `rsUnset`, the snapshot fields that were absent although
 /// Genkit JS's shape always fills them (`sessionId`, `updatedAt`, `state`),
@@ -181,6 +183,12 @@ pub(crate) struct SnapshotDoc {
     pub rs_revision: Option<u64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rs_unset: Vec<String>,
+    /// The lease of a detached turn's pending snapshot: its replica
+    /// (`leaseOwner`) and expiry (`leaseExpiresAt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rs_lease_owner: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rs_lease_expires_at: Option<String>,
 }
 
 /// A session's pointer document (Genkit JS's `PointerDoc`): its current

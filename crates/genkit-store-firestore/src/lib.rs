@@ -76,6 +76,13 @@
 //!   snapshot reads back exactly as written. Genkit JS ignores both fields;
 //!   when Genkit JS rewrites a document (its detached-turn upserts) they are
 //!   dropped, so its rewrites do not count as revisions.
+//! - a detached turn's lease (see [`genkit_session::store::lease`]) is
+//!   `rsLeaseOwner` and `rsLeaseExpiresAt` in its pending snapshot's
+//!   document. Renewals and takeovers are updates (the trait's default
+//!   `renew_lease` and `take_over`), so each is one transaction refused on a
+//!   stale revision like any update (the revision marker settles races,
+//!   even on the emulator). A pending snapshot Genkit JS rewrote has no
+//!   lease and expires by its heartbeat, as in Genkit JS.
 //! - side-effect records (`record_effect`) live in
 //!   `C-effects/P/effects/e:<session>:<key>`, each its own create-only
 //!   commit outside any turn: the first record wins.

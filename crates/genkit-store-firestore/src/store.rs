@@ -282,6 +282,8 @@ impl FirestoreSessionStore {
             state_patch: placement.state_patch.clone(),
             rs_revision: (revision > 1).then_some(revision),
             rs_unset: unset,
+            rs_lease_owner: snapshot.lease_owner.clone(),
+            rs_lease_expires_at: snapshot.lease_expires_at.clone(),
         }
     }
 

@@ -281,6 +281,8 @@ impl Loaded {
             finish_reason: d.finish_reason,
             error: d.error.clone(),
             state,
+            lease_owner: d.rs_lease_owner.clone(),
+            lease_expires_at: d.rs_lease_expires_at.clone(),
         })
     }
 }

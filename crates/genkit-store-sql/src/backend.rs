@@ -37,6 +37,17 @@ pub(crate) struct Loaded {
     pub session_version: u64,
     /// Its checkpoint, then the diffs down to it (its own row last).
     pub chain: Vec<Link>,
+    /// Its lease columns.
+    pub lease: LeaseColumns,
+}
+
+/// A snapshot's lease columns (RFC 3339 times), authoritative over its
+/// metadata's copies when `owner` is set: a renewal writes only these.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LeaseColumns {
+    pub owner: Option<String>,
+    pub expires_at: Option<String>,
+    pub heartbeat_at: Option<String>,
 }
 
 /// A session's row.
@@ -57,6 +68,9 @@ pub(crate) struct Row<'a> {
     pub status: Option<&'static str>,
     pub meta: &'a str,
     pub body: &'a str,
+    pub lease_owner: Option<&'a str>,
+    pub lease_expires_at: Option<&'a str>,
+    pub heartbeat_at: Option<&'a str>,
 }
 
 /// The statements of the store, in one transaction. Dropping it without
@@ -95,6 +109,18 @@ pub(crate) trait Tx: Send {
     async fn insert_snapshot(&mut self, row: &Row<'_>) -> Result<()>;
     /// Rewrites a snapshot still at revision `base`; false if it is not.
     async fn rewrite_snapshot(&mut self, row: &Row<'_>, base: u64) -> Result<bool>;
+    /// Renews the lease `owner` holds on a pending snapshot (a new revision,
+    /// heartbeat and expiry); false if it is not pending or not `owner`'s.
+    async fn renew_lease(
+        &mut self,
+        snapshot_id: &str,
+        owner: &str,
+        heartbeat_at: &str,
+        expires_at: &str,
+    ) -> Result<bool>;
+    /// A snapshot's status column (`None` inside: no status), if the
+    /// snapshot exists.
+    async fn snapshot_status(&mut self, snapshot_id: &str) -> Result<Option<Option<String>>>;
     /// Records an effect unless one is recorded under the key.
     async fn insert_effect(
         &mut self,
@@ -127,6 +153,11 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../migrations/0001_sessions.sql"),
     ),
     (2, "tenants", include_str!("../migrations/0002_tenants.sql")),
+    (
+        3,
+        "leases of detached turns",
+        include_str!("../migrations/0003_leases.sql"),
+    ),
 ];
 
 /// The statement that loads a snapshot of tenant `$1`, its chain and its
@@ -144,7 +175,8 @@ SELECT chain.kind, chain.body, t.session_id, t.parent_id, t.revision,
        NOT EXISTS (SELECT 1 FROM genkit_snapshots c
                     WHERE c.tenant = $1 AND c.parent_id = t.snapshot_id), t.meta,
        (SELECT v.version FROM genkit_sessions v
-         WHERE v.tenant = $1 AND v.session_id = t.session_id), t.status
+         WHERE v.tenant = $1 AND v.session_id = t.session_id), t.status,
+       t.lease_owner, t.lease_expires_at, t.heartbeat_at
   FROM chain JOIN genkit_snapshots t ON t.tenant = $1 AND t.snapshot_id = $2
  ORDER BY chain.n DESC";
 
@@ -183,6 +215,11 @@ macro_rules! shared_sql_tx {
                     meta: head.try_get(6).map_err(get)?,
                     session_version: $crate::backend::to_u64(version.unwrap_or(0), "version")?,
                     chain,
+                    lease: $crate::backend::LeaseColumns {
+                        owner: head.try_get(9).map_err(get)?,
+                        expires_at: head.try_get(10).map_err(get)?,
+                        heartbeat_at: head.try_get(11).map_err(get)?,
+                    },
                 }))
             }
 
@@ -312,8 +349,9 @@ macro_rules! shared_sql_tx {
             async fn insert_snapshot(&mut self, row: &$crate::backend::Row<'_>) -> genkit_core::Result<()> {
                 sqlx::query(
                     "INSERT INTO genkit_snapshots \
-                     (tenant, snapshot_id, session_id, parent_id, seq, revision, kind, status, meta, body) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                     (tenant, snapshot_id, session_id, parent_id, seq, revision, kind, status, meta, body, \
+                      lease_owner, lease_expires_at, heartbeat_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
                 )
                 .bind(&self.1)
                 .bind(row.snapshot_id)
@@ -325,6 +363,9 @@ macro_rules! shared_sql_tx {
                 .bind(row.status)
                 .bind(row.meta)
                 .bind(row.body)
+                .bind(row.lease_owner)
+                .bind(row.lease_expires_at)
+                .bind(row.heartbeat_at)
                 .execute(&mut *self.0)
                 .await
                 .map_err(|e| $crate::error::db(e, "storing a snapshot"))?;
@@ -333,7 +374,8 @@ macro_rules! shared_sql_tx {
 
             async fn rewrite_snapshot(&mut self, row: &$crate::backend::Row<'_>, base: u64) -> genkit_core::Result<bool> {
                 let done = sqlx::query(
-                    "UPDATE genkit_snapshots SET revision = $3, kind = $4, status = $5, meta = $6, body = $7 \
+                    "UPDATE genkit_snapshots SET revision = $3, kind = $4, status = $5, meta = $6, body = $7, \
+                     lease_owner = $9, lease_expires_at = $10, heartbeat_at = $11 \
                      WHERE tenant = $1 AND snapshot_id = $2 AND revision = $8",
                 )
                 .bind(&self.1)
@@ -344,10 +386,47 @@ macro_rules! shared_sql_tx {
                 .bind(row.meta)
                 .bind(row.body)
                 .bind($crate::backend::to_i64(base))
+                .bind(row.lease_owner)
+                .bind(row.lease_expires_at)
+                .bind(row.heartbeat_at)
                 .execute(&mut *self.0)
                 .await
                 .map_err(|e| $crate::error::db(e, "rewriting a snapshot"))?;
                 Ok(done.rows_affected() == 1)
+            }
+
+            async fn renew_lease(
+                &mut self,
+                snapshot_id: &str,
+                owner: &str,
+                heartbeat_at: &str,
+                expires_at: &str,
+            ) -> genkit_core::Result<bool> {
+                let done = sqlx::query(
+                    "UPDATE genkit_snapshots SET revision = revision + 1, \
+                     heartbeat_at = $4, lease_expires_at = $5 \
+                     WHERE tenant = $1 AND snapshot_id = $2 AND status = 'pending' AND lease_owner = $3",
+                )
+                .bind(&self.1)
+                .bind(snapshot_id)
+                .bind(owner)
+                .bind(heartbeat_at)
+                .bind(expires_at)
+                .execute(&mut *self.0)
+                .await
+                .map_err(|e| $crate::error::db(e, "renewing a lease"))?;
+                Ok(done.rows_affected() == 1)
+            }
+
+            async fn snapshot_status(&mut self, snapshot_id: &str) -> genkit_core::Result<Option<Option<String>>> {
+                sqlx::query_scalar(
+                    "SELECT status FROM genkit_snapshots WHERE tenant = $1 AND snapshot_id = $2",
+                )
+                .bind(&self.1)
+                .bind(snapshot_id)
+                .fetch_optional(&mut *self.0)
+                .await
+                .map_err(|e| $crate::error::db(e, "reading a snapshot's status"))
             }
 
             async fn insert_effect(&mut self, session_id: &str, key: &str, result: &str, at: &str) -> genkit_core::Result<()> {

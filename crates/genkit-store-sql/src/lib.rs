@@ -101,7 +101,8 @@
 //!   snapshots (a branched session is `FAILED_PRECONDITION`). This row is the
 //!   only one an append changes.
 //! - `genkit_snapshots(snapshot_id, session_id, parent_id, seq, revision,
-//!   kind, status, meta, body)`: `seq` is the session version the
+//!   kind, status, meta, body, lease_owner, lease_expires_at,
+//!   heartbeat_at)`: `seq` is the session version the
 //!   snapshot's append produced (unique per session), `revision` 1 plus its
 //!   rewrites, `meta` the snapshot without its state as JSON, and `body` its
 //!   state: the whole state's JSON for `kind = 'checkpoint'`, else the JSON
@@ -110,7 +111,11 @@
 //!   inserted once and never changed by later turns (only a pending
 //!   snapshot's own rewrites change its row). Reading a snapshot reads its
 //!   chain up to its checkpoint in one recursive query and applies the
-//!   patches in one pass.
+//!   patches in one pass. The `lease_*` and `heartbeat_at` columns hold a
+//!   detached turn's lease (migration `0003_leases`; see
+//!   [`genkit_session::store::lease`]): a renewal is one conditional
+//!   `UPDATE` of them and the revision, without rewriting `meta` or `body`,
+//!   and when `lease_owner` is set they override `meta`'s copies on read.
 //! - `genkit_effects(session_id, effect_key, result, recorded_at)`.
 //!
 //! When a snapshot is stored as a checkpoint and when as a diff (so the

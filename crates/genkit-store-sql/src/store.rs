@@ -4,7 +4,9 @@
 
 use genkit_core::{Error, Result, StatusCode};
 use genkit_session::clock::now_rfc3339;
+use genkit_session::clock::rfc3339_at;
 use genkit_session::json_patch;
+use genkit_session::store::lease::LeaseRenewal;
 use genkit_session::store::update::{
     UpdateTarget, check_revision, check_state_rewrite, check_update, revision_conflict,
 };
@@ -12,7 +14,7 @@ use genkit_session::store::{
     SnapshotLink, StoredSnapshot, latest_leaf, parent_in_other_session, session_conflict,
     session_not_found, snapshot_exists, snapshot_not_found, snapshot_session_id,
 };
-use genkit_session::types::SessionSnapshot;
+use genkit_session::types::{SessionSnapshot, SnapshotStatus};
 use serde_json::Value;
 
 use crate::backend::{Backend, Loaded, Row, Tx};
@@ -32,11 +34,26 @@ fn status_str(snapshot: &SessionSnapshot) -> Option<&'static str> {
 
 fn stored(loaded: &Loaded) -> Result<StoredSnapshot> {
     let state = codec::reconstruct(&loaded.chain)?;
+    let mut snapshot = codec::decode(&loaded.meta, state)?;
+    // A renewal writes only the lease columns: they are the lease's truth.
+    if loaded.lease.owner.is_some() {
+        snapshot.lease_owner = loaded.lease.owner.clone();
+        snapshot.lease_expires_at = loaded.lease.expires_at.clone();
+        snapshot.heartbeat_at = loaded.lease.heartbeat_at.clone();
+    }
     Ok(StoredSnapshot {
-        snapshot: codec::decode(&loaded.meta, state)?,
+        snapshot,
         revision: loaded.revision,
         session_version: loaded.session_version,
     })
+}
+
+/// The parse of a status column.
+fn parse_status(id: &str, status: Option<&str>) -> Result<Option<SnapshotStatus>> {
+    status
+        .map(str::parse)
+        .transpose()
+        .map_err(|_| data_loss(format!("snapshot {id} has an unknown status {status:?}")))
 }
 
 impl<B: Backend> Core<B> {
@@ -77,9 +94,7 @@ impl<B: Backend> Core<B> {
                 links.push(SnapshotLink {
                     snapshot_id: id,
                     parent_id: parent.as_deref(),
-                    status: status.as_deref().map(str::parse).transpose().map_err(|_| {
-                        data_loss(format!("snapshot {id} has an unknown status {status:?}"))
-                    })?,
+                    status: parse_status(id, status.as_deref())?,
                 });
             }
             chosen = latest_leaf(session_id, &links)?.to_owned();
@@ -165,6 +180,9 @@ impl<B: Backend> Core<B> {
             status: status_str(&snapshot),
             meta: &encoded.meta,
             body: &body,
+            lease_owner: snapshot.lease_owner.as_deref(),
+            lease_expires_at: snapshot.lease_expires_at.as_deref(),
+            heartbeat_at: snapshot.heartbeat_at.as_deref(),
         };
         match tx.insert_snapshot(&row).await {
             // Another session's append took the id meanwhile.
@@ -235,6 +253,9 @@ impl<B: Backend> Core<B> {
             status: status_str(&snapshot),
             meta: &encoded.meta,
             body: &body,
+            lease_owner: snapshot.lease_owner.as_deref(),
+            lease_expires_at: snapshot.lease_expires_at.as_deref(),
+            heartbeat_at: snapshot.heartbeat_at.as_deref(),
         };
         if !tx.rewrite_snapshot(&row, base).await? {
             return Err(revision_conflict(id, base, loaded.revision));
@@ -245,6 +266,34 @@ impl<B: Backend> Core<B> {
             revision: base + 1,
             session_version: loaded.session_version,
         })
+    }
+
+    /// Renews a lease in one conditional `UPDATE` of its columns (and the
+    /// revision), leaving the snapshot's metadata and state as they are.
+    pub async fn renew_lease(
+        &self,
+        snapshot_id: &str,
+        owner: &str,
+        ttl: std::time::Duration,
+    ) -> Result<LeaseRenewal> {
+        let now = std::time::SystemTime::now();
+        let mut tx = self.backend.write(self.tenant.current()?).await?;
+        if tx
+            .renew_lease(snapshot_id, owner, &rfc3339_at(now), &rfc3339_at(now + ttl))
+            .await?
+        {
+            tx.commit().await?;
+            return Ok(LeaseRenewal::Renewed);
+        }
+        let status = tx
+            .snapshot_status(snapshot_id)
+            .await?
+            .ok_or_else(|| snapshot_not_found(snapshot_id))?;
+        drop(tx);
+        Ok(LeaseRenewal::Lost(parse_status(
+            snapshot_id,
+            status.as_deref(),
+        )?))
     }
 
     pub async fn record_effect(&self, session_id: &str, key: &str, result: Value) -> Result<Value> {
@@ -329,6 +378,14 @@ macro_rules! delegate_session_store {
                 key: &str,
             ) -> genkit_core::Result<Option<serde_json::Value>> {
                 self.core.effect(session_id, key).await
+            }
+            async fn renew_lease(
+                &self,
+                snapshot_id: &str,
+                owner: &str,
+                ttl: std::time::Duration,
+            ) -> genkit_core::Result<genkit_session::store::lease::LeaseRenewal> {
+                self.core.renew_lease(snapshot_id, owner, ttl).await
             }
         }
     };

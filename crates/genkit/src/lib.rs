@@ -288,7 +288,8 @@ pub mod agent {
     /// Genkit's `@genkit-ai/middleware`.
     pub use genkit_agent::middleware;
     pub use genkit_agent::runtime::{
-        DEFAULT_DETACHED_TIMEOUT, DEFAULT_MAX_DETACHED, agent_metadata,
+        DEFAULT_DETACHED_TIMEOUT, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_LEASE_TIME,
+        DEFAULT_MAX_DETACHED, agent_metadata, process_replica_id,
     };
     pub use genkit_agent::{
         Agent, AgentAction, AgentChat, AgentOptions, AgentSession, AgentTurnStream,

@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use super::detach_limits::{DEFAULT_DETACHED_TIMEOUT, DEFAULT_MAX_DETACHED, DetachedLimit};
 use super::options::AgentOptions;
+use super::replica::LeaseConfig;
 use super::run::run_signed;
 use super::{AgentAction, TurnFn};
 use crate::limits::SessionLimits;
@@ -63,6 +64,8 @@ pub(super) struct Shared {
     pub(super) allow_forks: bool,
     pub(super) detached_timeout: std::time::Duration,
     pub(super) detached: DetachedLimit,
+    /// The leases of this agent's detached turns.
+    pub(super) lease: LeaseConfig,
     pub(super) limits: SessionLimits,
     /// Signs client-managed states (`None`: they travel unsigned).
     pub(super) signer: Option<StateSigner>,
@@ -133,6 +136,11 @@ impl Agent {
             allow_forks: options.allow_forks,
             detached_timeout: options.detached_timeout.unwrap_or(DEFAULT_DETACHED_TIMEOUT),
             detached: DetachedLimit::new(options.max_detached.unwrap_or(DEFAULT_MAX_DETACHED)),
+            lease: LeaseConfig::new(
+                options.replica_id.clone(),
+                options.lease_time,
+                options.heartbeat_interval,
+            )?,
             limits: options.limits,
             signer: options.signer.clone().filter(|_| options.store.is_none()),
         });

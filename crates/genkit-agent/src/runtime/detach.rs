@@ -1,19 +1,23 @@
 //! Detached turns: a turn handed to a background task with a pending
-//! snapshot, kept alive by its heartbeat, bounded by its deadline, and
-//! stopped by an abort; the outcome rewrites the pending snapshot.
+//! snapshot, held by a lease its heartbeat renews, bounded by its deadline,
+//! and stopped by an abort (from any replica sharing the store) or a lost
+//! lease; the outcome rewrites the pending snapshot.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use genkit_core::{CancellationToken, Error, Result, StatusCode};
 
 use super::TurnFuture;
 use super::agent::{Shared, precondition};
 use super::detach_limits::{DetachedSlot, deadline_exceeded};
+use super::replica::LeaseConfig;
 use super::run::Progress;
 use super::snapshots::snapshot_of;
 use super::turn_failure::report_failed_turn;
-use crate::clock::{HEARTBEAT_INTERVAL, now_rfc3339};
+use crate::clock::now_rfc3339;
 use crate::session::AgentSession;
+use crate::store::lease::{self, LeaseRenewal};
 use crate::store::{SessionStore, is_conflict};
 use crate::types::{
     AgentAbortRequest, AgentAbortResponse, AgentFinishReason, AgentOutput, AgentResult,
@@ -27,10 +31,11 @@ impl Shared {
         })
     }
 
-    /// Aborts a detached turn: marks its snapshot `aborted` and cancels the
-    /// turn (its model calls and tools) if it runs in this process. A
-    /// snapshot of another principal is left alone and answered as an
-    /// unknown one (no status).
+    /// Aborts a detached turn: marks its snapshot `aborted` in the store and
+    /// cancels the turn (its model calls and tools) at once if it runs in
+    /// this process; a turn running on another replica finds its lease lost
+    /// at its next heartbeat and stops. A snapshot of another principal is
+    /// left alone and answered as an unknown one (no status).
     pub(super) async fn abort(
         &self,
         req: AgentAbortRequest,
@@ -99,7 +104,7 @@ pub(super) async fn detach(
     };
     let mut snap = snapshot_of(session, progress.parent.clone(), status, state);
     if turn.is_some() {
-        snap.heartbeat_at = snap.updated_at.clone();
+        lease::grant(&mut snap, &shared.lease.owner, shared.lease.ttl);
     }
     let principal = progress.principal.as_deref();
     let id = shared
@@ -137,12 +142,14 @@ enum Ending {
     Deadline,
 }
 
-/// Runs a detached turn to its end, keeping its pending snapshot's
-/// heartbeat fresh, and records the outcome. An abort (through this
-/// process's abort action, or an `aborted` status the heartbeat finds in
-/// the store) or the deadline stops the turn at once: its future, with the
-/// model calls and tools it is running, is dropped, and actions started
-/// after that see their cancellation.
+/// Runs a detached turn to its end, renewing its pending snapshot's lease,
+/// and records the outcome. An abort (through this process's abort action,
+/// or one written by any replica, which the next renewal finds as a lost
+/// lease), a takeover by another replica, or the deadline stops the turn
+/// at once: its future, with the model calls and tools it is running, is
+/// dropped, and actions started after that see their cancellation. The
+/// outcome is written only over the snapshot still pending under this
+/// replica's lease.
 async fn finish_detached(
     shared: Arc<Shared>,
     store: Arc<dyn SessionStore>,
@@ -153,7 +160,12 @@ async fn finish_detached(
     (slot, _lease): (DetachedSlot, Option<genkit_core::RunLease>),
 ) {
     let abort = session.abort_token();
-    let heartbeat = heartbeat(store.clone(), id.clone(), abort.clone());
+    let heartbeat = heartbeat(
+        store.clone(),
+        id.clone(),
+        shared.lease.clone(),
+        abort.clone(),
+    );
     let ending = tokio::select! {
         outcome = turn => Ending::Returned(outcome),
         () = abort.cancelled() => Ending::Aborted,
@@ -186,11 +198,15 @@ async fn finish_detached(
         if stored.snapshot.status != Some(SnapshotStatus::Pending) {
             return; // aborted meanwhile: the abort stands
         }
+        if stored.snapshot.lease_owner.as_deref() != Some(shared.lease.owner.as_str()) {
+            return; // another replica's lease: not this turn's to settle
+        }
         let mut snap = stored.snapshot;
         let now = now_rfc3339();
         snap.updated_at = Some(now);
-        // Heartbeats only tell a running turn from a dead one.
-        snap.heartbeat_at = None;
+        // The turn is over: its lease goes (heartbeats only tell a running
+        // turn from a dead one).
+        lease::release(&mut snap);
         // The outcome with the state as the turn left it (a failed one too,
         // as for attached turns), unless that state is over a cap.
         if !over_cap {
@@ -218,25 +234,36 @@ async fn finish_detached(
     }
 }
 
-/// Keeps a detached turn's pending snapshot `id` alive: refreshes its
-/// heartbeat every [`HEARTBEAT_INTERVAL`] until the snapshot is closed
-/// elsewhere (aborted by another process, or failed as expired), then
-/// cancels the turn through `abort` and returns.
-async fn heartbeat(store: Arc<dyn SessionStore>, id: String, abort: CancellationToken) {
+/// Keeps a detached turn's pending snapshot `id` leased: renews the lease
+/// every heartbeat interval until it is lost (the snapshot was aborted by
+/// any replica, or failed by one that took the turn over), then cancels the
+/// turn through `abort` and returns. A replica that cannot reach the store
+/// keeps trying, but stops the turn itself once its last renewal is a lease
+/// time old: by then another replica may have taken the session over.
+async fn heartbeat(
+    store: Arc<dyn SessionStore>,
+    id: String,
+    lease: LeaseConfig,
+    abort: CancellationToken,
+) {
+    let mut renewed = Instant::now();
     loop {
-        tokio::time::sleep(HEARTBEAT_INTERVAL).await;
-        let Ok(stored) = store.get(&id).await else {
-            continue; // the store is unreachable for now
-        };
-        if stored.snapshot.status != Some(SnapshotStatus::Pending) {
-            // Closed elsewhere (aborted by another process, or
-            // failed as expired): stop the turn.
-            abort.cancel();
-            return;
+        tokio::time::sleep(lease.heartbeat).await;
+        match store.renew_lease(&id, &lease.owner, lease.ttl).await {
+            Ok(LeaseRenewal::Renewed) => renewed = Instant::now(),
+            Ok(LeaseRenewal::Lost(status)) => {
+                tracing::info!(snapshot = %id, ?status, "a detached turn lost its lease; stopping it");
+                abort.cancel();
+                return;
+            }
+            Err(e) if renewed.elapsed() >= lease.ttl => {
+                tracing::warn!(snapshot = %id, error = %e, "a detached turn could not renew its lease in time; stopping it");
+                abort.cancel();
+                return;
+            }
+            Err(e) => {
+                tracing::debug!(snapshot = %id, error = %e, "renewing a detached turn's lease failed; retrying");
+            }
         }
-        let mut snap = stored.snapshot;
-        snap.heartbeat_at = Some(now_rfc3339());
-        // A lost race with the final write or an abort is fine.
-        let _ = store.update(snap, stored.revision).await;
     }
 }

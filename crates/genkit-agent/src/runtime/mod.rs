@@ -28,6 +28,8 @@
 //! - `run`: a run's turns, one per input, and their outcome.
 //! - `detach`: detached turns: the hand-off, heartbeat, deadline and abort.
 //! - `detach_limits`: how long a detached turn may run, and how many at once.
+//! - `replica`: the lease a detached turn holds in the store, so replicas
+//!   sharing it can take over a dead one's sessions and abort its turns.
 //! - `snapshots`: reading, forking and appending snapshots.
 //! - `turn_failure`: what a failed turn tells the client, the log and the
 //!   trace.
@@ -36,6 +38,7 @@ mod agent;
 mod detach;
 mod detach_limits;
 mod options;
+mod replica;
 mod run;
 mod snapshots;
 mod start;
@@ -51,6 +54,7 @@ use crate::types::{AgentInit, AgentInput, AgentOutput, AgentResult, AgentStreamC
 pub use agent::{Agent, agent_metadata, define_agent};
 pub use detach_limits::{DEFAULT_DETACHED_TIMEOUT, DEFAULT_MAX_DETACHED};
 pub use options::AgentOptions;
+pub use replica::{DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_LEASE_TIME, process_replica_id};
 pub(crate) use turn_failure::FailedTurnSlot;
 
 /// The bidirectional action of an agent.

@@ -25,7 +25,11 @@ use crate::transform::ClientTransform;
 /// [`allow_forks`](Self::allow_forks) (or done explicitly with
 /// [`Agent::fork`](super::Agent::fork)). Detached turns are bounded by
 /// [`detached_timeout`](Self::detached_timeout) and
-/// [`max_detached`](Self::max_detached).
+/// [`max_detached`](Self::max_detached). A detached turn holds its session
+/// through a lease in the store, renewed by its heartbeat, so replicas
+/// sharing the store can resume the session of one that died and abort its
+/// turns: see [`lease_time`](Self::lease_time) and
+/// [`heartbeat_interval`](Self::heartbeat_interval).
 ///
 /// Sessions are bounded (see [`limits`](crate::limits)).
 ///
@@ -44,6 +48,9 @@ pub struct AgentOptions {
     pub(super) allow_forks: bool,
     pub(super) detached_timeout: Option<std::time::Duration>,
     pub(super) max_detached: Option<usize>,
+    pub(super) lease_time: Option<std::time::Duration>,
+    pub(super) heartbeat_interval: Option<std::time::Duration>,
+    pub(super) replica_id: Option<String>,
     pub(crate) limits: SessionLimits,
     pub(crate) signer: Option<StateSigner>,
 }
@@ -59,6 +66,9 @@ impl std::fmt::Debug for AgentOptions {
             .field("allow_forks", &self.allow_forks)
             .field("detached_timeout", &self.detached_timeout)
             .field("max_detached", &self.max_detached)
+            .field("lease_time", &self.lease_time)
+            .field("heartbeat_interval", &self.heartbeat_interval)
+            .field("replica_id", &self.replica_id)
             .field("limits", &self.limits)
             .field("state_signing", &self.signer.is_some())
             .finish()
@@ -152,6 +162,40 @@ impl AgentOptions {
     /// nothing.
     pub fn max_detached(mut self, max: usize) -> Self {
         self.max_detached = Some(max);
+        self
+    }
+
+    /// How long a detached turn's lease in the store lasts from its last
+    /// renewal (default [`DEFAULT_LEASE_TIME`](super::DEFAULT_LEASE_TIME),
+    /// 30 s). When the replica running the turn dies, its session is
+    /// blocked until the lease lapses; then any replica resuming the session
+    /// records the turn as failed and continues from the last completed
+    /// snapshot. A replica that cannot renew the lease for this long stops
+    /// the turn itself.
+    pub fn lease_time(mut self, ttl: std::time::Duration) -> Self {
+        self.lease_time = Some(ttl);
+        self
+    }
+
+    /// How often a detached turn's heartbeat renews its lease and looks in
+    /// the store for an abort (default
+    /// [`DEFAULT_HEARTBEAT_INTERVAL`](super::DEFAULT_HEARTBEAT_INTERVAL),
+    /// 10 s, or a third of a shorter lease time). An abort sent to another
+    /// replica stops the turn within this delay (plus one store round
+    /// trip). Must be shorter than the lease time: defining the agent fails
+    /// otherwise (`INVALID_ARGUMENT`).
+    pub fn heartbeat_interval(mut self, interval: std::time::Duration) -> Self {
+        self.heartbeat_interval = Some(interval);
+        self
+    }
+
+    /// The id this replica's detached turns hold their leases under
+    /// (default [`process_replica_id`](super::process_replica_id), random
+    /// per process). Give every replica sharing a store its own id, e.g.
+    /// its host name; two processes under one id could renew each other's
+    /// leases.
+    pub fn replica_id(mut self, id: impl Into<String>) -> Self {
+        self.replica_id = Some(id.into());
         self
     }
 }

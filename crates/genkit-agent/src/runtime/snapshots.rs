@@ -98,6 +98,9 @@ impl Shared {
         };
         snapshot.status =
             effective_status(&snapshot, std::time::SystemTime::now(), HEARTBEAT_TIMEOUT);
+        // The lease is between replicas: clients see Genkit JS's shape.
+        snapshot.lease_owner = None;
+        snapshot.lease_expires_at = None;
         snapshot.state = snapshot.state.map(|s| self.client_state(s));
         Ok(snapshot)
     }

@@ -1,19 +1,18 @@
 //! The session a run starts from: a fresh one, the client's state, or a
 //! stored snapshot (by id, or a session's latest, past failed turns),
-//! refusing forks and running turns, and closing turns whose heartbeat
-//! expired.
+//! refusing forks and running turns, and taking over turns whose lease
+//! lapsed (their replica died).
 
 use std::sync::Arc;
 
 use genkit_core::{Error, Result, StatusCode};
 
 use super::agent::{Shared, precondition};
-use crate::clock::{HEARTBEAT_TIMEOUT, effective_status, now_rfc3339};
+use crate::clock::HEARTBEAT_TIMEOUT;
 use crate::ownership;
-use crate::store::{SessionStore, StoredSnapshot, is_conflict, new_snapshot_id};
-use crate::types::{
-    AgentFinishReason, AgentInit, RuntimeError, SessionSnapshot, SessionState, SnapshotStatus,
-};
+use crate::store::lease::TakeOver;
+use crate::store::{SessionStore, StoredSnapshot, new_snapshot_id};
+use crate::types::{AgentInit, RuntimeError, SessionSnapshot, SessionState, SnapshotStatus};
 
 impl Shared {
     /// The session a run starts from, the snapshot it continues, and the
@@ -214,54 +213,44 @@ impl Shared {
         }
     }
 
-    /// A pending snapshot: refused while its turn runs (a live heartbeat);
-    /// rewritten `failed` (`UNAVAILABLE`) once its heartbeat expired, so
-    /// the session is continued past it and it no longer counts as a leaf.
+    /// A pending snapshot: refused while its turn runs (a live lease);
+    /// rewritten `failed` (`UNAVAILABLE`) once its lease lapsed (its
+    /// replica died), so the session is continued past it and it no longer
+    /// counts as a leaf. The rewrite is the store's atomic
+    /// [`take_over`](SessionStore::take_over): of replicas resuming the
+    /// session at once, one writes it and the others find it failed.
     /// Returns the snapshot as it now stands.
     pub(super) async fn fail_expired(
         &self,
         store: &Arc<dyn SessionStore>,
-        mut stored: StoredSnapshot,
+        stored: StoredSnapshot,
     ) -> Result<StoredSnapshot> {
-        for _ in 0..4 {
-            if stored.snapshot.status != Some(SnapshotStatus::Pending) {
-                return Ok(stored);
-            }
-            let now = std::time::SystemTime::now();
-            if effective_status(&stored.snapshot, now, HEARTBEAT_TIMEOUT)
-                != Some(SnapshotStatus::Expired)
-            {
-                return Err(precondition(format!(
-                    "Session '{}' has a turn running (snapshot {} is pending); wait until it completes or abort it.",
-                    stored.snapshot.owner_session_id().unwrap_or_default(),
-                    stored.snapshot.snapshot_id
-                )));
-            }
-            let mut failed = stored.snapshot.clone();
-            failed.status = Some(SnapshotStatus::Failed);
-            failed.finish_reason = Some(AgentFinishReason::Failed);
-            failed.updated_at = Some(now_rfc3339());
-            failed.heartbeat_at = None;
-            failed.error = Some(RuntimeError::new(
-                StatusCode::Unavailable,
-                "The detached turn stopped reporting (its heartbeat expired); the session continues from its last completed snapshot.",
-            ));
-            match store.update(failed, stored.revision).await {
-                Ok(rewritten) => return Ok(rewritten),
-                // A heartbeat, an outcome or an abort won: look again.
-                Err(e) if is_conflict(&e) || e.status() == StatusCode::FailedPrecondition => {
-                    stored = store.get(&stored.snapshot.snapshot_id).await?;
-                }
-                Err(e) => return Err(e),
-            }
+        if stored.snapshot.status != Some(SnapshotStatus::Pending) {
+            return Ok(stored);
         }
-        Err(Error::user_facing(
-            StatusCode::Aborted,
-            format!(
-                "Snapshot {} kept changing while its expired turn was being closed; retry.",
+        let error = RuntimeError::new(
+            StatusCode::Unavailable,
+            "The detached turn stopped reporting (its lease expired: its replica died or lost the store); the session continues from its last completed snapshot.",
+        );
+        match store
+            .take_over(&stored.snapshot.snapshot_id, HEARTBEAT_TIMEOUT, error)
+            .await?
+        {
+            TakeOver::Live(stored) => Err(precondition(format!(
+                "Session '{}' has a turn running (snapshot {} is pending); wait until it completes or abort it.",
+                stored.snapshot.owner_session_id().unwrap_or_default(),
                 stored.snapshot.snapshot_id
-            ),
-        ))
+            ))),
+            TakeOver::TookOver(stored) => {
+                tracing::info!(
+                    agent = %self.name,
+                    snapshot = %stored.snapshot.snapshot_id,
+                    "took over a detached turn whose lease lapsed; it is recorded as failed"
+                );
+                Ok(stored)
+            }
+            TakeOver::Settled(stored) => Ok(stored),
+        }
     }
 }
 

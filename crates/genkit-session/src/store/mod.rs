@@ -37,8 +37,9 @@ use parking_lot::Mutex;
 use serde_json::Value;
 
 use super::clock::now_rfc3339;
-use super::types::{SessionSnapshot, SnapshotStatus};
+use super::types::{RuntimeError, SessionSnapshot, SnapshotStatus};
 
+pub mod lease;
 pub mod update;
 
 use update::{UpdateTarget, check_update};
@@ -133,12 +134,50 @@ pub trait SessionStore: Send + Sync + 'static {
             let mut aborted = stored.snapshot;
             aborted.status = Some(SnapshotStatus::Aborted);
             aborted.updated_at = Some(now_rfc3339());
+            // The turn's replica finds its lease gone at its next renewal.
+            // The heartbeat stays, as Genkit JS leaves it.
+            aborted.lease_owner = None;
+            aborted.lease_expires_at = None;
             match self.update(aborted, stored.revision).await {
                 Ok(_) => return Ok(previous),
                 Err(e) if is_conflict(&e) && attempts < MAX_ABORT_ATTEMPTS => attempts += 1,
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Renews the lease `owner` holds on the pending snapshot `snapshot_id`
+    /// (see [`lease`]): its heartbeat becomes now and its lease lapses `ttl`
+    /// from now. Atomic: a renewal and a concurrent
+    /// [`take_over`](Self::take_over), [`abort`](Self::abort) or outcome
+    /// write never both succeed. [`LeaseRenewal::Lost`](lease::LeaseRenewal)
+    /// when the snapshot is no longer pending or another owner holds it.
+    ///
+    /// The default reads and rewrites the whole snapshot
+    /// ([`lease::renew_by_rewrite`]); a store that can renew in place (one
+    /// conditional write) should.
+    async fn renew_lease(
+        &self,
+        snapshot_id: &str,
+        owner: &str,
+        ttl: std::time::Duration,
+    ) -> Result<lease::LeaseRenewal> {
+        lease::renew_by_rewrite(self, snapshot_id, owner, ttl).await
+    }
+
+    /// Takes over the pending snapshot `snapshot_id` if its lease lapsed
+    /// (its replica died): rewrites it `failed` with `error`, atomically
+    /// (of two replicas taking it over at once, one writes it; the other
+    /// finds it [`Settled`](lease::TakeOver::Settled)). A live lease is left
+    /// alone. `fallback` is the heartbeat timeout of a pending snapshot
+    /// written without a lease (by Genkit JS, or before leases).
+    async fn take_over(
+        &self,
+        snapshot_id: &str,
+        fallback: std::time::Duration,
+        error: RuntimeError,
+    ) -> Result<lease::TakeOver> {
+        lease::take_over_by_rewrite(self, snapshot_id, fallback, error).await
     }
 }
 
