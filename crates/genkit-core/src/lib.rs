@@ -33,6 +33,7 @@ pub mod plugin;
 pub mod registry;
 pub mod schema;
 pub mod status;
+pub mod streaming;
 pub mod tracing;
 
 pub use action::{

@@ -90,6 +90,7 @@ pub struct FlowServer {
     body_limit: usize,
     path_prefix: String,
     options: ServeOptions,
+    durable: Option<crate::durable::Durable>,
 }
 
 impl FlowServer {
@@ -106,7 +107,40 @@ impl FlowServer {
             body_limit: DEFAULT_BODY_LIMIT,
             path_prefix: String::new(),
             options: ServeOptions::default(),
+            durable: None,
         }
+    }
+
+    /// Durable streaming, as Genkit JS's `streamManager` option: every
+    /// streaming response gets a stream id (`x-genkit-stream-id`), its
+    /// events are written to `manager` as they happen and its run goes on
+    /// if the client leaves; a client that lost its connection sends the
+    /// same request with `x-genkit-stream-id` (Genkit's `streamFlow({
+    /// streamId })`) to this or any server on the same `manager` and reads
+    /// the stream again from the start, or after the chunks it names in
+    /// `x-genkit-stream-offset`, then live (see [`crate::durable`]). A
+    /// stream can be read only by a caller whose context provider gives the
+    /// same `auth`.
+    pub fn stream_manager(
+        mut self,
+        manager: Arc<dyn genkit_core::streaming::StreamManager>,
+    ) -> Self {
+        self.durable = Some(crate::durable::Durable {
+            manager,
+            follow_timeout: genkit_core::streaming::DEFAULT_FOLLOW_TIMEOUT,
+        });
+        self
+    }
+
+    /// How long a resumed stream waits for its next event before ending
+    /// with `DEADLINE_EXCEEDED` (its run's server may have died): 60 s by
+    /// default, as Genkit JS's Firestore stream manager. Needs
+    /// [`stream_manager`](Self::stream_manager).
+    pub fn stream_follow_timeout(mut self, timeout: std::time::Duration) -> Self {
+        if let Some(d) = &mut self.durable {
+            d.follow_timeout = timeout;
+        }
+        self
     }
 
     /// Serves these flows (by name), with the default context provider.
@@ -316,6 +350,7 @@ impl FlowServer {
             routes,
             event_buffer: self.options.event_buffer_len(),
             turn_timeout: self.options.request_deadline(),
+            durable: self.durable,
         };
         let mut router = Router::new()
             .fallback(dispatch)
@@ -388,6 +423,7 @@ struct Routes {
     routes: HashMap<String, Route>,
     event_buffer: usize,
     turn_timeout: Option<std::time::Duration>,
+    durable: Option<crate::durable::Durable>,
 }
 
 /// The CORS layer for the listed `origins` (normalized): `custom` (with its
@@ -418,7 +454,7 @@ fn cors_layer(
         CorsLayer::new()
             .allow_methods([Method::POST])
             .allow_headers(AllowHeaders::mirror_request())
-            .expose_headers([TRACE_ID, SPAN_ID])
+            .expose_headers([TRACE_ID, SPAN_ID, crate::durable::STREAM_ID])
     });
     Ok(Some(layer.allow_origin(AllowOrigin::list(values))))
 }
@@ -499,6 +535,18 @@ async fn dispatch(State(served): State<Arc<Routes>>, request: Request) -> Respon
         ));
     }
     let streaming = wants_stream(&uri, &headers);
+    // A streaming request naming a durable stream reads it and runs nothing.
+    let resume = match (&served.durable, streaming) {
+        (Some(_), true) => match crate::durable::requested_stream(&headers) {
+            None => None,
+            Some(Ok(id)) => match crate::durable::requested_offset(&headers) {
+                Ok(offset) => Some((id, offset)),
+                Err(e) => return error_response(&e),
+            },
+            Some(Err(e)) => return error_response(&e),
+        },
+        _ => None,
+    };
     let (context, input, init) = match &route.provider {
         None => (ActionContext::new(), input, init),
         Some(provider) => {
@@ -519,6 +567,13 @@ async fn dispatch(State(served): State<Arc<Routes>>, request: Request) -> Respon
             }
         }
     };
+    let durable = match (&served.durable, streaming) {
+        (Some(d), true) => Some((d, crate::durable::owner_of(&context))),
+        _ => None,
+    };
+    if let (Some((d, owner)), Some((id, offset))) = (&durable, resume) {
+        return crate::durable::resume(d, id, owner.clone(), offset).await;
+    }
     let mut opts = RunOptions::new().context(context);
     if let Some(in_flight) = &in_flight {
         // Work the run hands off (a detached agent turn) keeps the
@@ -531,7 +586,7 @@ async fn dispatch(State(served): State<Arc<Routes>>, request: Request) -> Respon
         in_flight,
     };
     if streaming {
-        stream_response(route.action.clone(), init, input, opts, bounds).await
+        stream_response(route.action.clone(), init, input, opts, bounds, durable).await
     } else {
         let started = run::start(route.action.clone(), init, input, opts, false).await;
         let trace = started.trace;
@@ -652,10 +707,32 @@ async fn stream_response(
     input: Value,
     opts: RunOptions<Value>,
     bounds: crate::bidi::Bounds,
+    durable: Option<(&crate::durable::Durable, String)>,
 ) -> Response {
     let name = action.name().to_owned();
+    // The stream exists before the run starts, so its id is never handed
+    // out for a stream that cannot be read.
+    let stream_id = match &durable {
+        None => None,
+        Some((d, owner)) => {
+            let id = crate::durable::new_stream_id();
+            if let Err(e) = crate::durable::open(d, &id, owner).await {
+                ::tracing::error!(flow = %name, "durable stream: opening failed: {}", e.stack());
+                return error_response(&e);
+            }
+            Some(id)
+        }
+    };
     let started = run::start(action.clone(), init, input, opts, true).await;
-    let frames = events_of(&action, started.events, bounds).map(move |ev| match ev {
+    let events = match (&durable, &stream_id) {
+        // Recorded, and driven to its end whether or not the client stays.
+        (Some((d, _)), Some(id)) => {
+            crate::bidi::outliving_the_client(crate::durable::record(d, id, started.events), bounds)
+                .boxed()
+        }
+        _ => events_of(&action, started.events, bounds),
+    };
+    let frames = events.map(move |ev| match ev {
         Event::Chunk(c) => sse::message_frame(&c),
         Event::Done(Ok(out)) => sse::result_frame(&out),
         Event::Done(Err(e)) => {
@@ -673,6 +750,11 @@ async fn stream_response(
     h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     if let Some(t) = started.trace {
         insert_trace_headers(h, t);
+    }
+    if let Some(id) = stream_id
+        && let Ok(v) = HeaderValue::from_str(&id)
+    {
+        h.insert(crate::durable::STREAM_ID, v);
     }
     r
 }

@@ -62,6 +62,7 @@
 mod bidi;
 pub mod context_providers;
 mod dev;
+pub mod durable;
 mod error;
 pub mod flow_server;
 pub mod guard;

@@ -44,6 +44,12 @@ pub fn error_frame(error: &Error) -> Bytes {
     )
 }
 
+/// The final frame of a failed run from an error already in its public
+/// form (as a durable stream keeps it).
+pub fn error_value_frame(error: Value) -> Bytes {
+    frame("error: ", &Failure { error })
+}
+
 fn frame<T: Serialize>(prefix: &str, body: &T) -> Bytes {
     let mut buf = Vec::with_capacity(64);
     buf.extend_from_slice(prefix.as_bytes());

@@ -130,6 +130,9 @@
 //! 2, 4, 8, …, so all checkpoints together stay within about twice the
 //! final state.
 //!
+//! Feature `postgres` also keeps durable streams ([`PostgresStreamManager`],
+//! its own tables) so a client reconnects to any replica.
+//!
 //! The stores are not wire-compatible with anything else (Genkit JS has no
 //! SQL session store); the Firestore store (`genkit-store-firestore`) is the
 //! one that shares sessions with Genkit JS apps.
@@ -153,6 +156,8 @@ mod tenant;
 mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "postgres")]
+mod stream;
 
 pub use codec::MAX_DIFF_CHAIN;
 pub use open::open;
@@ -160,4 +165,6 @@ pub use open::open;
 pub use postgres::{DEFAULT_MAX_CONNECTIONS, PostgresSessionStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteSessionStore;
+#[cfg(feature = "postgres")]
+pub use stream::PostgresStreamManager;
 pub use tenant::DEFAULT_TENANT;
