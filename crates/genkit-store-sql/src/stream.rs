@@ -34,6 +34,18 @@ use sqlx::postgres::PgPoolOptions;
 use crate::error::{data_loss, db};
 
 /// Durable streams in a PostgreSQL database (feature `postgres`).
+///
+/// ```no_run
+/// # async fn demo(registry: genkit_core::Registry) -> genkit_core::Result<()> {
+/// use std::sync::Arc;
+/// use genkit_store_sql::{PostgresSessionStore, PostgresStreamManager};
+///
+/// let sessions = PostgresSessionStore::connect("postgres://app@db/app").await?;
+/// // The streams on the same database, through the session store's pool.
+/// let streams = PostgresStreamManager::from_pool(sessions.pool().clone()).await?;
+/// let server = genkit_server::FlowServer::new(&registry).stream_manager(Arc::new(streams));
+/// # let _ = server; Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct PostgresStreamManager {
     pool: PgPool,
