@@ -32,12 +32,11 @@ use crate::shutdown;
 use crate::sse;
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::rejection::{BytesRejection, FailedToBufferBody};
-use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
+use axum::extract::Request;
 use axum::http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode as HttpStatus, Uri};
 use axum::response::Response;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use genkit_core::schema::SchemaValidator;
 use genkit_core::tracing::TraceInfo;
 use genkit_core::{ActionContext, ActionKind, DynAction, Error, Registry, RunOptions, StatusCode};
@@ -47,6 +46,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 use tokio::net::{TcpListener, ToSocketAddrs};
+use tower::Layer as _;
 use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
 /// Default request body limit: 10 MiB (large enough for inline images).
@@ -312,20 +312,20 @@ impl FlowServer {
                 }
             }
         }
-        let served = Routes {
+        let served = FlowService(Arc::new(Routes {
             routes,
+            body_limit: self.body_limit,
             event_buffer: self.options.event_buffer_len(),
             turn_timeout: self.options.request_deadline(),
-        };
-        let mut router = Router::new()
-            .fallback(dispatch)
-            .with_state(Arc::new(served))
-            .layer(DefaultBodyLimit::max(self.body_limit));
-        if let Some(cors) = cors {
-            router = router.layer(cors);
-        }
-        // Outermost: a refused request reaches nothing else.
-        Ok(guard.apply(router, "flow server"))
+        }));
+        // The guard outermost: a refused request reaches nothing else. The
+        // layers wrap the service directly rather than through
+        // `Router::layer`, which boxes the service and its future per layer.
+        let guard = guard.layer("flow server");
+        Ok(match cors {
+            None => Router::new().fallback_service(guard.layer(served)),
+            Some(cors) => Router::new().fallback_service(guard.layer(cors.layer(served))),
+        })
     }
 
     /// Binds `addr` and serves until Ctrl-C or SIGTERM, then finishes the
@@ -386,6 +386,8 @@ impl Route {
 /// What the router serves, and how agent turns are bounded.
 struct Routes {
     routes: HashMap<String, Route>,
+    /// Largest request body, in bytes.
+    body_limit: usize,
     event_buffer: usize,
     turn_timeout: Option<std::time::Duration>,
 }
@@ -438,14 +440,40 @@ fn add_route(routes: &mut HashMap<String, Route>, path: String, route: Route) ->
     Ok(())
 }
 
-async fn dispatch(State(served): State<Arc<Routes>>, request: Request) -> Response {
-    // Take the parts apart rather than through extractors, which would
-    // clone the headers.
-    let (mut parts, body) = request.into_parts();
-    let method = std::mem::take(&mut parts.method);
-    let uri = std::mem::take(&mut parts.uri);
-    let headers = std::mem::take(&mut parts.headers);
-    let in_flight = parts.extensions.remove::<crate::serving::InFlight>();
+/// The flow server's handler of every path: the served flows and agents.
+#[derive(Clone)]
+struct FlowService(Arc<Routes>);
+
+impl tower::Service<Request> for FlowService {
+    type Response = Response;
+    type Error = std::convert::Infallible;
+    type Future = futures::future::Map<
+        futures::future::BoxFuture<'static, Response>,
+        fn(Response) -> Result<Response, std::convert::Infallible>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        dispatch(self.0.clone(), request).boxed().map(Ok)
+    }
+}
+
+async fn dispatch(served: Arc<Routes>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let axum::http::request::Parts {
+        method,
+        uri,
+        headers,
+        mut extensions,
+        ..
+    } = parts;
+    let in_flight = extensions.remove::<crate::serving::InFlight>();
     let Some(route) = served.routes.get(uri.path()) else {
         return error_response(&Error::user_facing(
             StatusCode::NotFound,
@@ -462,10 +490,9 @@ async fn dispatch(State(served): State<Arc<Routes>>, request: Request) -> Respon
             .insert(axum::http::header::ALLOW, HeaderValue::from_static("POST"));
         return r;
     }
-    // The extensions carry the body limit set by `DefaultBodyLimit`.
-    let body = match Bytes::from_request(Request::from_parts(parts, body), &()).await {
+    let body = match read_body(body, served.body_limit).await {
         Ok(b) => b,
-        Err(BytesRejection::FailedToBufferBody(FailedToBufferBody::LengthLimitError(_))) => {
+        Err(BodyError::TooLarge) => {
             let mut r = error_response(&Error::user_facing(
                 StatusCode::InvalidArgument,
                 "request body is too large",
@@ -473,7 +500,7 @@ async fn dispatch(State(served): State<Arc<Routes>>, request: Request) -> Respon
             *r.status_mut() = HttpStatus::PAYLOAD_TOO_LARGE;
             return r;
         }
-        Err(e) => {
+        Err(BodyError::Read(e)) => {
             // The cause (a connection error) is the server's business.
             ::tracing::debug!("flow server: reading a request body failed: {e}");
             return error_response(&Error::user_facing(
@@ -551,6 +578,53 @@ async fn dispatch(State(served): State<Arc<Routes>>, request: Request) -> Respon
             }
         }
     }
+}
+
+/// Why a request body could not be read.
+enum BodyError {
+    /// Longer than the body limit.
+    TooLarge,
+    /// The connection failed.
+    Read(axum::Error),
+}
+
+/// The whole request body, refused past `limit` bytes (at once when its
+/// `Content-Length` says so). A body in one frame (the usual small JSON
+/// request) is taken without a copy.
+async fn read_body(body: Body, limit: usize) -> Result<Bytes, BodyError> {
+    use http_body::Body as _;
+    if body.size_hint().lower() > limit as u64 {
+        return Err(BodyError::TooLarge);
+    }
+    let mut body = std::pin::pin!(body);
+    let mut first: Option<Bytes> = None;
+    let mut rest: Option<bytes::BytesMut> = None;
+    let mut len = 0usize;
+    while let Some(frame) = std::future::poll_fn(|cx| body.as_mut().poll_frame(cx)).await {
+        let Ok(data) = frame.map_err(BodyError::Read)?.into_data() else {
+            // Trailers carry nothing a flow reads.
+            continue;
+        };
+        len += data.len();
+        if len > limit {
+            return Err(BodyError::TooLarge);
+        }
+        let Some(f) = &first else {
+            first = Some(data);
+            continue;
+        };
+        rest.get_or_insert_with(|| {
+            let mut buf = bytes::BytesMut::with_capacity(f.len() + data.len());
+            buf.extend_from_slice(f);
+            buf
+        })
+        .extend_from_slice(&data);
+    }
+    Ok(match (first, rest) {
+        (_, Some(buf)) => buf.freeze(),
+        (Some(f), None) => f,
+        (None, None) => Bytes::new(),
+    })
 }
 
 /// `{"data": <input>, "init": <init>}` (the init only for bidirectional

@@ -34,13 +34,10 @@
 use crate::error::ServerError;
 use crate::response::error_response;
 use axum::Router;
-use axum::extract::{Request, State};
 use axum::http::header::{CONTENT_TYPE, HOST, ORIGIN};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode as HttpStatus, Uri};
-use axum::middleware::Next;
 use axum::response::Response;
 use genkit_core::{Error, StatusCode};
-use http_body::Body as _;
 use std::sync::Arc;
 
 const SEC_FETCH_SITE: HeaderName = HeaderName::from_static("sec-fetch-site");
@@ -184,10 +181,15 @@ impl RequestGuard {
     /// `router` with this guard in front of all its routes (fallback
     /// included); `server` names it in the log lines of refusals.
     pub fn apply(self, router: Router, server: &'static str) -> Router {
-        router.layer(axum::middleware::from_fn_with_state(
-            Arc::new((self, server)),
-            guard_requests,
-        ))
+        router.layer(self.layer(server))
+    }
+
+    /// This guard as a [`tower::Layer`], for services other than an axum
+    /// [`Router`]; `server` names it in the log lines of refusals.
+    pub fn layer(self, server: &'static str) -> GuardLayer {
+        GuardLayer {
+            guard: Arc::new((self, server)),
+        }
     }
 
     /// Why the request must be refused, if it must. `empty_body`: the
@@ -311,29 +313,71 @@ impl Refusal {
     }
 }
 
-async fn guard_requests(
-    State(guard): State<Arc<(RequestGuard, &'static str)>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let (guard, server) = &*guard;
-    // Known empty: `Content-Length: 0`, or neither a length nor chunks.
-    let empty_body = request.body().size_hint().exact() == Some(0);
-    match guard.check(
-        request.method(),
-        request.uri(),
-        request.headers(),
-        empty_body,
-    ) {
-        Ok(()) => next.run(request).await,
-        Err(refusal) => {
-            ::tracing::warn!(
-                "{server}: refused {} {}: {}",
-                request.method(),
-                request.uri().path(),
-                refusal.reason
-            );
-            refusal.response()
+/// A [`RequestGuard`] as a [`tower::Layer`] (see [`RequestGuard::layer`]).
+#[derive(Clone)]
+pub struct GuardLayer {
+    guard: Arc<(RequestGuard, &'static str)>,
+}
+
+impl<S> tower::Layer<S> for GuardLayer {
+    type Service = Guarded<S>;
+
+    fn layer(&self, inner: S) -> Guarded<S> {
+        Guarded {
+            inner,
+            guard: self.guard.clone(),
+        }
+    }
+}
+
+/// A service behind a [`RequestGuard`]: a request that passes goes to
+/// `inner` as is (no boxing, no copy of its headers); one that does not is
+/// answered at once.
+#[derive(Clone)]
+pub struct Guarded<S> {
+    inner: S,
+    guard: Arc<(RequestGuard, &'static str)>,
+}
+
+impl<S, B> tower::Service<axum::http::Request<B>> for Guarded<S>
+where
+    S: tower::Service<axum::http::Request<B>, Response = Response>,
+    B: http_body::Body,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = futures::future::Either<
+        std::future::Ready<Result<Response, S::Error>>,
+        S::Future,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: axum::http::Request<B>) -> Self::Future {
+        let (guard, server) = &*self.guard;
+        // Known empty: `Content-Length: 0`, or neither a length nor chunks.
+        let empty_body = request.body().size_hint().exact() == Some(0);
+        match guard.check(
+            request.method(),
+            request.uri(),
+            request.headers(),
+            empty_body,
+        ) {
+            Ok(()) => futures::future::Either::Right(self.inner.call(request)),
+            Err(refusal) => {
+                ::tracing::warn!(
+                    "{server}: refused {} {}: {}",
+                    request.method(),
+                    request.uri().path(),
+                    refusal.reason
+                );
+                futures::future::Either::Left(std::future::ready(Ok(refusal.response())))
+            }
         }
     }
 }
