@@ -260,6 +260,12 @@ impl FlowServer {
     /// [event buffer](ServeOptions::event_buffer) and
     /// [request timeout](ServeOptions::request_timeout) for agent turns.
     pub async fn into_router(self) -> Result<Router, ServerError> {
+        Ok(self.into_app().await?.into_router())
+    }
+
+    /// The served routes behind their layers (see
+    /// [`into_router`](Self::into_router)).
+    async fn into_app(self) -> Result<App, ServerError> {
         let guard = RequestGuard::new()
             .allowed_hosts(self.hosts.clone().unwrap_or_default())
             .allow_origins(&self.origins)?;
@@ -318,13 +324,10 @@ impl FlowServer {
             event_buffer: self.options.event_buffer_len(),
             turn_timeout: self.options.request_deadline(),
         }));
-        // The guard outermost: a refused request reaches nothing else. The
-        // layers wrap the service directly rather than through
-        // `Router::layer`, which boxes the service and its future per layer.
-        let guard = guard.layer("flow server");
-        Ok(match cors {
-            None => Router::new().fallback_service(guard.layer(served)),
-            Some(cors) => Router::new().fallback_service(guard.layer(cors.layer(served))),
+        Ok(App {
+            guard: guard.layer("flow server"),
+            cors,
+            served,
         })
     }
 
@@ -363,11 +366,45 @@ impl FlowServer {
             self.hosts = Some(AllowedHosts::Loopback);
         }
         let options = self.options.clone();
-        let router = self.into_router().await?;
+        let app = self.into_app().await?;
         if let Some(addr) = addr {
             ::tracing::info!("flow server listening on http://{addr}");
         }
-        serving::serve(listener, router, &options, signal, "flow server").await
+        const WHAT: &str = "flow server";
+        match app.cors {
+            // Without CORS, no router is needed: the guarded service is
+            // served as is, which spares a routing pass and a boxed future.
+            None => {
+                let service = app.guard.layer(app.served);
+                serving::serve(listener, service, &options, signal, WHAT).await
+            }
+            Some(_) => serving::serve(listener, app.into_router(), &options, signal, WHAT).await,
+        }
+    }
+}
+
+/// A flow server's routes behind its request guard and CORS layer.
+struct App {
+    guard: crate::guard::GuardLayer,
+    cors: Option<CorsLayer>,
+    served: FlowService,
+}
+
+impl App {
+    /// The router answering every path with the guarded routes. The guard
+    /// is outermost: a refused request reaches nothing else. The layers
+    /// wrap the service directly rather than through `Router::layer`, which
+    /// boxes the service and its future once per layer.
+    fn into_router(self) -> Router {
+        let Self {
+            guard,
+            cors,
+            served,
+        } = self;
+        match cors {
+            None => Router::new().fallback_service(guard.layer(served)),
+            Some(cors) => Router::new().fallback_service(guard.layer(cors.layer(served))),
+        }
     }
 }
 
@@ -444,7 +481,11 @@ fn add_route(routes: &mut HashMap<String, Route>, path: String, route: Route) ->
 #[derive(Clone)]
 struct FlowService(Arc<Routes>);
 
-impl tower::Service<Request> for FlowService {
+impl<B> tower::Service<axum::http::Request<B>> for FlowService
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
     type Response = Response;
     type Error = std::convert::Infallible;
     type Future = futures::future::Map<
@@ -459,8 +500,10 @@ impl tower::Service<Request> for FlowService {
         std::task::Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, request: Request) -> Self::Future {
-        dispatch(self.0.clone(), request).boxed().map(Ok)
+    fn call(&mut self, request: axum::http::Request<B>) -> Self::Future {
+        dispatch(self.0.clone(), request.map(Body::new))
+            .boxed()
+            .map(Ok)
     }
 }
 

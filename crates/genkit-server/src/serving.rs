@@ -5,7 +5,8 @@
 //! Each connection is served by hyper's HTTP/1 server with a header-read
 //! timer; each request passes, outermost first, a concurrency limit that
 //! answers 503 when full, a panic catcher answering Genkit's 500 body, and a
-//! timeout answering 504. On the shutdown signal the server stops accepting,
+//! timeout answering 504, all three in one [`Hardening`] layer. On the
+//! shutdown signal the server stops accepting,
 //! lets the requests in flight finish until the drain deadline, closes what
 //! is still open, then flushes the trace exporters.
 
@@ -16,6 +17,7 @@ use axum::body::{Body, HttpBody};
 use axum::http::{self as http, HeaderValue, header::RETRY_AFTER};
 use axum::response::Response;
 use genkit_core::{Error, StatusCode};
+use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
@@ -260,8 +262,7 @@ where
             },
         };
         // `call` may panic too (tower-http's panic catcher caught that).
-        let inner = match std::panic::catch_unwind(AssertUnwindSafe(|| self.inner.call(request)))
-        {
+        let inner = match std::panic::catch_unwind(AssertUnwindSafe(|| self.inner.call(request))) {
             Ok(future) => future,
             Err(panic) => return HardenedFuture::answered(answer_panic(panic)),
         };
@@ -445,19 +446,26 @@ impl HttpBody for PermitBody {
     }
 }
 
-/// Serves `router` (with the layers of `options`) on `listener` until
+/// Serves `service` (with the layers of `options`) on `listener` until
 /// `signal` resolves, then shuts down as [`ServeOptions::drain_timeout`]
 /// says. `what` names the server in logs.
-pub(crate) async fn serve(
+pub(crate) async fn serve<S>(
     listener: TcpListener,
-    router: Router,
+    service: S,
     options: &ServeOptions,
     signal: impl Future<Output = ()> + Send,
     what: &'static str,
-) -> Result<(), ServerError> {
-    // The layers wrap the router directly (not through `Router::layer`,
+) -> Result<(), ServerError>
+where
+    S: tower::Service<http::Request<Incoming>, Response = Response, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    // The layers wrap the service directly (not through `Router::layer`,
     // which would box the service and its future once more).
-    let service = TowerToHyperService::new(tower::Layer::layer(&options.hardening(), router));
+    let service = TowerToHyperService::new(tower::Layer::layer(&options.hardening(), service));
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(options.header_read_timeout)
@@ -526,11 +534,13 @@ fn is_connection_error(e: &std::io::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::body::Bytes;
+    use axum::extract::Request;
     use axum::routing::post;
     use tower::Service as _;
 
-    /// A handler that waits on `gate` before answering with a body that
-    /// streams until the gate opens again (so it holds its place).
+    /// Handlers that answer at once, panic, never answer, and stream
+    /// without end.
     fn app() -> Router {
         Router::new()
             .route("/ok", post(|| async { "ok" }))
@@ -558,8 +568,6 @@ mod tests {
             )
     }
 
-    use axum::body::Bytes;
-
     async fn call(service: &mut Router, path: &str) -> Response {
         let request = http::Request::post(path)
             .body(Body::empty())
@@ -569,8 +577,6 @@ mod tests {
             .expect("ready");
         service.call(request).await.expect("infallible")
     }
-
-    use axum::extract::Request;
 
     async fn json_of(response: Response) -> serde_json::Value {
         let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
@@ -626,7 +632,7 @@ mod tests {
             assert_eq!(r.status(), 200);
             drop(r);
         }
-        // So do a panic and a refusal.
+        // So does the answer to a panic.
         assert_eq!(call(&mut app, "/panics").await.status(), 500);
         assert_eq!(call(&mut app, "/ok").await.status(), 200);
     }
