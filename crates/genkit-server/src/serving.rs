@@ -541,7 +541,7 @@ mod tests {
 
     /// Handlers that answer at once, panic, never answer, and stream
     /// without end.
-    fn app() -> Router {
+    fn routes() -> Router {
         Router::new()
             .route("/ok", post(|| async { "ok" }))
             .route(
@@ -587,7 +587,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_panic_answers_genkits_500_and_the_service_goes_on() {
-        let mut app = ServeOptions::new().apply(app());
+        let mut app = ServeOptions::new().apply(routes());
         for _ in 0..2 {
             let r = call(&mut app, "/panics").await;
             assert_eq!(r.status(), 500);
@@ -603,21 +603,21 @@ mod tests {
     async fn a_slow_handler_times_out_with_504() {
         let mut app = ServeOptions::new()
             .request_timeout(Duration::from_secs(2))
-            .apply(app());
+            .apply(routes());
         let started = tokio::time::Instant::now();
         let r = call(&mut app, "/slow").await;
         assert_eq!(r.status(), 504);
         assert_eq!(started.elapsed(), Duration::from_secs(2));
         assert_eq!(json_of(r).await["status"], "DEADLINE_EXCEEDED");
         // Without a timeout nothing cuts it.
-        let mut open = ServeOptions::new().request_timeout(None).apply(app());
+        let mut open = ServeOptions::new().request_timeout(None).apply(routes());
         let pending = tokio::time::timeout(Duration::from_secs(7200), call(&mut open, "/slow"));
         assert_eq!(pending.await.expect("answered").status(), 200);
     }
 
     #[tokio::test]
     async fn the_limit_answers_503_until_a_place_is_free() {
-        let mut app = ServeOptions::new().concurrency_limit(1).apply(app());
+        let mut app = ServeOptions::new().concurrency_limit(1).apply(routes());
         // A streaming body holds the only place as long as it lives.
         let stream = call(&mut app, "/stream").await;
         assert_eq!(stream.status(), 200);
