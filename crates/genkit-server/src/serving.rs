@@ -258,20 +258,25 @@ where
                     request.extensions_mut().insert(in_flight.clone());
                     Some(in_flight)
                 }
-                Err(_) => return HardenedFuture::answered(over_the_limit()),
+                Err(_) => return HardenedFuture::answered(over_the_limit(), None),
             },
         };
         // `call` may panic too (tower-http's panic catcher caught that).
         let inner = match std::panic::catch_unwind(AssertUnwindSafe(|| self.inner.call(request))) {
             Ok(future) => future,
-            Err(panic) => return HardenedFuture::answered(answer_panic(panic)),
+            // The answer keeps the place until it is sent, as any answer.
+            Err(panic) => return HardenedFuture::answered(answer_panic(panic), in_flight),
         };
         HardenedFuture {
             state: State::Running {
                 inner,
                 // Counted from here, as tower's timeout did: reading the
-                // clock is cheap; the timer is made only if needed.
-                deadline: self.limits.timeout.map(|t| tokio::time::Instant::now() + t),
+                // clock is cheap; the timer is made only if needed. A
+                // deadline past what the clock can say is no deadline.
+                deadline: self
+                    .limits
+                    .timeout
+                    .and_then(|t| tokio::time::Instant::now().checked_add(t)),
                 timer: None,
             },
             in_flight,
@@ -305,12 +310,12 @@ pin_project_lite::pin_project! {
 }
 
 impl<F> HardenedFuture<F> {
-    fn answered(response: Response) -> Self {
+    fn answered(response: Response, in_flight: Option<InFlight>) -> Self {
         Self {
             state: State::Answered {
                 response: Some(response),
             },
-            in_flight: None,
+            in_flight,
         }
     }
 }
