@@ -177,8 +177,10 @@ impl ServeOptions {
 
     /// The router with the per-request layers of these options: the
     /// concurrency limit (outermost), the panic catcher and the request
-    /// timeout, run by one [`Hardening`] layer. [`serve`] applies them;
-    /// use this when serving the router with your own server. Apply it to
+    /// timeout, run by one [`Hardening`] layer. The servers of this crate
+    /// apply them; use this when serving the router with your own server
+    /// (or [`hardening`](Self::hardening) for a service other than a
+    /// router, which spares the router's boxing of one more layer). Apply it to
     /// the whole router, after merging a [`FlowServer`](crate::FlowServer)'s:
     /// its agent turns then count against the limit until they end.
     pub fn apply(&self, router: Router) -> Router {
