@@ -6,6 +6,10 @@
 #   DURATION=5 CONNECTIONS=32 ROUNDS=5 bench/server/run.sh
 #   SKIP_JS=1 bench/server/run.sh       # Rust targets only
 #   SKIP_BUILD=1 bench/server/run.sh    # use already built release examples
+#   BEFORE_DIR=/tmp/before bench/server/run.sh
+#       # also runs $BEFORE_DIR/bench_flow_server (e.g. built from main) as
+#       # target genkit_rust_before, in the same rounds: before and after
+#       # under the same load
 #
 # Load generator: wrk (Debian package `wrk`; installed with apt-get if missing
 # and we are root). Everything runs on 127.0.0.1. Two scenarios:
@@ -124,14 +128,21 @@ run_target() { # name round port command...
 }
 
 : >"$OUT"
+targets=(
+  "bare_axum|$((PORT_BASE + 1))|$TARGET_DIR/release/examples/bench_bare_axum"
+  "genkit_rust|$PORT_BASE|$TARGET_DIR/release/examples/bench_flow_server"
+)
+if [ -n "${BEFORE_DIR:-}" ]; then
+  targets+=("genkit_rust_before|$((PORT_BASE + 3))|$BEFORE_DIR/bench_flow_server")
+fi
 for round in $(seq 1 "$ROUNDS"); do
-  if [ $((round % 2)) = 1 ]; then
-    run_target bare_axum "$round" "$((PORT_BASE + 1))" "$TARGET_DIR/release/examples/bench_bare_axum"
-    run_target genkit_rust "$round" "$PORT_BASE" "$TARGET_DIR/release/examples/bench_flow_server"
-  else
-    run_target genkit_rust "$round" "$PORT_BASE" "$TARGET_DIR/release/examples/bench_flow_server"
-    run_target bare_axum "$round" "$((PORT_BASE + 1))" "$TARGET_DIR/release/examples/bench_bare_axum"
-  fi
+  # Odd rounds in order, even rounds reversed.
+  n=${#targets[@]}
+  for i in $(seq 0 $((n - 1))); do
+    if [ $((round % 2)) = 1 ]; then t="${targets[$i]}"; else t="${targets[$((n - 1 - i))]}"; fi
+    IFS='|' read -r name port bin <<<"$t"
+    run_target "$name" "$round" "$port" "$bin"
+  done
 done
 if [ -z "${SKIP_JS:-}" ] && command -v node >/dev/null; then
   JS="$REPO/bench/js"

@@ -32,12 +32,11 @@ use crate::shutdown;
 use crate::sse;
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::rejection::{BytesRejection, FailedToBufferBody};
-use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
+use axum::extract::Request;
 use axum::http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode as HttpStatus, Uri};
 use axum::response::Response;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use genkit_core::schema::SchemaValidator;
 use genkit_core::tracing::TraceInfo;
 use genkit_core::{ActionContext, ActionKind, DynAction, Error, Registry, RunOptions, StatusCode};
@@ -47,6 +46,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 use tokio::net::{TcpListener, ToSocketAddrs};
+use tower::Layer as _;
 use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
 /// Default request body limit: 10 MiB (large enough for inline images).
@@ -294,6 +294,12 @@ impl FlowServer {
     /// [event buffer](ServeOptions::event_buffer) and
     /// [request timeout](ServeOptions::request_timeout) for agent turns.
     pub async fn into_router(self) -> Result<Router, ServerError> {
+        Ok(self.into_app().await?.into_router())
+    }
+
+    /// The served routes behind their layers (see
+    /// [`into_router`](Self::into_router)).
+    async fn into_app(self) -> Result<App, ServerError> {
         let guard = RequestGuard::new()
             .allowed_hosts(self.hosts.clone().unwrap_or_default())
             .allow_origins(&self.origins)?;
@@ -346,21 +352,18 @@ impl FlowServer {
                 }
             }
         }
-        let served = Routes {
+        let served = FlowService(Arc::new(Routes {
             routes,
+            body_limit: self.body_limit,
             event_buffer: self.options.event_buffer_len(),
             turn_timeout: self.options.request_deadline(),
             durable: self.durable,
-        };
-        let mut router = Router::new()
-            .fallback(dispatch)
-            .with_state(Arc::new(served))
-            .layer(DefaultBodyLimit::max(self.body_limit));
-        if let Some(cors) = cors {
-            router = router.layer(cors);
-        }
-        // Outermost: a refused request reaches nothing else.
-        Ok(guard.apply(router, "flow server"))
+        }));
+        Ok(App {
+            guard: guard.layer("flow server"),
+            cors,
+            served,
+        })
     }
 
     /// Binds `addr` and serves until Ctrl-C or SIGTERM, then finishes the
@@ -398,11 +401,45 @@ impl FlowServer {
             self.hosts = Some(AllowedHosts::Loopback);
         }
         let options = self.options.clone();
-        let router = self.into_router().await?;
+        let app = self.into_app().await?;
         if let Some(addr) = addr {
             ::tracing::info!("flow server listening on http://{addr}");
         }
-        serving::serve(listener, router, &options, signal, "flow server").await
+        const WHAT: &str = "flow server";
+        match app.cors {
+            // Without CORS, no router is needed: the guarded service is
+            // served as is, which spares a routing pass and a boxed future.
+            None => {
+                let service = app.guard.layer(app.served);
+                serving::serve(listener, service, &options, signal, WHAT).await
+            }
+            Some(_) => serving::serve(listener, app.into_router(), &options, signal, WHAT).await,
+        }
+    }
+}
+
+/// A flow server's routes behind its request guard and CORS layer.
+struct App {
+    guard: crate::guard::GuardLayer,
+    cors: Option<CorsLayer>,
+    served: FlowService,
+}
+
+impl App {
+    /// The router answering every path with the guarded routes. The guard
+    /// is outermost: a refused request reaches nothing else. The layers
+    /// wrap the service directly rather than through `Router::layer`, which
+    /// boxes the service and its future once per layer.
+    fn into_router(self) -> Router {
+        let Self {
+            guard,
+            cors,
+            served,
+        } = self;
+        match cors {
+            None => Router::new().fallback_service(guard.layer(served)),
+            Some(cors) => Router::new().fallback_service(guard.layer(cors.layer(served))),
+        }
     }
 }
 
@@ -421,6 +458,8 @@ impl Route {
 /// What the router serves, and how agent turns are bounded.
 struct Routes {
     routes: HashMap<String, Route>,
+    /// Largest request body, in bytes.
+    body_limit: usize,
     event_buffer: usize,
     turn_timeout: Option<std::time::Duration>,
     durable: Option<crate::durable::Durable>,
@@ -474,14 +513,46 @@ fn add_route(routes: &mut HashMap<String, Route>, path: String, route: Route) ->
     Ok(())
 }
 
-async fn dispatch(State(served): State<Arc<Routes>>, request: Request) -> Response {
-    // Take the parts apart rather than through extractors, which would
-    // clone the headers.
-    let (mut parts, body) = request.into_parts();
-    let method = std::mem::take(&mut parts.method);
-    let uri = std::mem::take(&mut parts.uri);
-    let headers = std::mem::take(&mut parts.headers);
-    let in_flight = parts.extensions.remove::<crate::serving::InFlight>();
+/// The flow server's handler of every path: the served flows and agents.
+#[derive(Clone)]
+struct FlowService(Arc<Routes>);
+
+impl<B> tower::Service<axum::http::Request<B>> for FlowService
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    type Response = Response;
+    type Error = std::convert::Infallible;
+    type Future = futures::future::Map<
+        futures::future::BoxFuture<'static, Response>,
+        fn(Response) -> Result<Response, std::convert::Infallible>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: axum::http::Request<B>) -> Self::Future {
+        dispatch(self.0.clone(), request.map(Body::new))
+            .boxed()
+            .map(Ok)
+    }
+}
+
+async fn dispatch(served: Arc<Routes>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let axum::http::request::Parts {
+        method,
+        uri,
+        headers,
+        mut extensions,
+        ..
+    } = parts;
+    let in_flight = extensions.remove::<crate::serving::InFlight>();
     let Some(route) = served.routes.get(uri.path()) else {
         return error_response(&Error::user_facing(
             StatusCode::NotFound,
@@ -498,10 +569,9 @@ async fn dispatch(State(served): State<Arc<Routes>>, request: Request) -> Respon
             .insert(axum::http::header::ALLOW, HeaderValue::from_static("POST"));
         return r;
     }
-    // The extensions carry the body limit set by `DefaultBodyLimit`.
-    let body = match Bytes::from_request(Request::from_parts(parts, body), &()).await {
+    let body = match read_body(body, served.body_limit).await {
         Ok(b) => b,
-        Err(BytesRejection::FailedToBufferBody(FailedToBufferBody::LengthLimitError(_))) => {
+        Err(BodyError::TooLarge) => {
             let mut r = error_response(&Error::user_facing(
                 StatusCode::InvalidArgument,
                 "request body is too large",
@@ -509,7 +579,7 @@ async fn dispatch(State(served): State<Arc<Routes>>, request: Request) -> Respon
             *r.status_mut() = HttpStatus::PAYLOAD_TOO_LARGE;
             return r;
         }
-        Err(e) => {
+        Err(BodyError::Read(e)) => {
             // The cause (a connection error) is the server's business.
             ::tracing::debug!("flow server: reading a request body failed: {e}");
             return error_response(&Error::user_facing(
@@ -606,6 +676,53 @@ async fn dispatch(State(served): State<Arc<Routes>>, request: Request) -> Respon
             }
         }
     }
+}
+
+/// Why a request body could not be read.
+enum BodyError {
+    /// Longer than the body limit.
+    TooLarge,
+    /// The connection failed.
+    Read(axum::Error),
+}
+
+/// The whole request body, refused past `limit` bytes (at once when its
+/// `Content-Length` says so). A body in one frame (the usual small JSON
+/// request) is taken without a copy.
+async fn read_body(body: Body, limit: usize) -> Result<Bytes, BodyError> {
+    use http_body::Body as _;
+    if body.size_hint().lower() > limit as u64 {
+        return Err(BodyError::TooLarge);
+    }
+    let mut body = std::pin::pin!(body);
+    let mut first: Option<Bytes> = None;
+    let mut rest: Option<bytes::BytesMut> = None;
+    let mut len = 0usize;
+    while let Some(frame) = std::future::poll_fn(|cx| body.as_mut().poll_frame(cx)).await {
+        let Ok(data) = frame.map_err(BodyError::Read)?.into_data() else {
+            // Trailers carry nothing a flow reads.
+            continue;
+        };
+        len += data.len();
+        if len > limit {
+            return Err(BodyError::TooLarge);
+        }
+        let Some(f) = &first else {
+            first = Some(data);
+            continue;
+        };
+        rest.get_or_insert_with(|| {
+            let mut buf = bytes::BytesMut::with_capacity(f.len() + data.len());
+            buf.extend_from_slice(f);
+            buf
+        })
+        .extend_from_slice(&data);
+    }
+    Ok(match (first, rest) {
+        (_, Some(buf)) => buf.freeze(),
+        (Some(f), None) => f,
+        (None, None) => Bytes::new(),
+    })
 }
 
 /// `{"data": <input>, "init": <init>}` (the init only for bidirectional

@@ -34,13 +34,10 @@
 use crate::error::ServerError;
 use crate::response::error_response;
 use axum::Router;
-use axum::extract::{Request, State};
 use axum::http::header::{CONTENT_TYPE, HOST, ORIGIN};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode as HttpStatus, Uri};
-use axum::middleware::Next;
 use axum::response::Response;
 use genkit_core::{Error, StatusCode};
-use http_body::Body as _;
 use std::sync::Arc;
 
 const SEC_FETCH_SITE: HeaderName = HeaderName::from_static("sec-fetch-site");
@@ -184,10 +181,15 @@ impl RequestGuard {
     /// `router` with this guard in front of all its routes (fallback
     /// included); `server` names it in the log lines of refusals.
     pub fn apply(self, router: Router, server: &'static str) -> Router {
-        router.layer(axum::middleware::from_fn_with_state(
-            Arc::new((self, server)),
-            guard_requests,
-        ))
+        router.layer(self.layer(server))
+    }
+
+    /// This guard as a [`tower::Layer`], for services other than an axum
+    /// [`Router`]; `server` names it in the log lines of refusals.
+    pub fn layer(self, server: &'static str) -> GuardLayer {
+        GuardLayer {
+            guard: Arc::new((self, server)),
+        }
     }
 
     /// Why the request must be refused, if it must. `empty_body`: the
@@ -199,8 +201,9 @@ impl RequestGuard {
         headers: &HeaderMap,
         empty_body: bool,
     ) -> Result<(), Refusal> {
+        let seen = Seen::of(headers);
         if self.hosts != AllowedHosts::Any {
-            let Some(host) = headers.get(HOST) else {
+            let Some(host) = seen.host else {
                 return Err(Refusal::forbidden("the request has no `Host` header"));
             };
             let host = host.to_str().unwrap_or("");
@@ -220,9 +223,9 @@ impl RequestGuard {
                 )));
             }
         }
-        let origin = headers.get(ORIGIN);
+        let origin = seen.origin;
         if method == Method::POST {
-            let content_type = headers.get(CONTENT_TYPE);
+            let content_type = seen.content_type;
             let without_body = empty_body && content_type.is_none() && origin.is_none();
             if !without_body && !content_type.is_some_and(is_json) {
                 let got = match content_type {
@@ -244,8 +247,7 @@ impl RequestGuard {
                 let normalized = normalize_origin(raw);
                 let listed = normalized.as_deref().is_some_and(|o| self.is_listed(o));
                 let own = normalized.as_deref().is_some_and(|o| {
-                    headers
-                        .get(HOST)
+                    seen.host
                         .and_then(|h| h.to_str().ok())
                         .is_some_and(|host| is_same_origin(o, host))
                 });
@@ -257,7 +259,7 @@ impl RequestGuard {
                 listed
             }
         };
-        if let Some(site) = headers.get(SEC_FETCH_SITE) {
+        if let Some(site) = seen.sec_fetch_site {
             let site = text_of(site);
             let foreign =
                 site.eq_ignore_ascii_case("cross-site") || site.eq_ignore_ascii_case("same-site");
@@ -279,6 +281,38 @@ impl RequestGuard {
                     .split_once("://")
                     .and_then(|(_, authority)| split_authority(authority))
                     .is_some_and(|(host, _)| is_loopback_host(host)))
+    }
+}
+
+/// The headers the guard reads (the first value of each, as
+/// `HeaderMap::get` gives), found in one pass over the request's few
+/// headers rather than one hash lookup each.
+#[derive(Default)]
+struct Seen<'a> {
+    host: Option<&'a HeaderValue>,
+    origin: Option<&'a HeaderValue>,
+    content_type: Option<&'a HeaderValue>,
+    sec_fetch_site: Option<&'a HeaderValue>,
+}
+
+impl<'a> Seen<'a> {
+    fn of(headers: &'a HeaderMap) -> Self {
+        let mut seen = Self::default();
+        for (name, value) in headers {
+            let slot = if name == HOST {
+                &mut seen.host
+            } else if name == ORIGIN {
+                &mut seen.origin
+            } else if name == CONTENT_TYPE {
+                &mut seen.content_type
+            } else if name == SEC_FETCH_SITE {
+                &mut seen.sec_fetch_site
+            } else {
+                continue;
+            };
+            slot.get_or_insert(value);
+        }
+        seen
     }
 }
 
@@ -311,29 +345,69 @@ impl Refusal {
     }
 }
 
-async fn guard_requests(
-    State(guard): State<Arc<(RequestGuard, &'static str)>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let (guard, server) = &*guard;
-    // Known empty: `Content-Length: 0`, or neither a length nor chunks.
-    let empty_body = request.body().size_hint().exact() == Some(0);
-    match guard.check(
-        request.method(),
-        request.uri(),
-        request.headers(),
-        empty_body,
-    ) {
-        Ok(()) => next.run(request).await,
-        Err(refusal) => {
-            ::tracing::warn!(
-                "{server}: refused {} {}: {}",
-                request.method(),
-                request.uri().path(),
-                refusal.reason
-            );
-            refusal.response()
+/// A [`RequestGuard`] as a [`tower::Layer`] (see [`RequestGuard::layer`]).
+#[derive(Clone)]
+pub struct GuardLayer {
+    guard: Arc<(RequestGuard, &'static str)>,
+}
+
+impl<S> tower::Layer<S> for GuardLayer {
+    type Service = Guarded<S>;
+
+    fn layer(&self, inner: S) -> Guarded<S> {
+        Guarded {
+            inner,
+            guard: self.guard.clone(),
+        }
+    }
+}
+
+/// A service behind a [`RequestGuard`]: a request that passes goes to
+/// `inner` as is (no boxing, no copy of its headers); one that does not is
+/// answered at once.
+#[derive(Clone)]
+pub struct Guarded<S> {
+    inner: S,
+    guard: Arc<(RequestGuard, &'static str)>,
+}
+
+impl<S, B> tower::Service<axum::http::Request<B>> for Guarded<S>
+where
+    S: tower::Service<axum::http::Request<B>, Response = Response>,
+    B: http_body::Body,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future =
+        futures::future::Either<std::future::Ready<Result<Response, S::Error>>, S::Future>;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: axum::http::Request<B>) -> Self::Future {
+        let (guard, server) = &*self.guard;
+        // Known empty: `Content-Length: 0`, or neither a length nor chunks.
+        let empty_body = request.body().size_hint().exact() == Some(0);
+        match guard.check(
+            request.method(),
+            request.uri(),
+            request.headers(),
+            empty_body,
+        ) {
+            Ok(()) => futures::future::Either::Right(self.inner.call(request)),
+            Err(refusal) => {
+                ::tracing::warn!(
+                    "{server}: refused {} {}: {}",
+                    request.method(),
+                    request.uri().path(),
+                    refusal.reason
+                );
+                futures::future::Either::Left(std::future::ready(Ok(refusal.response())))
+            }
         }
     }
 }

@@ -5,7 +5,8 @@
 //! Each connection is served by hyper's HTTP/1 server with a header-read
 //! timer; each request passes, outermost first, a concurrency limit that
 //! answers 503 when full, a panic catcher answering Genkit's 500 body, and a
-//! timeout answering 504. On the shutdown signal the server stops accepting,
+//! timeout answering 504, all three in one [`Hardening`] layer. On the
+//! shutdown signal the server stops accepting,
 //! lets the requests in flight finish until the drain deadline, closes what
 //! is still open, then flushes the trace exporters.
 
@@ -13,16 +14,16 @@ use crate::error::ServerError;
 use crate::response::error_response;
 use axum::Router;
 use axum::body::{Body, HttpBody};
-use axum::error_handling::HandleErrorLayer;
-use axum::extract::{Request, State};
-use axum::http::{HeaderValue, header::RETRY_AFTER};
-use axum::middleware::Next;
+use axum::http::{self as http, HeaderValue, header::RETRY_AFTER};
 use axum::response::Response;
 use genkit_core::{Error, StatusCode};
+use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
+use std::convert::Infallible;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -30,8 +31,6 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
-use tower::ServiceBuilder;
-use tower_http::catch_panic::CatchPanicLayer;
 
 /// Default [`ServeOptions::header_read_timeout`]: 10 s.
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -178,34 +177,213 @@ impl ServeOptions {
 
     /// The router with the per-request layers of these options: the
     /// concurrency limit (outermost), the panic catcher and the request
-    /// timeout. [`serve`] applies them; use this when serving the router
-    /// with your own server. Apply it to the whole router, after merging a
-    /// [`FlowServer`](crate::FlowServer)'s: its agent turns then count
-    /// against the limit until they end.
+    /// timeout, run by one [`Hardening`] layer. The servers of this crate
+    /// apply them; use this when serving the router with your own server
+    /// (or [`hardening`](Self::hardening) for a service other than a
+    /// router, which spares the router's boxing of one more layer). Apply it to
+    /// the whole router, after merging a [`FlowServer`](crate::FlowServer)'s:
+    /// its agent turns then count against the limit until they end.
     pub fn apply(&self, router: Router) -> Router {
-        let mut router = router;
-        if let Some(timeout) = self.request_timeout {
-            router = router.layer(
-                ServiceBuilder::new()
-                    .layer(HandleErrorLayer::new(|_: tower::BoxError| async {
-                        error_response(&Error::user_facing(
+        router.layer(self.hardening())
+    }
+
+    /// The per-request layers of these options as one tower layer (see
+    /// [`apply`](Self::apply)).
+    pub fn hardening(&self) -> Hardening {
+        Hardening {
+            limits: Arc::new(Limits {
+                permits: self.concurrency_limit.map(|n| Arc::new(Semaphore::new(n))),
+                timeout: self.request_timeout,
+            }),
+        }
+    }
+}
+
+/// The per-request limits of [`ServeOptions`] as one [`tower::Layer`]:
+/// outermost first, the concurrency limit (503 with `Retry-After: 1` when
+/// full, the place held until the response body ends), the panic catcher
+/// (Genkit's 500 body) and the request timeout (504 until the response
+/// starts).
+///
+/// One service and one hand-written future do all three, so a request that
+/// stays within the limits pays for no boxing and no spawned task: a
+/// semaphore `try_acquire`, a timer that is registered only if the handler
+/// has to wait, and a `catch_unwind` around each poll.
+#[derive(Clone)]
+pub struct Hardening {
+    limits: Arc<Limits>,
+}
+
+struct Limits {
+    permits: Option<Arc<Semaphore>>,
+    timeout: Option<Duration>,
+}
+
+impl<S> tower::Layer<S> for Hardening {
+    type Service = Hardened<S>;
+
+    fn layer(&self, inner: S) -> Hardened<S> {
+        Hardened {
+            inner,
+            limits: self.limits.clone(),
+        }
+    }
+}
+
+/// A service behind [`Hardening`].
+#[derive(Clone)]
+pub struct Hardened<S> {
+    inner: S,
+    limits: Arc<Limits>,
+}
+
+impl<S, B> tower::Service<http::Request<B>> for Hardened<S>
+where
+    S: tower::Service<http::Request<B>, Response = Response, Error = Infallible>,
+{
+    type Response = http::Response<PermitBody>;
+    type Error = Infallible;
+    type Future = HardenedFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
+        let in_flight = match &self.limits.permits {
+            None => None,
+            Some(permits) => match permits.clone().try_acquire_owned() {
+                Ok(permit) => {
+                    let in_flight = InFlight {
+                        _permit: Arc::new(permit),
+                    };
+                    request.extensions_mut().insert(in_flight.clone());
+                    Some(in_flight)
+                }
+                Err(_) => return HardenedFuture::answered(over_the_limit(), None),
+            },
+        };
+        // `call` may panic too (tower-http's panic catcher caught that).
+        let inner = match std::panic::catch_unwind(AssertUnwindSafe(|| self.inner.call(request))) {
+            Ok(future) => future,
+            // The answer keeps the place until it is sent, as any answer.
+            Err(panic) => return HardenedFuture::answered(answer_panic(panic), in_flight),
+        };
+        HardenedFuture {
+            state: State::Running {
+                inner,
+                // Counted from here, as tower's timeout did: reading the
+                // clock is cheap; the timer is made only if needed. A
+                // deadline past what the clock can say is no deadline.
+                deadline: self
+                    .limits
+                    .timeout
+                    .and_then(|t| tokio::time::Instant::now().checked_add(t)),
+                timer: None,
+            },
+            in_flight,
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The response future of [`Hardened`].
+    pub struct HardenedFuture<F> {
+        #[pin]
+        state: State<F>,
+        in_flight: Option<InFlight>,
+    }
+}
+
+pin_project_lite::pin_project! {
+    #[project = StateProj]
+    enum State<F> {
+        Running {
+            #[pin]
+            inner: F,
+            deadline: Option<tokio::time::Instant>,
+            // Made on the first `Pending` (a handler that answers at once
+            // never registers a timer).
+            #[pin]
+            timer: Option<tokio::time::Sleep>,
+        },
+        Answered { response: Option<Response> },
+    }
+}
+
+impl<F> HardenedFuture<F> {
+    fn answered(response: Response, in_flight: Option<InFlight>) -> Self {
+        Self {
+            state: State::Answered {
+                response: Some(response),
+            },
+            in_flight,
+        }
+    }
+}
+
+impl<F> Future for HardenedFuture<F>
+where
+    F: Future<Output = Result<Response, Infallible>>,
+{
+    type Output = Result<http::Response<PermitBody>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        let response = match this.state.as_mut().project() {
+            StateProj::Answered { response } => response
+                .take()
+                .unwrap_or_else(|| error_response(&Error::internal("response polled twice"))),
+            StateProj::Running {
+                inner,
+                deadline,
+                mut timer,
+            } => match std::panic::catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
+                Ok(Poll::Ready(Ok(response))) => response,
+                Ok(Poll::Ready(Err(never))) => match never {},
+                Err(panic) => answer_panic(panic),
+                Ok(Poll::Pending) => {
+                    let Some(deadline) = *deadline else {
+                        return Poll::Pending;
+                    };
+                    if timer.is_none() {
+                        timer.set(Some(tokio::time::sleep_until(deadline)));
+                    }
+                    match timer.as_pin_mut().map(|t| t.poll(cx)) {
+                        Some(Poll::Ready(())) => error_response(&Error::user_facing(
                             StatusCode::DeadlineExceeded,
                             "the request took too long",
-                        ))
-                    }))
-                    .timeout(timeout),
-            );
-        }
-        router = router.layer(CatchPanicLayer::custom(answer_panic));
-        if let Some(limit) = self.concurrency_limit {
-            let permits = Arc::new(Semaphore::new(limit));
-            router = router.layer(axum::middleware::from_fn_with_state(
-                permits,
-                limit_in_flight,
-            ));
-        }
-        router
+                        )),
+                        _ => return Poll::Pending,
+                    }
+                }
+            },
+        };
+        // Drops the handler's future (a timed-out run is cancelled).
+        this.state.set(State::Answered { response: None });
+        let (parts, body) = response.into_parts();
+        // A body that is already over gives its place back at once.
+        let in_flight = this.in_flight.take().filter(|_| !body.is_end_stream());
+        Poll::Ready(Ok(http::Response::from_parts(
+            parts,
+            PermitBody {
+                inner: body,
+                _permit: in_flight,
+            },
+        )))
     }
+}
+
+/// The answer over the concurrency limit: 503 with Genkit's
+/// `UNAVAILABLE` body and `Retry-After: 1`.
+fn over_the_limit() -> Response {
+    let mut r = error_response(&Error::user_facing(
+        StatusCode::Unavailable,
+        "the server is at its concurrency limit; retry later",
+    ));
+    r.headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+    r
 }
 
 /// A panic while handling a request: Genkit's internal error, as for any
@@ -248,43 +426,11 @@ impl InFlight {
     }
 }
 
-/// Takes a permit for the request, held until its response body ends (and
-/// by whatever keeps the request's [`InFlight`]); answers 503 when none is
-/// left.
-async fn limit_in_flight(
-    State(permits): State<Arc<Semaphore>>,
-    mut request: Request,
-    next: Next,
-) -> Response {
-    let Ok(permit) = permits.try_acquire_owned() else {
-        let mut r = error_response(&Error::user_facing(
-            StatusCode::Unavailable,
-            "the server is at its concurrency limit; retry later",
-        ));
-        r.headers_mut()
-            .insert(RETRY_AFTER, HeaderValue::from_static("1"));
-        return r;
-    };
-    let permit = InFlight {
-        _permit: Arc::new(permit),
-    };
-    request.extensions_mut().insert(permit.clone());
-    let response = next.run(request).await;
-    if response.body().is_end_stream() {
-        return response;
-    }
-    response.map(|body| {
-        Body::new(PermitBody {
-            inner: body,
-            _permit: permit,
-        })
-    })
-}
-
-/// A response body holding a concurrency permit until it is dropped.
-struct PermitBody {
+/// The response body of [`Hardened`]: the handler's, holding the request's
+/// place under the concurrency limit (if it took one) until it is dropped.
+pub struct PermitBody {
     inner: Body,
-    _permit: InFlight,
+    _permit: Option<InFlight>,
 }
 
 impl HttpBody for PermitBody {
@@ -307,17 +453,26 @@ impl HttpBody for PermitBody {
     }
 }
 
-/// Serves `router` (with the layers of `options`) on `listener` until
+/// Serves `service` (with the layers of `options`) on `listener` until
 /// `signal` resolves, then shuts down as [`ServeOptions::drain_timeout`]
 /// says. `what` names the server in logs.
-pub(crate) async fn serve(
+pub(crate) async fn serve<S>(
     listener: TcpListener,
-    router: Router,
+    service: S,
     options: &ServeOptions,
     signal: impl Future<Output = ()> + Send,
     what: &'static str,
-) -> Result<(), ServerError> {
-    let service = TowerToHyperService::new(options.apply(router));
+) -> Result<(), ServerError>
+where
+    S: tower::Service<http::Request<Incoming>, Response = Response, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    // The layers wrap the service directly (not through `Router::layer`,
+    // which would box the service and its future once more).
+    let service = TowerToHyperService::new(tower::Layer::layer(&options.hardening(), service));
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(options.header_read_timeout)
@@ -381,4 +536,111 @@ fn is_connection_error(e: &std::io::Error) -> bool {
         e.kind(),
         ConnectionRefused | ConnectionAborted | ConnectionReset
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Bytes;
+    use axum::extract::Request;
+    use axum::routing::post;
+    use tower::Service as _;
+
+    /// Handlers that answer at once, panic, never answer, and stream
+    /// without end.
+    fn routes() -> Router {
+        Router::new()
+            .route("/ok", post(|| async { "ok" }))
+            .route(
+                "/panics",
+                post(|| async {
+                    if true {
+                        panic!("handler bug");
+                    }
+                    "unreachable"
+                }),
+            )
+            .route(
+                "/slow",
+                post(|| async {
+                    tokio::time::sleep(Duration::from_secs(3600)).await;
+                    "late"
+                }),
+            )
+            .route(
+                "/stream",
+                post(|| async {
+                    Body::from_stream(futures::stream::pending::<Result<Bytes, Infallible>>())
+                }),
+            )
+    }
+
+    async fn call(service: &mut Router, path: &str) -> Response {
+        let request = http::Request::post(path)
+            .body(Body::empty())
+            .expect("a valid request");
+        std::future::poll_fn(|cx| tower::Service::<Request<Body>>::poll_ready(service, cx))
+            .await
+            .expect("ready");
+        service.call(request).await.expect("infallible")
+    }
+
+    async fn json_of(response: Response) -> serde_json::Value {
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .expect("a body");
+        serde_json::from_slice(&bytes).expect("JSON")
+    }
+
+    #[tokio::test]
+    async fn a_panic_answers_genkits_500_and_the_service_goes_on() {
+        let mut app = ServeOptions::new().apply(routes());
+        for _ in 0..2 {
+            let r = call(&mut app, "/panics").await;
+            assert_eq!(r.status(), 500);
+            assert_eq!(
+                json_of(r).await,
+                serde_json::json!({"status": "INTERNAL", "message": "Internal Error"})
+            );
+        }
+        assert_eq!(call(&mut app, "/ok").await.status(), 200);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_handler_times_out_with_504() {
+        let mut app = ServeOptions::new()
+            .request_timeout(Duration::from_secs(2))
+            .apply(routes());
+        let started = tokio::time::Instant::now();
+        let r = call(&mut app, "/slow").await;
+        assert_eq!(r.status(), 504);
+        assert_eq!(started.elapsed(), Duration::from_secs(2));
+        assert_eq!(json_of(r).await["status"], "DEADLINE_EXCEEDED");
+        // Without a timeout nothing cuts it.
+        let mut open = ServeOptions::new().request_timeout(None).apply(routes());
+        let pending = tokio::time::timeout(Duration::from_secs(7200), call(&mut open, "/slow"));
+        assert_eq!(pending.await.expect("answered").status(), 200);
+    }
+
+    #[tokio::test]
+    async fn the_limit_answers_503_until_a_place_is_free() {
+        let mut app = ServeOptions::new().concurrency_limit(1).apply(routes());
+        // A streaming body holds the only place as long as it lives.
+        let stream = call(&mut app, "/stream").await;
+        assert_eq!(stream.status(), 200);
+        let r = call(&mut app, "/ok").await;
+        assert_eq!(r.status(), 503);
+        assert_eq!(r.headers()[RETRY_AFTER], "1");
+        assert_eq!(json_of(r).await["status"], "UNAVAILABLE");
+        drop(stream);
+        // A finished answer gives its place back with its body.
+        for _ in 0..3 {
+            let r = call(&mut app, "/ok").await;
+            assert_eq!(r.status(), 200);
+            drop(r);
+        }
+        // So does the answer to a panic.
+        assert_eq!(call(&mut app, "/panics").await.status(), 500);
+        assert_eq!(call(&mut app, "/ok").await.status(), 200);
+    }
 }
