@@ -166,7 +166,9 @@
 //! transactions, two writers appending at the same index race for the same
 //! marker, and the one refused writes nothing. Readers poll the document
 //! ([`poll_interval`](FirestoreStreamManagerBuilder::poll_interval)); Genkit
-//! JS's readers follow it with `onSnapshot`. Streams are not deleted
+//! JS's readers follow it with `onSnapshot`. (The emulator applies only
+//! the first transform of a write, so there `updatedAt` is never set, by
+//! either side's appends; `createdAt` is.) Streams are not deleted
 //! (nor are they by Genkit JS): a Firestore TTL policy on `createdAt`
 //! removes old ones.
 //!
