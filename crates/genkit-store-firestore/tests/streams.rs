@@ -325,3 +325,77 @@ async fn a_genkit_js_stream_is_read_here() {
         other => panic!("not an error event: {other:?}"),
     }
 }
+
+/// Two flow servers, each with its own manager on one Firestore, stand for
+/// two replicas behind a load balancer: a client starts a stream on A, its
+/// connection is cut after two chunks, and it reads the rest from B, every
+/// chunk exactly once and in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_client_resumes_on_another_replica() {
+    let Some(host) = support::emulator("a_cut_client_resumes_on_another_replica") else {
+        return;
+    };
+    let collection = support::fresh_collection("streams-replicas");
+    let serve = |manager: FirestoreStreamManager| async move {
+        let registry = genkit_core::Registry::new();
+        genkit_core::flow::define_streaming_flow(&registry, "ticks", |n: u32, ctx| async move {
+            for i in 0..n {
+                ctx.send_chunk(i);
+                tokio::time::sleep(Duration::from_millis(30)).await;
+            }
+            Ok(n)
+        })
+        .unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = genkit_server::FlowServer::new(&registry).stream_manager(Arc::new(manager));
+        tokio::spawn(server.serve_with_shutdown(listener, std::future::pending::<()>()));
+        format!("http://{addr}/ticks")
+    };
+    let a = serve(manager(&host, &collection)).await;
+    let b = serve(manager(&host, &collection)).await;
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let first = http
+        .post(&a)
+        .header("accept", "text/event-stream")
+        .json(&json!({"data": 10}))
+        .send()
+        .await
+        .unwrap();
+    let id = first.headers()["x-genkit-stream-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let mut body = first.bytes_stream();
+    let mut got = String::new();
+    while got.matches("\n\n").count() < 2 {
+        got.push_str(&String::from_utf8_lossy(
+            &body.next().await.unwrap().unwrap(),
+        ));
+    }
+    drop(body);
+    let seen = got.matches("\n\n").count();
+    let rest = http
+        .post(&b)
+        .header("accept", "text/event-stream")
+        .header("x-genkit-stream-id", &id)
+        .header("x-genkit-stream-offset", seen.to_string())
+        .json(&json!({"data": 10}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let all = format!("{got}{rest}");
+    let mut want: String = (0..10)
+        .map(|i| format!("data: {{\"message\":{i}}}\n\n"))
+        .collect();
+    want.push_str("data: {\"result\":10}\n\n");
+    assert_eq!(all, want);
+    // Genkit JS follows the same stream from the start.
+    let seen = js_subscribe(&host, &collection, &id).await;
+    let mut expected: Vec<Value> = (0..10).map(|i| json!({"chunk": i})).collect();
+    expected.push(json!({"done": 10}));
+    assert_eq!(seen, expected);
+}
