@@ -111,16 +111,6 @@ impl FirestoreSessionStoreBuilder {
     /// `INVALID_ARGUMENT` without a project id, with a bad option, or with
     /// neither an emulator nor a token source.
     pub fn build(self) -> Result<FirestoreSessionStore> {
-        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-        let project = self
-            .project_id
-            .or_else(|| env("GOOGLE_CLOUD_PROJECT"))
-            .or_else(|| env("GCLOUD_PROJECT"))
-            .ok_or_else(|| {
-                Error::invalid_argument(
-                    "FirestoreSessionStore needs a project id (project_id, GOOGLE_CLOUD_PROJECT or GCLOUD_PROJECT)",
-                )
-            })?;
         if self.checkpoint_interval == 0 || self.shard_size == 0 {
             return Err(Error::invalid_argument(
                 "checkpoint_interval and shard_size must be positive",
@@ -132,20 +122,14 @@ impl FirestoreSessionStoreBuilder {
                 self.collection
             )));
         }
-        let emulator = self
-            .emulator_host
-            .or_else(|| env("FIRESTORE_EMULATOR_HOST"));
-        let auth = match (&emulator, self.token_source) {
-            (Some(_), _) => Auth::Emulator,
-            (None, Some(source)) => Auth::Token(source),
-            (None, None) => {
-                return Err(Error::invalid_argument(
-                    "FirestoreSessionStore needs a token source for real Firestore (or FIRESTORE_EMULATOR_HOST)",
-                ));
-            }
-        };
-        let database = format!("projects/{project}/databases/{}", self.database_id);
-        let client = Client::new(emulator.as_deref(), auth, database, self.timeout)?;
+        let client = connect(
+            "FirestoreSessionStore",
+            self.project_id,
+            &self.database_id,
+            self.emulator_host,
+            self.token_source,
+            self.timeout,
+        )?;
         Ok(FirestoreSessionStore::new(
             client,
             self.collection,
@@ -171,4 +155,39 @@ impl FirestoreSessionStore {
             timeout: DEFAULT_TIMEOUT,
         }
     }
+}
+
+/// A client for `database_id` of `project_id` (default: `GOOGLE_CLOUD_PROJECT`,
+/// then `GCLOUD_PROJECT`), on the emulator at `emulator_host` (default:
+/// `FIRESTORE_EMULATOR_HOST`) or real Firestore with `token_source`;
+/// `who` names the caller in errors.
+pub(crate) fn connect(
+    who: &str,
+    project_id: Option<String>,
+    database_id: &str,
+    emulator_host: Option<String>,
+    token_source: Option<Arc<dyn TokenSource>>,
+    timeout: Duration,
+) -> Result<Client> {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    let project = project_id
+        .or_else(|| env("GOOGLE_CLOUD_PROJECT"))
+        .or_else(|| env("GCLOUD_PROJECT"))
+        .ok_or_else(|| {
+            Error::invalid_argument(format!(
+                "{who} needs a project id (project_id, GOOGLE_CLOUD_PROJECT or GCLOUD_PROJECT)"
+            ))
+        })?;
+    let emulator = emulator_host.or_else(|| env("FIRESTORE_EMULATOR_HOST"));
+    let auth = match (&emulator, token_source) {
+        (Some(_), _) => Auth::Emulator,
+        (None, Some(source)) => Auth::Token(source),
+        (None, None) => {
+            return Err(Error::invalid_argument(format!(
+                "{who} needs a token source for real Firestore (or FIRESTORE_EMULATOR_HOST)"
+            )));
+        }
+    };
+    let database = format!("projects/{project}/databases/{database_id}");
+    Client::new(emulator.as_deref(), auth, database, timeout)
 }

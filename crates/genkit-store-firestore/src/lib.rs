@@ -1,7 +1,10 @@
 //! A Firestore [`SessionStore`](genkit_session::store::SessionStore) for
 //! Genkit agents, wire-compatible with Genkit JS's `FirestoreSessionStore`
 //! (`@genkit-ai/firebase/beta`, 1.42): a session written by a Genkit JS app
-//! is resumed by a Rust app and the other way round.
+//! is resumed by a Rust app and the other way round; and a Firestore
+//! [`StreamManager`](genkit_core::streaming::StreamManager) for durable
+//! streams, [`FirestoreStreamManager`], wire-compatible with Genkit JS's
+//! (see [Durable streams](#durable-streams)).
 //!
 //! ```no_run
 //! # async fn demo() -> genkit_core::Result<()> {
@@ -128,6 +131,49 @@
 //! TLS to `firestore.googleapis.com` with tokens from a [`TokenSource`] (no
 //! Google auth library is bundled: pass the metadata server's or
 //! `gcloud`'s tokens, or wrap an auth crate).
+//!
+//! # Durable streams
+//!
+//! [`FirestoreStreamManager`] keeps a flow server's durable streams
+//! (`FlowServer::stream_manager` in genkit-server) in Genkit JS's
+//! `FirestoreStreamManager` layout, so a stream written by either is read
+//! by the other. With collection `C` (default `genkit-streams`; Genkit JS's
+//! required `collection` option):
+//!
+//! - `C/<streamId>`: one document per stream, `{createdAt, stream,
+//!   updatedAt, rsOwner}`. `createdAt` is the server time of `open`;
+//!   `stream` is the array of events, in order: `{type: "chunk", chunk,
+//!   uuid}` (a random UUID per chunk, as Genkit JS, so equal chunks stay
+//!   distinct under `arrayUnion`), then one `{type: "done", output}` or
+//!   `{type: "error", err}`; `updatedAt` is the server time of the last
+//!   append. Each append is Genkit JS's write: `update({stream:
+//!   arrayUnion(...events), updatedAt: serverTimestamp()})`.
+//! - `rsOwner` is this crate's own field: the stream's owner (the flow
+//!   server's digest of the caller's credentials). Genkit JS ignores it; a
+//!   stream Genkit JS opened has none and reads as owned by `""`, the
+//!   anonymous caller's owner.
+//! - `C/<streamId>/appends/<at>`: a create-only marker per append, `at`
+//!   the index it starts at (`{count}`, how many events it added). Genkit
+//!   JS never reads it.
+//!
+//! `open` creates the document only if it is absent (`ALREADY_EXISTS`
+//! otherwise; Genkit JS's `open` overwrites it with `set()`, see
+//! [`FirestoreStreamManager`] for why this one refuses). An append is one
+//! read-write transaction: it reads the `stream` array, refuses (`ABORTED`)
+//! an index other than its length or a stream that has ended, and commits
+//! the marker and the update together. On real Firestore the transaction
+//! alone refuses a second writer; on the emulator, which does not isolate
+//! transactions, two writers appending at the same index race for the same
+//! marker, and the one refused writes nothing. Readers poll the document
+//! ([`poll_interval`](FirestoreStreamManagerBuilder::poll_interval)); Genkit
+//! JS's readers follow it with `onSnapshot`. (The emulator applies only
+//! the first transform of a write, so there `updatedAt` is never set, by
+//! either side's appends; `createdAt` is.) Streams are not deleted
+//! (nor are they by Genkit JS): a Firestore TTL policy on `createdAt`
+//! removes old ones.
+//!
+//! A stream is one Firestore document, so it holds at most about 1 MiB of
+//! events, as with Genkit JS.
 
 mod builder;
 mod client;
@@ -135,6 +181,7 @@ mod counter;
 mod layout;
 pub mod proto;
 mod store;
+mod stream;
 mod tx;
 mod value;
 
@@ -144,3 +191,6 @@ pub use builder::{
 };
 pub use client::{StaticToken, TokenSource};
 pub use store::FirestoreSessionStore;
+pub use stream::{
+    DEFAULT_STREAM_COLLECTION, FirestoreStreamManager, FirestoreStreamManagerBuilder,
+};

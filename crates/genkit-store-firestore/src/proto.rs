@@ -174,8 +174,44 @@ pub mod precondition {
 pub struct Write {
     #[prost(oneof = "write::Operation", tags = "1, 2")]
     pub operation: Option<write::Operation>,
+    #[prost(message, optional, tag = "3")]
+    pub update_mask: Option<DocumentMask>,
     #[prost(message, optional, tag = "4")]
     pub current_document: Option<Precondition>,
+    #[prost(message, repeated, tag = "7")]
+    pub update_transforms: Vec<FieldTransform>,
+}
+
+/// `google.firestore.v1.DocumentMask`.
+#[derive(Clone, PartialEq, Eq, ::prost::Message)]
+pub struct DocumentMask {
+    #[prost(string, repeated, tag = "1")]
+    pub field_paths: Vec<String>,
+}
+
+/// `ServerValue.REQUEST_TIME`: the commit's time.
+pub const SERVER_VALUE_REQUEST_TIME: i32 = 1;
+
+/// `google.firestore.v1.DocumentTransform.FieldTransform` (the transforms
+/// this crate uses).
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct FieldTransform {
+    #[prost(string, tag = "1")]
+    pub field_path: String,
+    #[prost(oneof = "field_transform::TransformType", tags = "2, 6")]
+    pub transform_type: Option<field_transform::TransformType>,
+}
+
+pub mod field_transform {
+    #[derive(Clone, PartialEq, ::prost::Oneof)]
+    pub enum TransformType {
+        /// A `ServerValue` (`FieldValue.serverTimestamp()`).
+        #[prost(int32, tag = "2")]
+        SetToServerValue(i32),
+        /// `FieldValue.arrayUnion(...)`.
+        #[prost(message, tag = "6")]
+        AppendMissingElements(super::ArrayValue),
+    }
 }
 
 pub mod write {

@@ -167,20 +167,21 @@ fn create_only(doc: Document) -> Write {
         current_document: Some(Precondition {
             condition: Some(precondition::Condition::Exists(false)),
         }),
+        ..Write::default()
     }
 }
 
 fn set(doc: Document) -> Write {
     Write {
         operation: Some(write::Operation::Update(doc)),
-        current_document: None,
+        ..Write::default()
     }
 }
 
 fn delete(name: String) -> Write {
     Write {
         operation: Some(write::Operation::Delete(name)),
-        current_document: None,
+        ..Write::default()
     }
 }
 
