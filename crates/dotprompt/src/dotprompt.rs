@@ -310,15 +310,19 @@ impl PromptFunction {
         data: &DataArgument,
         options: Option<&PromptMetadata>,
     ) -> Result<RenderedPrompt> {
-        let mut meta = match options {
+        // The rendered prompt's metadata leaves `input` out; only its
+        // defaults are used, as the template's variables.
+        let (meta, defaults) = match options {
             None => self.env.prompt_metadata(&self.compiled).await?,
             Some(_) => {
-                self.env
+                let mut meta = self
+                    .env
                     .resolve_metadata(&self.compiled.prompt, options)
-                    .await?
+                    .await?;
+                let defaults = meta.input.take().and_then(|input| input.default);
+                (meta, defaults)
             }
         };
-        let defaults = meta.input.take().and_then(|input| input.default);
         self.env
             .render_compiled(&self.compiled, data, defaults, meta)
     }
@@ -446,30 +450,46 @@ impl Env {
         Ok(())
     }
 
-    /// The metadata of a compiled prompt rendered without options. Without
-    /// resolvers it depends only on the defined tools and schemas, so it is
-    /// resolved once per change of those and copied for each render.
-    async fn prompt_metadata(&self, compiled: &Compiled) -> Result<PromptMetadata> {
+    /// The metadata of a compiled prompt rendered without options, less its
+    /// `input`, and the input's defaults. Without resolvers it depends only
+    /// on the defined tools and schemas, so it is resolved once per change
+    /// of those and copied for each render. The copy leaves out `input`
+    /// (its JSON schema is most of the metadata, and a render drops it):
+    /// only the defaults are copied.
+    async fn prompt_metadata(
+        &self,
+        compiled: &Compiled,
+    ) -> Result<(PromptMetadata, Option<JsonMap>)> {
+        let split = |mut meta: PromptMetadata| {
+            let defaults = meta.input.take().and_then(|input| input.default);
+            (meta, defaults)
+        };
         if self.tool_resolver.is_some() || self.schema_resolver.is_some() {
-            return self.resolve_metadata(&compiled.prompt, None).await;
+            return self
+                .resolve_metadata(&compiled.prompt, None)
+                .await
+                .map(split);
         }
         let generation = self.definitions.load(Ordering::Acquire);
-        let cached = compiled
-            .metadata
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-            .filter(|(g, _)| *g == generation)
-            .map(|(_, meta)| meta.clone());
-        if let Some(meta) = cached {
-            return Ok(meta);
+        {
+            let mut slot = compiled
+                .metadata
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if let Some((_, cached)) = slot.as_mut().filter(|(g, _)| *g == generation) {
+                let input = cached.input.take();
+                let meta = cached.clone();
+                let defaults = input.as_ref().and_then(|i| i.default.clone());
+                cached.input = input;
+                return Ok((meta, defaults));
+            }
         }
         let meta = self.resolve_metadata(&compiled.prompt, None).await?;
         *compiled
             .metadata
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = Some((generation, meta.clone()));
-        Ok(meta)
+        Ok(split(meta))
     }
 
     /// Merges model defaults, frontmatter and options, then resolves tools

@@ -55,8 +55,12 @@ fn write_u64(out: &mut String, mut n: u64) {
             break;
         }
     }
-    // ASCII digits are valid UTF-8; one append rather than one per digit.
-    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
+    // Pushed one by one: the numbers printed are mostly a few digits, for
+    // which this is cheaper than validating them as UTF-8 and appending.
+    out.reserve(digits.len() - at);
+    for &digit in &digits[at..] {
+        out.push(char::from(digit));
+    }
 }
 
 /// `JSON.stringify(value, null, indent)`: compact without an indent, else

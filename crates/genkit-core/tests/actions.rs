@@ -132,6 +132,38 @@ async fn streaming_flow_delivers_every_chunk_in_order() {
     );
 }
 
+/// Bursts of chunks sent with no await between them (several queue blocks
+/// each, the last one partly filled), then more after the consumer read the
+/// first burst (its emptied blocks are reused): all arrive, in order.
+#[tokio::test]
+async fn bursts_of_chunks_arrive_in_order() {
+    let reg = Registry::new();
+    let flow = define_streaming_flow(
+        &reg,
+        "bursts",
+        |bursts: Vec<u32>, ctx: genkit_core::flow::FlowContext<u32>| async move {
+            let mut next = 0;
+            for size in bursts {
+                for _ in 0..size {
+                    ctx.send_chunk(next);
+                    next += 1;
+                }
+                tokio::task::yield_now().await;
+            }
+            Ok(next)
+        },
+    )
+    .unwrap();
+    let mut stream = flow.stream(vec![1000, 1, 0, 37, 16, 250]);
+    let mut next = 0;
+    while let Some(c) = stream.next().await {
+        assert_eq!(c.unwrap(), next);
+        next += 1;
+    }
+    assert_eq!(next, 1304);
+    assert_eq!(stream.output().await.unwrap(), 1304);
+}
+
 /// Chunks pushed from another thread while the consumer is waiting (and
 /// while it is taking earlier ones) all arrive, in order, with no lost wakeup.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
