@@ -9,7 +9,8 @@
 //! index and then follows it live until its last event.
 //!
 //! [`InMemoryStreamManager`] keeps streams in this process (one replica, or
-//! tests); `genkit-store-sql` keeps them in PostgreSQL for many replicas.
+//! tests); `genkit-store-sql` keeps them in PostgreSQL and
+//! `genkit-store-firestore` in Firestore (Genkit JS's layout), for many replicas.
 //!
 //! Every stream has an owner, a string the server derives from the caller's
 //! credentials: a reader must name the same owner, so a stream id that leaks

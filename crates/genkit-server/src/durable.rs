@@ -197,7 +197,7 @@ pub(crate) async fn resume(
         .map(move |event| match event {
             Ok(StreamEvent::Chunk { chunk }) => sse::message_frame(&chunk),
             Ok(StreamEvent::Done { output }) => sse::result_frame(&output),
-            Ok(StreamEvent::Error { err }) => sse::error_value_frame(err),
+            Ok(StreamEvent::Error { err }) => sse::error_value_frame(public_error(err)),
             Err(e) => {
                 ::tracing::warn!(stream = %stream_id, "durable stream: following failed: {e}");
                 sse::error_frame(&e)
@@ -211,6 +211,24 @@ pub(crate) async fn resume(
     h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     r
+}
+
+/// A stored error as a client may see it: what this server stores is
+/// already public (`{status, message[, details]}`); anything else (Genkit JS
+/// stores `{message, stack, ...}` of its error) is `Internal Error`, as JS's
+/// own server answers it.
+fn public_error(err: serde_json::Value) -> serde_json::Value {
+    let public = err.as_object().is_some_and(|m| {
+        m.get("status").is_some_and(serde_json::Value::is_string)
+            && m.get("message").is_some_and(serde_json::Value::is_string)
+            && m.keys()
+                .all(|k| matches!(k.as_str(), "status" | "message" | "details"))
+    });
+    if public {
+        err
+    } else {
+        serde_json::json!({"status": "INTERNAL", "message": "Internal Error"})
+    }
 }
 
 fn no_content() -> Response {
@@ -242,6 +260,21 @@ mod tests {
         assert_eq!(owner_of(&alice).len(), 64);
         assert_ne!(owner_of(&alice), owner_of(&bob));
         assert_eq!(owner_of(&alice), owner_of(&alice.clone()));
+    }
+
+    #[test]
+    fn stored_errors_are_shown_only_in_public_form() {
+        let ours = serde_json::json!({"status": "NOT_FOUND", "message": "no such city"});
+        assert_eq!(public_error(ours.clone()), ours);
+        let js = serde_json::json!({"message": "db at 10.0.0.3 refused", "stack": "Error: ..."});
+        assert_eq!(
+            public_error(js),
+            serde_json::json!({"status": "INTERNAL", "message": "Internal Error"})
+        );
+        assert_eq!(
+            public_error(serde_json::json!("boom"))["status"],
+            "INTERNAL"
+        );
     }
 
     #[test]
