@@ -1,64 +1,34 @@
-//! The local store's approximate index: an HNSW graph (`hnsw_rs`) over the
-//! stored embeddings, used once a store holds `threshold` entries or more.
+//! The local store's approximate index: an HNSW graph (hierarchical
+//! navigable small world, Malkov & Yashunin) over the stored vectors, used
+//! once a store holds [`HnswOptions::threshold`] entries or more.
 //!
-//! Vectors enter the graph normalised, with the Euclidean distance: on unit
-//! vectors it ranks as cosine does (`|a-b|² = 2 - 2cos`), and `hnsw_rs`'s
-//! cosine and dot distances assert on rounding (a dot of 1.0000001) where
-//! this one cannot ([`LaneL2`], a faster form of its `DistL2`). Vectors of
-//! zero or non-finite norm stay out of the graph
-//! (exact search scores them 0, so they rank last there too).
+//! The graph is this crate's own, small, so that it can be kept beside the
+//! data file and grown as records are appended: nodes are the store's
+//! entry numbers, distances are cosine distances (`1 - cos`) computed from
+//! the store's own vectors and norms (no second copy of the vectors), and
+//! a node's level comes from a hash of its number, so a rebuild gives the
+//! same graph. Vectors of zero or non-finite norm stay out of it (exact
+//! search scores them 0, so they rank last there too).
 //!
-//! The graph is not persisted: `hnsw_rs`'s reloader asserts (panics) on a
-//! damaged file and ties the graph's lifetime to the loader, so the graph is
-//! rebuilt from the store file when the store is first used after a start.
+//! The graph file (`<store>.hnsw`) is a snapshot, written to a unique
+//! temporary name and renamed over the old one. It names the data-file
+//! frame it covers up to (record count, byte offset, checksum); on open
+//! it is used when that frame is still there, its parameters are the
+//! options' and its own checksum holds, and the records after it are
+//! inserted. Otherwise (missing, stale, damaged, other parameters) the
+//! graph is rebuilt from the records: it is a cache, never a reason for a
+//! query to fail. Layout, little-endian: `GKHNSW\0\x01`, u32 M, u32
+//! efConstruction, u32 dimensions, u64 nodes, u64 frame offset, u32 frame
+//! checksum, u32 entry node (`u32::MAX`: none), u8 top level; per node a u8
+//! level (255: not in the graph) and per level 0..=level a u16 count and
+//! that many u32 neighbours; then a CRC-32 of everything before it.
 
-use genkit_core::{Error, Result};
-use hnsw_rs::prelude::{Distance, Hnsw};
-use std::sync::Arc;
-
-/// The graph's distance: [`LaneL2`] in optimised builds. Debug builds keep
-/// `hnsw_rs`'s `DistL2`: the graph code is compiled in this crate either
-/// way, but `DistL2`'s body is compiled in `anndists`, which the workspace
-/// optimises in debug builds too (`[profile.dev.package.anndists]`), while
-/// `LaneL2`'s would be compiled unoptimised here, making the recall test
-/// many times slower. Both are the Euclidean distance (see the test below).
-#[cfg(not(debug_assertions))]
-type Dist = LaneL2;
-#[cfg(debug_assertions)]
-type Dist = hnsw_rs::prelude::DistL2;
-
-/// The Euclidean distance, summed in eight independent lanes.
-///
-/// `hnsw_rs`'s `DistL2` is one sequential sum (its SIMD path needs the
-/// `simdeez_f` feature and another crate), which the compiler may not
-/// reorder, so it runs one float at a time; building and searching the
-/// graph is mostly distance computations. Eight partial sums let it use
-/// vector instructions: building a graph of 10,000 384-dimensional entries
-/// took 1.7x less CPU time (`bench/rust`'s vector_bench). The rounding
-/// differs from a single sum only in the last bits.
-#[derive(Debug, Default, Clone, Copy)]
-#[cfg_attr(debug_assertions, allow(dead_code))]
-pub(super) struct LaneL2;
-
-impl Distance<f32> for LaneL2 {
-    fn eval(&self, a: &[f32], b: &[f32]) -> f32 {
-        let mut lanes = [0f32; 8];
-        let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-        let tail: f32 = ca
-            .remainder()
-            .iter()
-            .zip(cb.remainder())
-            .map(|(x, y)| (x - y) * (x - y))
-            .sum();
-        for (x, y) in ca.zip(cb) {
-            for i in 0..8 {
-                let d = x[i] - y[i];
-                lanes[i] += d * d;
-            }
-        }
-        (lanes.iter().sum::<f32>() + tail).sqrt()
-    }
-}
+use super::log::{FrameEnd, sync_dir};
+use super::{dot, usable_norm};
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+use std::io::Write;
+use std::path::Path;
 
 /// How the local store's approximate (HNSW) index is built and searched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,24 +40,14 @@ pub struct HnswOptions {
 }
 
 impl Default for HnswOptions {
-    /// Approximate search from 50,000 entries; 32 links a node, candidate
-    /// lists of 200 when building and searching.
-    ///
-    /// Measured (bench/RESULTS.md, 384-dimensional all-MiniLM-L6-v2
-    /// embeddings of documentation sentences, 2 cores): at 100,000 entries
-    /// recall@10 against exact search is 0.999 with these lists, a query
-    /// takes about 4 ms against an exact scan's 34 ms, and building the
-    /// graph takes two to four minutes. Below the threshold exact search
-    /// is cheap (about 3 ms at 10,000 entries) and, as the graph is rebuilt
-    /// at every start, its build costs more than it saves for most uses;
-    /// lower the threshold for a long-running server with many queries. On vectors without
-    /// neighbourhood structure (uniform random ones) recall falls with size:
-    /// 0.96 at 10,000 entries, 0.49 at 100,000.
+    /// Approximate search from 20,000 entries; 16 links a node (32 on the
+    /// bottom layer), candidate lists of 100 when building and 200 when
+    /// searching. Figures: bench/RESULTS.md, "Vector stores".
     fn default() -> Self {
         Self {
-            threshold: 50_000,
-            max_connections: 32,
-            ef_construction: 200,
+            threshold: 20_000,
+            max_connections: 16,
+            ef_construction: 100,
             ef_search: 200,
         }
     }
@@ -131,115 +91,511 @@ impl HnswOptions {
     }
 }
 
-/// `v` scaled to unit length, or `None` when its norm is zero or not finite.
-fn unit(v: &[f32]) -> Option<Vec<f32>> {
-    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if !n.is_finite() || n == 0.0 {
-        return None;
+/// The store's vectors as the graph reads them.
+pub(super) struct Vectors<'a> {
+    /// Entry `i`'s vector is `data[i * dims..(i + 1) * dims]`.
+    pub data: &'a [f32],
+    pub dims: usize,
+    pub norms: &'a [f32],
+}
+
+impl Vectors<'_> {
+    fn row(&self, i: u32) -> &[f32] {
+        let at = i as usize * self.dims;
+        &self.data[at..at + self.dims]
     }
-    let u: Vec<f32> = v.iter().map(|x| x / n).collect();
-    u.iter().all(|x| x.is_finite()).then_some(u)
+
+    /// The cosine distance from `q` (of norm `qn`) to entry `j`.
+    fn distance_to(&self, q: &[f32], qn: f32, j: u32) -> f32 {
+        1.0 - dot(q, self.row(j)) / (qn * self.norms[j as usize])
+    }
 }
 
-/// The graph over a store's entries `0..len`.
-pub(super) struct Ann {
-    graph: Arc<Hnsw<'static, f32, Dist>>,
-    len: usize,
+/// A candidate: distance and node, ordered by distance then node.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Scored(f32, u32);
+
+impl Eq for Scored {}
+
+impl PartialOrd for Scored {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Scored {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0).then(self.1.cmp(&other.1))
+    }
+}
+
+/// Which nodes a search has seen: a stamp per node, so clearing is O(1).
+#[derive(Default)]
+struct Visited {
+    marks: Vec<u32>,
+    stamp: u32,
+}
+
+impl Visited {
+    fn reset(&mut self, nodes: usize) {
+        if self.marks.len() < nodes {
+            self.marks.resize(nodes, 0);
+        }
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            self.marks.fill(0);
+            self.stamp = 1;
+        }
+    }
+
+    /// Marks `i`; false when it already was.
+    fn insert(&mut self, i: u32) -> bool {
+        let mark = &mut self.marks[i as usize];
+        if *mark == self.stamp {
+            return false;
+        }
+        *mark = self.stamp;
+        true
+    }
+}
+
+/// A node's level for "not in the graph".
+const ABSENT: u8 = u8::MAX;
+/// The highest level a node gets.
+const MAX_LEVEL: u8 = 15;
+const GRAPH_MAGIC: &[u8; 8] = b"GKHNSW\0\x01";
+
+/// How a graph came to be (for logs and tests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Origin {
+    /// Built from the records.
+    Built,
+    /// Read from the graph file.
+    Loaded,
+}
+
+/// The graph over the store's entries `0..len()`.
+pub(super) struct Graph {
+    m: usize,
+    m0: usize,
+    ef_construction: usize,
     ef_search: usize,
+    level_scale: f64,
+    levels: Vec<u8>,
+    /// `links[i][l]`: node `i`'s neighbours on level `l`.
+    links: Vec<Vec<Vec<u32>>>,
+    entry: Option<u32>,
+    top: u8,
+    visited: Visited,
+    /// How many entries the graph file holds.
+    persisted: usize,
+    pub origin: Origin,
 }
 
-impl Ann {
-    /// An empty graph sized for `capacity` entries.
-    pub(super) fn new(opts: &HnswOptions, capacity: usize) -> Self {
+/// splitmix64: the hash a node's level is drawn from.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+impl Graph {
+    /// An empty graph.
+    pub(super) fn new(opts: &HnswOptions) -> Self {
+        let m = opts.max_connections.max(2);
         Self {
-            graph: Arc::new(Hnsw::new(
-                opts.max_connections,
-                capacity.max(1),
-                16,
-                opts.ef_construction,
-                Dist::default(),
-            )),
-            len: 0,
+            m,
+            m0: 2 * m,
+            ef_construction: opts.ef_construction,
             ef_search: opts.ef_search,
+            level_scale: 1.0 / (m as f64).ln(),
+            levels: Vec::new(),
+            links: Vec::new(),
+            entry: None,
+            top: 0,
+            visited: Visited::default(),
+            persisted: 0,
+            origin: Origin::Built,
         }
     }
 
     /// How many store entries the graph covers.
     pub(super) fn len(&self) -> usize {
-        self.len
+        self.levels.len()
     }
 
-    /// Adds the store's next entries (`vectors[i]` is entry `len + i`), on
-    /// a blocking thread (insertion is CPU work, parallel on rayon's pool).
-    pub(super) async fn extend(&mut self, vectors: Vec<Vec<f32>>) -> Result<()> {
-        let first = self.len;
-        let count = vectors.len();
-        let graph = self.graph.clone();
-        tokio::task::spawn_blocking(move || {
-            let units: Vec<(Vec<f32>, usize)> = vectors
-                .iter()
-                .enumerate()
-                .filter_map(|(i, v)| unit(v).map(|u| (u, first + i)))
-                .collect();
-            let batch: Vec<(&[f32], usize)> =
-                units.iter().map(|(u, i)| (u.as_slice(), *i)).collect();
-            graph.parallel_insert_slice(&batch);
-        })
-        .await
-        .map_err(|e| Error::internal(format!("building the HNSW index: {e}")).with_source(e))?;
-        self.len = first + count;
-        Ok(())
+    fn level_for(&self, i: u32) -> u8 {
+        let u = (mix(u64::from(i)) >> 11) as f64 / (1u64 << 53) as f64;
+        let level = (-(1.0 - u).ln() * self.level_scale).floor();
+        if level.is_finite() && level >= 0.0 {
+            (level as u8).min(MAX_LEVEL)
+        } else {
+            0
+        }
     }
 
-    /// The store indices of about the `k` entries nearest `query` with
-    /// their cosine similarity, best first; `None` when the query has no
-    /// direction (the caller searches exactly).
-    pub(super) fn search(&self, query: &[f32], k: usize) -> Option<Vec<(f32, usize)>> {
-        let q = unit(query)?;
-        let found = self.graph.search(&q, k, self.ef_search.max(k));
+    fn neighbours(&self, i: u32, level: usize) -> &[u32] {
+        self.links[i as usize]
+            .get(level)
+            .map_or(&[][..], Vec::as_slice)
+    }
+
+    /// The `ef` nodes nearest by `dist` reachable on `level` from `eps`,
+    /// nearest first.
+    fn search_level(
+        &self,
+        dist: &impl Fn(u32) -> f32,
+        eps: &[Scored],
+        ef: usize,
+        level: usize,
+        visited: &mut Visited,
+    ) -> Vec<Scored> {
+        let mut candidates: BinaryHeap<Reverse<Scored>> = BinaryHeap::new();
+        let mut results: BinaryHeap<Scored> = BinaryHeap::new();
+        for &e in eps {
+            if visited.insert(e.1) {
+                candidates.push(Reverse(e));
+                results.push(e);
+            }
+        }
+        while results.len() > ef {
+            results.pop();
+        }
+        while let Some(Reverse(c)) = candidates.pop() {
+            if results.len() >= ef && results.peek().is_some_and(|w| c.0 > w.0) {
+                break;
+            }
+            for &n in self.neighbours(c.1, level) {
+                if !visited.insert(n) {
+                    continue;
+                }
+                let d = dist(n);
+                if results.len() < ef || results.peek().is_some_and(|w| d < w.0) {
+                    candidates.push(Reverse(Scored(d, n)));
+                    results.push(Scored(d, n));
+                    if results.len() > ef {
+                        results.pop();
+                    }
+                }
+            }
+        }
+        results.into_sorted_vec()
+    }
+
+    /// Walks down from the entry point to `level + 1` greedily.
+    fn descend(&self, dist: &impl Fn(u32) -> f32, level: u8) -> Option<Scored> {
+        let entry = self.entry?;
+        let mut best = Scored(dist(entry), entry);
+        let mut l = self.top;
+        while l > level {
+            loop {
+                let mut moved = false;
+                for &n in self.neighbours(best.1, l as usize) {
+                    let d = dist(n);
+                    if d < best.0 {
+                        best = Scored(d, n);
+                        moved = true;
+                    }
+                }
+                if !moved {
+                    break;
+                }
+            }
+            l -= 1;
+        }
+        Some(best)
+    }
+
+    /// Up to `m` of `candidates` (nearest first) as neighbours, keeping a
+    /// candidate only when it is nearer the new node than every one kept
+    /// (the paper's heuristic: links spread in all directions).
+    fn select(v: &Vectors<'_>, candidates: &[Scored], m: usize) -> Vec<u32> {
+        let mut kept: Vec<u32> = Vec::with_capacity(m);
+        for c in candidates {
+            if kept.len() >= m {
+                break;
+            }
+            let row = v.row(c.1);
+            let cn = v.norms[c.1 as usize];
+            if kept.iter().all(|&r| v.distance_to(row, cn, r) > c.0) {
+                kept.push(c.1);
+            }
+        }
+        kept
+    }
+
+    /// Adds the store's next entry (number `len()`).
+    fn insert(&mut self, v: &Vectors<'_>) {
+        let i = self.levels.len() as u32;
+        let qn = v.norms[i as usize];
+        if !usable_norm(qn) {
+            self.levels.push(ABSENT);
+            self.links.push(Vec::new());
+            return;
+        }
+        let level = self.level_for(i);
+        self.levels.push(level);
+        self.links.push(vec![Vec::new(); level as usize + 1]);
+        let q = v.row(i);
+        let dist = |j: u32| v.distance_to(q, qn, j);
+        let Some(start) = self.descend(&dist, level) else {
+            self.entry = Some(i);
+            self.top = level;
+            return;
+        };
+        let mut visited = std::mem::take(&mut self.visited);
+        let mut eps = vec![start];
+        for l in (0..=level.min(self.top) as usize).rev() {
+            visited.reset(self.levels.len());
+            let found = self.search_level(&dist, &eps, self.ef_construction, l, &mut visited);
+            let chosen = Self::select(v, &found, self.m);
+            let cap = if l == 0 { self.m0 } else { self.m };
+            for &c in &chosen {
+                let links = &mut self.links[c as usize][l];
+                links.push(i);
+                if links.len() > cap {
+                    let row = v.row(c);
+                    let cn = v.norms[c as usize];
+                    let mut scored: Vec<Scored> = links
+                        .iter()
+                        .map(|&n| Scored(v.distance_to(row, cn, n), n))
+                        .collect();
+                    scored.sort_unstable();
+                    *links = Self::select(v, &scored, cap);
+                }
+            }
+            self.links[i as usize][l] = chosen;
+            eps = found;
+        }
+        self.visited = visited;
+        if level > self.top {
+            self.entry = Some(i);
+            self.top = level;
+        }
+    }
+
+    /// Inserts the store's entries from `len()` to the end of `v`.
+    pub(super) fn extend(&mut self, v: &Vectors<'_>) {
+        while self.len() < v.norms.len() {
+            self.insert(v);
+        }
+    }
+
+    /// About the `k` entries nearest `query` with their cosine similarity,
+    /// best first; `None` when the query has no direction (the caller
+    /// searches exactly).
+    pub(super) fn search(&self, v: &Vectors<'_>, query: &[f32], k: usize) -> Option<Vec<(f32, usize)>> {
+        let qn = super::norm(query);
+        if !usable_norm(qn) {
+            return None;
+        }
+        let dist = |j: u32| v.distance_to(query, qn, j);
+        let Some(start) = self.descend(&dist, 0) else {
+            return Some(Vec::new());
+        };
+        let mut visited = Visited::default();
+        visited.reset(self.len());
+        let found = self.search_level(&dist, &[start], self.ef_search.max(k), 0, &mut visited);
         Some(
             found
                 .into_iter()
-                .map(|n| (1.0 - n.distance * n.distance / 2.0, n.d_id))
+                .take(k)
+                .map(|s| (1.0 - s.0, s.1 as usize))
                 .collect(),
         )
     }
+
+    /// Whether the graph file lags far enough behind to be rewritten: when
+    /// the entries it misses are an eighth of those it holds, so writing
+    /// it costs O(n) over a store's life and a restart inserts at most
+    /// about a ninth of the entries again.
+    pub(super) fn wants_saving(&self) -> bool {
+        let new = self.len() - self.persisted.min(self.len());
+        new > 0 && new >= self.persisted / 8
+    }
+
+    /// Writes the graph to `path` (a unique temporary file renamed over
+    /// it). `frame` is the data-file frame the graph covers up to.
+    pub(super) fn save(&mut self, path: &Path, frame: FrameEnd, dims: usize) -> std::io::Result<()> {
+        debug_assert_eq!(frame.records, self.len());
+        let mut out = Vec::with_capacity(64 + self.len() * (1 + 2 + 4 * self.m));
+        out.extend_from_slice(GRAPH_MAGIC);
+        for n in [self.m, self.ef_construction, dims] {
+            out.extend_from_slice(&(n as u32).to_le_bytes());
+        }
+        out.extend_from_slice(&(self.len() as u64).to_le_bytes());
+        out.extend_from_slice(&frame.offset.to_le_bytes());
+        out.extend_from_slice(&frame.crc.to_le_bytes());
+        out.extend_from_slice(&self.entry.unwrap_or(u32::MAX).to_le_bytes());
+        out.push(self.top);
+        for (level, links) in self.levels.iter().zip(&self.links) {
+            out.push(*level);
+            for l in links {
+                out.extend_from_slice(&(l.len() as u16).to_le_bytes());
+                for n in l {
+                    out.extend_from_slice(&n.to_le_bytes());
+                }
+            }
+        }
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        let tmp = unique_temp(path);
+        let written = std::fs::File::create(&tmp)
+            .and_then(|mut f| f.write_all(&out).and_then(|()| f.sync_data()))
+            .and_then(|()| std::fs::rename(&tmp, path));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        } else {
+            sync_dir(path);
+            self.persisted = self.len();
+        }
+        written
+    }
+
+    /// The graph in `bytes` (a graph file), if it was built with `opts`
+    /// over vectors of `dims` dimensions and covers up to one of `frames`;
+    /// otherwise why not.
+    pub(super) fn load(
+        bytes: &[u8],
+        opts: &HnswOptions,
+        dims: usize,
+        frames: &[FrameEnd],
+    ) -> Result<Self, String> {
+        let body_len = bytes.len().checked_sub(4).ok_or("too short")?;
+        let (body, crc) = bytes.split_at(body_len);
+        if crc32fast::hash(body) != u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]) {
+            return Err("its checksum does not match".into());
+        }
+        let mut r = Reader(body);
+        if r.take(8)? != GRAPH_MAGIC {
+            return Err("not a graph file".into());
+        }
+        let mut g = Self::new(opts);
+        if r.u32()? as usize != g.m || r.u32()? as usize != g.ef_construction {
+            return Err("built with other parameters".into());
+        }
+        if r.u32()? as usize != dims {
+            return Err("built over vectors of another length".into());
+        }
+        let nodes = r.u64()?;
+        let frame = FrameEnd {
+            records: usize::try_from(nodes).map_err(|_| "too many nodes")?,
+            offset: r.u64()?,
+            crc: r.u32()?,
+        };
+        if !frames.contains(&frame) {
+            return Err("it covers records the data file does not hold (stale)".into());
+        }
+        let entry = r.u32()?;
+        g.top = r.u8()?;
+        g.entry = (entry != u32::MAX).then_some(entry);
+        let n = frame.records;
+        g.levels.reserve(n);
+        g.links.reserve(n);
+        for _ in 0..n {
+            let level = r.u8()?;
+            g.levels.push(level);
+            if level == ABSENT {
+                g.links.push(Vec::new());
+                continue;
+            }
+            if level > MAX_LEVEL {
+                return Err("a node's level is out of range".into());
+            }
+            let mut links = Vec::with_capacity(level as usize + 1);
+            for l in 0..=level {
+                let count = usize::from(r.u16()?);
+                if count > if l == 0 { g.m0 } else { g.m } {
+                    return Err("a node has too many links".into());
+                }
+                let mut ns = Vec::with_capacity(count);
+                for _ in 0..count {
+                    ns.push(r.u32()?);
+                }
+                links.push(ns);
+            }
+            g.links.push(links);
+        }
+        if !r.0.is_empty() {
+            return Err("bytes after the graph".into());
+        }
+        let linked = |n: u32, l: usize| {
+            g.levels
+                .get(n as usize)
+                .is_some_and(|&lv| lv != ABSENT && usize::from(lv) >= l)
+        };
+        for links in &g.links {
+            for (l, ns) in links.iter().enumerate() {
+                if !ns.iter().all(|&x| linked(x, l)) {
+                    return Err("a link points at no node".into());
+                }
+            }
+        }
+        match g.entry {
+            Some(e) if !(linked(e, 0) && g.levels[e as usize] == g.top) => {
+                return Err("its entry point is not a top-level node".into());
+            }
+            None if g.levels.iter().any(|&l| l != ABSENT) => {
+                return Err("it has nodes but no entry point".into());
+            }
+            _ => {}
+        }
+        g.persisted = n;
+        g.origin = Origin::Loaded;
+        Ok(g)
+    }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use hnsw_rs::prelude::DistL2;
+/// A name beside `path` no other writer uses: process id, time and a
+/// counter.
+fn unique_temp(path: &Path) -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let name = path
+        .file_name()
+        .map_or_else(|| "graph".into(), |n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!(
+        ".{name}.{}.{nanos}.{}.tmp",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ))
+}
 
-    #[test]
-    fn lane_l2_is_the_euclidean_distance_at_every_length() {
-        let mut x = 0x2545_f491_u32;
-        let mut coord = || {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x as f32 / u32::MAX as f32 * 2.0 - 1.0
-        };
-        for len in [0, 1, 7, 8, 9, 17, 384, 385] {
-            let a: Vec<f32> = (0..len).map(|_| coord()).collect();
-            let b: Vec<f32> = (0..len).map(|_| coord()).collect();
-            let exact = a
-                .iter()
-                .zip(&b)
-                .map(|(x, y)| (f64::from(*x) - f64::from(*y)).powi(2))
-                .sum::<f64>()
-                .sqrt();
-            let lanes = f64::from(LaneL2.eval(&a, &b));
-            let scalar = f64::from(DistL2.eval(&a, &b));
-            assert!(
-                (lanes - exact).abs() <= 1e-5 * exact.max(1.0),
-                "{len}: {lanes} vs {exact}"
-            );
-            assert!(
-                (lanes - scalar).abs() <= 1e-5 * exact.max(1.0),
-                "{len}: {lanes} vs {scalar}"
-            );
+/// Bounds-checked little-endian reads.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        if self.0.len() < n {
+            return Err("cut short".into());
         }
-        assert_eq!(LaneL2.eval(&[1.0, 2.0], &[1.0, 2.0]), 0.0);
+        let (head, tail) = self.0.split_at(n);
+        self.0 = tail;
+        Ok(head)
+    }
+
+    fn u8(&mut self) -> Result<u8, String> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn u16(&mut self) -> Result<u16, String> {
+        let b = self.take(2)?;
+        Ok(u16::from_le_bytes([b[0], b[1]]))
+    }
+
+    fn u32(&mut self) -> Result<u32, String> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn u64(&mut self) -> Result<u64, String> {
+        let b = self.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
     }
 }
