@@ -599,3 +599,104 @@ impl<'a> Reader<'a> {
         Ok(u64::from_le_bytes(a))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vectors(count: usize, dims: usize) -> (Vec<f32>, Vec<f32>) {
+        let mut x = 0x2545_f491_u32;
+        let data: Vec<f32> = (0..count * dims)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                x as f32 / u32::MAX as f32 * 2.0 - 1.0
+            })
+            .collect();
+        let norms = data.chunks_exact(dims).map(super::super::norm).collect();
+        (data, norms)
+    }
+
+    fn frame(records: usize) -> FrameEnd {
+        FrameEnd {
+            records,
+            offset: 1234,
+            crc: 99,
+        }
+    }
+
+    #[test]
+    fn a_saved_graph_loads_as_it_was_and_bad_files_are_refused() {
+        let dims = 16;
+        let (data, mut norms) = vectors(300, dims);
+        norms[7] = 0.0; // stays out of the graph
+        let v = Vectors {
+            data: &data,
+            dims,
+            norms: &norms,
+        };
+        let opts = HnswOptions::default().max_connections(8).ef_construction(40);
+        let mut g = Graph::new(&opts);
+        g.extend(&v);
+        assert_eq!(g.len(), 300);
+        assert_eq!(g.levels[7], ABSENT);
+        let dir = std::env::temp_dir().join(format!("genkit-graph-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("g.hnsw");
+        g.save(&path, frame(300), dims).expect("saved");
+        assert!(!g.wants_saving());
+        let bytes = std::fs::read(&path).expect("read");
+        let back = Graph::load(&bytes, &opts, dims, &[frame(300)]).expect("loaded");
+        assert_eq!(back.origin, Origin::Loaded);
+        assert_eq!(back.links, g.links);
+        assert_eq!(back.levels, g.levels);
+        let q = &data[dims * 3..dims * 4];
+        assert_eq!(back.search(&v, q, 5), g.search(&v, q, 5));
+        assert_eq!(g.search(&v, q, 1).map(|f| f[0].1), Some(3));
+
+        // Stale, other parameters, other dimensions, damaged, cut short.
+        let stale = FrameEnd {
+            crc: 98,
+            ..frame(300)
+        };
+        assert!(Graph::load(&bytes, &opts, dims, &[stale]).is_err());
+        assert!(Graph::load(&bytes, &HnswOptions::default(), dims, &[frame(300)]).is_err());
+        assert!(Graph::load(&bytes, &opts, dims + 1, &[frame(300)]).is_err());
+        for at in [0, 9, bytes.len() / 2, bytes.len() - 1] {
+            let mut bad = bytes.clone();
+            bad[at] ^= 0x40;
+            assert!(Graph::load(&bad, &opts, dims, &[frame(300)]).is_err(), "{at}");
+        }
+        for len in [0, 3, 40, bytes.len() - 1] {
+            assert!(Graph::load(&bytes[..len], &opts, dims, &[frame(300)]).is_err());
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn graph_search_finds_the_exact_neighbours_of_a_small_set() {
+        let dims = 24;
+        let (data, norms) = vectors(500, dims);
+        let v = Vectors {
+            data: &data,
+            dims,
+            norms: &norms,
+        };
+        let mut g = Graph::new(&HnswOptions::default());
+        g.extend(&v);
+        let (queries, _) = vectors(520, dims);
+        let mut hits = 0;
+        for q in queries[500 * dims..].chunks_exact(dims) {
+            let qn = super::super::norm(q);
+            let mut exact: Vec<(f32, usize)> = (0..500)
+                .map(|i| (1.0 - v.distance_to(q, qn, i as u32), i))
+                .collect();
+            exact.sort_by(|a, b| b.0.total_cmp(&a.0));
+            let truth: Vec<usize> = exact[..10].iter().map(|e| e.1).collect();
+            let found = g.search(&v, q, 10).expect("searched");
+            hits += found.iter().filter(|f| truth.contains(&f.1)).count();
+        }
+        assert!(hits >= 190, "recall {hits}/200");
+    }
+}

@@ -458,3 +458,72 @@ mod tests {
         assert!(!holds_a_valid_frame(&bad));
     }
 }
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn batch(start: usize, len: usize) -> Vec<Record> {
+        (start..start + len)
+            .map(|i| Record {
+                id: format!("id{i}"),
+                doc: DocumentData::from_text(format!("doc {i}")),
+                metadata: None,
+                vector: vec![i as f32, 0.5],
+            })
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// Whatever length a crash leaves the file at, opening it gives
+        /// the records of the frames wholly written, in order, and the
+        /// file cut back to them.
+        #[test]
+        fn any_cut_keeps_exactly_the_whole_frames(
+            sizes in proptest::collection::vec(1usize..5, 1..5),
+            cut in 0.0f64..1.0,
+        ) {
+            let dir = std::env::temp_dir().join(format!(
+                "genkit-log-prop-{}-{}",
+                std::process::id(),
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos())
+            ));
+            std::fs::create_dir_all(&dir).expect("dir");
+            let path = dir.join("s.vdb");
+            let (mut log, _) = Log::open(&path, || Ok(Vec::new())).expect("opened");
+            let mut ends = vec![(0usize, log.end)];
+            let mut total = 0;
+            for n in &sizes {
+                let ours = batch(total, *n);
+                log.append_with(|_| Ok(ours)).expect("appended");
+                total += n;
+                ends.push((total, log.end));
+            }
+            drop(log);
+            let full = std::fs::metadata(&path).expect("len").len();
+            let at = (full as f64 * cut) as u64;
+            let file = OpenOptions::new().write(true).open(&path).expect("open");
+            file.set_len(at).expect("cut");
+            drop(file);
+            let (log, records) = Log::open(&path, || Ok(Vec::new())).expect("reopened");
+            let (kept, end) = ends
+                .iter()
+                .rev()
+                .find(|(_, e)| *e <= at.max(FILE_MAGIC.len() as u64))
+                .copied()
+                .unwrap_or((0, FILE_MAGIC.len() as u64));
+            prop_assert_eq!(records.len(), kept);
+            for (i, r) in records.iter().enumerate() {
+                prop_assert_eq!(&r.id, &format!("id{i}"));
+            }
+            prop_assert_eq!(log.end, end);
+            prop_assert_eq!(std::fs::metadata(&path).expect("len").len(), end);
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}

@@ -323,10 +323,14 @@ impl Store {
                 query.len()
             )));
         }
+        // The graph, when it covers every entry and finds enough of them
+        // (it holds no vectors without a direction; exact search ranks
+        // those last).
         #[cfg(feature = "hnsw")]
         if let Some(graph) = &self.graph
             && graph.len() == self.len()
             && let Some(mut found) = graph.search(&self.view(), query, k)
+            && found.len() >= k.min(self.len())
         {
             found.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
             found.truncate(k);
