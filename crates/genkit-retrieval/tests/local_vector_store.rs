@@ -203,7 +203,10 @@ async fn vectors_of_another_length_are_refused() {
         "{}",
         err.message()
     );
-    assert_eq!(std::fs::read(path.with_extension("vdb")).expect("file"), before);
+    assert_eq!(
+        std::fs::read(path.with_extension("vdb")).expect("file"),
+        before
+    );
     let err = retrieve(&other, RetrieveOptions::new(NAME, "abc"))
         .await
         .expect_err("refused");

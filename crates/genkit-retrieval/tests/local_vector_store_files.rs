@@ -118,7 +118,11 @@ async fn damage_before_the_last_append_is_refused_naming_the_file() {
         .await
         .expect_err("refused");
     assert_eq!(err.status(), StatusCode::FailedPrecondition);
-    assert!(err.message().contains("is damaged at byte 8"), "{}", err.message());
+    assert!(
+        err.message().contains("is damaged at byte 8"),
+        "{}",
+        err.message()
+    );
     assert!(
         err.message().contains(&data.display().to_string()),
         "{}",

@@ -230,7 +230,9 @@ async fn the_graph_is_persisted_reused_and_rebuilt_when_damaged() {
         v
     };
     let saved = std::fs::read(&graph).expect("graph file written");
-    let modified = std::fs::metadata(&graph).and_then(|m| m.modified()).expect("mtime");
+    let modified = std::fs::metadata(&graph)
+        .and_then(|m| m.modified())
+        .expect("mtime");
 
     // A restart reads the graph: same answers, the file untouched (a
     // rebuilt graph would be written again).
@@ -239,7 +241,9 @@ async fn the_graph_is_persisted_reused_and_rebuilt_when_damaged() {
         assert_eq!(&top(&again, "ann", q, 10).await, expected, "query {q}");
     }
     assert_eq!(
-        std::fs::metadata(&graph).and_then(|m| m.modified()).expect("mtime"),
+        std::fs::metadata(&graph)
+            .and_then(|m| m.modified())
+            .expect("mtime"),
         modified,
         "the graph was not rebuilt"
     );

@@ -186,10 +186,15 @@ pub(super) struct Graph {
     links: Vec<Vec<Vec<u32>>>,
     entry: Option<u32>,
     top: u8,
-    visited: Visited,
     /// How many entries the graph file holds.
     persisted: usize,
     pub origin: Origin,
+}
+
+/// How long a neighbour list of capacity `cap` may grow before it is
+/// pruned back to `cap`.
+fn slack(cap: usize) -> usize {
+    cap + cap / 2
 }
 
 /// splitmix64: the hash a node's level is drawn from.
@@ -214,7 +219,6 @@ impl Graph {
             links: Vec::new(),
             entry: None,
             top: 0,
-            visited: Visited::default(),
             persisted: 0,
             origin: Origin::Built,
         }
@@ -325,36 +329,63 @@ impl Graph {
         kept
     }
 
-    /// Adds the store's next entry (number `len()`).
-    fn insert(&mut self, v: &Vectors<'_>) {
-        let i = self.levels.len() as u32;
-        let qn = v.norms[i as usize];
-        if !usable_norm(qn) {
-            self.levels.push(ABSENT);
-            self.links.push(Vec::new());
-            return;
-        }
-        let level = self.level_for(i);
-        self.levels.push(level);
-        self.links.push(vec![Vec::new(); level as usize + 1]);
+    /// Node `i`'s candidate neighbours on each of its levels (index `l`:
+    /// level `l`) that the graph as it stands reaches, nearest first:
+    /// searched without changing the graph, so several threads can search
+    /// for the nodes of one chunk at once. Empty for levels the graph does
+    /// not have yet.
+    fn candidates(
+        &self,
+        v: &Vectors<'_>,
+        i: u32,
+        level: u8,
+        visited: &mut Visited,
+    ) -> Vec<Vec<Scored>> {
         let q = v.row(i);
+        let qn = v.norms[i as usize];
         let dist = |j: u32| v.distance_to(q, qn, j);
+        let mut out = vec![Vec::new(); level as usize + 1];
         let Some(start) = self.descend(&dist, level) else {
-            self.entry = Some(i);
-            self.top = level;
-            return;
+            return out;
         };
-        let mut visited = std::mem::take(&mut self.visited);
         let mut eps = vec![start];
         for l in (0..=level.min(self.top) as usize).rev() {
             visited.reset(self.levels.len());
-            let found = self.search_level(&dist, &eps, self.ef_construction, l, &mut visited);
-            let chosen = Self::select(v, &found, self.m);
+            let found = self.search_level(&dist, &eps, self.ef_construction, l, visited);
+            eps.clone_from(&found);
+            out[l] = found;
+        }
+        out
+    }
+
+    /// Links node `i` (the next one) given its `candidates` in the graph
+    /// before its chunk (which began at node `chunk`): the chunk's earlier
+    /// nodes, which that search could not see, are candidates too.
+    fn commit(&mut self, v: &Vectors<'_>, level: u8, mut candidates: Vec<Vec<Scored>>, chunk: u32) {
+        let i = self.levels.len() as u32;
+        self.levels.push(level);
+        self.links.push(vec![Vec::new(); level as usize + 1]);
+        let q = v.row(i);
+        let qn = v.norms[i as usize];
+        for (l, found) in candidates.iter_mut().enumerate() {
+            for j in chunk..i {
+                let lj = self.levels[j as usize];
+                if lj != ABSENT && usize::from(lj) >= l {
+                    found.push(Scored(v.distance_to(q, qn, j), j));
+                }
+            }
+            found.sort_unstable();
+            found.truncate(self.ef_construction);
+            let chosen = Self::select(v, found, self.m);
             let cap = if l == 0 { self.m0 } else { self.m };
             for &c in &chosen {
                 let links = &mut self.links[c as usize][l];
                 links.push(i);
-                if links.len() > cap {
+                // A full list is pruned back to `cap` only once it has
+                // grown by half again: pruning (the heuristic over every
+                // pair) was most of an insertion's cost when it ran on
+                // every link added to a full list.
+                if links.len() > slack(cap) {
                     let row = v.row(c);
                     let cn = v.norms[c as usize];
                     let mut scored: Vec<Scored> = links
@@ -366,26 +397,74 @@ impl Graph {
                 }
             }
             self.links[i as usize][l] = chosen;
-            eps = found;
         }
-        self.visited = visited;
-        if level > self.top {
+        if self.entry.is_none() || level > self.top {
             self.entry = Some(i);
             self.top = level;
         }
     }
 
-    /// Inserts the store's entries from `len()` to the end of `v`.
+    /// Inserts the store's entries from `len()` to the end of `v`, in
+    /// chunks: the searches of a chunk's nodes run on all cores against
+    /// the graph before the chunk, then its nodes are linked in order
+    /// (each also considering the chunk's earlier nodes). Linking stays
+    /// sequential, so the graph and its file are the same whatever the
+    /// number of cores.
     pub(super) fn extend(&mut self, v: &Vectors<'_>) {
+        const CHUNK: usize = 128;
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
         while self.len() < v.norms.len() {
-            self.insert(v);
+            let first = self.len();
+            let end = (first + CHUNK).min(v.norms.len());
+            let levels: Vec<u8> = (first..end)
+                .map(|i| {
+                    if usable_norm(v.norms[i]) {
+                        self.level_for(i as u32)
+                    } else {
+                        ABSENT
+                    }
+                })
+                .collect();
+            let mut found: Vec<Vec<Vec<Scored>>> = vec![Vec::new(); end - first];
+            let this = &*self;
+            let per = (end - first).div_ceil(threads);
+            std::thread::scope(|scope| {
+                for (t, slots) in found.chunks_mut(per.max(1)).enumerate() {
+                    let levels = &levels;
+                    scope.spawn(move || {
+                        let mut visited = Visited::default();
+                        for (k, slot) in slots.iter_mut().enumerate() {
+                            let off = t * per + k;
+                            let level = levels[off];
+                            if level != ABSENT {
+                                *slot =
+                                    this.candidates(v, (first + off) as u32, level, &mut visited);
+                            }
+                        }
+                    });
+                }
+            });
+            for (off, candidates) in found.into_iter().enumerate() {
+                let level = levels[off];
+                if level == ABSENT {
+                    self.levels.push(ABSENT);
+                    self.links.push(Vec::new());
+                } else {
+                    self.commit(v, level, candidates, first as u32);
+                }
+            }
         }
     }
 
     /// About the `k` entries nearest `query` with their cosine similarity,
     /// best first; `None` when the query has no direction (the caller
     /// searches exactly).
-    pub(super) fn search(&self, v: &Vectors<'_>, query: &[f32], k: usize) -> Option<Vec<(f32, usize)>> {
+    pub(super) fn search(
+        &self,
+        v: &Vectors<'_>,
+        query: &[f32],
+        k: usize,
+    ) -> Option<Vec<(f32, usize)>> {
         let qn = super::norm(query);
         if !usable_norm(qn) {
             return None;
@@ -417,7 +496,12 @@ impl Graph {
 
     /// Writes the graph to `path` (a unique temporary file renamed over
     /// it). `frame` is the data-file frame the graph covers up to.
-    pub(super) fn save(&mut self, path: &Path, frame: FrameEnd, dims: usize) -> std::io::Result<()> {
+    pub(super) fn save(
+        &mut self,
+        path: &Path,
+        frame: FrameEnd,
+        dims: usize,
+    ) -> std::io::Result<()> {
         debug_assert_eq!(frame.records, self.len());
         let mut out = Vec::with_capacity(64 + self.len() * (1 + 2 + 4 * self.m));
         out.extend_from_slice(GRAPH_MAGIC);
@@ -506,7 +590,7 @@ impl Graph {
             let mut links = Vec::with_capacity(level as usize + 1);
             for l in 0..=level {
                 let count = usize::from(r.u16()?);
-                if count > if l == 0 { g.m0 } else { g.m } {
+                if count > slack(if l == 0 { g.m0 } else { g.m }) {
                     return Err("a node has too many links".into());
                 }
                 let mut ns = Vec::with_capacity(count);
@@ -636,7 +720,9 @@ mod tests {
             dims,
             norms: &norms,
         };
-        let opts = HnswOptions::default().max_connections(8).ef_construction(40);
+        let opts = HnswOptions::default()
+            .max_connections(8)
+            .ef_construction(40);
         let mut g = Graph::new(&opts);
         g.extend(&v);
         assert_eq!(g.len(), 300);
@@ -666,7 +752,10 @@ mod tests {
         for at in [0, 9, bytes.len() / 2, bytes.len() - 1] {
             let mut bad = bytes.clone();
             bad[at] ^= 0x40;
-            assert!(Graph::load(&bad, &opts, dims, &[frame(300)]).is_err(), "{at}");
+            assert!(
+                Graph::load(&bad, &opts, dims, &[frame(300)]).is_err(),
+                "{at}"
+            );
         }
         for len in [0, 3, 40, bytes.len() - 1] {
             assert!(Graph::load(&bytes[..len], &opts, dims, &[frame(300)]).is_err());

@@ -96,7 +96,9 @@ fn read_frame(reader: &mut impl Read, remaining: u64) -> std::io::Result<Frame> 
     if &header[..4] != FRAME_MAGIC {
         return Ok(Frame::Invalid("no frame starts there"));
     }
-    let len = u64::from(u32::from_le_bytes([header[4], header[5], header[6], header[7]]));
+    let len = u64::from(u32::from_le_bytes([
+        header[4], header[5], header[6], header[7],
+    ]));
     let crc = u32::from_le_bytes([header[8], header[9], header[10], header[11]]);
     if len > MAX_PAYLOAD || len > remaining - FRAME_HEADER as u64 {
         return Ok(Frame::Invalid("a frame is cut short"));
@@ -143,7 +145,8 @@ fn decode(mut payload: &[u8]) -> std::result::Result<Vec<Record>, String> {
     let mut records = Vec::with_capacity((count as usize).min(1 << 16));
     for i in 0..count {
         let json_len = take_u32(bytes).ok_or_else(|| format!("record {i}: cut short"))?;
-        let json = take(bytes, json_len as usize).ok_or_else(|| format!("record {i}: cut short"))?;
+        let json =
+            take(bytes, json_len as usize).ok_or_else(|| format!("record {i}: cut short"))?;
         let json: RecordJson =
             serde_json::from_slice(json).map_err(|e| format!("record {i}: {e}"))?;
         let dims = take_u32(bytes).ok_or_else(|| format!("record {i}: cut short"))? as usize;
@@ -181,7 +184,11 @@ fn encode(records: &[Record]) -> Result<(Vec<u8>, u32)> {
             metadata: r.metadata.clone(),
         })?;
         let too_big = || Error::invalid_argument("a document is too large for the vector store");
-        payload.extend_from_slice(&u32::try_from(json.len()).map_err(|_| too_big())?.to_le_bytes());
+        payload.extend_from_slice(
+            &u32::try_from(json.len())
+                .map_err(|_| too_big())?
+                .to_le_bytes(),
+        );
         payload.extend_from_slice(&json);
         let dims = u32::try_from(r.vector.len()).map_err(|_| too_big())?;
         payload.extend_from_slice(&dims.to_le_bytes());
@@ -228,7 +235,10 @@ impl Log {
         };
         let mut records = Vec::new();
         let path = log.path.clone();
-        let mut guard = log.lock.write().map_err(|e| io_error(&path, "locking", e))?;
+        let mut guard = log
+            .lock
+            .write()
+            .map_err(|e| io_error(&path, "locking", e))?;
         let file: &mut File = &mut guard;
         let len = file
             .metadata()
@@ -258,7 +268,14 @@ impl Log {
                 return Err(not_a_store(&path));
             }
             log.end = FILE_MAGIC.len() as u64;
-            read_frames(&path, file, &mut log.end, &mut log.frames, &mut records, true)?;
+            read_frames(
+                &path,
+                file,
+                &mut log.end,
+                &mut log.frames,
+                &mut records,
+                true,
+            )?;
         }
         if records.is_empty() {
             let imported = legacy()?;
@@ -285,9 +302,19 @@ impl Log {
             return Ok(None);
         }
         let path = self.path.clone();
-        let mut guard = self.lock.write().map_err(|e| io_error(&path, "locking", e))?;
+        let mut guard = self
+            .lock
+            .write()
+            .map_err(|e| io_error(&path, "locking", e))?;
         let mut records = Vec::new();
-        read_frames(&path, &mut guard, &mut self.end, &mut self.frames, &mut records, true)?;
+        read_frames(
+            &path,
+            &mut guard,
+            &mut self.end,
+            &mut self.frames,
+            &mut records,
+            true,
+        )?;
         Ok(Some(records))
     }
 
@@ -300,7 +327,10 @@ impl Log {
         make: impl FnOnce(&[Record]) -> Result<Vec<Record>>,
     ) -> Result<(Vec<Record>, Vec<Record>)> {
         let path = self.path.clone();
-        let mut guard = self.lock.write().map_err(|e| io_error(&path, "locking", e))?;
+        let mut guard = self
+            .lock
+            .write()
+            .map_err(|e| io_error(&path, "locking", e))?;
         let file: &mut File = &mut guard;
         let len = file
             .metadata()
@@ -313,7 +343,14 @@ impl Log {
             )));
         }
         let mut theirs = Vec::new();
-        read_frames(&path, file, &mut self.end, &mut self.frames, &mut theirs, true)?;
+        read_frames(
+            &path,
+            file,
+            &mut self.end,
+            &mut self.frames,
+            &mut theirs,
+            true,
+        )?;
         let ours = make(&theirs)?;
         if !ours.is_empty() {
             append_locked(&path, file, &mut self.end, &mut self.frames, &ours)?;
