@@ -62,7 +62,7 @@ async fn records_round_trip_with_their_metadata_across_reopens() {
         )
         .await
         .expect("retrieved");
-        assert_eq!(top, [doc.clone()]);
+        assert_eq!(top, std::slice::from_ref(&doc));
     }
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -23,8 +23,8 @@
 //! level (255: not in the graph) and per level 0..=level a u16 count and
 //! that many u32 neighbours; then a CRC-32 of everything before it.
 
+use super::dot;
 use super::log::{FrameEnd, sync_dir};
-use super::{dot, usable_norm};
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 use std::io::Write;
@@ -89,6 +89,11 @@ impl HnswOptions {
     pub(super) fn applies(&self, entries: usize) -> bool {
         entries >= self.threshold
     }
+}
+
+/// Whether a vector of norm `n` has a direction to compare.
+fn usable_norm(n: f32) -> bool {
+    n.is_finite() && n > 0.0
 }
 
 /// The store's vectors as the graph reads them.

@@ -119,6 +119,18 @@ impl LocalVectorStoreOptions {
         self
     }
 
+    /// The data file: the path with the extension `.vdb` (see the module
+    /// docs), e.g. to move a store built under another name into place.
+    pub fn data_file(&self) -> PathBuf {
+        Paths::new(&self.file()).data
+    }
+
+    /// The HNSW graph file beside the data: the path with the extension
+    /// `.hnsw` (a cache; absent until the store is large enough).
+    pub fn graph_file(&self) -> PathBuf {
+        Paths::new(&self.file()).graph
+    }
+
     fn file(&self) -> PathBuf {
         self.path
             .clone()
@@ -159,11 +171,6 @@ fn norm(v: &[f32]) -> f32 {
     dot(v, v).sqrt()
 }
 
-/// Whether a vector of norm `n` has a direction to compare.
-pub(super) fn usable_norm(n: f32) -> bool {
-    n.is_finite() && n > 0.0
-}
-
 /// The entry's id: the document's [`document_key`].
 fn entry_id(doc: &DocumentData) -> Result<String> {
     Ok(document_key(&serde_json::to_vec(doc)?))
@@ -173,7 +180,6 @@ fn entry_id(doc: &DocumentData) -> Result<String> {
 struct Paths {
     data: PathBuf,
     legacy: Option<PathBuf>,
-    #[cfg_attr(not(feature = "hnsw"), allow(dead_code))]
     graph: PathBuf,
 }
 
@@ -276,6 +282,7 @@ impl Store {
         Ok(store)
     }
 
+    #[cfg_attr(not(feature = "hnsw"), allow(dead_code))]
     fn len(&self) -> usize {
         self.docs.len()
     }
