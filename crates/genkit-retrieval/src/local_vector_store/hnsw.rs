@@ -6,8 +6,9 @@
 //! data file and grown as records are appended: nodes are the store's
 //! entry numbers, distances are cosine distances (`1 - cos`) computed from
 //! the store's own vectors and norms (no second copy of the vectors), and
-//! a node's level comes from a hash of its number, so a rebuild gives the
-//! same graph. Vectors of zero or non-finite norm stay out of it (exact
+//! a node's level comes from a hash of its number, so the graph depends
+//! only on the vectors and the batches they were inserted in, not on the
+//! number of cores. Vectors of zero or non-finite norm stay out of it (exact
 //! search scores them 0, so they rank last there too).
 //!
 //! The graph file (`<store>.hnsw`) is a snapshot, written to a unique
