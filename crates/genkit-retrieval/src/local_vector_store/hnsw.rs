@@ -43,7 +43,13 @@ pub struct HnswOptions {
 impl Default for HnswOptions {
     /// Approximate search from 20,000 entries; 16 links a node (32 on the
     /// bottom layer), candidate lists of 100 when building and 200 when
-    /// searching. Figures: bench/RESULTS.md, "Vector stores".
+    /// searching. Below the threshold an exact scan is cheap (about 0.17 µs
+    /// of CPU per 384-dimensional entry, so about 3 ms at 20,000); at
+    /// 100,000 a graph query took 1.9 ms of CPU against the scan's 16.6 ms.
+    /// Building the graph is the cost: about 0.8 ms of CPU per entry at
+    /// 100,000 on uniform random vectors (their worst case, where recall@10
+    /// is also low: 0.74 at 10,000, 0.22 at 100,000); bench/RESULTS.md,
+    /// "Vector stores".
     fn default() -> Self {
         Self {
             threshold: 20_000,
