@@ -1,6 +1,7 @@
 //! The local vector store over a deterministic test embedder (letter
 //! counts): exact cosine ranking, persistence and reload, deduplication,
-//! refusals that lose nothing, and Genkit JS's file layout.
+//! refusals that lose nothing, and Genkit JS's files imported. The data
+//! file's crash safety and locking: local_vector_store_files.rs.
 
 use genkit_core::{Registry, StatusCode};
 use genkit_model::embedder::{EmbedderOptions, define_embedder};
@@ -12,7 +13,7 @@ use serde_json::{Value, json};
 use std::path::PathBuf;
 
 /// A fresh folder under the system temp dir.
-fn temp_dir(name: &str) -> PathBuf {
+pub(crate) fn temp_dir(name: &str) -> PathBuf {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
@@ -53,7 +54,7 @@ fn define_letter_embedder(registry: &Registry, name: &str, dims: usize) {
     .expect("embedder");
 }
 
-fn setup(path: &std::path::Path) -> Registry {
+pub(crate) fn setup(path: &std::path::Path) -> Registry {
     let registry = Registry::new();
     define_letter_embedder(&registry, "letters", 26);
     define_local_vector_store(
@@ -64,9 +65,9 @@ fn setup(path: &std::path::Path) -> Registry {
     registry
 }
 
-const NAME: &str = "devLocalVectorstore/facts";
+pub(crate) const NAME: &str = "devLocalVectorstore/facts";
 
-fn texts(docs: &[DocumentData]) -> Vec<String> {
+pub(crate) fn texts(docs: &[DocumentData]) -> Vec<String> {
     docs.iter().map(DocumentData::text).collect()
 }
 
@@ -92,17 +93,10 @@ async fn ranks_by_cosine_and_persists_to_its_file() {
     .expect("retrieved");
     assert_eq!(texts(&k5), ["bbbb", "abab", "aaab", "aaaa", "zzzz"]);
 
-    // Genkit JS's layout: {id: {doc, embedding: {embedding}}}.
-    let file: Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).expect("file")).expect("json");
-    let entries = file.as_object().expect("object");
-    assert_eq!(entries.len(), 5);
-    let first = entries.values().next().expect("entry");
-    assert_eq!(first["doc"], json!({"content": [{"text": "aaaa"}]}));
-    assert_eq!(
-        first["embedding"]["embedding"].as_array().map(Vec::len),
-        Some(26)
-    );
+    // The data goes to the `.vdb` file beside the configured path.
+    let data = std::fs::read(path.with_extension("vdb")).expect("data file");
+    assert!(data.starts_with(b"GKVSTOR\x01"));
+    assert!(!path.exists());
 
     // A new instance reads the file.
     let again = setup(&path);
@@ -132,9 +126,14 @@ async fn documents_already_stored_are_skipped() {
     index(&registry, IndexOptions::new(NAME, [doc]))
         .await
         .expect("indexed");
-    let file: Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).expect("file")).expect("json");
-    assert_eq!(file.as_object().map(|m| m.len()), Some(1));
+    // A new instance finds one entry.
+    let all = retrieve(
+        &setup(&path),
+        RetrieveOptions::new(NAME, "same").options(json!({"k": 10})),
+    )
+    .await
+    .expect("retrieved");
+    assert_eq!(texts(&all), ["same"]);
     // An empty store answers nothing; k = 0 nothing.
     let all = retrieve(
         &registry,
@@ -147,7 +146,7 @@ async fn documents_already_stored_are_skipped() {
 }
 
 #[tokio::test]
-async fn a_corrupt_file_is_refused_and_left_alone() {
+async fn a_corrupt_json_file_is_refused_and_left_alone() {
     let dir = temp_dir("corrupt");
     let path = dir.join("facts.json");
     std::fs::write(&path, "{ not json").expect("written");
@@ -191,7 +190,7 @@ async fn vectors_of_another_length_are_refused() {
         LocalVectorStoreOptions::new("facts", "short").path(&path),
     )
     .expect("store");
-    let before = std::fs::read_to_string(&path).expect("file");
+    let before = std::fs::read(path.with_extension("vdb")).expect("file");
     let err = index(
         &other,
         IndexOptions::new(NAME, [DocumentData::from_text("new")]),
@@ -204,7 +203,10 @@ async fn vectors_of_another_length_are_refused() {
         "{}",
         err.message()
     );
-    assert_eq!(std::fs::read_to_string(&path).expect("file"), before);
+    assert_eq!(
+        std::fs::read(path.with_extension("vdb")).expect("file"),
+        before
+    );
     let err = retrieve(&other, RetrieveOptions::new(NAME, "abc"))
         .await
         .expect_err("refused");
@@ -283,25 +285,43 @@ async fn reads_genkit_jss_file_and_answers_as_it_does() {
     )
     .await
     .expect("indexed");
-    let file: Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).expect("file")).expect("json");
+    // The JSON file is left as it was; the entries live in the data file:
+    // a new instance answers the same without it, with the new entry too.
     let before = recorded["db"].as_object().expect("db");
-    assert_eq!(file.as_object().map(|m| m.len()), Some(before.len() + 1));
-    // Vectors are f32 here: compare them as numbers (4.0 is JS's 4).
-    let floats = |v: &Value| -> Vec<f64> {
-        v.as_array()
-            .map(|a| a.iter().filter_map(Value::as_f64).collect())
-            .unwrap_or_default()
-    };
-    for (id, entry) in before {
-        assert_eq!(file[id]["doc"], entry["doc"], "{id} kept");
-        let theirs = floats(&entry["embedding"]["embedding"]);
-        assert_eq!(theirs.len(), 26);
-        assert_eq!(
-            floats(&file[id]["embedding"]["embedding"]),
-            theirs,
-            "{id} kept"
-        );
+    assert_eq!(
+        std::fs::read_to_string(&path).expect("file"),
+        recorded["db"].to_string()
+    );
+    std::fs::remove_file(&path).expect("removed");
+    let again = setup(&path);
+    let all = retrieve(
+        &again,
+        RetrieveOptions::new(NAME, "new").options(json!({"k": 100})),
+    )
+    .await
+    .expect("retrieved");
+    assert_eq!(all.len(), before.len() + 1);
+    assert_eq!(all[0].text(), "new");
+    for q in queries {
+        let query = q["query"].as_str().expect("query");
+        let mut params = RetrieveOptions::new(NAME, query);
+        if let Some(k) = q.get("k").and_then(Value::as_u64) {
+            params = params.options(json!({"k": k}));
+        }
+        let docs = retrieve(&again, params).await.expect("retrieved");
+        let docs: Vec<Value> = docs
+            .iter()
+            .filter(|d| d.text() != "new")
+            .map(|d| serde_json::to_value(d).expect("json"))
+            .collect();
+        let expected: Vec<Value> = q["documents"]
+            .as_array()
+            .expect("documents")
+            .iter()
+            .take(docs.len())
+            .cloned()
+            .collect();
+        assert_eq!(docs, expected, "{query} after import");
     }
     let _ = std::fs::remove_dir_all(dir);
 }

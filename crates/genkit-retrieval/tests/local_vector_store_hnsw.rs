@@ -1,7 +1,8 @@
 //! The local vector store's approximate (HNSW) index against its exact
 //! search, on fixed-seed random 384-dimensional vectors: recall@10 at least
-//! 0.95 when built in batches, the same after a restart (the index is
-//! rebuilt from the file), and exact answers below the threshold.
+//! 0.95 when built in batches, the same after a restart (the graph is read
+//! from its file), the graph file reused, rebuilt when damaged or stale,
+//! and exact answers below the threshold.
 #![cfg(feature = "hnsw")]
 
 use genkit_core::Registry;
@@ -174,7 +175,7 @@ async fn hnsw_recall_at_10_against_exact_search_is_at_least_095() {
     let r = recall(&registry, "ann", "exact", QUERIES).await;
     assert!(r >= 0.95, "recall@10 {r}");
 
-    // A restart rebuilds the index from the file.
+    // A restart reads the graph from its file.
     let again = setup(&data, &stores);
     let r = recall(&again, "ann", "exact", QUERIES).await;
     assert!(r >= 0.95, "recall@10 after reload {r}");
@@ -205,5 +206,70 @@ async fn below_the_threshold_search_is_exact() {
             "query {q}"
         );
     }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The graph is written beside the data file and read back on the next
+/// start instead of being rebuilt; a damaged graph file is rebuilt (and
+/// rewritten), never a failed query.
+#[tokio::test]
+async fn the_graph_is_persisted_reused_and_rebuilt_when_damaged() {
+    const DOCS: usize = 600;
+    let dir = temp_dir("persist");
+    let file = dir.join("ann.json");
+    let graph = file.with_extension("hnsw");
+    let data = data(DOCS, 10);
+    let stores = [("ann", file.as_path(), HnswOptions::default().threshold(100))];
+    let registry = setup(&data, &stores);
+    index_all(&registry, "ann", DOCS, 200).await;
+    let before: Vec<Vec<String>> = {
+        let mut v = Vec::new();
+        for q in 0..10 {
+            v.push(top(&registry, "ann", q, 10).await);
+        }
+        v
+    };
+    let saved = std::fs::read(&graph).expect("graph file written");
+    let modified = std::fs::metadata(&graph)
+        .and_then(|m| m.modified())
+        .expect("mtime");
+
+    // A restart reads the graph: same answers, the file untouched (a
+    // rebuilt graph would be written again).
+    let again = setup(&data, &stores);
+    for (q, expected) in before.iter().enumerate() {
+        assert_eq!(&top(&again, "ann", q, 10).await, expected, "query {q}");
+    }
+    assert_eq!(
+        std::fs::metadata(&graph)
+            .and_then(|m| m.modified())
+            .expect("mtime"),
+        modified,
+        "the graph was not rebuilt"
+    );
+    assert!(std::fs::read(&graph).expect("graph") == saved, "unchanged");
+
+    // Damaged: rebuilt, written again, and that file reused next time.
+    let mut damaged = saved.clone();
+    let middle = damaged.len() / 2;
+    damaged[middle] ^= 0xff;
+    std::fs::write(&graph, &damaged).expect("written");
+    let third = setup(&data, &stores);
+    for (q, expected) in before.iter().enumerate() {
+        assert_eq!(&top(&third, "ann", q, 10).await, expected, "query {q}");
+    }
+    let rebuilt = std::fs::read(&graph).expect("graph");
+    assert!(rebuilt != damaged, "the graph file was rewritten");
+    let fourth = setup(&data, &stores);
+    assert_eq!(top(&fourth, "ann", 0, 10).await, before[0]);
+    assert!(std::fs::read(&graph).expect("graph") == rebuilt, "reused");
+
+    // Stale (the data file was replaced by a smaller store): rebuilt.
+    std::fs::write(&graph, &saved).expect("written");
+    std::fs::remove_file(file.with_extension("vdb")).expect("removed");
+    let fifth = setup(&data, &stores);
+    index_all(&fifth, "ann", 150, 150).await;
+    assert_eq!(top(&fifth, "ann", 0, 200).await.len(), 150);
+    assert!(std::fs::read(&graph).expect("graph") != saved, "rebuilt");
     let _ = std::fs::remove_dir_all(dir);
 }

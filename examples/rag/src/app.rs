@@ -176,26 +176,54 @@ pub async fn rebuild_index(
             Error::invalid_argument(format!("creating the folder {}: {e}", parent.display()))
         })?;
     }
+    // The new index is built under another name (`<name>.partial.json`,
+    // so its files are `<name>.partial.vdb` and `.hnsw`) and its files
+    // renamed over the store's once complete.
     let partial = partial_path(store);
-    remove_if_present(&partial)?;
+    let (from, to) = (store_files(&partial), store_files(store));
+    for f in &from {
+        remove_if_present(f)?;
+    }
     let result = index_into(&partial, &files, &mut progress).await;
     match result {
         Ok(report) => {
-            std::fs::rename(&partial, store).map_err(|e| {
-                Error::internal(format!(
-                    "moving the new index {} to {}: {e}",
-                    partial.display(),
-                    store.display()
-                ))
-            })?;
+            for (f, t) in from.iter().zip(&to) {
+                let moved = if f.exists() {
+                    std::fs::rename(f, t)
+                } else {
+                    // No graph was built (a small index): drop the old one.
+                    remove_if_present(t).map_err(std::io::Error::other)
+                };
+                moved.map_err(|e| {
+                    Error::internal(format!(
+                        "moving the new index {} to {}: {e}",
+                        f.display(),
+                        t.display()
+                    ))
+                })?;
+            }
             Ok(report)
         }
         Err(e) => {
             // Nothing of the failed run stays behind; the old index is untouched.
-            let _ = std::fs::remove_file(&partial);
+            for f in &from {
+                let _ = std::fs::remove_file(f);
+            }
             Err(e)
         }
     }
+}
+
+/// The files of the store at `store`: its data file, then its graph file.
+fn store_files(store: &Path) -> [PathBuf; 2] {
+    let opts = LocalVectorStoreOptions::new(INDEX, EMBEDDER).path(store);
+    [opts.data_file(), opts.graph_file()]
+}
+
+/// Whether there is an index at `store`: its data file, or a JSON store
+/// (which the vector store imports on first use).
+pub fn index_exists(store: &Path) -> bool {
+    store_files(store)[0].is_file() || store.is_file()
 }
 
 async fn index_into(
@@ -226,9 +254,8 @@ async fn index_into(
 }
 
 fn partial_path(store: &Path) -> PathBuf {
-    let mut name = store.file_name().unwrap_or_default().to_os_string();
-    name.push(".partial");
-    store.with_file_name(name)
+    let stem = store.file_stem().unwrap_or_default().to_string_lossy();
+    store.with_file_name(format!("{stem}.partial.json"))
 }
 
 fn remove_if_present(path: &Path) -> Result<()> {

@@ -32,7 +32,8 @@ use crate::extractive::EXTRACTIVE_MODEL;
 #[derive(Debug, Parser)]
 #[command(name = "rag", version)]
 struct Args {
-    /// The vector store file.
+    /// The vector store (its data goes to this path with the extension
+    /// `.vdb`).
     #[arg(
         long,
         global = true,
@@ -104,7 +105,7 @@ async fn run(args: Args) -> Result<()> {
             model,
             json,
         } => {
-            if !args.store.is_file() {
+            if !app::index_exists(&args.store) {
                 return Err(Error::failed_precondition(format!(
                     "no index at {}: run `rag index <folder>` first",
                     args.store.display()

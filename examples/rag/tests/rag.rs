@@ -132,7 +132,7 @@ fn a_folder_is_indexed_and_questions_are_answered_with_citations() {
     let store = dir.path().join("index/docs.json");
     let indexed = ok(&rag(&store, &["index", DOCS], &[]));
     assert!(indexed.starts_with("4 files, "), "{indexed}");
-    assert!(store.is_file());
+    assert!(store.with_extension("vdb").is_file());
 
     let reply = ask_json(&store, "How do I change the port?", &[], None);
     let answer = reply["answer"].as_str().unwrap();
@@ -202,7 +202,7 @@ fn reindexing_replaces_the_index_and_a_failed_rebuild_keeps_the_old_one() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("broken.md"), "{stderr}");
-    assert!(!dir.path().join("docs.json.partial").exists());
+    assert!(!dir.path().join("docs.partial.vdb").exists());
     assert_eq!(ask_json(&store, backups, &[], None), reply);
 
     // Rebuilt without the backups page, nothing cites it any more.
@@ -240,7 +240,7 @@ fn bad_input_is_refused_with_a_clear_error() {
     let out = rag(&store, &["index", empty.to_str().unwrap()], &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("has no Markdown (.md) files"), "{stderr}");
-    assert!(!store.exists());
+    assert!(!store.exists() && !store.with_extension("vdb").exists());
 
     std::fs::write(&store, "{}").unwrap();
     for (args, wanted) in [

@@ -1,7 +1,8 @@
-//! Recall and latency of the HNSW graph the local vector store builds, over
+//! Recall and latency of an `hnsw_rs` HNSW graph (the one the local vector
+//! store built before issue 33; it now has its own graph), over
 //! a grid of its parameters, on vector_bench's data (384-dim vectors from
 //! the same fixed-seed xorshift32): the graph is built the way
-//! `genkit-retrieval`'s `local_vector_store::hnsw` builds it (unit vectors, its
+//! `genkit-retrieval`'s `local_vector_store::hnsw` built it (unit vectors, its
 //! eight-lane L2 distance, `parallel_insert_slice`, 16 layers; `--scalar`:
 //! `hnsw_rs`'s own `DistL2`, for comparison), once per (M,
 //! efConstruction), and searched with each ef; recall@10 is against exact

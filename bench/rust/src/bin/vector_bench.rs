@@ -142,9 +142,13 @@ async fn run(n: usize, mode: &str, hnsw: HnswOptions, table: &Arc<Table>) -> Vec
     }
     let query_ms = t1.elapsed().as_secs_f64() * 1000.0 / QUERIES as f64;
     let c2 = cpu_ms();
-    let file_mb = std::fs::metadata(dir.join("bench.json"))
-        .ok()
-        .map(|m| (m.len() as f64 / 1e6).round());
+    // The data file and, once built, the graph file beside it.
+    let file_mb = ["bench.vdb", "bench.hnsw"]
+        .iter()
+        .filter_map(|f| std::fs::metadata(dir.join(f)).ok())
+        .map(|m| m.len() as f64 / 1e6)
+        .reduce(|a, b| a + b)
+        .map(f64::round);
     let index_cpu_ms = c0.zip(c1).map(|(a, b)| (b - a).round());
     let query_cpu_ms = c1
         .zip(c2)

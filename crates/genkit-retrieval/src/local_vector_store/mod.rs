@@ -1,26 +1,49 @@
-//! An embedded vector store for development and small sets: an indexer and a
-//! retriever pair over any registered embedder, exact (cosine) search, kept
-//! in memory and persisted to one JSON file — Genkit JS's
-//! `@genkit-ai/dev-local-vectorstore`, with its action names
-//! (`devLocalVectorstore/<index>`), its default file (`__db_<index>.json`)
-//! and its file layout (`{id: {doc, embedding}}`): it reads the files
-//! Genkit JS writes (checked against a recording) and writes the same layout.
+//! An embedded vector store for development and mid-sized sets: an indexer
+//! and a retriever pair over any registered embedder, exact (cosine) search
+//! or, from [`HnswOptions::threshold`] entries (`hnsw` feature), an HNSW
+//! graph — Genkit JS's `@genkit-ai/dev-local-vectorstore`, with its action
+//! names (`devLocalVectorstore/<index>`) and default file name
+//! (`__db_<index>.json`).
 //!
-//! Differences from Genkit JS, on purpose: the file is read once (on first
-//! use) rather than on every query, and written atomically (a temporary
-//! file renamed over it), so a failed write loses nothing; an unreadable
-//! file is an error and is never overwritten; a query whose vector length
-//! differs from the index's is `FAILED_PRECONDITION` (Genkit JS scores such
-//! documents 0); entry ids are an FNV-1a hash of the document's JSON, not MD5.
+//! # Files
 //!
-//! With the `hnsw` feature, a store of [`HnswOptions::threshold`] entries or
-//! more (50,000 by default) answers queries from an approximate HNSW index
-//! instead of scanning every entry; smaller stores are searched exactly.
-//! The index lives in memory: it is rebuilt from the store file when the
-//! store is first used after a start (see [`HnswOptions`]).
+//! For the configured path `P` (default `__db_<index>.json`):
+//!
+//! - `P` with the extension `.vdb`: the data, an append-only log. It starts
+//!   with the 8 bytes `GKVSTOR\x01`; then one frame per `index` call that
+//!   stored anything: `GKVF`, the payload's length (u32) and its CRC-32
+//!   (u32), then the payload: a record count (u32) and per record its JSON
+//!   length (u32), its JSON `{"id", "doc", "metadata"?}` (the document and
+//!   the embedding's metadata), its dimension count (u32) and the vector as
+//!   f32s. Integers and floats are little-endian. An `index` call appends
+//!   one frame and syncs the file before it returns, holding an exclusive
+//!   advisory lock on the file (`flock`/`LockFileEx`) so that two processes
+//!   never interleave their writes; each handle reads the frames others
+//!   appended before writing and before a query.
+//! - `P` with the extension `.hnsw`: the HNSW graph (see [`HnswOptions`]
+//!   for its layout), a cache rebuilt when missing, stale or damaged.
+//! - `P` itself, when it is a JSON store (Genkit JS's layout,
+//!   `{id: {doc, embedding}}`, as Genkit JS and earlier versions of this
+//!   store write it): imported into the `.vdb` file when that holds no
+//!   records yet, and left as it is (it is not updated afterwards).
+//!
+//! A crash during an append leaves a torn last frame: its length or
+//! checksum does not match, and it is cut off on the next open (earlier
+//! frames are never rewritten). An invalid frame followed by valid ones is
+//! damage, not a torn append: the store refuses to open, naming the file
+//! and the byte offset, and writes nothing.
+//!
+//! Differences from Genkit JS, on purpose: the data is read once (on first
+//! use, then only what other processes append) rather than on every query,
+//! and appended rather than rewritten; an unreadable file is an error and
+//! is never overwritten; a query whose vector length differs from the
+//! index's is `FAILED_PRECONDITION` (Genkit JS scores such documents 0);
+//! entry ids are an FNV-1a hash of the document's JSON, not MD5. Genkit JS
+//! cannot read the `.vdb` file.
 
 #[cfg(feature = "hnsw")]
 mod hnsw;
+mod log;
 #[cfg(feature = "hnsw")]
 pub use hnsw::HnswOptions;
 
@@ -29,10 +52,10 @@ use crate::retriever::Retriever;
 use crate::vector_store::{StoreEmbedder, VectorStore, define_vector_store, document_key};
 use genkit_core::action::ActionCtx;
 use genkit_core::{Error, Registry, Result};
-use genkit_model::types::{CommonRetrieverOptions, DocumentData, Embedding};
-use serde::{Deserialize, Serialize};
+use genkit_model::types::{CommonRetrieverOptions, DocumentData, Embedding, Metadata};
+use log::Log;
 use serde_json::{Map, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::sync::Mutex;
@@ -68,7 +91,7 @@ impl LocalVectorStoreOptions {
         }
     }
 
-    /// When and how the approximate index is used (by default from 10,000
+    /// When and how the approximate index is used (by default from 20,000
     /// entries; [`HnswOptions::disabled`] keeps exact search at any size).
     #[cfg(feature = "hnsw")]
     pub fn hnsw(mut self, options: HnswOptions) -> Self {
@@ -88,10 +111,24 @@ impl LocalVectorStoreOptions {
     }
 
     /// Where the store is persisted (default `__db_<index>.json` in the
-    /// working directory, as in Genkit JS).
+    /// working directory, as in Genkit JS). The data goes to this path with
+    /// the extension `.vdb` and the graph to `.hnsw` (see the module docs);
+    /// a JSON store at this path itself is imported on first use.
     pub fn path(mut self, path: impl Into<PathBuf>) -> Self {
         self.path = Some(path.into());
         self
+    }
+
+    /// The data file: the path with the extension `.vdb` (see the module
+    /// docs), e.g. to move a store built under another name into place.
+    pub fn data_file(&self) -> PathBuf {
+        Paths::new(&self.file()).data
+    }
+
+    /// The HNSW graph file beside the data: the path with the extension
+    /// `.hnsw` (a cache; absent until the store is large enough).
+    pub fn graph_file(&self) -> PathBuf {
+        Paths::new(&self.file()).graph
     }
 
     fn file(&self) -> PathBuf {
@@ -101,25 +138,37 @@ impl LocalVectorStoreOptions {
     }
 }
 
-/// One stored document, in the file's layout.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct Entry {
+/// One stored document: its id, the document, the embedding's metadata
+/// and the vector.
+pub(super) struct Record {
+    id: String,
     doc: DocumentData,
-    embedding: Embedding,
+    metadata: Option<Metadata>,
+    vector: Vec<f32>,
 }
 
-#[derive(Default)]
-struct Store {
-    ids: Vec<String>,
-    entries: Vec<Entry>,
-    norms: Vec<f32>,
-    by_id: HashMap<String, usize>,
-    #[cfg(feature = "hnsw")]
-    ann: Option<hnsw::Ann>,
+/// The dot product, summed in eight independent lanes so that the
+/// compiler can use vector instructions (one sequential sum may not be
+/// reordered); the rounding differs from it only in the last bits.
+pub(super) fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut lanes = [0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in ca.zip(cb) {
+        for i in 0..8 {
+            lanes[i] += x[i] * y[i];
+        }
+    }
+    lanes.iter().sum::<f32>() + tail
 }
 
 fn norm(v: &[f32]) -> f32 {
-    v.iter().map(|x| x * x).sum::<f32>().sqrt()
+    dot(v, v).sqrt()
 }
 
 /// The entry's id: the document's [`document_key`].
@@ -127,159 +176,217 @@ fn entry_id(doc: &DocumentData) -> Result<String> {
     Ok(document_key(&serde_json::to_vec(doc)?))
 }
 
-impl Store {
-    fn load(path: &Path) -> Result<Self> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
-            Err(e) => {
-                return Err(Error::failed_precondition(format!(
-                    "reading the vector store {}: {e}",
-                    path.display()
-                )));
-            }
-        };
-        let map: Map<String, Value> = serde_json::from_str(&text).map_err(|e| {
+/// The store's files for the configured path.
+struct Paths {
+    data: PathBuf,
+    legacy: Option<PathBuf>,
+    graph: PathBuf,
+}
+
+impl Paths {
+    fn new(path: &Path) -> Self {
+        let data = path.with_extension("vdb");
+        Self {
+            legacy: (data != path).then(|| path.to_path_buf()),
+            graph: path.with_extension("hnsw"),
+            data,
+        }
+    }
+}
+
+/// The records of a JSON store (`{id: {doc, embedding}}`) at `path`; none
+/// when there is no file.
+fn read_legacy(path: &Path) -> Result<Vec<Record>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => {
+            return Err(Error::failed_precondition(format!(
+                "reading the vector store {}: {e}",
+                path.display()
+            ))
+            .with_source(e));
+        }
+    };
+    #[derive(serde::Deserialize)]
+    struct Entry {
+        doc: DocumentData,
+        embedding: Embedding,
+    }
+    let map: Map<String, Value> = serde_json::from_str(&text).map_err(|e| {
+        Error::failed_precondition(format!(
+            "the vector store {} is not a store file: {e}",
+            path.display()
+        ))
+        .with_source(e)
+    })?;
+    let mut records = Vec::with_capacity(map.len());
+    for (id, value) in map {
+        let entry: Entry = serde_json::from_value(value).map_err(|e| {
             Error::failed_precondition(format!(
-                "the vector store {} is not a store file: {e}",
+                "entry {id} of the vector store {}: {e}",
                 path.display()
             ))
             .with_source(e)
         })?;
-        let mut store = Self::default();
-        for (id, value) in map {
-            let entry: Entry = serde_json::from_value(value).map_err(|e| {
-                Error::failed_precondition(format!(
-                    "entry {id} of the vector store {}: {e}",
-                    path.display()
-                ))
-                .with_source(e)
-            })?;
-            store.push(id, entry);
-        }
+        records.push(Record {
+            id,
+            doc: entry.doc,
+            metadata: entry.embedding.metadata,
+            vector: entry.embedding.embedding,
+        });
+    }
+    tracing::info!(
+        "vector store {}: importing {} entries",
+        path.display(),
+        records.len()
+    );
+    Ok(records)
+}
+
+/// A store in memory: its records' documents and vectors, and its log.
+struct Store {
+    log: Log,
+    data_path: PathBuf,
+    ids: Vec<String>,
+    docs: Vec<DocumentData>,
+    by_id: HashMap<String, usize>,
+    dims: Option<usize>,
+    /// Entry `i`'s vector is `vectors[i * dims..(i + 1) * dims]`.
+    vectors: Vec<f32>,
+    norms: Vec<f32>,
+    #[cfg(feature = "hnsw")]
+    graph: Option<hnsw::Graph>,
+}
+
+impl Store {
+    fn open(paths: &Paths) -> Result<Self> {
+        let legacy = paths.legacy.clone();
+        let (log, records) = Log::open(&paths.data, || match &legacy {
+            Some(p) => read_legacy(p),
+            None => Ok(Vec::new()),
+        })?;
+        let mut store = Self {
+            log,
+            data_path: paths.data.clone(),
+            ids: Vec::new(),
+            docs: Vec::new(),
+            by_id: HashMap::new(),
+            dims: None,
+            vectors: Vec::new(),
+            norms: Vec::new(),
+            #[cfg(feature = "hnsw")]
+            graph: None,
+        };
+        store.take_in(records)?;
         Ok(store)
     }
 
-    fn push(&mut self, id: String, entry: Entry) {
-        self.by_id.insert(id.clone(), self.entries.len());
-        self.norms.push(norm(&entry.embedding.embedding));
-        self.ids.push(id);
-        self.entries.push(entry);
+    #[cfg_attr(not(feature = "hnsw"), allow(dead_code))]
+    fn len(&self) -> usize {
+        self.docs.len()
     }
 
-    fn truncate(&mut self, len: usize) {
-        for id in self.ids.drain(len..) {
-            self.by_id.remove(&id);
+    /// Adds records read from the file (or just appended to it).
+    fn take_in(&mut self, records: Vec<Record>) -> Result<()> {
+        self.vectors
+            .reserve(records.len() * self.dims.unwrap_or_default());
+        for r in records {
+            let dims = *self.dims.get_or_insert(r.vector.len());
+            if r.vector.len() != dims {
+                return Err(Error::failed_precondition(format!(
+                    "the vector store {} holds vectors of {dims} and of {} dimensions",
+                    self.data_path.display(),
+                    r.vector.len()
+                )));
+            }
+            self.by_id.insert(r.id.clone(), self.docs.len());
+            self.norms.push(norm(&r.vector));
+            self.vectors.extend_from_slice(&r.vector);
+            self.ids.push(r.id);
+            self.docs.push(r.doc);
         }
-        self.entries.truncate(len);
-        self.norms.truncate(len);
+        Ok(())
     }
 
-    fn dimensions(&self) -> Option<usize> {
-        self.entries.first().map(|e| e.embedding.embedding.len())
-    }
-
-    /// Writes the store next to `path` and renames it over `path`.
-    ///
-    /// The entries are streamed to the file straight from the store, in
-    /// insertion order: no JSON tree or whole-file string is built (every
-    /// index call rewrites the file, so at 100,000 entries of 384
-    /// dimensions that copy cost seconds per call and gigabytes of memory),
-    /// and vectors are written as the f32 values they are (`0.1`, not the
-    /// widened `0.10000000149011612`), about half the bytes.
-    fn save(&self, path: &Path) -> Result<()> {
-        let file_name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "store.json".into());
-        let tmp = path.with_file_name(format!(".{file_name}.tmp"));
-        let written = std::fs::File::create(&tmp)
-            .and_then(|file| {
-                let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-                serde_json::to_writer_pretty(&mut out, &FileView(self))
-                    .map_err(std::io::Error::other)?;
-                std::io::Write::flush(&mut out)
-            })
-            .and_then(|()| std::fs::rename(&tmp, path));
-        written.map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            Error::failed_precondition(format!("writing the vector store {}: {e}", path.display()))
-                .with_source(e)
-        })
+    #[cfg(feature = "hnsw")]
+    fn view(&self) -> hnsw::Vectors<'_> {
+        hnsw::Vectors {
+            data: &self.vectors,
+            dims: self.dims.unwrap_or_default(),
+            norms: &self.norms,
+        }
     }
 
     /// The `k` entries most similar to `query`, best first (ties in
     /// insertion order).
     fn search(&self, query: &[f32], k: usize) -> Result<Vec<DocumentData>> {
-        if let Some(d) = self.dimensions()
-            && d != query.len()
-        {
+        let Some(dims) = self.dims else {
+            return Ok(Vec::new());
+        };
+        if dims != query.len() {
             return Err(Error::failed_precondition(format!(
-                "the query embedding has {} dimensions, the index's have {d}",
+                "the query embedding has {} dimensions, the index's have {dims}",
                 query.len()
             )));
         }
+        // The graph, when it covers every entry and finds enough of them
+        // (it holds no vectors without a direction; exact search ranks
+        // those last).
         #[cfg(feature = "hnsw")]
-        if let Some(ann) = &self.ann
-            && ann.len() == self.entries.len()
-            && let Some(mut found) = ann.search(query, k)
+        if let Some(graph) = &self.graph
+            && graph.len() == self.len()
+            && let Some(mut found) = graph.search(&self.view(), query, k)
+            && found.len() >= k.min(self.len())
         {
             found.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
             found.truncate(k);
             return Ok(found
                 .into_iter()
-                .filter_map(|(_, i)| self.entries.get(i).map(|e| e.doc.clone()))
+                .filter_map(|(_, i)| self.docs.get(i).cloned())
                 .collect());
+        }
+        if k == 0 || dims == 0 {
+            return Ok(self.docs.iter().take(k).cloned().collect());
         }
         let qn = norm(query);
         let mut scored: Vec<(f32, usize)> = self
-            .entries
-            .iter()
+            .vectors
+            .chunks_exact(dims)
             .zip(&self.norms)
             .enumerate()
-            .map(|(i, (e, n))| {
-                let dot: f32 = e
-                    .embedding
-                    .embedding
-                    .iter()
-                    .zip(query)
-                    .map(|(a, b)| a * b)
-                    .sum();
-                let s = dot / (n * qn);
+            .map(|(i, (v, n))| {
+                let s = dot(v, query) / (n * qn);
                 (if s.is_finite() { s } else { 0.0 }, i)
             })
             .collect();
         let order = |a: &(f32, usize), b: &(f32, usize)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
         if k < scored.len() {
-            if k == 0 {
-                return Ok(Vec::new());
-            }
             scored.select_nth_unstable_by(k - 1, order);
             scored.truncate(k);
         }
         scored.sort_by(order);
         Ok(scored
             .into_iter()
-            .map(|(_, i)| self.entries[i].doc.clone())
+            .map(|(_, i)| self.docs[i].clone())
             .collect())
     }
 }
 
-/// A store as its file's JSON object, `{id: {doc, embedding}}`.
-struct FileView<'a>(&'a Store);
-
-impl Serialize for FileView<'_> {
-    fn serialize<S: serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> std::result::Result<S::Ok, S::Error> {
-        serializer.collect_map(self.0.ids.iter().zip(&self.0.entries))
+/// Runs CPU-heavy work (building the graph) without stalling the async
+/// runtime's other tasks where the runtime allows it.
+#[cfg(feature = "hnsw")]
+fn cpu_work<T>(f: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        _ => f(),
     }
 }
 
 struct Shared {
     opts: LocalVectorStoreOptions,
-    file: PathBuf,
+    paths: Paths,
     store: Mutex<Option<Store>>,
 }
 
@@ -296,85 +403,132 @@ impl Shared {
         if docs.is_empty() {
             return Ok(());
         }
-        let entries: Vec<Entry> = self
-            .embedder()
-            .documents(ctx, docs)
-            .await?
-            .into_iter()
-            .map(|(doc, embedding)| Entry { doc, embedding })
-            .collect();
+        let embedded = self.embedder().documents(ctx, docs).await?;
         let mut guard = self.store.lock().await;
-        let store = self.loaded(&mut guard).await?;
-        let before = store.entries.len();
-        let mut dims = store.dimensions();
-        for entry in entries {
-            let len = entry.embedding.embedding.len();
-            if dims.is_some_and(|d| d != len) {
-                store.truncate(before);
-                return Err(Error::failed_precondition(format!(
-                    "the embedder returned {len} dimensions, the index's have {}",
-                    dims.unwrap_or_default()
-                )));
+        let store = self.loaded(&mut guard)?;
+        let known = &store.by_id;
+        let dims = store.dims;
+        let (theirs, ours) = store.log.append_with(|theirs| {
+            let mut dims = dims.or_else(|| theirs.first().map(|r| r.vector.len()));
+            let mut seen: HashSet<String> = theirs.iter().map(|r| r.id.clone()).collect();
+            let mut ours = Vec::new();
+            for (doc, embedding) in &embedded {
+                let len = embedding.embedding.len();
+                if let Some(d) = dims
+                    && d != len
+                {
+                    return Err(Error::failed_precondition(format!(
+                        "the embedder returned {len} dimensions, the index's have {d}"
+                    )));
+                }
+                dims = Some(len);
+                let id = entry_id(doc)?;
+                if known.contains_key(&id) || !seen.insert(id.clone()) {
+                    continue;
+                }
+                ours.push(Record {
+                    id,
+                    doc: doc.clone(),
+                    metadata: embedding.metadata.clone(),
+                    vector: embedding.embedding.clone(),
+                });
             }
-            dims = Some(len);
-            let id = entry_id(&entry.doc)?;
-            if !store.by_id.contains_key(&id) {
-                store.push(id, entry);
-            }
-        }
-        if store.entries.len() == before {
-            return Ok(());
-        }
-        if let Err(e) = store.save(&self.file) {
-            // Memory stays what the file holds.
-            store.truncate(before);
+            Ok(ours)
+        })?;
+        let taken = store.take_in(theirs).and_then(|()| store.take_in(ours));
+        if let Err(e) = taken {
+            // Memory no longer mirrors the file: read it again next time.
+            *guard = None;
             return Err(e);
         }
-        self.sync_index(store).await;
+        self.sync_index(store);
         Ok(())
     }
 
-    /// The store, read from its file on first use.
-    async fn loaded<'a>(&self, slot: &'a mut Option<Store>) -> Result<&'a mut Store> {
+    /// The store, read from its files on first use and brought up to what
+    /// other handles appended since.
+    fn loaded<'a>(&self, slot: &'a mut Option<Store>) -> Result<&'a mut Store> {
+        if let Some(store) = slot.as_mut() {
+            match store.log.refresh() {
+                Ok(Some(records)) if records.is_empty() => {}
+                Ok(Some(records)) => {
+                    if let Err(e) = store.take_in(records) {
+                        *slot = None;
+                        return Err(e);
+                    }
+                    self.sync_index(store);
+                }
+                Ok(None) => *slot = None,
+                Err(e) => return Err(e),
+            }
+        }
         if slot.is_none() {
-            let mut store = Store::load(&self.file)?;
-            self.sync_index(&mut store).await;
+            let mut store = Store::open(&self.paths)?;
+            self.sync_index(&mut store);
             *slot = Some(store);
         }
         slot.as_mut()
             .ok_or_else(|| Error::internal("vector store not loaded"))
     }
 
-    /// Brings the approximate index up to the store's entries once the
-    /// store is large enough; on failure queries fall back to exact search.
+    /// Brings the graph up to the store's entries once the store is large
+    /// enough: from the graph file when it is usable, otherwise built; and
+    /// writes the graph file when it lags (see `Graph::wants_saving`).
     #[cfg(feature = "hnsw")]
-    async fn sync_index(&self, store: &mut Store) {
-        let n = store.entries.len();
+    fn sync_index(&self, store: &mut Store) {
+        let n = store.len();
         if !self.opts.hnsw.applies(n) {
             return;
         }
-        let ann = store
-            .ann
-            .get_or_insert_with(|| hnsw::Ann::new(&self.opts.hnsw, n));
-        let from = ann.len();
-        if from >= n {
-            return;
+        let dims = store.dims.unwrap_or_default();
+        if store.graph.is_none() {
+            store.graph = Some(self.read_graph(store, dims));
         }
-        let vectors = store.entries[from..]
-            .iter()
-            .map(|e| e.embedding.embedding.clone())
-            .collect();
-        if let Err(e) = ann.extend(vectors).await {
+        let view = hnsw::Vectors {
+            data: &store.vectors,
+            dims,
+            norms: &store.norms,
+        };
+        let Some(graph) = store.graph.as_mut() else {
+            return;
+        };
+        cpu_work(|| graph.extend(&view));
+        if graph.wants_saving()
+            && let Some(frame) = store.log.frames.last().copied()
+            && frame.records == graph.len()
+            && let Err(e) = cpu_work(|| graph.save(&self.paths.graph, frame, dims))
+        {
             tracing::warn!(
-                "vector store {}: {e}; searching exactly",
-                self.opts.index_name
+                "vector store {}: writing its graph {}: {e}",
+                self.opts.index_name,
+                self.paths.graph.display()
             );
-            store.ann = None;
         }
     }
 
+    /// The graph file's graph, or a new one (with the reason logged).
+    #[cfg(feature = "hnsw")]
+    fn read_graph(&self, store: &Store, dims: usize) -> hnsw::Graph {
+        let why = match std::fs::read(&self.paths.graph) {
+            Ok(bytes) => {
+                match hnsw::Graph::load(&bytes, &self.opts.hnsw, dims, &store.log.frames) {
+                    Ok(g) if g.len() <= store.len() => return g,
+                    Ok(_) => "it covers more records than the store holds".to_string(),
+                    Err(why) => why,
+                }
+            }
+            Err(e) => e.to_string(),
+        };
+        tracing::info!(
+            "vector store {}: building its graph ({} not used: {why})",
+            self.opts.index_name,
+            self.paths.graph.display()
+        );
+        hnsw::Graph::new(&self.opts.hnsw)
+    }
+
     #[cfg(not(feature = "hnsw"))]
-    async fn sync_index(&self, _store: &mut Store) {}
+    fn sync_index(&self, _store: &mut Store) {}
 
     /// The `k` stored documents nearest to `query`.
     async fn nearest(
@@ -385,7 +539,7 @@ impl Shared {
     ) -> Result<Vec<DocumentData>> {
         let query = self.embedder().query(ctx, query).await?;
         let mut guard = self.store.lock().await;
-        self.loaded(&mut guard).await?.search(&query.embedding, k)
+        self.loaded(&mut guard)?.search(&query.embedding, k)
     }
 }
 
@@ -423,7 +577,7 @@ pub fn define_local_vector_store(
     opts: LocalVectorStoreOptions,
 ) -> Result<LocalVectorStore> {
     let shared = Arc::new(Shared {
-        file: opts.file(),
+        paths: Paths::new(&opts.file()),
         opts: opts.clone(),
         store: Mutex::new(None),
     });
