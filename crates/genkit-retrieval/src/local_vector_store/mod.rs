@@ -91,7 +91,7 @@ impl LocalVectorStoreOptions {
         }
     }
 
-    /// When and how the approximate index is used (by default from 20,000
+    /// When and how the approximate index is used (by default from 50,000
     /// entries; [`HnswOptions::disabled`] keeps exact search at any size).
     #[cfg(feature = "hnsw")]
     pub fn hnsw(mut self, options: HnswOptions) -> Self {
