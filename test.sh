@@ -171,10 +171,10 @@ step "cargo fmt --check"
 cargo fmt --all --check
 
 step "cargo clippy (all crates, all targets, OTLP export, media download, HNSW and OpenAI tokenizers included; warnings are errors)"
-cargo clippy --workspace --all-targets --features genkit-server/otlp,genkit-model/download-media,genkit-retrieval/hnsw,genkit-store-sql/postgres,genkit-rs/sql-store-postgres,genkit-openai/tiktoken -- -D warnings
+cargo clippy --workspace --all-targets --features genkit-server/otlp,genkit-model/download-media,genkit-retrieval/hnsw,genkit-store-sql/postgres,genkit-rs/sql-store-postgres,genkit-openai/tiktoken,genkit-local-model/download -- -D warnings
 
 step "cargo test (unit, integration, conformance, official genkit CLI and JS client, doc tests)"
-cargo test --workspace --features genkit-server/otlp,genkit-model/download-media,genkit-retrieval/hnsw,genkit-store-sql/postgres,genkit-rs/sql-store-postgres,genkit-openai/tiktoken
+cargo test --workspace --features genkit-server/otlp,genkit-model/download-media,genkit-retrieval/hnsw,genkit-store-sql/postgres,genkit-rs/sql-store-postgres,genkit-openai/tiktoken,genkit-local-model/download
 
 step "MCP conformance suite (npm @modelcontextprotocol/conformance 0.1.16, on node@22 from npm in ~/.cache/genkit-rs): server and client scenarios, failing below the counts docs/mcp.md records"
 bash tests-support/mcp/conformance.sh

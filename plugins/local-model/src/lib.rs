@@ -54,6 +54,12 @@
 //! token budgets; `toolChoice` naming one tool is not supported (Genkit's
 //! `ToolChoice` has no such value).
 //!
+//! - **hub downloads** (feature `download`): [`LocalModels::hub_model`]
+//!   fetches a GGUF file by name from a model hub with Hugging Face's URL
+//!   layout (`HF_ENDPOINT` for a mirror) into Hugging Face's cache layout,
+//!   resuming an interrupted download and checking size and SHA-256 before
+//!   the file takes its final name (see the `hub` module).
+//!
 //! Not yet: media input.
 //!
 //! Against llama.cpp on SmolLM2-135M-Instruct (the crate's
@@ -90,6 +96,8 @@
 mod config;
 mod constrained;
 mod gguf;
+#[cfg(feature = "download")]
+pub mod hub;
 mod model;
 mod plugin;
 mod stop;

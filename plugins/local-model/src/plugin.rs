@@ -3,6 +3,8 @@
 
 use crate::config::LocalModelConfig;
 use crate::constrained::Grammar;
+#[cfg(feature = "download")]
+use crate::hub::{Hub, HubFile};
 use crate::model::LocalModel;
 use crate::tools::{ToolUse, is_call};
 use async_trait::async_trait;
@@ -43,6 +45,10 @@ enum Source {
     Path(PathBuf),
     /// Resolved on first use (so `MODEL_PATH_ENV` is read then).
     Smollm2Default,
+    /// Fetched from a model hub on first use (`None`: [`Hub::from_env`]
+    /// then).
+    #[cfg(feature = "download")]
+    Hub(Option<Hub>, HubFile),
 }
 
 #[derive(Clone)]
@@ -53,9 +59,17 @@ struct Entry {
 }
 
 impl Entry {
-    fn path(&self) -> Result<PathBuf> {
+    async fn path(&self) -> Result<PathBuf> {
         match &self.source {
             Source::Path(p) => Ok(p.clone()),
+            #[cfg(feature = "download")]
+            Source::Hub(hub, file) => {
+                let hub = match hub {
+                    Some(hub) => hub.clone(),
+                    None => Hub::from_env()?,
+                };
+                hub.fetch(file).await
+            }
             Source::Smollm2Default => std::env::var_os(MODEL_PATH_ENV)
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from)
@@ -73,7 +87,7 @@ impl Entry {
     async fn model(&self) -> Result<Arc<LocalModel>> {
         self.loaded
             .get_or_try_init(|| async {
-                let path = self.path()?;
+                let path = self.path().await?;
                 if !path.is_file() {
                     return Err(Error::failed_precondition(format!(
                         "the GGUF model for {} is not at {}: run \
@@ -132,6 +146,22 @@ impl LocalModels {
             Source::Smollm2Default,
             OnceCell::new(),
         );
+        self
+    }
+
+    /// Serves a GGUF file of a model hub as `gguf/<name>`, fetched on the
+    /// first request into the hub cache ([`Hub::from_env`]: `HF_ENDPOINT`,
+    /// `HF_HUB_CACHE`/`HF_HOME`, `HF_TOKEN`) unless already there.
+    #[cfg(feature = "download")]
+    pub fn hub_model(mut self, name: impl Into<String>, file: HubFile) -> Self {
+        self.push(name.into(), Source::Hub(None, file), OnceCell::new());
+        self
+    }
+
+    /// Like [`hub_model`](Self::hub_model), with the given hub and cache.
+    #[cfg(feature = "download")]
+    pub fn hub_model_from(mut self, name: impl Into<String>, hub: Hub, file: HubFile) -> Self {
+        self.push(name.into(), Source::Hub(Some(hub), file), OnceCell::new());
         self
     }
 

@@ -29,6 +29,7 @@ pub fn gguf_path() -> Option<PathBuf> {
 }
 
 /// The model, loaded once for all tests of a binary.
+#[allow(dead_code)] // not every test binary shares a loaded model
 pub fn model() -> Option<Arc<LocalModel>> {
     static MODEL: OnceLock<Option<Arc<LocalModel>>> = OnceLock::new();
     MODEL
