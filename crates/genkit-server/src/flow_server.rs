@@ -91,6 +91,7 @@ pub struct FlowServer {
     path_prefix: String,
     options: ServeOptions,
     durable: Option<crate::durable::Durable>,
+    health: Option<crate::health::Health>,
 }
 
 impl FlowServer {
@@ -108,7 +109,19 @@ impl FlowServer {
             path_prefix: String::new(),
             options: ServeOptions::default(),
             durable: None,
+            health: None,
         }
+    }
+
+    /// Serves `GET /healthz` (liveness) and `GET /readyz` (readiness: the
+    /// checks of `health`, and 503 while draining) outside the request
+    /// guard, and makes shutdown (in [`serve`](Self::serve) and
+    /// [`serve_with_shutdown`](Self::serve_with_shutdown)) turn `/readyz`
+    /// to 503 for the [drain delay](crate::health::Health::drain_delay)
+    /// before it stops accepting: see [`crate::health`].
+    pub fn health(mut self, health: crate::health::Health) -> Self {
+        self.health = Some(health);
+        self
     }
 
     /// Durable streaming, as Genkit JS's `streamManager` option: every
@@ -298,6 +311,7 @@ impl FlowServer {
             .allowed_hosts(self.hosts.clone().unwrap_or_default())
             .allow_origins(&self.origins)?;
         let cors = cors_layer(self.cors, guard.origins())?;
+        let health = self.health.clone();
         let mut routes = HashMap::new();
         let default = self.provider.clone();
         match self.selection {
@@ -360,7 +374,13 @@ impl FlowServer {
             router = router.layer(cors);
         }
         // Outermost: a refused request reaches nothing else.
-        Ok(guard.apply(router, "flow server"))
+        let guarded = guard.apply(router, "flow server");
+        Ok(match health {
+            // Probes are not guarded: they send no body and may name the
+            // server by its address.
+            Some(health) => health.router().merge(guarded),
+            None => guarded,
+        })
     }
 
     /// Binds `addr` and serves until Ctrl-C or SIGTERM, then finishes the
@@ -398,11 +418,18 @@ impl FlowServer {
             self.hosts = Some(AllowedHosts::Loopback);
         }
         let options = self.options.clone();
+        let health = self.health.clone();
         let router = self.into_router().await?;
         if let Some(addr) = addr {
             ::tracing::info!("flow server listening on http://{addr}");
         }
-        serving::serve(listener, router, &options, signal, "flow server").await
+        match health {
+            Some(health) => {
+                let signal = health.drain_after(signal);
+                serving::serve(listener, router, &options, signal, "flow server").await
+            }
+            None => serving::serve(listener, router, &options, signal, "flow server").await,
+        }
     }
 }
 
