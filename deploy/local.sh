@@ -8,8 +8,8 @@
 # Environment: OPS_AGENT_TOKEN (default: generated and printed),
 # NGINX_PORT (default 8080), REPLICA_BASE_PORT (default 3401: replicas on
 # 3401..3403), OPS_AGENT_LEASE_MS (default 10000).
-# Then: curl -H "Authorization: Bearer $OPS_AGENT_TOKEN" \
-#   -d '{"data":{"messages":[{"role":"user","content":[{"text":"status of api?"}]}]}}' \
+# Then: curl -H "Authorization: Bearer $OPS_AGENT_TOKEN" -H "Content-Type: application/json" \
+#   -d '{"data":{"message":{"role":"user","content":[{"text":"status of api?"}]}},"init":{}}' \
 #   http://127.0.0.1:8080/opsAgent
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
