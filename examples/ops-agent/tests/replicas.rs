@@ -86,7 +86,21 @@ fn start_replica(dir: &Path, n: usize, url: &str, latency_ms: u64) -> Replica {
     }
 }
 
-fn start_nginx(dir: &Path, nginx: &Path, replicas: &[&Replica]) -> (Child, u16) {
+/// nginx, stopped with SIGTERM on drop: its master then stops its workers
+/// (a SIGKILLed master would leave them serving).
+struct Nginx(std::process::Child);
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.0.id().to_string())
+            .status();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_nginx(dir: &Path, nginx: &Path, replicas: &[&Replica]) -> (Nginx, u16) {
     let port = free_port();
     let prefix = dir.join("nginx");
     std::fs::create_dir_all(prefix.join("logs")).expect("nginx logs dir");
@@ -115,7 +129,7 @@ fn start_nginx(dir: &Path, nginx: &Path, replicas: &[&Replica]) -> (Child, u16) 
         .stderr(Stdio::null())
         .spawn()
         .expect("nginx starts");
-    (Child(child), port)
+    (Nginx(child), port)
 }
 
 struct Http {
