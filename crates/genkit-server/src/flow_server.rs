@@ -91,6 +91,7 @@ pub struct FlowServer {
     path_prefix: String,
     options: ServeOptions,
     durable: Option<crate::durable::Durable>,
+    health: Option<crate::health::Health>,
 }
 
 impl FlowServer {
@@ -108,7 +109,19 @@ impl FlowServer {
             path_prefix: String::new(),
             options: ServeOptions::default(),
             durable: None,
+            health: None,
         }
+    }
+
+    /// Serves `GET /healthz` (liveness) and `GET /readyz` (readiness: the
+    /// checks of `health`, and 503 while draining) outside the request
+    /// guard, and makes shutdown (in [`serve`](Self::serve) and
+    /// [`serve_with_shutdown`](Self::serve_with_shutdown)) turn `/readyz`
+    /// to 503 for the [drain delay](crate::health::Health::drain_delay)
+    /// before it stops accepting: see [`crate::health`].
+    pub fn health(mut self, health: crate::health::Health) -> Self {
+        self.health = Some(health);
+        self
     }
 
     /// Durable streaming, as Genkit JS's `streamManager` option: every
@@ -304,6 +317,7 @@ impl FlowServer {
             .allowed_hosts(self.hosts.clone().unwrap_or_default())
             .allow_origins(&self.origins)?;
         let cors = cors_layer(self.cors, guard.origins())?;
+        let health = self.health.clone();
         let mut routes = HashMap::new();
         let default = self.provider.clone();
         match self.selection {
@@ -363,6 +377,7 @@ impl FlowServer {
             guard: guard.layer("flow server"),
             cors,
             served,
+            health,
         })
     }
 
@@ -406,6 +421,11 @@ impl FlowServer {
             ::tracing::info!("flow server listening on http://{addr}");
         }
         const WHAT: &str = "flow server";
+        if let Some(health) = app.health.clone() {
+            // Readiness turns 503 for the drain delay before accepting stops.
+            let signal = health.drain_after(signal);
+            return serving::serve(listener, app.into_router(), &options, signal, WHAT).await;
+        }
         match app.cors {
             // Without CORS, no router is needed: the guarded service is
             // served as is, which spares a routing pass and a boxed future.
@@ -418,27 +438,36 @@ impl FlowServer {
     }
 }
 
-/// A flow server's routes behind its request guard and CORS layer.
+/// A flow server's routes behind its request guard and CORS layer, and its
+/// health probes.
 struct App {
     guard: crate::guard::GuardLayer,
     cors: Option<CorsLayer>,
     served: FlowService,
+    health: Option<crate::health::Health>,
 }
 
 impl App {
     /// The router answering every path with the guarded routes. The guard
     /// is outermost: a refused request reaches nothing else. The layers
     /// wrap the service directly rather than through `Router::layer`, which
-    /// boxes the service and its future once per layer.
+    /// boxes the service and its future once per layer. Health probes, if
+    /// any, are routed beside the guard: they send no body and may name the
+    /// server by its address.
     fn into_router(self) -> Router {
         let Self {
             guard,
             cors,
             served,
+            health,
         } = self;
-        match cors {
+        let guarded = match cors {
             None => Router::new().fallback_service(guard.layer(served)),
             Some(cors) => Router::new().fallback_service(guard.layer(cors.layer(served))),
+        };
+        match health {
+            Some(health) => health.router().merge(guarded),
+            None => guarded,
         }
     }
 }

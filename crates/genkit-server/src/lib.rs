@@ -66,6 +66,7 @@ pub mod durable;
 mod error;
 pub mod flow_server;
 pub mod guard;
+pub mod health;
 pub mod reflection;
 mod response;
 mod run;

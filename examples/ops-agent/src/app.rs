@@ -84,14 +84,49 @@ pub struct App {
     pub history: String,
 }
 
+/// How this process runs as one replica of several on a shared store.
+#[derive(Debug, Clone, Default)]
+pub struct Replica {
+    /// Who holds this replica's leases [default: a random id per process].
+    pub id: Option<String>,
+    /// How long a detached turn's lease lasts without renewal [default:
+    /// the agent's, 30 s]; the heartbeat renews it every third of it.
+    pub lease_time: Option<Duration>,
+}
+
+impl Replica {
+    /// The agent options with this replica's id and lease time.
+    fn apply(&self, mut options: AgentOptions) -> AgentOptions {
+        if let Some(id) = &self.id {
+            options = options.replica_id(id.clone());
+        }
+        if let Some(lease) = self.lease_time {
+            options = options.lease_time(lease);
+        }
+        options
+    }
+}
+
 /// Builds the app on `store`, talking to `model`, its tools acting on
 /// `fleet`; with `mcp`, the agent is also offered every tool of that host's
 /// servers (`mcp:tool/*`, resolved at each turn).
+#[cfg(test)]
 pub fn build(
     store: Arc<dyn SessionStore>,
     model: ModelChoice,
     fleet: Arc<Fleet>,
     mcp: Option<&McpHost>,
+) -> Result<App> {
+    build_replica(store, model, fleet, mcp, &Replica::default())
+}
+
+/// [`build`], as the replica `replica` of several on one store.
+pub fn build_replica(
+    store: Arc<dyn SessionStore>,
+    model: ModelChoice,
+    fleet: Arc<Fleet>,
+    mcp: Option<&McpHost>,
+    replica: &Replica,
 ) -> Result<App> {
     let builder = models::with_provider(Genkit::builder().no_prompt_dir(), &model)?;
     let ai = builder.default_model(model.name.clone()).build()?;
@@ -170,9 +205,11 @@ pub fn build(
     let agent = ai.define_prompt_agent(
         AGENT,
         &prompt,
-        AgentOptions::new()
-            .store(store)
-            .description("Operations assistant: service status, logs, restarts (approved)"),
+        replica.apply(
+            AgentOptions::new()
+                .store(store)
+                .description("Operations assistant: service status, logs, restarts (approved)"),
+        ),
     );
     Ok(App {
         ai,

@@ -84,6 +84,34 @@ struct Args {
     /// The HTTP port of --serve.
     #[arg(long, env = "PORT", default_value_t = 3400)]
     port: u16,
+    /// The address --serve listens on: 0.0.0.0 in a container, behind a
+    /// balancer (any `Host` is then accepted); on 127.0.0.1 only loopback
+    /// names are.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        env = "OPS_AGENT_HOST",
+        default_value = "127.0.0.1"
+    )]
+    host: std::net::IpAddr,
+    /// This replica's id, holding its detached turns' leases in the store
+    /// (give each replica its own: its host name) [default: random per
+    /// process].
+    #[arg(long, value_name = "ID", env = "OPS_AGENT_REPLICA_ID")]
+    replica_id: Option<String>,
+    /// How long (milliseconds) a detached turn's lease lasts unrenewed:
+    /// how long a dead replica's sessions stay blocked [default: 30000].
+    #[arg(long, value_name = "MS", env = "OPS_AGENT_LEASE_MS")]
+    lease_ms: Option<u64>,
+    /// On SIGTERM, how long (milliseconds) --serve keeps serving while
+    /// /readyz answers 503, before it stops accepting and drains.
+    #[arg(
+        long,
+        value_name = "MS",
+        env = "OPS_AGENT_DRAIN_DELAY_MS",
+        default_value_t = 5000
+    )]
+    drain_delay_ms: u64,
     /// Make every tool call take this long (milliseconds), as a slow
     /// monitoring API would: shows Ctrl-C cancelling a turn.
     #[arg(long, value_name = "MS", default_value_t = 0)]
@@ -155,7 +183,7 @@ fn run(args: Args, serving: bool) -> Result<std::process::ExitCode> {
             )
         }
     };
-    let store: Arc<dyn SessionStore> = rt.block_on(genkit_store_sql::open(&location))?;
+    let (store, streams) = rt.block_on(open_store(&location))?;
     let model = models::choose(
         args.model.as_deref(),
         args.local_model.as_deref(),
@@ -167,7 +195,11 @@ fn run(args: Args, serving: bool) -> Result<std::process::ExitCode> {
         args.tool_latency_ms,
     )));
     let mcp = rt.block_on(mcp::connect(&args.mcp))?;
-    let app = app::build(store, model, fleet, mcp.as_ref())?;
+    let replica = app::Replica {
+        id: args.replica_id.clone(),
+        lease_time: args.lease_ms.map(Duration::from_millis),
+    };
+    let app = app::build_replica(store.clone(), model, fleet, mcp.as_ref(), &replica)?;
     let mut model_line = format!(
         "model:   {} ({})\nhistory: {}",
         app.model.name, app.model.reason, app.history
@@ -183,7 +215,14 @@ fn run(args: Args, serving: bool) -> Result<std::process::ExitCode> {
         // Before anything is served: a bad OPS_AGENT_TOKEN stops here.
         let token = ServeToken::from_env()?;
         println!("{model_line}\nstore:   {store_label}");
-        rt.block_on(serve(&app, args.port, token))?;
+        let serving = Serving {
+            addr: std::net::SocketAddr::new(args.host, args.port),
+            token,
+            store,
+            streams,
+            drain_delay: Duration::from_millis(args.drain_delay_ms),
+        };
+        rt.block_on(serve(&app, serving))?;
         return Ok(std::process::ExitCode::SUCCESS);
     }
 
@@ -417,18 +456,55 @@ impl ServeToken {
     }
 }
 
+/// The session store at `location` and, when it is PostgreSQL, durable
+/// streams in the same database (on the store's connection pool), so a
+/// client cut mid-stream resumes on any replica.
+async fn open_store(
+    location: &str,
+) -> Result<(
+    Arc<dyn SessionStore>,
+    Option<Arc<dyn genkit_core::streaming::StreamManager>>,
+)> {
+    if location.starts_with("postgres://") || location.starts_with("postgresql://") {
+        let store = genkit_store_sql::PostgresSessionStore::connect(location).await?;
+        let streams =
+            genkit_store_sql::PostgresStreamManager::from_pool(store.pool().clone()).await?;
+        let streams: Arc<dyn genkit_core::streaming::StreamManager> = Arc::new(streams);
+        return Ok((Arc::new(store), Some(streams)));
+    }
+    Ok((genkit_store_sql::open(location).await?, None))
+}
+
+/// What `--serve` serves on, and with what.
+struct Serving {
+    addr: std::net::SocketAddr,
+    token: ServeToken,
+    store: Arc<dyn SessionStore>,
+    streams: Option<Arc<dyn genkit_core::streaming::StreamManager>>,
+    drain_delay: Duration,
+}
+
 /// `--serve`: the agent over HTTP to holders of `token`, plus the
 /// Reflection API under `genkit start` (loopback only and unauthenticated,
-/// as Genkit's tools expect: the Dev UI and CLI do not send the token).
-async fn serve(app: &App, port: u16, token: ServeToken) -> Result<()> {
+/// as Genkit's tools expect: the Dev UI and CLI do not send the token);
+/// `/healthz` and `/readyz` (the store answers; 503 from SIGTERM on, for
+/// the drain delay, before draining) for a balancer.
+async fn serve(app: &App, serving: Serving) -> Result<()> {
+    let Serving {
+        addr,
+        token,
+        store,
+        streams,
+        drain_delay,
+    } = serving;
     let registry = app.ai.registry();
     let _dev = genkit_server::start_dev_tooling(registry).await?;
     genkit_server::telemetry::init_from_env()?;
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
-        .await
-        .map_err(|e| Error::failed_precondition(format!("--port: cannot listen on {port}: {e}")))?;
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+        Error::failed_precondition(format!("--host/--port: cannot listen on {addr}: {e}"))
+    })?;
     // Announced once bound, so whoever waits for this line can connect.
-    let url = format!("http://127.0.0.1:{port}/{AGENT}");
+    let url = format!("http://{addr}/{AGENT}");
     let shown = token.shown();
     let origin = token.origin();
     println!(
@@ -439,8 +515,26 @@ async fn serve(app: &App, port: u16, token: ServeToken) -> Result<()> {
     );
     // All three routes (turns, getSnapshot, abort) need the token.
     let operator = genkit_server::context_providers::static_bearer_tokens(token.callers);
-    Ok(genkit_server::FlowServer::new(registry)
+    // Ready while the store answers a read (any store: an effect lookup).
+    let health = genkit_server::health::Health::new()
+        .drain_delay(drain_delay)
+        .readiness_check("session store", move || {
+            let store = store.clone();
+            async move {
+                store
+                    .effect("readiness-probe", "readiness-probe")
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            }
+        });
+    let mut server = genkit_server::FlowServer::new(registry)
         .agent_with_context(AGENT, operator)
+        .health(health);
+    if let Some(streams) = streams {
+        server = server.stream_manager(streams);
+    }
+    Ok(server
         .serve_with_shutdown(listener, genkit_server::shutdown::signal())
         .await?)
 }

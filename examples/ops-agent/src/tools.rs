@@ -175,7 +175,12 @@ impl RestartService {
         run_once(&*self.store, session_id, effect_key, || async {
             self.fleet.call_latency().await;
             // The audit line of every restart that actually happens.
-            tracing::info!("restartService: restarting {}", input.service.name());
+            tracing::info!(
+                session = session_id,
+                effect = effect_key,
+                "restartService: restarting {}",
+                input.service.name()
+            );
             let status = self.fleet.restart(input.service);
             Ok::<_, EffectError>(Restarted {
                 service: input.service,
