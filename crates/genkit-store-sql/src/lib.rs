@@ -145,6 +145,10 @@
 //!
 //! [`SessionStore`]: genkit_session::store::SessionStore
 
+// The crate docs name the PostgreSQL types, which exist only with feature
+// `postgres` (docs.rs and the workspace docs build with every feature).
+#![cfg_attr(not(feature = "postgres"), allow(rustdoc::broken_intra_doc_links))]
+
 mod backend;
 mod codec;
 mod error;
