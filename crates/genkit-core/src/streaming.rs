@@ -154,7 +154,7 @@ pub fn subscribe(
                 // Someone else's stream reads as unknown.
                 Ok(_) => {
                     s.ended = true;
-                    return Some((Err(not_found(&s.stream_id)), s));
+                    return Some((Err(stream_not_found(&s.stream_id)), s));
                 }
                 Err(e) => {
                     s.ended = true;
@@ -182,11 +182,47 @@ pub fn subscribe(
     })
 }
 
-fn not_found(stream_id: &str) -> Error {
+// The errors every `StreamManager` gives, worded alike whatever the store.
+
+/// `NOT_FOUND`: stream `stream_id` is unknown (or gone after its time to
+/// live). User-facing: a server answers it as Genkit JS's
+/// `StreamNotFoundError`.
+pub fn stream_not_found(stream_id: &str) -> Error {
     Error::user_facing(
         StatusCode::NotFound,
         format!("stream `{stream_id}` not found"),
     )
+}
+
+/// `ALREADY_EXISTS`: [`open`](StreamManager::open) of an existing stream.
+pub fn stream_exists(stream_id: &str) -> Error {
+    Error::new(
+        StatusCode::AlreadyExists,
+        format!("stream `{stream_id}` already exists"),
+    )
+}
+
+/// `ABORTED`: an append at index `at` to a stream holding `length` events
+/// (or one that has `ended`); nothing was written.
+pub fn stale_append(stream_id: &str, at: u64, length: u64, ended: bool) -> Error {
+    Error::new(
+        StatusCode::Aborted,
+        format!(
+            "stream `{stream_id}`: an append at {at} to a stream of {length} events{}",
+            if ended { " that has ended" } else { "" }
+        ),
+    )
+}
+
+/// Checks events about to be appended: an output or error may only be the
+/// last of them (`INVALID_ARGUMENT` otherwise).
+pub fn check_append(events: &[StreamEvent]) -> Result<()> {
+    match events.iter().position(StreamEvent::is_last) {
+        Some(i) if i + 1 != events.len() => Err(Error::invalid_argument(
+            "a stream's output or error must be its last event",
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Durable streams in this process's memory, as Genkit JS's
@@ -252,10 +288,7 @@ impl StreamManager for InMemoryStreamManager {
         let ttl = self.ttl;
         streams.retain(|_, e| !e.ended() || e.touched.elapsed() < ttl);
         if streams.contains_key(stream_id) {
-            return Err(Error::new(
-                StatusCode::AlreadyExists,
-                format!("stream `{stream_id}` already exists"),
-            ));
+            return Err(stream_exists(stream_id));
         }
         streams.insert(
             stream_id.to_owned(),
@@ -273,24 +306,16 @@ impl StreamManager for InMemoryStreamManager {
         let mut streams = self.streams.lock();
         let entry = streams
             .get_mut(stream_id)
-            .ok_or_else(|| not_found(stream_id))?;
+            .ok_or_else(|| stream_not_found(stream_id))?;
         if entry.ended() || entry.events.len() as u64 != at {
-            return Err(Error::new(
-                StatusCode::Aborted,
-                format!(
-                    "stream `{stream_id}`: an append at {at} to a stream of {} events{}",
-                    entry.events.len(),
-                    if entry.ended() { " that has ended" } else { "" }
-                ),
+            return Err(stale_append(
+                stream_id,
+                at,
+                entry.events.len() as u64,
+                entry.ended(),
             ));
         }
-        if let Some(i) = events.iter().position(StreamEvent::is_last)
-            && i + 1 != events.len()
-        {
-            return Err(Error::invalid_argument(
-                "a stream's output or error must be its last event",
-            ));
-        }
+        check_append(events)?;
         entry.events.extend_from_slice(events);
         entry.touched = Instant::now();
         entry.changed.notify_waiters();
@@ -299,7 +324,9 @@ impl StreamManager for InMemoryStreamManager {
 
     async fn read(&self, stream_id: &str, from: u64) -> Result<StreamPage> {
         let streams = self.streams.lock();
-        let entry = streams.get(stream_id).ok_or_else(|| not_found(stream_id))?;
+        let entry = streams
+            .get(stream_id)
+            .ok_or_else(|| stream_not_found(stream_id))?;
         let from = usize::try_from(from)
             .unwrap_or(usize::MAX)
             .min(entry.events.len());

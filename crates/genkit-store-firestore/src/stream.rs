@@ -8,7 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use genkit_core::streaming::{StreamEvent, StreamManager, StreamPage};
+use genkit_core::streaming::{
+    StreamEvent, StreamManager, StreamPage, check_append, stale_append, stream_exists,
+    stream_not_found,
+};
 use genkit_core::{Error, Result, StatusCode};
 use genkit_session::store::new_snapshot_id;
 use serde_json::{Value as Json, json};
@@ -180,7 +183,7 @@ impl FirestoreStreamManager {
             .await?
             .into_iter()
             .find(|d| d.name == name)
-            .ok_or_else(|| not_found(stream_id))
+            .ok_or_else(|| stream_not_found(stream_id))
     }
 
     /// Checks the stream's length and state, then commits `writes` in
@@ -197,13 +200,7 @@ impl FirestoreStreamManager {
         let length = stored.len() as u64;
         let ended = stored.last().is_some_and(is_last_stored);
         if length != at || ended {
-            return Err(Error::new(
-                StatusCode::Aborted,
-                format!(
-                    "stream `{stream_id}`: an append at {at} to a stream of {length} events{}",
-                    if ended { " that has ended" } else { "" }
-                ),
-            ));
+            return Err(stale_append(stream_id, at, length, ended));
         }
         if events.is_empty() {
             return Ok(Vec::new());
@@ -263,13 +260,6 @@ fn server_time(field: &str) -> FieldTransform {
         field_path: field.to_owned(),
         transform_type: Some(TransformType::SetToServerValue(SERVER_VALUE_REQUEST_TIME)),
     }
-}
-
-fn not_found(stream_id: &str) -> Error {
-    Error::user_facing(
-        StatusCode::NotFound,
-        format!("stream `{stream_id}` not found"),
-    )
 }
 
 fn data_loss(message: String) -> Error {
@@ -355,7 +345,7 @@ fn commit_conflict(stream_id: &str, e: Error) -> Error {
                 ),
             )
         }
-        StatusCode::NotFound => not_found(stream_id),
+        StatusCode::NotFound => stream_not_found(stream_id),
         _ => e,
     }
 }
@@ -391,24 +381,15 @@ impl StreamManager for FirestoreStreamManager {
         };
         match self.client.commit(vec![create], None).await {
             Ok(_) => Ok(()),
-            Err(e) if e.status() == StatusCode::AlreadyExists => Err(Error::new(
-                StatusCode::AlreadyExists,
-                format!("stream `{stream_id}` already exists"),
-            )),
+            Err(e) if e.status() == StatusCode::AlreadyExists => Err(stream_exists(stream_id)),
             Err(e) => Err(e),
         }
     }
 
     async fn append(&self, stream_id: &str, at: u64, events: &[StreamEvent]) -> Result<()> {
-        if let Some(i) = events.iter().position(StreamEvent::is_last)
-            && i + 1 != events.len()
-        {
-            return Err(Error::invalid_argument(
-                "a stream's output or error must be its last event",
-            ));
-        }
+        check_append(events)?;
         if !layout::is_valid_doc_id(stream_id) {
-            return Err(not_found(stream_id));
+            return Err(stream_not_found(stream_id));
         }
         let transaction = self.client.begin(false).await?;
         match self.append_in(&transaction, stream_id, at, events).await {
@@ -431,7 +412,7 @@ impl StreamManager for FirestoreStreamManager {
 
     async fn read(&self, stream_id: &str, from: u64) -> Result<StreamPage> {
         if !layout::is_valid_doc_id(stream_id) {
-            return Err(not_found(stream_id));
+            return Err(stream_not_found(stream_id));
         }
         // One document: a single read is consistent without a transaction.
         let doc = self.get(stream_id, None).await?;

@@ -26,8 +26,11 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use genkit_core::streaming::{StreamEvent, StreamManager, StreamPage};
-use genkit_core::{Error, Result, StatusCode};
+use genkit_core::streaming::{
+    StreamEvent, StreamManager, StreamPage, check_append, stale_append, stream_exists,
+    stream_not_found,
+};
+use genkit_core::{Error, Result};
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 
@@ -120,13 +123,6 @@ impl PostgresStreamManager {
     }
 }
 
-fn not_found(stream_id: &str) -> Error {
-    Error::user_facing(
-        StatusCode::NotFound,
-        format!("stream `{stream_id}` not found"),
-    )
-}
-
 #[async_trait]
 impl StreamManager for PostgresStreamManager {
     async fn open(&self, stream_id: &str, owner: &str) -> Result<()> {
@@ -149,22 +145,13 @@ impl StreamManager for PostgresStreamManager {
         .await
         .map_err(|e| db(e, "opening a stream"))?;
         if created.rows_affected() == 0 {
-            return Err(Error::new(
-                StatusCode::AlreadyExists,
-                format!("stream `{stream_id}` already exists"),
-            ));
+            return Err(stream_exists(stream_id));
         }
         Ok(())
     }
 
     async fn append(&self, stream_id: &str, at: u64, events: &[StreamEvent]) -> Result<()> {
-        if let Some(i) = events.iter().position(StreamEvent::is_last)
-            && i + 1 != events.len()
-        {
-            return Err(Error::invalid_argument(
-                "a stream's output or error must be its last event",
-            ));
-        }
+        check_append(events)?;
         let encoded = events
             .iter()
             .map(serde_json::to_string)
@@ -194,14 +181,10 @@ impl StreamManager for PostgresStreamManager {
                     .await
                     .map_err(fail)?;
             return Err(match row {
-                None => not_found(stream_id),
-                Some((length, ended)) => Error::new(
-                    StatusCode::Aborted,
-                    format!(
-                        "stream `{stream_id}`: an append at {at} to a stream of {length} events{}",
-                        if ended { " that has ended" } else { "" }
-                    ),
-                ),
+                None => stream_not_found(stream_id),
+                Some((length, ended)) => {
+                    stale_append(stream_id, at, u64::try_from(length).unwrap_or(0), ended)
+                }
             });
         }
         sqlx::query(
@@ -226,7 +209,7 @@ impl StreamManager for PostgresStreamManager {
                 .fetch_optional(&self.pool)
                 .await
                 .map_err(fail)?;
-        let owner = owner.ok_or_else(|| not_found(stream_id))?;
+        let owner = owner.ok_or_else(|| stream_not_found(stream_id))?;
         let from = i64::try_from(from).unwrap_or(i64::MAX);
         // Events never change once written, so no transaction is needed
         // beside the owner's read.
