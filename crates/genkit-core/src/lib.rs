@@ -25,10 +25,12 @@
 //! ```
 
 pub mod action;
+pub mod canonical;
 pub mod context;
 pub mod dynamic;
 pub mod error;
 pub mod flow;
+pub mod id;
 pub mod plugin;
 pub mod registry;
 pub mod schema;
@@ -43,6 +45,7 @@ pub use action::{
 pub use context::{ActionContext, Extensions, RunLease};
 pub use dynamic::{DynamicActionProvider, DynamicKey};
 pub use error::{Error, Result};
+pub use id::random_uuid;
 pub use plugin::Plugin;
 pub use registry::{Registry, WeakRegistry};
 pub use status::StatusCode;

@@ -151,29 +151,12 @@ impl<O: Serialize> Evaluator<O> {
         self.action
             .run(EvalRequest {
                 dataset,
-                eval_run_id: random_uuid(),
+                eval_run_id: genkit_core::random_uuid(),
                 options,
                 batch_size: None,
             })
             .await
     }
-}
-
-/// A random (version 4) UUID, as Genkit JS's `randomUUID` makes test case
-/// and run ids.
-pub(crate) fn random_uuid() -> String {
-    let mut b: [u8; 16] = rand::random();
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
 }
 
 fn request_schema() -> &'static Value {
@@ -271,7 +254,7 @@ async fn run_dataset<O: Clone + Send + 'static>(
     let points: Vec<EvalDataPoint> = req
         .dataset
         .into_iter()
-        .map(|p| EvalDataPoint::from_base(p, random_uuid))
+        .map(|p| EvalDataPoint::from_base(p, genkit_core::random_uuid))
         .collect();
     let mut out = Vec::with_capacity(points.len());
     for (batch_index, batch) in points.chunks(size).enumerate() {
@@ -411,7 +394,7 @@ pub async fn evaluate(registry: &Registry, params: EvaluateOptions) -> Result<Ev
     let action = resolve(registry, ActionKind::Evaluator, &params.evaluator).await?;
     let request = EvalRequest {
         dataset: params.dataset,
-        eval_run_id: params.eval_run_id.unwrap_or_else(random_uuid),
+        eval_run_id: params.eval_run_id.unwrap_or_else(genkit_core::random_uuid),
         options: params.options.transpose()?,
         batch_size: params.batch_size,
     };

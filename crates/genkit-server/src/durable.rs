@@ -20,6 +20,7 @@ use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode as HttpStatus};
 use axum::response::Response;
 use futures::{Stream, StreamExt};
+use genkit_core::canonical::canonical_json;
 use genkit_core::streaming::{StreamEvent, StreamManager, subscribe};
 use genkit_core::{ActionContext, Error, StatusCode};
 use sha2::{Digest, Sha256};
@@ -42,34 +43,17 @@ pub(crate) struct Durable {
 }
 
 /// The owner recorded for a stream: a digest of the caller's `auth` (set by
-/// the context provider), so a resuming caller must present the same
-/// credentials' claims; empty for anonymous callers.
+/// the context provider) as canonical JSON, so a resuming caller must
+/// present the same claims, in whatever key order; empty for anonymous
+/// callers.
 pub(crate) fn owner_of(context: &ActionContext) -> String {
     match context.auth() {
         None | Some(serde_json::Value::Null) => String::new(),
         Some(auth) => {
-            let digest = Sha256::digest(auth.to_string().as_bytes());
+            let digest = Sha256::digest(canonical_json(auth).as_bytes());
             digest.iter().map(|b| format!("{b:02x}")).collect()
         }
     }
-}
-
-/// A fresh stream id, random as Genkit JS's `randomUUID()`.
-pub(crate) fn new_stream_id() -> String {
-    let b: [u8; 16] = rand::random();
-    let mut b = b;
-    // Version 4, variant 10xx: an ordinary random UUID.
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
 }
 
 /// The stream id a request names, if it names one.
@@ -242,16 +226,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stream_ids_are_random_uuids() {
-        let a = new_stream_id();
-        let b = new_stream_id();
-        assert_ne!(a, b);
-        assert_eq!(a.len(), 36);
-        assert_eq!(&a[14..15], "4");
-        assert!(a.chars().all(|c| c == '-' || c.is_ascii_hexdigit()));
-    }
-
-    #[test]
     fn owners_follow_auth() {
         let anon = ActionContext::new();
         assert_eq!(owner_of(&anon), "");
@@ -260,6 +234,10 @@ mod tests {
         assert_eq!(owner_of(&alice).len(), 64);
         assert_ne!(owner_of(&alice), owner_of(&bob));
         assert_eq!(owner_of(&alice), owner_of(&alice.clone()));
+        // The same claims in another key order are the same owner.
+        let ab = ActionContext::new().with_auth(serde_json::json!({"uid": "a", "org": "o"}));
+        let ba = ActionContext::new().with_auth(serde_json::json!({"org": "o", "uid": "a"}));
+        assert_eq!(owner_of(&ab), owner_of(&ba));
     }
 
     #[test]

@@ -861,7 +861,7 @@ async fn stream_response(
     let stream_id = match &durable {
         None => None,
         Some((d, owner)) => {
-            let id = crate::durable::new_stream_id();
+            let id = genkit_core::random_uuid();
             if let Err(e) = crate::durable::open(d, &id, owner).await {
                 ::tracing::error!(flow = %name, "durable stream: opening failed: {}", e.stack());
                 return error_response(&e);

@@ -260,19 +260,7 @@ pub fn is_conflict(error: &Error) -> bool {
 
 /// A new random snapshot id (a UUID v4, as Genkit JS mints them).
 pub fn new_snapshot_id() -> String {
-    let mut b: [u8; 16] = rand::random();
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut id = String::with_capacity(36);
-    for (i, byte) in b.iter().enumerate() {
-        if matches!(i, 4 | 6 | 8 | 10) {
-            id.push('-');
-        }
-        id.push(char::from(HEX[usize::from(byte >> 4)]));
-        id.push(char::from(HEX[usize::from(byte & 0x0f)]));
-    }
-    id
+    genkit_core::random_uuid()
 }
 
 /// The error for an unknown snapshot id: `NOT_FOUND`.
