@@ -22,6 +22,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod progress_tap;
+use progress_tap::ProgressTap;
+
 /// Called when a server says its tool list changed.
 pub(crate) type ListChanged = Arc<dyn Fn() + Send + Sync>;
 
@@ -146,6 +149,8 @@ fn percent_encode(value: &str) -> String {
 }
 
 /// The client side of the protocol: answers the server's notifications.
+/// Progress reports are not among them: the transport passes them on as it
+/// reads them ([`ProgressTap`]), so they stay in order with the answers.
 struct Handler {
     name: String,
     progress: ProgressDispatcher,
@@ -153,14 +158,6 @@ struct Handler {
 }
 
 impl ClientHandler for Handler {
-    fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) -> impl Future<Output = ()> + Send + '_ {
-        self.progress.handle_notification(params)
-    }
-
     fn on_tool_list_changed(
         &self,
         _context: NotificationContext<RoleClient>,
@@ -251,6 +248,7 @@ impl McpClient {
                     }
                     let transport = TokioChildProcess::new(cmd)
                         .map_err(|e| failed(&format!("starting `{command}`"), &e))?;
+                    let transport = ProgressTap::new(transport, handler.progress.clone());
                     handler
                         .serve_with_lifecycle(transport, lifecycle)
                         .await
@@ -269,6 +267,7 @@ impl McpClient {
                         cfg.custom_headers.insert(name, value);
                     }
                     let transport = StreamableHttpClientTransport::from_config(cfg);
+                    let transport = ProgressTap::new(transport, handler.progress.clone());
                     handler
                         .serve_with_lifecycle(transport, lifecycle)
                         .await
@@ -389,9 +388,8 @@ impl McpClient {
     /// Calls the tool `name`; the raw `CallToolResult` JSON. An `isError`
     /// result is returned as is (see [`call_tool`](Self::call_tool)).
     /// `on_progress` receives the server's progress reports for this call,
-    /// in increasing order: rmcp handles notifications on their own tasks,
-    /// so a report overtaken by a later one, or arriving after the answer,
-    /// is dropped.
+    /// every one sent before the answer, in the order sent (a report whose
+    /// progress does not grow, which the spec forbids, is dropped).
     pub async fn call_tool_raw(
         &self,
         name: &str,
@@ -422,9 +420,8 @@ impl McpClient {
             .await;
         let response = handle.await_response();
         tokio::pin!(response);
-        // rmcp hands each notification to the handler on its own task, so
-        // reports can arrive out of order; progress only grows (the spec
-        // requires it), so a report behind the last one passed on is stale.
+        // Progress only grows (the spec requires it); a report that does
+        // not is a server's bug, dropped rather than passed on.
         let mut last = f64::NEG_INFINITY;
         let mut report = |p: ProgressNotificationParam| {
             if p.progress > last {
@@ -441,8 +438,8 @@ impl McpClient {
                 r = &mut response => break r,
             }
         };
-        // Reports the server sent just before its answer may still be queued.
-        tokio::task::yield_now().await;
+        // The transport queued every report sent before the answer by the
+        // time the answer resolved (see `ProgressTap`): take the rest.
         while let Some(Some(p)) = progress.next().now_or_never() {
             report(p);
         }
