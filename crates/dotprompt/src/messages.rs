@@ -167,9 +167,13 @@ pub(crate) fn to_messages_at(
                         .markers
                         .extend(inside.iter().map(|at| at - start + shift));
                 }
-                source
-                    .text
-                    .push_str(rendered.get(start..end).unwrap_or_default());
+                let text = rendered.get(start..end).unwrap_or_default();
+                if source.text.is_empty() {
+                    // Most messages are one piece: made at its size.
+                    source.text = text.to_owned();
+                } else {
+                    source.text.push_str(text);
+                }
             }
         }
     }
@@ -181,7 +185,12 @@ pub(crate) fn to_messages_at(
             None if source.text.is_empty() => None,
             None => Some(Message {
                 role: source.role,
-                content: to_parts(&source.text, &source.markers),
+                content: if source.markers.is_empty() {
+                    // Text only: the text is the part, not copied again.
+                    text_part(source.text).into_iter().collect()
+                } else {
+                    to_parts(&source.text, &source.markers)
+                },
                 metadata: None,
             }),
         })
@@ -245,6 +254,11 @@ fn to_parts(text: &str, markers: &[usize]) -> Vec<Part> {
     }
     push_part_text(&mut parts, &text[text_start..]);
     parts
+}
+
+/// A text part of `text`, unless it is only whitespace.
+fn text_part(text: String) -> Option<Part> {
+    (!text.trim().is_empty()).then(|| Part::text(text))
 }
 
 fn push_part_text(parts: &mut Vec<Part>, text: &str) {

@@ -21,6 +21,7 @@
 //! render where it happens, also with a [`Fault`].
 
 mod eval;
+mod fast;
 mod plan;
 #[cfg(test)]
 mod tests;
