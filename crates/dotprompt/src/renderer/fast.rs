@@ -16,118 +16,158 @@ use super::eval::{field, truthy, walk, write_value};
 use super::plan::{Arg, BlockKind, LocalName, Node, PathRef, Plan};
 use crate::js::write_u64;
 
-/// One step of a flat body: small, with its text and paths kept aside in
-/// the [`Flat`], so that stepping through a body stays cheap. Blocks are
-/// laid out inline: a test that skips the steps of the branch not taken.
-#[derive(Clone, Copy)]
-pub(super) enum Op {
-    /// Literal text (its index in [`Flat::texts`]).
-    Text(u32),
-    /// Literal text of one ASCII character (pushed without a copy call).
-    Char(u8),
-    /// A value, printed after the literal text before it (one step
-    /// instead of two).
-    Print(Prefix, Source),
+/// One step of a flat body. Blocks on other values than `@first` and
+/// `@last` are laid out inline: a test that skips the steps of the branch
+/// not taken.
+enum Op {
+    /// Literal text.
+    Text(Lit),
+    /// A value, printed between the literal texts around it (one step
+    /// instead of three).
+    Print {
+        prefix: Lit,
+        source: Source,
+        suffix: Lit,
+    },
     /// `{{#if}}` (`positive`) or `{{#unless}}`: unless the test comes out
     /// as `positive`, skips the next `skip` steps (the block's body and
     /// the jump over its `{{else}}`).
     Test {
         positive: bool,
         source: Source,
-        skip: u32,
+        skip: usize,
     },
     /// Skips the next steps (the `{{else}}` of a block whose body ran).
-    Jump(u32),
+    Jump(usize),
 }
 
-/// The literal text a [`Op::Print`] prints first.
-#[derive(Clone, Copy)]
-pub(super) enum Prefix {
+/// Literal text of a step.
+enum Lit {
     None,
+    /// One ASCII character (pushed without a copy call).
     Char(u8),
-    Text(u32),
+    Text(Box<str>),
 }
 
 /// Where a flat body's value comes from.
-#[derive(Clone, Copy)]
-pub(super) enum Source {
-    /// A field of the item (its name's index in [`Flat::names`]).
-    Field(u32),
-    /// A longer path from the item (its index in [`Flat::paths`]).
-    Path(u32),
+enum Source {
+    /// A field of the item.
+    Field(Box<str>),
+    /// A longer path from the item.
+    Path(Box<[String]>),
     /// A block-local variable of the loop.
     Local(LocalName),
 }
 
-/// A flat body: its steps, the texts and paths they use, and how many
-/// programs deep it nests (the body itself is one), which the renderer's
-/// nesting bound counts.
+/// A flat body: its steps, and how many programs deep it nests (the body
+/// itself is one), which the renderer's nesting bound counts.
 pub(super) struct Flat {
-    ops: Vec<Op>,
-    texts: Vec<String>,
-    names: Vec<String>,
-    paths: Vec<Vec<String>>,
+    /// The steps: one list, or, when the body tests `@first` or `@last`,
+    /// one for each of their four combinations (see [`variant`]), in which
+    /// those tests are decided (their branches inline, their texts merged).
+    variants: Vec<Box<[Op]>>,
     pub(super) depth: usize,
-    /// Where the steps after the last block start: a print may take in
-    /// the text before it only from there on (earlier steps are in a
-    /// branch).
-    straight: usize,
+}
+
+/// Which step list renders the item at `index` of `len`.
+fn variant(index: usize, len: usize) -> usize {
+    usize::from(index == 0) | (usize::from(index + 1 == len) << 1)
 }
 
 /// The flat form of `body`, if it only prints.
 pub(super) fn flatten(body: &Plan) -> Option<Flat> {
-    let mut flat = Flat {
-        ops: Vec::new(),
-        texts: Vec::new(),
-        names: Vec::new(),
-        paths: Vec::new(),
-        depth: 0,
-        straight: 0,
+    let mut builder = Builder::new(None);
+    builder.program(body, 1)?;
+    let depth = builder.depth;
+    let variants = if builder.tests_position {
+        (0..4)
+            .map(|v| {
+                let mut builder = Builder::new(Some((v & 1 != 0, v & 2 != 0)));
+                builder.program(body, 1)?;
+                Some(builder.finish())
+            })
+            .collect::<Option<Vec<_>>>()?
+    } else {
+        vec![builder.finish()]
     };
-    flat.program(body, 1)?;
-    Some(flat)
+    Some(Flat { variants, depth })
 }
 
-/// `n` as a step's index (bodies with more than `u32::MAX` steps are not
-/// flattened).
-fn index(n: usize) -> Option<u32> {
-    u32::try_from(n).ok()
+/// A literal text being laid out (made a [`Lit`] by [`Builder::finish`]).
+enum Text {
+    None,
+    Some(String),
 }
 
-impl Flat {
+/// A step being laid out.
+enum Step {
+    Text(String),
+    Print {
+        prefix: Text,
+        source: Source,
+        suffix: Text,
+    },
+    Test {
+        positive: bool,
+        source: Source,
+        skip: usize,
+    },
+    Jump(usize),
+}
+
+/// Lays out one step list.
+struct Builder {
+    steps: Vec<Step>,
+    /// `@first` and `@last`, when this list is for known ones.
+    known: Option<(bool, bool)>,
+    /// Whether a test on `@first` or `@last` was met.
+    tests_position: bool,
+    /// Where the steps after the last laid-out block start: literal text
+    /// joins a step only from there on (earlier steps are in a branch).
+    straight: usize,
+    depth: usize,
+}
+
+impl Builder {
+    fn new(known: Option<(bool, bool)>) -> Self {
+        Builder {
+            steps: Vec::new(),
+            known,
+            tests_position: false,
+            straight: 0,
+            depth: 0,
+        }
+    }
+
     fn program(&mut self, plan: &Plan, level: usize) -> Option<()> {
         if plan.inline.is_some() {
             return None;
         }
         self.depth = self.depth.max(level);
-        plan.nodes.iter().try_for_each(|node| self.op(node, level))
+        plan.nodes
+            .iter()
+            .try_for_each(|node| self.step(node, level))
     }
 
-    fn op(&mut self, node: &Node, level: usize) -> Option<()> {
+    fn step(&mut self, node: &Node, level: usize) -> Option<()> {
         match node {
-            Node::Text(text) => {
-                let op = match text.as_bytes() {
-                    [c] if c.is_ascii() => Op::Char(*c),
-                    _ => {
-                        self.texts.push(text.clone());
-                        Op::Text(index(self.texts.len() - 1)?)
-                    }
-                };
-                self.ops.push(op);
-            }
+            Node::Text(text) => self.text(text),
             Node::Value(path) => {
-                let source = self.source(path)?;
-                let prefix = match self.ops.last() {
-                    _ if self.ops.len() <= self.straight => None,
-                    Some(Op::Char(c)) => Some(Prefix::Char(*c)),
-                    Some(Op::Text(i)) => Some(Prefix::Text(*i)),
-                    _ => None,
+                let source = source(path)?;
+                let prefix = match self.steps.last() {
+                    Some(Step::Text(_)) if self.steps.len() > self.straight => {
+                        match self.steps.pop() {
+                            Some(Step::Text(text)) => Text::Some(text),
+                            _ => Text::None,
+                        }
+                    }
+                    _ => Text::None,
                 };
-                if prefix.is_some() {
-                    self.ops.pop();
-                }
-                self.ops
-                    .push(Op::Print(prefix.unwrap_or(Prefix::None), source));
+                self.steps.push(Step::Print {
+                    prefix,
+                    source,
+                    suffix: Text::None,
+                });
             }
             Node::Block {
                 kind: BlockKind::If { positive },
@@ -141,54 +181,130 @@ impl Flat {
                 let [Arg::Path(path)] = params.as_slice() else {
                     return None;
                 };
-                let source = self.source(path)?;
-                let test = self.ops.len();
-                self.ops.push(Op::Jump(0));
+                let source = source(path)?;
+                if let Source::Local(name @ (LocalName::First | LocalName::Last)) = source {
+                    self.tests_position = true;
+                    if let Some((first, last)) = self.known {
+                        // Decided for this list: the branch is laid out in
+                        // place.
+                        let truth = if name == LocalName::First {
+                            first
+                        } else {
+                            last
+                        };
+                        let chosen = if truth == *positive {
+                            template
+                        } else {
+                            inverse
+                        };
+                        if let Some(plan) = chosen {
+                            self.program(plan, level + 1)?;
+                        }
+                        return Some(());
+                    }
+                }
+                let test = self.steps.len();
+                self.steps.push(Step::Jump(0));
+                self.straight = self.steps.len();
                 if let Some(body) = template {
                     self.program(body, level + 1)?;
                 }
-                let mut skip = self.ops.len() - test - 1;
+                let mut skip = self.steps.len() - test - 1;
                 if let Some(otherwise) = inverse {
-                    let jump = self.ops.len();
-                    self.ops.push(Op::Jump(0));
+                    let jump = self.steps.len();
+                    self.steps.push(Step::Jump(0));
                     skip += 1;
+                    self.straight = self.steps.len();
                     self.program(otherwise, level + 1)?;
-                    self.ops[jump] = Op::Jump(index(self.ops.len() - jump - 1)?);
+                    self.steps[jump] = Step::Jump(self.steps.len() - jump - 1);
                 }
-                self.ops[test] = Op::Test {
+                self.steps[test] = Step::Test {
                     positive: *positive,
                     source,
-                    skip: index(skip)?,
+                    skip,
                 };
-                self.straight = self.ops.len();
+                self.straight = self.steps.len();
             }
             _ => return None,
         }
         Some(())
     }
 
-    fn source(&mut self, path: &PathRef) -> Option<Source> {
-        match path {
-            PathRef::Relative {
-                up: 0,
-                root: false,
-                segs,
-            } => match segs.as_slice() {
-                [] => None,
-                [name] => {
-                    self.names.push(name.clone());
-                    Some(Source::Field(index(self.names.len() - 1)?))
-                }
-                _ => {
-                    self.paths.push(segs.clone());
-                    Some(Source::Path(index(self.paths.len() - 1)?))
-                }
+    /// Literal text: joined to the step before when that step is not in a
+    /// branch (the text of a step, or what follows a print).
+    fn text(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        let joinable = self.steps.len() > self.straight;
+        match self.steps.last_mut() {
+            Some(Step::Text(before)) if joinable => before.push_str(text),
+            Some(Step::Print { suffix, .. }) if joinable => match suffix {
+                Text::Some(before) => before.push_str(text),
+                Text::None => *suffix = Text::Some(text.to_owned()),
             },
-            PathRef::Local { level: 0, name } => Some(Source::Local(*name)),
-            _ => None,
+            _ => self.steps.push(Step::Text(text.to_owned())),
         }
     }
 
+    /// The steps, their texts made [`Lit`]s.
+    fn finish(self) -> Box<[Op]> {
+        self.steps
+            .into_iter()
+            .map(|step| match step {
+                Step::Text(text) => Op::Text(lit(Text::Some(text))),
+                Step::Print {
+                    prefix,
+                    source,
+                    suffix,
+                } => Op::Print {
+                    prefix: lit(prefix),
+                    source,
+                    suffix: lit(suffix),
+                },
+                Step::Test {
+                    positive,
+                    source,
+                    skip,
+                } => Op::Test {
+                    positive,
+                    source,
+                    skip,
+                },
+                Step::Jump(skip) => Op::Jump(skip),
+            })
+            .collect()
+    }
+}
+
+fn lit(text: Text) -> Lit {
+    match text {
+        Text::None => Lit::None,
+        Text::Some(text) => match text.as_bytes() {
+            [] => Lit::None,
+            [c] if c.is_ascii() => Lit::Char(*c),
+            _ => Lit::Text(text.into_boxed_str()),
+        },
+    }
+}
+
+fn source(path: &PathRef) -> Option<Source> {
+    match path {
+        PathRef::Relative {
+            up: 0,
+            root: false,
+            segs,
+        } => match segs.as_slice() {
+            [] => None,
+            [name] => Some(Source::Field(name.as_str().into())),
+            _ => Some(Source::Path(segs.clone().into_boxed_slice())),
+        },
+        PathRef::Local { level: 0, name } => Some(Source::Local(*name)),
+        _ => None,
+    }
+}
+
+impl Flat {
     /// Renders the items of an array from `from` on, as long as they are
     /// objects; returns where it stopped (an item that is not an object,
     /// which the general renderer takes, or the end).
@@ -217,20 +333,25 @@ impl Flat {
         at: Item<'_>,
         out: &mut String,
     ) {
-        let ops = self.ops.as_slice();
+        let ops: &[Op] = match self.variants.as_slice() {
+            [ops] => ops,
+            variants => match variants.get(variant(at.index, at.len)) {
+                Some(ops) => ops,
+                None => return,
+            },
+        };
         let mut pc = 0;
         while let Some(op) = ops.get(pc) {
             pc += 1;
-            match *op {
-                Op::Char(c) => out.push(char::from(c)),
-                Op::Text(i) => out.push_str(self.text(i)),
-                Op::Print(prefix, source) => {
-                    match prefix {
-                        Prefix::None => {}
-                        Prefix::Char(c) => out.push(char::from(c)),
-                        Prefix::Text(i) => out.push_str(self.text(i)),
-                    }
-                    match self.look(source, item, fields) {
+            match op {
+                Op::Text(lit) => push(lit, out),
+                Op::Print {
+                    prefix,
+                    source,
+                    suffix,
+                } => {
+                    push(prefix, out);
+                    match look(source, item, fields) {
                         Look::Found(Value::String(s)) => out.push_str(s),
                         Look::Found(Value::Number(n)) if let Some(u) = n.as_u64() => {
                             write_u64(out, u);
@@ -244,13 +365,14 @@ impl Flat {
                             }
                         }
                     }
+                    push(suffix, out);
                 }
                 Op::Test {
                     positive,
                     source,
                     skip,
                 } => {
-                    let truth = match self.look(source, item, fields) {
+                    let truth = match look(source, item, fields) {
                         Look::Found(value) => truthy(value, false),
                         Look::Missing => false,
                         Look::Local(name) => local_truth(name, at),
@@ -258,41 +380,34 @@ impl Flat {
                             walk(item, segs).is_some_and(|v| truthy(v.value(), false))
                         }
                     };
-                    if truth != positive {
-                        pc += skip as usize;
+                    if truth != *positive {
+                        pc += skip;
                     }
                 }
-                Op::Jump(skip) => pc += skip as usize,
+                Op::Jump(skip) => pc += skip,
             }
         }
     }
+}
 
-    fn text(&self, i: u32) -> &str {
-        self.texts.get(i as usize).map_or("", String::as_str)
+#[inline]
+fn push(lit: &Lit, out: &mut String) {
+    match lit {
+        Lit::None => {}
+        Lit::Char(c) => out.push(char::from(*c)),
+        Lit::Text(text) => out.push_str(text),
     }
+}
 
-    #[inline]
-    fn look<'v>(
-        &'v self,
-        source: Source,
-        item: &'v Value,
-        fields: &'v Map<String, Value>,
-    ) -> Look<'v> {
-        match source {
-            Source::Field(i) => match self
-                .names
-                .get(i as usize)
-                .and_then(|name| field(fields, name))
-            {
-                Some(value) => Look::Found(value),
-                None => Look::Missing,
-            },
-            Source::Path(i) => match self.paths.get(i as usize) {
-                Some(segs) => lookup(item, segs),
-                None => Look::Missing,
-            },
-            Source::Local(name) => Look::Local(name),
-        }
+#[inline]
+fn look<'v>(source: &'v Source, item: &'v Value, fields: &'v Map<String, Value>) -> Look<'v> {
+    match source {
+        Source::Field(name) => match field(fields, name) {
+            Some(value) => Look::Found(value),
+            None => Look::Missing,
+        },
+        Source::Path(segs) => lookup(item, segs),
+        Source::Local(name) => Look::Local(*name),
     }
 }
 
