@@ -32,7 +32,7 @@ enum Piece<'a> {
 /// `<<<dotprompt:history>>>` markers among `markers` (ascending offsets of
 /// the markers that count), dropping whitespace-only text.
 fn role_and_history_pieces<'a>(rendered: &'a str, markers: &[usize]) -> Vec<Piece<'a>> {
-    let mut pieces = Vec::new();
+    let mut pieces = Vec::with_capacity(2 * markers.len() + 1);
     let mut text_start = 0;
     let mut search = 0;
     for &start in markers {
@@ -126,7 +126,8 @@ pub(crate) fn to_messages_at(
     markers: &[usize],
     history: Option<&[Message]>,
 ) -> Result<Vec<Message>> {
-    let mut sources = vec![Source::new(Role::User)];
+    let mut sources = Vec::with_capacity(markers.len() + 1);
+    sources.push(Source::new(Role::User));
     for piece in role_and_history_pieces(rendered, markers) {
         let current = sources.len() - 1;
         match piece {

@@ -61,20 +61,24 @@ pub(crate) fn render<'a>(
     data: Data<'a>,
     capacity: usize,
 ) -> Result<Rendered, Fault> {
+    // Room for a few nested blocks and markers: most templates need no
+    // more, and then nothing grows while rendering.
+    let mut frames = Vec::with_capacity(8);
+    frames.push(Frame {
+        this: V::Root,
+        locals: Locals::default(),
+        new_depth: true,
+        partial: false,
+        block_params: false,
+        link: None,
+    });
     let mut renderer = Renderer {
         data,
-        frames: vec![Frame {
-            this: V::Root,
-            locals: Locals::default(),
-            new_depth: true,
-            partial: false,
-            block_params: false,
-            link: None,
-        }],
+        frames,
         root: None,
         blocks: Vec::new(),
         fault: None,
-        markers: Vec::new(),
+        markers: Vec::with_capacity(8),
         inline_scopes: Vec::new(),
         partial_depth: 0,
         level: 0,
@@ -1306,19 +1310,37 @@ fn array_index(key: &str) -> Option<u32> {
 }
 
 /// A field of an object.
+#[inline]
 pub(super) fn field<'v>(map: &'v Map<String, Value>, key: &str) -> Option<&'v Value> {
     if map.len() <= LINEAR_LOOKUP {
-        // Most keys differ in length or first byte: told apart without a
-        // call to `memcmp`.
-        let first = key.as_bytes().first();
-        map.iter()
-            .find(|(k, _)| {
-                k.len() == key.len() && k.as_bytes().first() == first && k.as_str() == key
-            })
-            .map(|(_, v)| v)
+        map.iter().find(|(k, _)| key_eq(k, key)).map(|(_, v)| v)
     } else {
         map.get(key)
     }
+}
+
+/// `a == b` for object keys, which are mostly short: up to 16 bytes
+/// compared in two overlapping words (no call to `memcmp`).
+#[inline]
+fn key_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    match n {
+        0 => true,
+        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
+        4..=7 => words::<4>(a) == words::<4>(b),
+        8..=16 => words::<8>(a) == words::<8>(b),
+        _ => a == b,
+    }
+}
+
+/// The first and the last `N` bytes of `bytes` (at least `N` long).
+#[inline]
+fn words<const N: usize>(bytes: &[u8]) -> Option<([u8; N], [u8; N])> {
+    Some((*bytes.first_chunk::<N>()?, *bytes.last_chunk::<N>()?))
 }
 
 fn own<'a>(value: Value) -> V<'a> {
