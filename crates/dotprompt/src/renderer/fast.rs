@@ -50,6 +50,7 @@ enum Lit {
 }
 
 /// Where a flat body's value comes from.
+#[derive(Clone)]
 enum Source {
     /// A field of the item.
     Field(Box<str>),
@@ -66,7 +67,21 @@ pub(super) struct Flat {
     /// one for each of their four combinations (see [`variant`]), in which
     /// those tests are decided (their branches inline, their texts merged).
     variants: Vec<Box<[Op]>>,
+    /// The same for array loops, rotated: the text the body starts with is
+    /// printed with the text the previous item ends with, in one step.
+    rotated: Option<Rotated>,
     pub(super) depth: usize,
+}
+
+/// A body whose step lists all start with the same text, `lead`: printed
+/// once before the first item, then after each item with its trailing
+/// text, as one text.
+struct Rotated {
+    lead: Lit,
+    /// Per step list: the steps without the leading and trailing texts,
+    /// the trailing text (after the last item), and the trailing text
+    /// followed by the lead (between items).
+    variants: Vec<(Box<[Op]>, Lit, Lit)>,
 }
 
 /// Which step list renders the item at `index` of `len`.
@@ -79,27 +94,96 @@ pub(super) fn flatten(body: &Plan) -> Option<Flat> {
     let mut builder = Builder::new(None);
     builder.program(body, 1)?;
     let depth = builder.depth;
-    let variants = if builder.tests_position {
+    let builders = if builder.tests_position {
         (0..4)
             .map(|v| {
                 let mut builder = Builder::new(Some((v & 1 != 0, v & 2 != 0)));
                 builder.program(body, 1)?;
-                Some(builder.finish())
+                Some(builder)
             })
             .collect::<Option<Vec<_>>>()?
     } else {
-        vec![builder.finish()]
+        vec![builder]
     };
-    Some(Flat { variants, depth })
+    let variants = builders.iter().map(|b| ops(b.steps.clone())).collect();
+    Some(Flat {
+        variants,
+        rotated: rotate(builders),
+        depth,
+    })
 }
 
-/// A literal text being laid out (made a [`Lit`] by [`Builder::finish`]).
+/// The rotated form of these step lists, if they all start with the same
+/// (non-empty) text.
+fn rotate(builders: Vec<Builder>) -> Option<Rotated> {
+    let mut lead = None;
+    let mut variants = Vec::with_capacity(builders.len());
+    for Builder {
+        mut steps,
+        straight,
+        ..
+    } in builders
+    {
+        // The first step is never in a branch; the last is when a block
+        // ends the body.
+        let mut straight = straight;
+        let first = match steps.first_mut() {
+            Some(Step::Text(text)) => {
+                let text = std::mem::take(text);
+                steps.remove(0);
+                straight = straight.saturating_sub(1);
+                text
+            }
+            Some(Step::Print {
+                prefix: prefix @ Text::Some(_),
+                ..
+            }) => match std::mem::replace(prefix, Text::None) {
+                Text::Some(text) => text,
+                Text::None => String::new(),
+            },
+            _ => return None,
+        };
+        if first.is_empty() || lead.as_ref().is_some_and(|lead| *lead != first) {
+            return None;
+        }
+        let last = if steps.len() > straight {
+            match steps.last_mut() {
+                Some(Step::Text(text)) => {
+                    let text = std::mem::take(text);
+                    steps.pop();
+                    text
+                }
+                Some(Step::Print {
+                    suffix: suffix @ Text::Some(_),
+                    ..
+                }) => match std::mem::replace(suffix, Text::None) {
+                    Text::Some(text) => text,
+                    Text::None => String::new(),
+                },
+                _ => String::new(),
+            }
+        } else {
+            String::new()
+        };
+        let joined = format!("{last}{first}");
+        variants.push((ops(steps), lit(Text::Some(last)), lit(Text::Some(joined))));
+        lead = Some(first);
+    }
+    Some(Rotated {
+        lead: lit(Text::Some(lead?)),
+        variants,
+    })
+}
+
+/// A literal text being laid out (made a [`Lit`] by [`ops`]).
+#[derive(Clone)]
 enum Text {
     None,
     Some(String),
 }
 
 /// A step being laid out.
+#[derive(Clone)]
 enum Step {
     Text(String),
     Print {
@@ -246,35 +330,35 @@ impl Builder {
             _ => self.steps.push(Step::Text(text.to_owned())),
         }
     }
+}
 
-    /// The steps, their texts made [`Lit`]s.
-    fn finish(self) -> Box<[Op]> {
-        self.steps
-            .into_iter()
-            .map(|step| match step {
-                Step::Text(text) => Op::Text(lit(Text::Some(text))),
-                Step::Print {
-                    prefix,
-                    source,
-                    suffix,
-                } => Op::Print {
-                    prefix: lit(prefix),
-                    source,
-                    suffix: lit(suffix),
-                },
-                Step::Test {
-                    positive,
-                    source,
-                    skip,
-                } => Op::Test {
-                    positive,
-                    source,
-                    skip,
-                },
-                Step::Jump(skip) => Op::Jump(skip),
-            })
-            .collect()
-    }
+/// The steps, their texts made [`Lit`]s.
+fn ops(steps: Vec<Step>) -> Box<[Op]> {
+    steps
+        .into_iter()
+        .map(|step| match step {
+            Step::Text(text) => Op::Text(lit(Text::Some(text))),
+            Step::Print {
+                prefix,
+                source,
+                suffix,
+            } => Op::Print {
+                prefix: lit(prefix),
+                source,
+                suffix: lit(suffix),
+            },
+            Step::Test {
+                positive,
+                source,
+                skip,
+            } => Op::Test {
+                positive,
+                source,
+                skip,
+            },
+            Step::Jump(skip) => Op::Jump(skip),
+        })
+        .collect()
 }
 
 fn lit(text: Text) -> Lit {
@@ -309,6 +393,9 @@ impl Flat {
     /// objects; returns where it stopped (an item that is not an object,
     /// which the general renderer takes, or the end).
     pub(super) fn run_array(&self, items: &[Value], from: usize, out: &mut String) -> usize {
+        if let Some(rotated) = &self.rotated {
+            return rotated.run_array(items, from, out);
+        }
         let len = items.len();
         for (index, item) in items.iter().enumerate().skip(from) {
             let Value::Object(fields) = item else {
@@ -319,13 +406,24 @@ impl Flat {
                 len,
                 key: None,
             };
-            self.run(item, fields, at, out);
+            let Some(ops) = self.ops(index, len) else {
+                return len;
+            };
+            run(ops, item, fields, &at, out);
         }
         len
     }
 
-    /// Renders the body for the object `item` (whose fields are `fields`).
+    /// The steps for the item at `index` of `len`.
     #[inline]
+    fn ops(&self, index: usize, len: usize) -> Option<&[Op]> {
+        match self.variants.as_slice() {
+            [ops] => Some(ops),
+            variants => variants.get(variant(index, len)).map(|ops| &ops[..]),
+        }
+    }
+
+    /// Renders the body for the object `item` (whose fields are `fields`).
     pub(super) fn run(
         &self,
         item: &Value,
@@ -333,59 +431,99 @@ impl Flat {
         at: Item<'_>,
         out: &mut String,
     ) {
-        let ops: &[Op] = match self.variants.as_slice() {
-            [ops] => ops,
-            variants => match variants.get(variant(at.index, at.len)) {
-                Some(ops) => ops,
-                None => return,
-            },
-        };
-        let mut pc = 0;
-        while let Some(op) = ops.get(pc) {
-            pc += 1;
-            match op {
-                Op::Text(lit) => push(lit, out),
-                Op::Print {
-                    prefix,
-                    source,
-                    suffix,
-                } => {
-                    push(prefix, out);
-                    match look(source, item, fields) {
-                        Look::Found(Value::String(s)) => out.push_str(s),
-                        Look::Found(Value::Number(n)) if let Some(u) = n.as_u64() => {
-                            write_u64(out, u);
-                        }
-                        Look::Found(value) => write_value(out, value),
-                        Look::Missing => {}
-                        Look::Local(name) => print_local(name, at, out),
-                        Look::Derived(segs) => {
-                            if let Some(value) = walk(item, segs) {
-                                write_value(out, value.value());
-                            }
-                        }
-                    }
-                    push(suffix, out);
-                }
-                Op::Test {
-                    positive,
-                    source,
-                    skip,
-                } => {
-                    let truth = match look(source, item, fields) {
-                        Look::Found(value) => truthy(value, false),
-                        Look::Missing => false,
-                        Look::Local(name) => local_truth(name, at),
-                        Look::Derived(segs) => {
-                            walk(item, segs).is_some_and(|v| truthy(v.value(), false))
-                        }
-                    };
-                    if truth != *positive {
-                        pc += skip;
-                    }
-                }
-                Op::Jump(skip) => pc += skip,
+        if let Some(ops) = self.ops(at.index, at.len) {
+            run(ops, item, fields, &at, out);
+        }
+    }
+}
+
+impl Rotated {
+    /// [`Flat::run_array`] with the rotated steps.
+    fn run_array(&self, items: &[Value], from: usize, out: &mut String) -> usize {
+        let len = items.len();
+        if !items.get(from).is_some_and(Value::is_object) {
+            return from;
+        }
+        push(&self.lead, out);
+        for (index, item) in items.iter().enumerate().skip(from) {
+            let Value::Object(fields) = item else {
+                return index;
+            };
+            let at = Item {
+                index,
+                len,
+                key: None,
+            };
+            let steps = match self.variants.as_slice() {
+                [steps] => steps,
+                variants => match variants.get(variant(index, len)) {
+                    Some(steps) => steps,
+                    None => return len,
+                },
+            };
+            let (ops, trail, trail_lead) = steps;
+            run(ops, item, fields, &at, out);
+            // The next item's leading text goes with this one's trailing
+            // text, unless the general renderer takes the next item.
+            if items.get(index + 1).is_some_and(Value::is_object) {
+                push(trail_lead, out);
+            } else {
+                push(trail, out);
             }
+        }
+        len
+    }
+}
+
+/// Renders the steps `ops` for the object `item` (whose fields are
+/// `fields`).
+#[inline(always)]
+fn run(ops: &[Op], item: &Value, fields: &Map<String, Value>, at: &Item<'_>, out: &mut String) {
+    let mut pc = 0;
+    while let Some(op) = ops.get(pc) {
+        pc += 1;
+        match op {
+            Op::Text(lit) => push(lit, out),
+            Op::Print {
+                prefix,
+                source,
+                suffix,
+            } => {
+                push(prefix, out);
+                match look(source, item, fields) {
+                    Look::Found(Value::String(s)) => out.push_str(s),
+                    Look::Found(Value::Number(n)) if let Some(u) = n.as_u64() => {
+                        write_u64(out, u);
+                    }
+                    Look::Found(value) => write_value(out, value),
+                    Look::Missing => {}
+                    Look::Local(name) => print_local(name, at, out),
+                    Look::Derived(segs) => {
+                        if let Some(value) = walk(item, segs) {
+                            write_value(out, value.value());
+                        }
+                    }
+                }
+                push(suffix, out);
+            }
+            Op::Test {
+                positive,
+                source,
+                skip,
+            } => {
+                let truth = match look(source, item, fields) {
+                    Look::Found(value) => truthy(value, false),
+                    Look::Missing => false,
+                    Look::Local(name) => local_truth(name, at),
+                    Look::Derived(segs) => {
+                        walk(item, segs).is_some_and(|v| truthy(v.value(), false))
+                    }
+                };
+                if truth != *positive {
+                    pc += skip;
+                }
+            }
+            Op::Jump(skip) => pc += skip,
         }
     }
 }
@@ -452,7 +590,8 @@ fn lookup<'v>(item: &'v Value, segs: &'v [String]) -> Look<'v> {
 
 /// Prints `@index`, `@first`, `@last` or `@key` as the general renderer
 /// does (a missing one prints nothing).
-fn print_local(name: LocalName, at: Item<'_>, out: &mut String) {
+#[inline(never)]
+fn print_local(name: LocalName, at: &Item<'_>, out: &mut String) {
     match name {
         LocalName::Index => write_u64(out, at.index as u64),
         LocalName::First => out.push_str(bool_text(at.index == 0)),
@@ -466,7 +605,8 @@ fn print_local(name: LocalName, at: Item<'_>, out: &mut String) {
 }
 
 /// `{{#if @index}}` ...: JavaScript's truthiness of the variable.
-fn local_truth(name: LocalName, at: Item<'_>) -> bool {
+#[inline(never)]
+fn local_truth(name: LocalName, at: &Item<'_>) -> bool {
     match name {
         LocalName::Index => at.index != 0,
         LocalName::First => at.index == 0,
