@@ -150,20 +150,51 @@ impl MarkerHelper {
         first: Option<&Value>,
         hash: &dyn Fn(&str) -> Option<&'v Value>,
     ) -> String {
-        let first = || first.map(as_text).unwrap_or_default();
+        let mut text = String::new();
+        self.write(&mut text, first, hash);
+        text
+    }
+
+    /// Writes the marker for these arguments (`first`: the first
+    /// positional one) to `out`.
+    pub(crate) fn write<'v>(
+        self,
+        out: &mut String,
+        first: Option<&Value>,
+        hash: &dyn Fn(&str) -> Option<&'v Value>,
+    ) {
         match self {
-            MarkerHelper::Role => format!("<<<dotprompt:role:{}>>>", first()),
-            MarkerHelper::History => "<<<dotprompt:history>>>".to_owned(),
-            MarkerHelper::Section => format!("<<<dotprompt:section {}>>>", first()),
+            MarkerHelper::Role => {
+                out.push_str("<<<dotprompt:role:");
+                write_text(out, first);
+                out.push_str(">>>");
+            }
+            MarkerHelper::History => out.push_str("<<<dotprompt:history>>>"),
+            MarkerHelper::Section => {
+                out.push_str("<<<dotprompt:section ");
+                write_text(out, first);
+                out.push_str(">>>");
+            }
             MarkerHelper::Media => {
-                let hash = |key| hash(key).map(as_text);
-                let url = hash("url").unwrap_or_default();
-                match hash("contentType").filter(|t| !t.is_empty()) {
-                    Some(content_type) => format!("<<<dotprompt:media:url {url} {content_type}>>>"),
-                    None => format!("<<<dotprompt:media:url {url}>>>"),
+                let content_type = hash("contentType").map(as_text).filter(|t| !t.is_empty());
+                out.push_str("<<<dotprompt:media:url ");
+                write_text(out, hash("url"));
+                if let Some(content_type) = content_type {
+                    out.push(' ');
+                    out.push_str(&content_type);
                 }
+                out.push_str(">>>");
             }
         }
+    }
+}
+
+/// Writes [`as_text`] of `value` (nothing for none).
+fn write_text(out: &mut String, value: Option<&Value>) {
+    match value {
+        Some(Value::String(s)) => out.push_str(s),
+        Some(Value::Null) | None => {}
+        Some(other) => out.push_str(&other.to_string()),
     }
 }
 

@@ -43,7 +43,23 @@ fn write_f64(out: &mut String, f: f64) {
 }
 
 /// Prints an integer (the formatting machinery is slow for this).
-fn write_u64(out: &mut String, mut n: u64) {
+#[inline]
+pub(crate) fn write_u64(out: &mut String, n: u64) {
+    // One and two digits, the most printed (indexes, counts, scores):
+    // pushed as the ASCII digits they are, where they are printed.
+    if n < 10 {
+        out.push(char::from(b'0' + n as u8));
+    } else if n < 100 {
+        out.push(char::from(b'0' + (n / 10) as u8));
+        out.push(char::from(b'0' + (n % 10) as u8));
+    } else {
+        write_long(out, n);
+    }
+}
+
+/// [`write_u64`] from three digits on.
+#[inline(never)]
+fn write_long(out: &mut String, mut n: u64) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     loop {

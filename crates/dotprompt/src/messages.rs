@@ -32,7 +32,7 @@ enum Piece<'a> {
 /// `<<<dotprompt:history>>>` markers among `markers` (ascending offsets of
 /// the markers that count), dropping whitespace-only text.
 fn role_and_history_pieces<'a>(rendered: &'a str, markers: &[usize]) -> Vec<Piece<'a>> {
-    let mut pieces = Vec::new();
+    let mut pieces = Vec::with_capacity(2 * markers.len() + 1);
     let mut text_start = 0;
     let mut search = 0;
     for &start in markers {
@@ -126,7 +126,8 @@ pub(crate) fn to_messages_at(
     markers: &[usize],
     history: Option<&[Message]>,
 ) -> Result<Vec<Message>> {
-    let mut sources = vec![Source::new(Role::User)];
+    let mut sources = Vec::with_capacity(markers.len() + 1);
+    sources.push(Source::new(Role::User));
     for piece in role_and_history_pieces(rendered, markers) {
         let current = sources.len() - 1;
         match piece {
@@ -167,9 +168,13 @@ pub(crate) fn to_messages_at(
                         .markers
                         .extend(inside.iter().map(|at| at - start + shift));
                 }
-                source
-                    .text
-                    .push_str(rendered.get(start..end).unwrap_or_default());
+                let text = rendered.get(start..end).unwrap_or_default();
+                if source.text.is_empty() {
+                    // Most messages are one piece: made at its size.
+                    source.text = text.to_owned();
+                } else {
+                    source.text.push_str(text);
+                }
             }
         }
     }
@@ -181,7 +186,12 @@ pub(crate) fn to_messages_at(
             None if source.text.is_empty() => None,
             None => Some(Message {
                 role: source.role,
-                content: to_parts(&source.text, &source.markers),
+                content: if source.markers.is_empty() {
+                    // Text only: the text is the part, not copied again.
+                    text_part(source.text).into_iter().collect()
+                } else {
+                    to_parts(&source.text, &source.markers)
+                },
                 metadata: None,
             }),
         })
@@ -245,6 +255,11 @@ fn to_parts(text: &str, markers: &[usize]) -> Vec<Part> {
     }
     push_part_text(&mut parts, &text[text_start..]);
     parts
+}
+
+/// A text part of `text`, unless it is only whitespace.
+fn text_part(text: String) -> Option<Part> {
+    (!text.trim().is_empty()).then(|| Part::text(text))
 }
 
 fn push_part_text(parts: &mut Vec<Part>, text: &str) {

@@ -5,9 +5,12 @@ use std::rc::Rc;
 
 use serde_json::{Map, Value};
 
-use super::plan::{Arg, BlockKind, Call, Helper, Node, PartialNode, PartialTarget, PathRef, Plan};
+use super::fast::{self, Flat};
+use super::plan::{
+    Arg, BlockKind, Call, Helper, LocalName, Node, PartialNode, PartialTarget, PathRef, Plan,
+};
 use super::{Fault, Site};
-use crate::helpers::{DataScope, json_text, strict_equals};
+use crate::helpers::{DataScope, MarkerHelper, json_text, strict_equals};
 use crate::types::JsonMap;
 
 static NULL: Value = Value::Null;
@@ -58,20 +61,24 @@ pub(crate) fn render<'a>(
     data: Data<'a>,
     capacity: usize,
 ) -> Result<Rendered, Fault> {
+    // Room for a few nested blocks and markers: most templates need no
+    // more, and then nothing grows while rendering.
+    let mut frames = Vec::with_capacity(8);
+    frames.push(Frame {
+        this: V::Root,
+        locals: Locals::default(),
+        new_depth: true,
+        partial: false,
+        block_params: false,
+        link: None,
+    });
     let mut renderer = Renderer {
         data,
-        frames: vec![Frame {
-            this: V::Root,
-            locals: Locals::default(),
-            new_depth: true,
-            partial: false,
-            block_params: false,
-            link: None,
-        }],
+        frames,
         root: None,
         blocks: Vec::new(),
         fault: None,
-        markers: Vec::new(),
+        markers: Vec::with_capacity(8),
         inline_scopes: Vec::new(),
         partial_depth: 0,
         level: 0,
@@ -142,6 +149,14 @@ struct Branches<'a> {
     inverse: Option<&'a Plan>,
     /// Whether the body declares block parameters (`as |item index|`).
     block_params: bool,
+    /// `each`'s body in flat form, when it has one.
+    flat: Option<&'a Flat>,
+}
+
+/// An `each` body: its plan, and its flat form when it has one.
+struct Body<'a> {
+    plan: &'a Plan,
+    flat: Option<&'a Flat>,
 }
 
 /// Block-local variables (`@index`, `@first`, `@last`, `@key`).
@@ -241,10 +256,13 @@ impl<'a> Renderer<'a> {
                 self.markers.extend(markers.iter().map(|at| start + at));
                 self.out.push_str(text);
             }
-            Node::Value(path) => {
-                let value = self.path(path)?;
-                let value = self.concrete(value);
-                write_value(&mut self.out, value.value());
+            Node::Value(path) => match self.look(path) {
+                Look::Ref(value) => write_value(&mut self.out, value),
+                Look::Missing => {}
+                Look::Slow => self.print_path(path)?,
+            },
+            Node::Print(call) if let Helper::Marker(marker) = call.helper => {
+                self.print_marker(marker, call)?;
             }
             Node::Print(call) => {
                 let value = self.call(call)?;
@@ -255,12 +273,35 @@ impl<'a> Renderer<'a> {
                 write_value(&mut self.out, value.value());
             }
             Node::Block {
+                kind: BlockKind::If { positive },
+                params,
+                hash,
+                template,
+                inverse,
+                ..
+            } if hash.is_empty()
+                && let [Arg::Path(path)] = params.as_slice()
+                && let Some(value) = self.look(path).value() =>
+            {
+                // `{{#if path}}` where the path leads into the data or
+                // nowhere: tested where it is, nothing made.
+                let chosen = if truthy(value.unwrap_or(&NULL), false) == *positive {
+                    template
+                } else {
+                    inverse
+                };
+                if let Some(plan) = chosen {
+                    self.plan_in_this(plan)?;
+                }
+            }
+            Node::Block {
                 kind,
                 params,
                 hash,
                 block_params,
                 template,
                 inverse,
+                flat,
             } => {
                 // Every argument is evaluated, as handlebars does (so that
                 // failing ones fail here too), but only two are used.
@@ -283,6 +324,7 @@ impl<'a> Renderer<'a> {
                     template: template.as_ref(),
                     inverse: inverse.as_ref(),
                     block_params: *block_params > 0,
+                    flat: flat.as_deref(),
                 };
                 self.block(*kind, first, second, include_zero, blocks)?;
             }
@@ -297,6 +339,109 @@ impl<'a> Renderer<'a> {
             Node::PartialBlock { indent, site } => self.partial_block(indent.as_deref(), site)?,
         }
         Ok(())
+    }
+
+    /// `{{role "system"}}` ...: the marker, written where it goes (it
+    /// counts: see [`Rendered`]).
+    #[inline(never)]
+    fn print_marker(&mut self, marker: MarkerHelper, call: &'a Call) -> Result<(), Stopped> {
+        // Every argument is evaluated (a failing one fails here), as for
+        // any call; the first positional one and the hash are used.
+        let mut first = None;
+        for param in &call.params {
+            let value = self.arg(param)?;
+            let value = self.concrete(value);
+            if first.is_none() {
+                first = Some(value);
+            }
+        }
+        let mut hash = Vec::with_capacity(call.hash.len());
+        for (key, arg) in &call.hash {
+            let value = self.arg(arg)?;
+            hash.push((key.as_str(), self.concrete(value)));
+        }
+        let hash_get = |key: &str| hash.iter().find(|(k, _)| *k == key).map(|(_, v)| v.value());
+        self.markers.push(self.out.len());
+        marker.write(&mut self.out, first.as_ref().map(V::value), &hash_get);
+        Ok(())
+    }
+
+    /// Prints a path [`Self::look`] does not take.
+    #[inline(never)]
+    fn print_path(&mut self, path: &'a PathRef) -> Result<(), Stopped> {
+        if let PathRef::Local { level, name } = path
+            && let Some(frame) = self.block_at(*level)
+        {
+            // `@index` and `@key` print without being made into values.
+            let locals = &frame.locals;
+            let number = match (name, &locals.key) {
+                (LocalName::Index, _) => Some(locals.index),
+                (LocalName::Key, Some(Key::Index(i))) => Some(Some(*i)),
+                (LocalName::Key, Some(Key::Ref(k))) => {
+                    let k: &'a str = k;
+                    self.out.push_str(k);
+                    return Ok(());
+                }
+                _ => None,
+            };
+            if let Some(number) = number {
+                if let Some(i) = number {
+                    crate::js::write_u64(&mut self.out, i as u64);
+                }
+                return Ok(());
+            }
+        }
+        let value = self.path(path)?;
+        let value = self.concrete(value);
+        write_value(&mut self.out, value.value());
+        Ok(())
+    }
+
+    /// A path's value when it is in the data (or a block-local boolean),
+    /// found without making anything: the common case, kept cheap.
+    /// [`Look::Slow`] for anything else ([`Self::path`] takes those).
+    #[inline]
+    fn look(&self, path: &'a PathRef) -> Look<'a> {
+        match path {
+            PathRef::Relative { up: 0, root, segs } if !segs.is_empty() => {
+                let this = if *root { &V::Root } else { &self.front().this };
+                match this {
+                    V::Ref(value) => walk_ref(value, segs),
+                    V::Root => {
+                        let data = self.data;
+                        let first = &segs[0];
+                        let start = data
+                            .input
+                            .and_then(|m| field(m, first))
+                            .or_else(|| data.defaults.and_then(|m| field(m, first)));
+                        match start {
+                            Some(value) => walk_ref(value, &segs[1..]),
+                            None => Look::Missing,
+                        }
+                    }
+                    V::Missing => Look::Missing,
+                    _ => Look::Slow,
+                }
+            }
+            PathRef::Local {
+                level,
+                name: name @ (LocalName::First | LocalName::Last),
+            } => {
+                let Some(frame) = self.block_at(*level) else {
+                    return Look::Missing;
+                };
+                let flag = if *name == LocalName::First {
+                    frame.locals.first
+                } else {
+                    frame.locals.last
+                };
+                match flag {
+                    Some(b) => Look::Ref(if b { &TRUE } else { &FALSE }),
+                    None => Look::Missing,
+                }
+            }
+            _ => Look::Slow,
+        }
     }
 
     /// `{{> name}}` (kept out of [`Self::node`], which every node goes
@@ -406,6 +551,7 @@ impl<'a> Renderer<'a> {
             template,
             inverse,
             block_params,
+            flat,
         } = branches;
         match kind {
             BlockKind::If { positive } => {
@@ -458,7 +604,13 @@ impl<'a> Renderer<'a> {
                     return Ok(());
                 };
                 let iterated = match &over {
-                    V::Ref(value) => self.each_ref(value, body, inverse.is_none(), block_params)?,
+                    V::Ref(value) => {
+                        // The flat body, unless it would nest past the bound
+                        // (the general renderer then fails where it does).
+                        let flat = flat.filter(|f| self.level + f.depth <= MAX_RENDER_LEVELS);
+                        let body = Body { plan: body, flat };
+                        self.each_ref(value, body, inverse.is_none(), block_params)?
+                    }
                     V::Shared(value) => {
                         self.each_shared(value, body, inverse.is_none(), block_params)?
                     }
@@ -501,10 +653,12 @@ impl<'a> Renderer<'a> {
     fn each_ref(
         &mut self,
         value: &'a Value,
-        body: &'a Plan,
+        Body { plan: body, flat }: Body<'a>,
         no_inverse: bool,
         block_params: bool,
     ) -> Result<bool, Stopped> {
+        let outer = self.context();
+        let outer = outer.as_ref();
         match value {
             Value::Array(items) if !items.is_empty() || no_inverse => {
                 self.frames.push(Frame {
@@ -516,10 +670,22 @@ impl<'a> Renderer<'a> {
                     link: None,
                 });
                 let len = items.len();
-                let result = items.iter().enumerate().try_for_each(|(i, item)| {
-                    self.set_item(V::Ref(item), i, len, Some(Key::Index(i)));
-                    self.plan(body)
-                });
+                let mut result = Ok(());
+                let mut i = 0;
+                while i < len {
+                    if let Some(flat) = flat {
+                        i = flat.run_array(items, i, &mut self.out);
+                        if i == len {
+                            break;
+                        }
+                    }
+                    self.set_item(V::Ref(&items[i]), outer, i, len, Some(Key::Index(i)));
+                    result = self.plan(body);
+                    if result.is_err() {
+                        break;
+                    }
+                    i += 1;
+                }
                 self.frames.pop();
                 result.map(|()| true)
             }
@@ -536,7 +702,16 @@ impl<'a> Renderer<'a> {
                 let result = js_key_order(map)
                     .enumerate()
                     .try_for_each(|(i, (key, item))| {
-                        self.set_item(V::Ref(item), i, len, Some(Key::Ref(key)));
+                        if let (Some(flat), Value::Object(fields)) = (flat, item) {
+                            let at = fast::Item {
+                                index: i,
+                                len,
+                                key: Some(key.as_str()),
+                            };
+                            flat.run(item, fields, at, &mut self.out);
+                            return Ok(());
+                        }
+                        self.set_item(V::Ref(item), outer, i, len, Some(Key::Ref(key)));
                         self.plan(body)
                     });
                 self.frames.pop();
@@ -555,6 +730,8 @@ impl<'a> Renderer<'a> {
         no_inverse: bool,
         block_params: bool,
     ) -> Result<bool, Stopped> {
+        let outer = self.context();
+        let outer = outer.as_ref();
         match value {
             Value::Array(items) if !items.is_empty() || no_inverse => {
                 self.frames.push(Frame {
@@ -568,7 +745,7 @@ impl<'a> Renderer<'a> {
                 let len = items.len();
                 let result = items.iter().enumerate().try_for_each(|(i, item)| {
                     let item = V::Shared(Rc::new(item.clone()));
-                    self.set_item(item, i, len, Some(Key::Index(i)));
+                    self.set_item(item, outer, i, len, Some(Key::Index(i)));
                     self.plan(body)
                 });
                 self.frames.pop();
@@ -588,7 +765,8 @@ impl<'a> Renderer<'a> {
                     .enumerate()
                     .try_for_each(|(i, (key, item))| {
                         let key = Key::Shared(Rc::from(key.as_str()));
-                        self.set_item(V::Shared(Rc::new(item.clone())), i, len, Some(key));
+                        let item = V::Shared(Rc::new(item.clone()));
+                        self.set_item(item, outer, i, len, Some(key));
                         self.plan(body)
                     });
                 self.frames.pop();
@@ -598,10 +776,22 @@ impl<'a> Renderer<'a> {
         }
     }
 
-    fn set_item(&mut self, item: V<'a>, index: usize, len: usize, key: Option<Key<'a>>) {
-        // The each frame is innermost; compare with the context around it.
-        let outer = &self.frames[..self.frames.len() - 1];
-        let new_depth = !depths(outer).next().is_some_and(|c| same_context(c, &item));
+    /// The current context (for a loop, which compares each item with it).
+    fn context(&self) -> Option<V<'a>> {
+        depths(&self.frames).next().map(V::share)
+    }
+
+    /// Makes `item` the each frame's context; `outer` is the context around
+    /// the loop (see [`Self::context`]).
+    fn set_item(
+        &mut self,
+        item: V<'a>,
+        outer: Option<&V<'a>>,
+        index: usize,
+        len: usize,
+        key: Option<Key<'a>>,
+    ) {
+        let new_depth = !outer.is_some_and(|c| same_context(c, &item));
         let frame = self.front_mut();
         frame.this = item;
         frame.new_depth = new_depth;
@@ -775,17 +965,17 @@ impl<'a> Renderer<'a> {
                     return Ok(V::Missing);
                 };
                 let locals = &frame.locals;
-                Ok(match name.as_str() {
-                    "index" => locals.index.map_or(V::Missing, |i| own(Value::from(i))),
-                    "first" => locals.first.map_or(V::Missing, boolean),
-                    "last" => locals.last.map_or(V::Missing, boolean),
-                    "key" => match &locals.key {
+                Ok(match name {
+                    LocalName::Index => locals.index.map_or(V::Missing, |i| own(Value::from(i))),
+                    LocalName::First => locals.first.map_or(V::Missing, boolean),
+                    LocalName::Last => locals.last.map_or(V::Missing, boolean),
+                    LocalName::Key => match &locals.key {
                         Some(Key::Index(i)) => own(Value::from(*i)),
                         Some(Key::Ref(k)) => own(Value::from(*k)),
                         Some(Key::Shared(k)) => own(Value::from(k.as_ref())),
                         None => V::Missing,
                     },
-                    _ => V::Missing,
+                    LocalName::Other => V::Missing,
                 })
             }
             PathRef::Relative { up, root, segs } => {
@@ -898,14 +1088,62 @@ impl<'a> Renderer<'a> {
     }
 }
 
+/// What [`Renderer::look`] found.
+enum Look<'a> {
+    /// A value in the data (or a static one).
+    Ref(&'a Value),
+    /// Nothing: the path leads nowhere.
+    Missing,
+    /// A case left to [`Renderer::path`] (a value to be made, a derived
+    /// context, `../`, block parameters).
+    Slow,
+}
+
+impl<'a> Look<'a> {
+    /// `Some(None)` for missing, `None` for [`Look::Slow`].
+    fn value(self) -> Option<Option<&'a Value>> {
+        match self {
+            Look::Ref(v) => Some(Some(v)),
+            Look::Missing => Some(None),
+            Look::Slow => None,
+        }
+    }
+}
+
+/// [`walk`] where it stays in the data: [`Look::Slow`] where it would make
+/// a value (an array's or a string's `length`, a string's character).
+fn walk_ref<'v>(start: &'v Value, segs: &[String]) -> Look<'v> {
+    let mut current = start;
+    for seg in segs {
+        current = match current {
+            Value::Object(map) => match field(map, seg) {
+                Some(value) => value,
+                None => return Look::Missing,
+            },
+            Value::Array(_) | Value::String(_) => return Look::Slow,
+            Value::Null => return Look::Ref(current),
+            _ => return Look::Missing,
+        };
+    }
+    Look::Ref(current)
+}
+
 /// Where a path led: into the data, or to a value made on the way (a
 /// `length`, a character of a string).
-enum Found<'v> {
+pub(super) enum Found<'v> {
     Ref(&'v Value),
     Own(Value),
 }
 
 impl Found<'_> {
+    /// The value found.
+    pub(super) fn value(&self) -> &Value {
+        match self {
+            Found::Ref(v) => v,
+            Found::Own(v) => v,
+        }
+    }
+
     fn into_owned(self) -> Found<'static> {
         match self {
             Found::Ref(v) => Found::Own(v.clone()),
@@ -926,7 +1164,7 @@ fn found<'a>(f: Option<Found<'a>>) -> V<'a> {
 /// (an object's fields; an array's items and `length`; a string's
 /// characters and `length`), anything else leads nowhere, and a null on
 /// the way is the result.
-fn walk<'v>(start: &'v Value, segs: &[String]) -> Option<Found<'v>> {
+pub(super) fn walk<'v>(start: &'v Value, segs: &[String]) -> Option<Found<'v>> {
     let mut current = start;
     for (i, seg) in segs.iter().enumerate() {
         current = match current {
@@ -1072,12 +1310,37 @@ fn array_index(key: &str) -> Option<u32> {
 }
 
 /// A field of an object.
-fn field<'v>(map: &'v Map<String, Value>, key: &str) -> Option<&'v Value> {
+#[inline]
+pub(super) fn field<'v>(map: &'v Map<String, Value>, key: &str) -> Option<&'v Value> {
     if map.len() <= LINEAR_LOOKUP {
-        map.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+        map.iter().find(|(k, _)| key_eq(k, key)).map(|(_, v)| v)
     } else {
         map.get(key)
     }
+}
+
+/// `a == b` for object keys, which are mostly short: up to 16 bytes
+/// compared in two overlapping words (no call to `memcmp`).
+#[inline]
+fn key_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    match n {
+        0 => true,
+        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
+        4..=7 => words::<4>(a) == words::<4>(b),
+        8..=16 => words::<8>(a) == words::<8>(b),
+        _ => a == b,
+    }
+}
+
+/// The first and the last `N` bytes of `bytes` (at least `N` long).
+#[inline]
+fn words<const N: usize>(bytes: &[u8]) -> Option<([u8; N], [u8; N])> {
+    Some((*bytes.first_chunk::<N>()?, *bytes.last_chunk::<N>()?))
 }
 
 fn own<'a>(value: Value) -> V<'a> {
@@ -1090,7 +1353,7 @@ fn boolean<'a>(b: bool) -> V<'a> {
 
 /// Handlebars.js' `if`: false, null, missing, `""`, `[]` and (unless
 /// `includeZero`) `0` are false; everything else, `{}` included, is true.
-fn truthy(value: &Value, include_zero: bool) -> bool {
+pub(super) fn truthy(value: &Value, include_zero: bool) -> bool {
     match value {
         Value::Number(n) if is_zero(n) => include_zero,
         other => !is_empty(other),
@@ -1117,7 +1380,7 @@ fn is_zero(n: &serde_json::Number) -> bool {
 /// Prints a value as Handlebars.js does (JavaScript's string conversion):
 /// null prints nothing, an array its items joined by `,` (null items
 /// empty), an object `[object Object]`, a number as JavaScript prints it.
-fn write_value(out: &mut String, value: &Value) {
+pub(super) fn write_value(out: &mut String, value: &Value) {
     match value {
         Value::String(s) => out.push_str(s),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),

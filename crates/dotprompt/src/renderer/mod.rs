@@ -11,6 +11,10 @@
 //! registered partials without outer contexts (blocks and inline partials
 //! keep their template's).
 //!
+//! An `{{#each}}` body that only prints (text, fields of the item, the
+//! loop's `@`-variables, `if`/`unless` on those) is also laid out flat (see
+//! `fast.rs`) and renders its object items without contexts or values.
+//!
 //! Plans cover text, expressions, helper calls (built-in and user helpers,
 //! subexpressions), `if`/`unless`/`each`/`with`/`ifEquals`/`unlessEquals`
 //! blocks (with block parameters), partial inclusions (standalone ones
@@ -21,6 +25,7 @@
 //! render where it happens, also with a [`Fault`].
 
 mod eval;
+mod fast;
 mod plan;
 #[cfg(test)]
 mod tests;

@@ -11,6 +11,7 @@ use handlebars::template::{
 use handlebars::{Path, PathSeg};
 use serde_json::Value;
 
+use super::fast::{Flat, flatten};
 use super::{Fault, Site};
 use crate::helpers::{DATA_HELPER, Engine, HelperFn, MarkerHelper};
 use crate::messages::MARKER_START;
@@ -51,6 +52,9 @@ pub(super) enum Node {
         block_params: usize,
         template: Option<Plan>,
         inverse: Option<Plan>,
+        /// For `each`, its body's flat form when it only prints (see
+        /// [`super::fast`]).
+        flat: Option<Box<Flat>>,
     },
     /// `{{> name context key=value}}` (boxed: partials are rare, and every
     /// node is as large as the largest).
@@ -157,7 +161,7 @@ pub(super) enum PathRef {
         segs: Vec<String>,
     },
     /// `@index`, `@../first` ...: a block-local variable `level` blocks up.
-    Local { level: usize, name: String },
+    Local { level: usize, name: LocalName },
     /// `a.b`, `../a`, `@root.a`, `this`: named segments from the context
     /// `up` blocks up, or from the root.
     Relative {
@@ -165,6 +169,30 @@ pub(super) enum PathRef {
         root: bool,
         segs: Vec<String>,
     },
+}
+
+/// The block-local variables (`@index`, `@first`, `@last`, `@key`), told
+/// apart when the plan is made rather than by name on every render.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum LocalName {
+    Index,
+    First,
+    Last,
+    Key,
+    /// Any other name: always missing.
+    Other,
+}
+
+impl LocalName {
+    fn parse(name: &str) -> Self {
+        match name {
+            "index" => Self::Index,
+            "first" => Self::First,
+            "last" => Self::Last,
+            "key" => Self::Key,
+            _ => Self::Other,
+        }
+    }
 }
 
 /// Plans `template` with the helpers and partials of `engine`; a
@@ -498,6 +526,10 @@ impl Planner<'_> {
             self.block_params.pop();
             planned?
         };
+        let flat = match (kind, &template) {
+            (BlockKind::Each, Some(body)) if block_params == 0 => flatten(body).map(Box::new),
+            _ => None,
+        };
         Ok(Node::Block {
             kind,
             params,
@@ -505,6 +537,7 @@ impl Planner<'_> {
             block_params,
             template,
             inverse: self.optional(ht.inverse.as_ref())?,
+            flat,
         })
     }
 
@@ -652,7 +685,7 @@ impl Planner<'_> {
             Path::Local((level, name, _)) => {
                 return Ok(PathRef::Local {
                     level: *level,
-                    name: name.clone(),
+                    name: LocalName::parse(name),
                 });
             }
             Path::Relative((_, raw)) => raw,

@@ -306,3 +306,78 @@ fn lookup_uses_its_first_two_arguments() {
     );
     assert_eq!(out, Ok("v".to_owned()));
 }
+
+/// `{{#each}}` bodies that only print render from their flat form; a
+/// `{{log}}` (which prints nothing) keeps a body out of it. Both must
+/// print the same, for every kind of item and body.
+#[test]
+fn flat_each_bodies_render_as_the_general_renderer() {
+    let engine = engine(&[]);
+    let input = json!({
+        "xs": [
+            {"title": "a", "score": 1, "tags": ["x", null, "y"], "inner": {"n": 2.5, "deep": {"k": "v"}}},
+            {"title": "", "score": 0, "flag": true, "inner": null, "name": "héllo"},
+            {"score": -3, "big": 12345678901234567890u64, "f": 1e21, "small": 1.5e-7, "flag": false},
+            "a string item",
+            7,
+            null,
+            {},
+            {"title": "last", "score": 100, "tags": [], "obj": {"a": 1}}
+        ],
+        "map": {"b": {"title": "bee"}, "2": {"title": "two"}, "a": {"title": "ay"}, "1": 5},
+        "empty": [],
+    });
+    let bodies = [
+        "- {{title}} (score {{score}}){{#if @last}}.{{/if}}\n",
+        "{{@index}}:{{@first}}/{{@last}}/{{@key}}|",
+        "{{#if @first}}[{{else}},{{/if}}{{title}}{{#unless @last}};{{else}}]{{/unless}}",
+        "{{#if @index}}+{{/if}}{{#if @key}}k{{/if}}{{#if @first}}{{#if @last}}only{{else}}first{{/if}}{{/if}}",
+        "{{tags}}|{{tags.length}}|{{tags.[0]}}|{{name.length}}|{{name.[1]}}|{{inner.n}}|{{inner.deep.k}}|{{inner.missing}}",
+        "{{big}} {{f}} {{small}} {{flag}} {{obj}} {{missing}} {{inner}}",
+        "{{#if title}}T{{else if score}}S{{else}}N{{/if}}{{#unless flag}}!{{/unless}}{{#if tags}}t{{/if}}{{#if inner.deep}}d{{/if}}",
+        "{{#if tags.length}}L{{/if}}{{#if name.length}}n{{/if}}{{@../index}}",
+        "",
+        "{{this}}{{.}}",
+    ];
+    // The bodies without `../` or `this` are flat.
+    let flat_bodies = bodies.iter().filter(|body| {
+        let source = format!("{{{{#each xs}}}}{body}{{{{/each}}}}");
+        let compiled = template::compile(&source, None).expect("template parses");
+        let planned = plan(&compiled, &engine).expect("planned");
+        matches!(
+            planned.nodes.as_slice(),
+            [super::plan::Node::Block { flat: Some(_), .. }]
+        )
+    });
+    assert_eq!(flat_bodies.count(), bodies.len() - 2);
+    for over in ["xs", "map", "empty"] {
+        for body in bodies {
+            let flat = format!("{{{{#each {over}}}}}{body}{{{{else}}}}none{{{{/each}}}}");
+            let general =
+                format!("{{{{#each {over}}}}}{body}{{{{log 1}}}}{{{{else}}}}none{{{{/each}}}}");
+            assert_eq!(
+                rendered(&engine, &flat, &input, &json!({})),
+                rendered(&engine, &general, &input, &json!({})),
+                "{flat:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn flat_each_bodies_print_as_handlebars_js() {
+    let engine = engine(&[]);
+    let input = json!({"xs": [
+        {"title": "a", "score": 1},
+        {"title": "b", "score": 22.5},
+        "s",
+        {"title": "c", "score": 300}
+    ]});
+    let out = rendered(
+        &engine,
+        "{{#each xs}}{{@index}}{{#if @first}}^{{/if}} {{title}}={{score}}{{#if @last}}.{{else}},{{/if}}{{/each}}",
+        &input,
+        &json!({}),
+    );
+    assert_eq!(out, Ok("0^ a=1,1 b=22.5,2 =,3 c=300.".to_owned()));
+}
