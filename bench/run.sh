@@ -16,7 +16,7 @@
 #              Express handler (bench/server/run.sh)       SKIP_SERVER=1
 #   vectors    the local vector store and @genkit-ai/dev-local-vectorstore at
 #              10,000 documents, Rust alone at 100,000 (bench/vectors/run.sh;
-#              VECTOR_SIZES to change, VECTORS_FILE for real embeddings)
+#              VECTOR_SIZES to change; JS only up to JS_MAX_VECTORS)
 #                                                           SKIP_VECTORS=1
 #   agents     one turn on a fresh session; a 50-turn session  SKIP_AGENTS=1
 # The load average is recorded as each part starts and at the end.
