@@ -121,6 +121,7 @@ pub struct Fleet {
     restarted: Mutex<Vec<Service>>,
     restarts: std::sync::atomic::AtomicUsize,
     latency: Duration,
+    restart_settle: Duration,
 }
 
 impl Default for Fleet {
@@ -153,7 +154,23 @@ impl Fleet {
             restarted: Mutex::new(Vec::new()),
             restarts: std::sync::atomic::AtomicUsize::new(0),
             latency,
+            restart_settle: Duration::ZERO,
         }
+    }
+
+    /// The same fleet, where a restarted service takes `settle` to come
+    /// back before `restartService` answers (a real restart waits for the
+    /// service's health check). The restart is recorded before that wait,
+    /// so a replica dying during it leaves an outcome a retry reuses.
+    pub fn with_restart_settle(mut self, settle: Duration) -> Self {
+        self.restart_settle = settle;
+        self
+    }
+
+    /// How long a restarted service takes to settle, if it takes any time
+    /// (see [`Fleet::with_restart_settle`]).
+    pub fn restart_settle_time(&self) -> Option<Duration> {
+        (!self.restart_settle.is_zero()).then_some(self.restart_settle)
     }
 
     /// Waits as long as a call to the (simulated) monitoring API takes.

@@ -116,6 +116,16 @@ struct Args {
     /// monitoring API would: shows Ctrl-C cancelling a turn.
     #[arg(long, value_name = "MS", default_value_t = 0)]
     tool_latency_ms: u64,
+    /// How long (milliseconds) a restarted service takes to come back
+    /// before restartService answers (the restart itself is recorded
+    /// first): a window for the replicas test to kill a replica in.
+    #[arg(
+        long,
+        value_name = "MS",
+        env = "OPS_AGENT_RESTART_SETTLE_MS",
+        default_value_t = 0
+    )]
+    restart_settle_ms: u64,
     /// Also give the agent the tools of an MCP server: NAME=COMMAND ARGS…
     /// (a local server speaking stdio; the command line is split at
     /// spaces) or NAME=http://HOST:PORT/PATH (Streamable HTTP). Repeatable;
@@ -191,9 +201,10 @@ fn run(args: Args, serving: bool) -> Result<std::process::ExitCode> {
         |v| std::env::var(v).ok(),
     );
     // Every tool call waits --tool-latency-ms (0 but for demos of cancelling).
-    let fleet = Arc::new(fleet::Fleet::new(Duration::from_millis(
-        args.tool_latency_ms,
-    )));
+    let fleet = Arc::new(
+        fleet::Fleet::new(Duration::from_millis(args.tool_latency_ms))
+            .with_restart_settle(Duration::from_millis(args.restart_settle_ms)),
+    );
     let mcp = rt.block_on(mcp::connect(&args.mcp))?;
     let replica = app::Replica {
         id: args.replica_id.clone(),

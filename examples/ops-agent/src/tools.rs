@@ -221,7 +221,21 @@ impl ToolImpl for RestartService {
                 "restartService runs only in an agent session, where its restarts are recorded",
             )
         })?;
-        self.restart_once(&session.session_id(), &key, input).await
+        let restarted = self
+            .restart_once(&session.session_id(), &key, input)
+            .await?;
+        // After the outcome is recorded: a turn cut short here is retried
+        // with that outcome, never with a second restart.
+        if let Some(settle) = self.fleet.restart_settle_time() {
+            tracing::info!(
+                effect = key,
+                "restartService: {} restarted (outcome recorded); waiting {} ms for it to settle",
+                restarted.service.name(),
+                settle.as_millis()
+            );
+            tokio::time::sleep(settle).await;
+        }
+        Ok(restarted)
     }
 }
 

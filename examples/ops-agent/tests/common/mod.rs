@@ -17,7 +17,7 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_ops-agent");
 
 /// Every variable that picks or configures the app's model, store, data
 /// directory, port or dev mode: removed so a test sets only its own.
-pub const APP_ENV: [&str; 24] = [
+pub const APP_ENV: [&str; 25] = [
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
     "GEMINI_API_KEY",
@@ -42,6 +42,7 @@ pub const APP_ENV: [&str; 24] = [
     "OPS_AGENT_REPLICA_ID",
     "OPS_AGENT_LEASE_MS",
     "OPS_AGENT_DRAIN_DELAY_MS",
+    "OPS_AGENT_RESTART_SETTLE_MS",
 ];
 
 /// Removes [`APP_ENV`] from what `cmd` passes on.
