@@ -1322,7 +1322,7 @@ pub(super) fn field<'v>(map: &'v Map<String, Value>, key: &str) -> Option<&'v Va
 /// `a == b` for object keys, which are mostly short: up to 16 bytes
 /// compared in two overlapping words (no call to `memcmp`).
 #[inline]
-fn key_eq(a: &str, b: &str) -> bool {
+pub(super) fn key_eq(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     let n = a.len();
     if n != b.len() {
