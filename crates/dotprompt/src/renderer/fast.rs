@@ -577,40 +577,72 @@ impl Rotated {
     /// [`Flat::run_array`] with the rotated steps.
     fn run_array(&self, items: &[Value], from: usize, out: &mut String) -> usize {
         let len = items.len();
-        if !items.get(from).is_some_and(Value::is_object) {
+        let (Some(Value::Object(first)), Some(middle)) = (items.get(from), self.variants.first())
+        else {
             return from;
-        }
+        };
+        let mut fields = first;
+        // With four step lists, the first is for items neither first nor
+        // last.
+        let positioned = self.variants.len() > 1;
         push(&self.lead, out);
         let mut hints = Hints::default();
         let mut index = from;
-        while let Some(item) = items.get(index) {
-            let Value::Object(fields) = item else {
-                return index;
-            };
-            let steps = match self.variants.as_slice() {
-                [steps] => steps,
-                variants => match variants.get(variant(index, len)) {
+        loop {
+            let (steps, trail, trail_lead) = if positioned && (index == 0 || index + 1 == len) {
+                match self.variants.get(variant(index, len)) {
                     Some(steps) => steps,
                     None => return len,
-                },
+                }
+            } else {
+                middle
             };
-            let (ops, trail, trail_lead) = steps;
-            let at = Item {
-                index,
-                len,
-                key: None,
-            };
-            run(ops, item, fields, &at, &mut hints, out);
+            match steps {
+                Steps::Fields {
+                    lead,
+                    fields: printed,
+                } => print_fields(lead, printed, fields, &mut hints, out),
+                Steps::Ops(ops) => {
+                    let at = Item {
+                        index,
+                        len,
+                        key: None,
+                    };
+                    run_ops(ops, &items[index], fields, &at, &mut hints, out);
+                }
+            }
             index += 1;
             // The next item's leading text goes with this one's trailing
             // text, unless the general renderer takes the next item.
-            if items.get(index).is_some_and(Value::is_object) {
-                push(trail_lead, out);
-            } else {
-                push(trail, out);
+            match items.get(index) {
+                Some(Value::Object(next)) => {
+                    push(trail_lead, out);
+                    fields = next;
+                }
+                _ => {
+                    push(trail, out);
+                    return index;
+                }
             }
         }
-        len
+    }
+}
+
+/// [`Steps::Fields`] for the object whose fields are `fields`.
+#[inline(always)]
+fn print_fields(
+    lead: &Lit,
+    printed: &[(Field, Lit)],
+    fields: &Map<String, Value>,
+    hints: &mut Hints,
+    out: &mut String,
+) {
+    push(lead, out);
+    for (field, suffix) in printed {
+        if let Some(value) = hinted(fields, field, hints) {
+            print(value, out);
+        }
+        push(suffix, out);
     }
 }
 
@@ -625,22 +657,26 @@ fn run(
     hints: &mut Hints,
     out: &mut String,
 ) {
-    let ops = match steps {
+    match steps {
         Steps::Fields {
             lead,
             fields: printed,
-        } => {
-            push(lead, out);
-            for (field, suffix) in printed {
-                if let Some(value) = hinted(fields, field, hints) {
-                    print(value, out);
-                }
-                push(suffix, out);
-            }
-            return;
-        }
-        Steps::Ops(ops) => ops,
-    };
+        } => print_fields(lead, printed, fields, hints, out),
+        Steps::Ops(ops) => run_ops(ops, item, fields, at, hints, out),
+    }
+}
+
+/// Renders the steps `ops` for the object `item` (whose fields are
+/// `fields`).
+#[inline(always)]
+fn run_ops(
+    ops: &[Op],
+    item: &Value,
+    fields: &Map<String, Value>,
+    at: &Item<'_>,
+    hints: &mut Hints,
+    out: &mut String,
+) {
     let mut pc = 0;
     while let Some(op) = ops.get(pc) {
         pc += 1;

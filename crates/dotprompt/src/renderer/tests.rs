@@ -416,24 +416,33 @@ fn flat_each_bodies_find_fields_that_move_between_items() {
         format!("{many}{{{{title}}}}{{{{k19}}}}|"),
         "[{{k0}}{{k19}}{{k7}}]".to_owned(),
     ];
+    // Arrays that start or end with items the general renderer takes, or
+    // hold one or two items (the first and last steps of a body).
+    let mut input = input;
+    input["starts"] = json!(["s", {"title": "a", "score": 1}, {"score": 2, "title": "b"}, 3]);
+    input["one"] = json!([{"title": "a", "score": 1}]);
+    input["two"] = json!([{"title": "a", "score": 1}, {"score": 2, "title": "b"}]);
+    input["ends"] = json!([{"title": "a", "score": 1}, null]);
     for body in &bodies {
-        let flat = format!("{{{{#each xs}}}}{body}{{{{/each}}}}");
-        let general = format!("{{{{#each xs}}}}{body}{{{{log 1}}}}{{{{/each}}}}");
-        let planned = plan(&template::compile(&flat, None).expect("parses"), &engine);
-        assert!(
-            matches!(
-                planned.expect("planned").nodes.as_slice(),
-                [super::plan::Node::Block { flat: Some(_), .. }]
-            ),
-            "{flat:?} is flat"
-        );
-        let printed = rendered(&engine, &flat, &input, &json!({}));
-        assert_eq!(
-            printed,
-            rendered(&engine, &general, &input, &json!({})),
-            "{flat:?}"
-        );
-        assert!(printed.is_ok_and(|text| !text.is_empty()), "{flat:?}");
+        for over in ["xs", "starts", "one", "two", "ends"] {
+            let flat = format!("{{{{#each {over}}}}}{body}{{{{/each}}}}");
+            let general = format!("{{{{#each {over}}}}}{body}{{{{log 1}}}}{{{{/each}}}}");
+            let planned = plan(&template::compile(&flat, None).expect("parses"), &engine);
+            assert!(
+                matches!(
+                    planned.expect("planned").nodes.as_slice(),
+                    [super::plan::Node::Block { flat: Some(_), .. }]
+                ),
+                "{flat:?} is flat"
+            );
+            let printed = rendered(&engine, &flat, &input, &json!({}));
+            assert_eq!(
+                printed,
+                rendered(&engine, &general, &input, &json!({})),
+                "{flat:?}"
+            );
+            assert!(printed.is_ok_and(|text| !text.is_empty()), "{flat:?}");
+        }
     }
     // As Handlebars.js prints the first body.
     let out = rendered(
