@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Instructions per `dotprompt/compiled` render, under callgrind: the
-# criterion bench runs for a second (`--profile-time 1`) with collection
-# on only inside `PromptFunction::render`, and the total is divided by the
-# number of renders counted in the same profile.
+# Instructions (and heap allocations) per `dotprompt/compiled` render,
+# under callgrind: the criterion bench runs for a second (`--profile-time
+# 1`) with collection on only inside `PromptFunction::render`, and the
+# totals are divided by the number of renders counted in the same profile.
+# Allocations are the calls to Rust's allocator (`__rust_alloc`,
+# `__rust_alloc_zeroed`, `__rust_realloc`) made while collecting.
 #
 # Usage: bench/dotprompt/callgrind.sh [BENCH_BINARY [OUT_FILE]]
 #   BENCH_BINARY: a build of crates/dotprompt's `render` bench (default:
@@ -32,5 +34,10 @@ valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect='*PromptF
 id="$(grep -m1 -o 'fn=([0-9]*) dotprompt::dotprompt::PromptFunction::render::{{closure}}' "$out" | grep -o '([0-9]*)')"
 total="$(awk '/^(totals|summary):/ {print $2; exit}' "$out")"
 calls="$(awk -v id="cfn=$id" '/^cfn=/ {c = (index($0, id) == 1)} /^calls=/ && c {split($0, a, "[= ]"); n += a[2]} END {print n}' "$out")"
-echo "{\"bench\":\"dotprompt/compiled\",\"instructions\":$total,\"renders\":$calls,\"instructions_per_render\":$((total / calls))}"
+allocs="$(awk '
+  /^c?fn=\([0-9]+\) / { id = substr($1, index($1, "(")); name[id] = $2 }
+  /^cfn=/ { id = substr($1, index($1, "(")); alloc = (name[id] ~ /(^|::)__rust_(alloc|alloc_zeroed|realloc)$/) }
+  /^calls=/ && alloc { split($0, a, "[= ]"); n += a[2] }
+  END { print n + 0 }' "$out")"
+echo "{\"bench\":\"dotprompt/compiled\",\"instructions\":$total,\"renders\":$calls,\"instructions_per_render\":$((total / calls)),\"allocations_per_render\":$(awk -v a="$allocs" -v c="$calls" 'BEGIN {printf "%.2f", a / c}')}"
 [ -n "${2:-}" ] || rm -f "$out"
