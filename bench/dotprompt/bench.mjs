@@ -2,7 +2,9 @@
 // prompt in prompt.json (a partial plus an {{#each}} over 100 items) in
 // process, warms up, times N iterations and prints ns/op as one JSON line.
 //
-// Usage: node bench.mjs [--iterations N] [--warmup N] [--print]
+// Usage: node bench.mjs [--iterations N] [--warmup N] [--print] [--compiled-only]
+// (--compiled-only times only the render of the already-compiled prompt;
+// render_ns_per_op is then null.)
 import { readFileSync } from 'node:fs';
 import { Dotprompt } from 'dotprompt';
 
@@ -31,7 +33,9 @@ async function measure(op) {
   return Number(process.hrtime.bigint() - start) / iterations;
 }
 
-const renderNs = await measure(() => dotprompt.render(spec.source, data));
+const renderNs = args.includes('--compiled-only')
+  ? null
+  : await measure(() => dotprompt.render(spec.source, data));
 const compiled = await dotprompt.compile(spec.source);
 const compiledNs = await measure(() => compiled(data));
 
@@ -44,7 +48,7 @@ console.log(
     node: process.version,
     iterations,
     warmup,
-    render_ns_per_op: Math.round(renderNs),
+    render_ns_per_op: renderNs === null ? null : Math.round(renderNs),
     compiled_ns_per_op: Math.round(compiledNs),
   }),
 );

@@ -1,6 +1,7 @@
 //! The [`Dotprompt`] environment: registered helpers, partials, schemas and
 //! tools, a cache of compiled templates, and rendering.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -621,7 +622,8 @@ impl Env {
         compiled
             .last_len
             .store(rendered.text.len(), Ordering::Relaxed);
-        let messages = to_messages_at(&rendered.text, &rendered.markers, data.messages.as_deref())
+        let renderer::Rendered { text, markers } = rendered;
+        let messages = to_messages_at(Cow::Owned(text), &markers, data.messages.as_deref())
             .map_err(|e| match e {
                 Error::InvalidRole { role, .. } => Error::InvalidRole {
                     role,

@@ -7,6 +7,8 @@
 //! `<<<dotprompt:role:system>>>`) stays text, so data cannot make roles,
 //! media parts or sections.
 
+use std::borrow::Cow;
+
 use serde_json::{Value, json};
 
 use crate::error::{Error, Location, Result};
@@ -28,11 +30,16 @@ enum Piece<'a> {
     History,
 }
 
-/// Splits at the `<<<dotprompt:role:xxx>>>` (lowercase role) and
-/// `<<<dotprompt:history>>>` markers among `markers` (ascending offsets of
-/// the markers that count), dropping whitespace-only text.
-fn role_and_history_pieces<'a>(rendered: &'a str, markers: &[usize]) -> Vec<Piece<'a>> {
-    let mut pieces = Vec::with_capacity(2 * markers.len() + 1);
+/// Calls `each` with the pieces of `rendered` split at the
+/// `<<<dotprompt:role:xxx>>>` (lowercase role) and `<<<dotprompt:history>>>`
+/// markers among `markers` (ascending offsets of the markers that count),
+/// dropping whitespace-only text. A text piece is always followed by a
+/// marker or is the last piece.
+fn for_each_piece<'a>(
+    rendered: &'a str,
+    markers: &[usize],
+    mut each: impl FnMut(Piece<'a>) -> Result<()>,
+) -> Result<()> {
     let mut text_start = 0;
     let mut search = 0;
     for &start in markers {
@@ -65,44 +72,28 @@ fn role_and_history_pieces<'a>(rendered: &'a str, markers: &[usize]) -> Vec<Piec
             None
         };
         if let Some((piece, len)) = marker {
-            push_text(&mut pieces, rendered, text_start, start);
-            pieces.push(piece);
+            text_piece(rendered, text_start, start, &mut each)?;
+            each(piece)?;
             search = start + len;
             text_start = search;
         }
     }
-    push_text(&mut pieces, rendered, text_start, rendered.len());
-    pieces
+    text_piece(rendered, text_start, rendered.len(), &mut each)
 }
 
-fn push_text(out: &mut Vec<Piece<'_>>, rendered: &str, start: usize, end: usize) {
+fn text_piece<'a>(
+    rendered: &str,
+    start: usize,
+    end: usize,
+    each: &mut impl FnMut(Piece<'a>) -> Result<()>,
+) -> Result<()> {
     if rendered
         .get(start..end)
         .is_some_and(|t| !t.trim().is_empty())
     {
-        out.push(Piece::Text(start, end));
+        each(Piece::Text(start, end))?;
     }
-}
-
-/// A message under construction.
-struct Source {
-    role: Role,
-    text: String,
-    /// Offsets in `text` of the markers that count.
-    markers: Vec<usize>,
-    /// Set for history messages, which are taken as they are.
-    message: Option<Message>,
-}
-
-impl Source {
-    fn new(role: Role) -> Self {
-        Self {
-            role,
-            text: String::new(),
-            markers: Vec::new(),
-            message: None,
-        }
-    }
+    Ok(())
 }
 
 /// Converts rendered text to messages, inserting `history` as Dotprompt does:
@@ -116,87 +107,94 @@ pub fn to_messages(rendered: &str, history: Option<&[Message]>) -> Result<Vec<Me
         .match_indices(MARKER_START)
         .map(|(at, _)| at)
         .collect();
-    to_messages_at(rendered, &markers, history)
+    to_messages_at(Cow::Borrowed(rendered), &markers, history)
 }
 
 /// [`to_messages`], where only the markers at `markers` (ascending byte
-/// offsets into `rendered`) count.
+/// offsets into `rendered`) count. The text of a message is copied out of
+/// `rendered`, except that of the last message when it ends the text and
+/// `rendered` is owned: that one keeps `rendered`'s buffer.
 pub(crate) fn to_messages_at(
-    rendered: &str,
+    rendered: Cow<'_, str>,
     markers: &[usize],
     history: Option<&[Message]>,
 ) -> Result<Vec<Message>> {
-    let mut sources = Vec::with_capacity(markers.len() + 1);
-    sources.push(Source::new(Role::User));
-    for piece in role_and_history_pieces(rendered, markers) {
-        let current = sources.len() - 1;
+    let mut messages = Vec::with_capacity(markers.len() + 1);
+    // The message being made: its role, and its text (one piece: a piece
+    // is always followed by a role or history marker, which ends it).
+    let mut role = Role::User;
+    let mut text = None;
+    for_each_piece(&rendered, markers, |piece| {
         match piece {
             Piece::Role(name) => {
-                let role = Role::parse(name).ok_or_else(|| Error::InvalidRole {
+                let next = Role::parse(name).ok_or_else(|| Error::InvalidRole {
                     role: name.to_owned(),
                     location: Location::default(),
                 })?;
-                if sources[current].text.trim().is_empty() {
-                    sources[current].role = role;
-                } else {
-                    sources.push(Source::new(role));
+                if let Some(range) = text.take() {
+                    messages.push(message(role, &rendered, range, markers));
                 }
+                role = next;
             }
             Piece::History => {
+                if let Some(range) = text.take() {
+                    messages.push(message(role, &rendered, range, markers));
+                }
                 for message in history.unwrap_or_default() {
                     let mut message = message.clone();
                     message
                         .metadata
                         .get_or_insert_with(JsonMap::new)
                         .insert("purpose".into(), json!("history"));
-                    sources.push(Source {
-                        role: message.role,
-                        text: String::new(),
-                        markers: Vec::new(),
-                        message: Some(message),
-                    });
+                    messages.push(message);
                 }
-                sources.push(Source::new(Role::Model));
+                role = Role::Model;
             }
-            Piece::Text(start, end) => {
-                let source = &mut sources[current];
-                let shift = source.text.len();
-                let from = markers.partition_point(|&at| at < start);
-                let to = markers.partition_point(|&at| at < end);
-                if let Some(inside) = markers.get(from..to) {
-                    source
-                        .markers
-                        .extend(inside.iter().map(|at| at - start + shift));
-                }
-                let text = rendered.get(start..end).unwrap_or_default();
-                if source.text.is_empty() {
-                    // Most messages are one piece: made at its size.
-                    source.text = text.to_owned();
-                } else {
-                    source.text.push_str(text);
-                }
-            }
+            Piece::Text(start, end) => text = Some((start, end)),
         }
+        Ok(())
+    })?;
+    if let Some((start, end)) = text {
+        let inside = markers_in(markers, start, end);
+        let last = match rendered {
+            // The text that ends the render, owned: its buffer is the
+            // message's (the text before it moved out, nothing copied).
+            Cow::Owned(mut owned) if inside.is_empty() && end == owned.len() => {
+                owned.drain(..start);
+                Message {
+                    role,
+                    content: text_part(owned).into_iter().collect(),
+                    metadata: None,
+                }
+            }
+            rendered => message(role, &rendered, (start, end), markers),
+        };
+        messages.push(last);
     }
-
-    let messages: Vec<Message> = sources
-        .into_iter()
-        .filter_map(|source| match source.message {
-            Some(message) => Some(message),
-            None if source.text.is_empty() => None,
-            None => Some(Message {
-                role: source.role,
-                content: if source.markers.is_empty() {
-                    // Text only: the text is the part, not copied again.
-                    text_part(source.text).into_iter().collect()
-                } else {
-                    to_parts(&source.text, &source.markers)
-                },
-                metadata: None,
-            }),
-        })
-        .collect();
     Ok(insert_history(messages, history))
+}
+
+/// The message of `role` whose text is `rendered[start..end]`.
+fn message(role: Role, rendered: &str, (start, end): (usize, usize), markers: &[usize]) -> Message {
+    let text = rendered.get(start..end).unwrap_or_default();
+    let inside = markers_in(markers, start, end);
+    Message {
+        role,
+        content: if inside.is_empty() {
+            // Text only: one part.
+            text_part(text.to_owned()).into_iter().collect()
+        } else {
+            to_parts(text, inside, start)
+        },
+        metadata: None,
+    }
+}
+
+/// The markers among `markers` (ascending) in `start..end`.
+fn markers_in(markers: &[usize], start: usize, end: usize) -> &[usize] {
+    let from = markers.partition_point(|&at| at < start);
+    let to = markers.partition_point(|&at| at < end);
+    markers.get(from..to).unwrap_or_default()
 }
 
 fn is_history(message: &Message) -> bool {
@@ -226,12 +224,14 @@ fn insert_history(mut messages: Vec<Message>, history: Option<&[Message]>) -> Ve
 }
 
 /// Splits message text into text, media and section parts, at the
-/// markers among `markers` (ascending offsets of those that count).
-fn to_parts(text: &str, markers: &[usize]) -> Vec<Part> {
+/// markers among `markers` (ascending offsets of those that count, from
+/// `base` on: `text` starts there).
+fn to_parts(text: &str, markers: &[usize], base: usize) -> Vec<Part> {
     let mut parts = Vec::new();
     let mut text_start = 0;
     let mut search = 0;
-    for &start in markers {
+    for &at in markers {
+        let start = at - base;
         if start < search {
             continue;
         }
@@ -353,5 +353,53 @@ mod tests {
         assert_eq!(messages.len(), 2);
         assert_eq!(messages[0], history[0]);
         assert_eq!(text(&messages[1]), "Question");
+    }
+
+    /// A render's text is owned, and its last message keeps its buffer;
+    /// the messages are those made from borrowed text.
+    #[test]
+    fn owned_text_makes_the_same_messages() {
+        let history = [Message {
+            role: Role::Model,
+            content: vec![Part::text("earlier")],
+            metadata: None,
+        }];
+        for rendered in [
+            "Hello",
+            "  \n ",
+            "",
+            "<<<dotprompt:role:system>>>Be brief.\n<<<dotprompt:role:user>>>Items:\n- a\n- b\n",
+            "<<<dotprompt:role:system>>>only system  ",
+            "<<<dotprompt:role:user>>>\n<<<dotprompt:role:model>>>x<<<dotprompt:role:user>>>  ",
+            "a<<<dotprompt:history>>>b",
+            "a<<<dotprompt:history>>>",
+            "See <<<dotprompt:media:url http://x/y.png image/png>>> end",
+            "<<<dotprompt:role:user>>>x<<<dotprompt:section tail>>>",
+            "x <<<dotprompt:role:bad>>> y <<<dotprompt:role:user>>>z",
+            "<<<dotprompt:role:Upper>>>stays text<<<dotprompt:nothing>>> é",
+        ] {
+            let markers: Vec<usize> = rendered
+                .match_indices(MARKER_START)
+                .map(|(at, _)| at)
+                .collect();
+            for history in [None, Some(&history[..])] {
+                let owned = to_messages_at(Cow::Owned(rendered.to_owned()), &markers, history);
+                let borrowed = to_messages_at(Cow::Borrowed(rendered), &markers, history);
+                match (owned, borrowed) {
+                    (Ok(owned), Ok(borrowed)) => assert_eq!(owned, borrowed, "{rendered:?}"),
+                    (Err(owned), Err(borrowed)) => {
+                        assert_eq!(owned.to_string(), borrowed.to_string(), "{rendered:?}");
+                    }
+                    (owned, borrowed) => panic!("{rendered:?}: {owned:?} vs {borrowed:?}"),
+                }
+            }
+        }
+        let rendered = "<<<dotprompt:role:system>>>Be brief.\n<<<dotprompt:role:user>>>Hi ";
+        let markers = [0, 37];
+        let messages = to_messages_at(Cow::Owned(rendered.to_owned()), &markers, None).unwrap();
+        assert_eq!(messages.len(), 2);
+        assert_eq!(text(&messages[0]), "Be brief.\n");
+        assert_eq!(messages[1].role, Role::User);
+        assert_eq!(text(&messages[1]), "Hi ");
     }
 }

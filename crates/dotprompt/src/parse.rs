@@ -1,6 +1,7 @@
 //! Splitting a prompt source into YAML frontmatter and template body.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::{Map, Number, Value};
 
@@ -74,7 +75,7 @@ pub(crate) fn parse_with_offsets(source: &str) -> Result<Document> {
                 ..Location::default()
             },
         })?;
-    meta.raw = Some(raw);
+    meta.raw = Some(Arc::new(raw));
     meta.ext = Some(ext);
     meta.metadata = Some(JsonMap::new());
     if meta.config.is_none() {
@@ -341,7 +342,7 @@ mod tests {
             serde_json::to_value(&doc.meta.ext).unwrap(),
             json!({"a": {"b": 2, "c": 3}, "x.y": {"z": 4}})
         );
-        let raw = Value::Object(doc.meta.raw.clone().unwrap());
+        let raw = Value::Object(JsonMap::clone(doc.meta.raw.as_deref().unwrap()));
         assert_eq!(
             raw,
             json!({"model": "m", "custom": 1, "a.b": 2, "a.c": 3, "x.y.z": 4})

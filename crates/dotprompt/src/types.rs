@@ -2,6 +2,7 @@
 //! absent optionals omitted).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -91,9 +92,11 @@ pub struct PromptMetadata {
     /// Output format and schema.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<PromptOutput>,
-    /// The whole frontmatter as parsed, before any processing.
+    /// The whole frontmatter as parsed, before any processing. Shared:
+    /// copies of the metadata (every rendered prompt has one) do not copy
+    /// it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub raw: Option<JsonMap>,
+    pub raw: Option<Arc<JsonMap>>,
     /// Namespaced frontmatter keys: `a.b.c: v` becomes `{"a.b": {"c": v}}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ext: Option<BTreeMap<String, JsonMap>>,

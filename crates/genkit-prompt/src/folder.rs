@@ -343,7 +343,7 @@ fn define_source(
         ));
     }
     let meta = parsed.meta;
-    let raw = meta.raw.unwrap_or_default();
+    let raw = meta.raw.map(Arc::unwrap_or_clone).unwrap_or_default();
     let field = |key: &str| RawField {
         raw: &raw,
         source,

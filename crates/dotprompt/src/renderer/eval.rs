@@ -1,5 +1,6 @@
 //! Rendering a [`Plan`] straight from borrowed data.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -61,17 +62,13 @@ pub(crate) fn render<'a>(
     data: Data<'a>,
     capacity: usize,
 ) -> Result<Rendered, Fault> {
-    // Room for a few nested blocks and markers: most templates need no
-    // more, and then nothing grows while rendering.
-    let mut frames = Vec::with_capacity(8);
-    frames.push(Frame {
-        this: V::Root,
-        locals: Locals::default(),
-        new_depth: true,
-        partial: false,
-        block_params: false,
-        link: None,
-    });
+    // The frame stack comes from the last render on this thread (a render
+    // allocates only what it returns); room for a few nested blocks and
+    // markers: most templates need no more, and then nothing grows while
+    // rendering.
+    let mut frames = relifetime(FRAMES.take());
+    frames.reserve(8);
+    frames.push(Frame::root());
     let mut renderer = Renderer {
         data,
         frames,
@@ -84,12 +81,48 @@ pub(crate) fn render<'a>(
         level: 0,
         out: String::with_capacity(capacity),
     };
-    match renderer.plan(plan) {
+    let result = renderer.plan(plan);
+    if renderer.frames.capacity() <= FRAMES_KEPT {
+        FRAMES.set(relifetime(renderer.frames));
+    }
+    match result {
         Ok(()) => Ok(Rendered {
             text: renderer.out,
             markers: renderer.markers,
         }),
         Err(Stopped) => Err(renderer.fault.unwrap_or(Fault::TooDeep)),
+    }
+}
+
+thread_local! {
+    /// The (empty) frame stack of the last render on this thread.
+    static FRAMES: Cell<Vec<Frame<'static>>> = const { Cell::new(Vec::new()) };
+}
+
+/// A frame stack larger than this is not kept for the next render.
+const FRAMES_KEPT: usize = 64;
+
+/// `frames` emptied, as a stack of frames of another lifetime: its
+/// allocation is kept, as std collects a vector's own iterator back in
+/// place when the items' layout is the same (and else, there being no
+/// item, collects into a vector that has not allocated).
+fn relifetime<'x, 'y>(mut frames: Vec<Frame<'x>>) -> Vec<Frame<'y>> {
+    frames.clear();
+    // No item: the closure is never called.
+    frames.into_iter().map(|_| Frame::root()).collect()
+}
+
+impl Frame<'_> {
+    /// The root context's frame.
+    fn root() -> Self {
+        Frame {
+            this: V::Root,
+            locals: Locals::default(),
+            new_depth: true,
+            partial: false,
+            block_params: false,
+            link: None,
+        }
     }
 }
 
@@ -1322,7 +1355,7 @@ pub(super) fn field<'v>(map: &'v Map<String, Value>, key: &str) -> Option<&'v Va
 /// `a == b` for object keys, which are mostly short: up to 16 bytes
 /// compared in two overlapping words (no call to `memcmp`).
 #[inline]
-fn key_eq(a: &str, b: &str) -> bool {
+pub(super) fn key_eq(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     let n = a.len();
     if n != b.len() {

@@ -12,7 +12,7 @@
 
 use serde_json::{Map, Value};
 
-use super::eval::{field, truthy, walk, write_value};
+use super::eval::{field, key_eq, truthy, walk, write_value};
 use super::plan::{Arg, BlockKind, LocalName, Node, PathRef, Plan};
 use crate::js::write_u64;
 
@@ -22,6 +22,13 @@ use crate::js::write_u64;
 enum Op {
     /// Literal text.
     Text(Lit),
+    /// A field of the item, printed between the literal texts around it
+    /// (the most common step, kept apart from [`Op::Print`]).
+    Field {
+        prefix: Lit,
+        field: Field,
+        suffix: Lit,
+    },
     /// A value, printed between the literal texts around it (one step
     /// instead of three).
     Print {
@@ -49,15 +56,49 @@ enum Lit {
     Text(Box<str>),
 }
 
+/// A field of the item, by name, and the slot of [`Hints`] that keeps
+/// where it was found in the last item ([`NO_SLOT`]: none).
+#[derive(Clone)]
+struct Field {
+    name: Box<str>,
+    slot: usize,
+}
+
+/// Where each field of a flat body was found in the last item, per slot:
+/// items of one loop mostly have the same keys in the same order, so the
+/// key at that position is compared first (one comparison instead of a
+/// search).
+type Hints = [u8; SLOTS];
+
+/// Fields of a body that keep a position hint; the others (and the
+/// fields of a body with more) are searched.
+const SLOTS: usize = 8;
+
+/// The slot of a field that keeps no hint.
+const NO_SLOT: usize = usize::MAX;
+
 /// Where a flat body's value comes from.
 #[derive(Clone)]
 enum Source {
     /// A field of the item.
-    Field(Box<str>),
+    Field(Field),
     /// A longer path from the item.
     Path(Box<[String]>),
     /// A block-local variable of the loop.
     Local(LocalName),
+}
+
+/// A step list.
+enum Steps {
+    /// A leading text, then fields of the item, each followed by a text:
+    /// the most common body (no tests, no other values), printed without
+    /// telling steps apart.
+    Fields {
+        lead: Lit,
+        fields: Box<[(Field, Lit)]>,
+    },
+    /// Any other.
+    Ops(Box<[Op]>),
 }
 
 /// A flat body: its steps, and how many programs deep it nests (the body
@@ -66,7 +107,7 @@ pub(super) struct Flat {
     /// The steps: one list, or, when the body tests `@first` or `@last`,
     /// one for each of their four combinations (see [`variant`]), in which
     /// those tests are decided (their branches inline, their texts merged).
-    variants: Vec<Box<[Op]>>,
+    variants: Vec<Steps>,
     /// The same for array loops, rotated: the text the body starts with is
     /// printed with the text the previous item ends with, in one step.
     rotated: Option<Rotated>,
@@ -81,7 +122,7 @@ struct Rotated {
     /// Per step list: the steps without the leading and trailing texts,
     /// the trailing text (after the last item), and the trailing text
     /// followed by the lead (between items).
-    variants: Vec<(Box<[Op]>, Lit, Lit)>,
+    variants: Vec<(Steps, Lit, Lit)>,
 }
 
 /// Which step list renders the item at `index` of `len`.
@@ -105,17 +146,21 @@ pub(super) fn flatten(body: &Plan) -> Option<Flat> {
     } else {
         vec![builder]
     };
-    let variants = builders.iter().map(|b| ops(b.steps.clone())).collect();
+    let mut slots = Slots::default();
+    let variants = builders
+        .iter()
+        .map(|b| slots.ops(b.steps.clone()))
+        .collect();
     Some(Flat {
         variants,
-        rotated: rotate(builders),
+        rotated: rotate(builders, &mut slots),
         depth,
     })
 }
 
 /// The rotated form of these step lists, if they all start with the same
 /// (non-empty) text.
-fn rotate(builders: Vec<Builder>) -> Option<Rotated> {
+fn rotate(builders: Vec<Builder>, slots: &mut Slots) -> Option<Rotated> {
     let mut lead = None;
     let mut variants = Vec::with_capacity(builders.len());
     for Builder {
@@ -166,7 +211,11 @@ fn rotate(builders: Vec<Builder>) -> Option<Rotated> {
             String::new()
         };
         let joined = format!("{last}{first}");
-        variants.push((ops(steps), lit(Text::Some(last)), lit(Text::Some(joined))));
+        variants.push((
+            slots.ops(steps),
+            lit(Text::Some(last)),
+            lit(Text::Some(joined)),
+        ));
         lead = Some(first);
     }
     Some(Rotated {
@@ -332,33 +381,116 @@ impl Builder {
     }
 }
 
-/// The steps, their texts made [`Lit`]s.
-fn ops(steps: Vec<Step>) -> Box<[Op]> {
-    steps
-        .into_iter()
-        .map(|step| match step {
-            Step::Text(text) => Op::Text(lit(Text::Some(text))),
-            Step::Print {
-                prefix,
-                source,
-                suffix,
-            } => Op::Print {
-                prefix: lit(prefix),
-                source,
-                suffix: lit(suffix),
-            },
-            Step::Test {
-                positive,
-                source,
-                skip,
-            } => Op::Test {
-                positive,
-                source,
-                skip,
-            },
-            Step::Jump(skip) => Op::Jump(skip),
+/// The hint slots of a body's fields: one per name, in the order first
+/// met, the first [`SLOTS`] of them.
+#[derive(Default)]
+struct Slots {
+    names: Vec<Box<str>>,
+}
+
+impl Slots {
+    /// The steps, their texts made [`Lit`]s and their fields given slots:
+    /// [`Steps::Fields`] if they only print fields, else [`Op`]s (where a
+    /// print of a field is [`Op::Field`]).
+    fn ops(&mut self, steps: Vec<Step>) -> Steps {
+        if let Some(fields) = self.fields(&steps) {
+            return fields;
+        }
+        let ops = steps
+            .into_iter()
+            .map(|step| match step {
+                Step::Text(text) => Op::Text(lit(Text::Some(text))),
+                Step::Print {
+                    prefix,
+                    source: Source::Field(field),
+                    suffix,
+                } => Op::Field {
+                    prefix: lit(prefix),
+                    field: self.slotted(field),
+                    suffix: lit(suffix),
+                },
+                Step::Print {
+                    prefix,
+                    source,
+                    suffix,
+                } => Op::Print {
+                    prefix: lit(prefix),
+                    source: self.source(source),
+                    suffix: lit(suffix),
+                },
+                Step::Test {
+                    positive,
+                    source,
+                    skip,
+                } => Op::Test {
+                    positive,
+                    source: self.source(source),
+                    skip,
+                },
+                Step::Jump(skip) => Op::Jump(skip),
+            })
+            .collect();
+        Steps::Ops(ops)
+    }
+
+    /// [`Steps::Fields`] for steps that only print texts and fields.
+    fn fields(&mut self, steps: &[Step]) -> Option<Steps> {
+        let mut lead = String::new();
+        let mut fields: Vec<(Field, String)> = Vec::new();
+        for step in steps {
+            let (prefix, field, suffix) = match step {
+                Step::Text(text) => (text.as_str(), None, ""),
+                Step::Print {
+                    prefix,
+                    source: Source::Field(field),
+                    suffix,
+                } => (text(prefix), Some(field), text(suffix)),
+                _ => return None,
+            };
+            match fields.last_mut() {
+                Some((_, before)) => before.push_str(prefix),
+                None => lead.push_str(prefix),
+            }
+            if let Some(field) = field {
+                fields.push((self.slotted(field.clone()), suffix.to_owned()));
+            }
+        }
+        Some(Steps::Fields {
+            lead: lit(Text::Some(lead)),
+            fields: fields
+                .into_iter()
+                .map(|(field, suffix)| (field, lit(Text::Some(suffix))))
+                .collect(),
         })
-        .collect()
+    }
+
+    fn source(&mut self, source: Source) -> Source {
+        match source {
+            Source::Field(field) => Source::Field(self.slotted(field)),
+            other => other,
+        }
+    }
+
+    fn slotted(&mut self, field: Field) -> Field {
+        let at = match self.names.iter().position(|n| *n == field.name) {
+            Some(at) => at,
+            None => {
+                self.names.push(field.name.clone());
+                self.names.len() - 1
+            }
+        };
+        Field {
+            slot: if at < SLOTS { at } else { NO_SLOT },
+            ..field
+        }
+    }
+}
+
+fn text(text: &Text) -> &str {
+    match text {
+        Text::None => "",
+        Text::Some(text) => text,
+    }
 }
 
 fn lit(text: Text) -> Lit {
@@ -380,7 +512,10 @@ fn source(path: &PathRef) -> Option<Source> {
             segs,
         } => match segs.as_slice() {
             [] => None,
-            [name] => Some(Source::Field(name.as_str().into())),
+            [name] => Some(Source::Field(Field {
+                name: name.as_str().into(),
+                slot: NO_SLOT,
+            })),
             _ => Some(Source::Path(segs.clone().into_boxed_slice())),
         },
         PathRef::Local { level: 0, name } => Some(Source::Local(*name)),
@@ -397,6 +532,7 @@ impl Flat {
             return rotated.run_array(items, from, out);
         }
         let len = items.len();
+        let mut hints = Hints::default();
         for (index, item) in items.iter().enumerate().skip(from) {
             let Value::Object(fields) = item else {
                 return index;
@@ -409,17 +545,17 @@ impl Flat {
             let Some(ops) = self.ops(index, len) else {
                 return len;
             };
-            run(ops, item, fields, &at, out);
+            run(ops, item, fields, &at, &mut hints, out);
         }
         len
     }
 
     /// The steps for the item at `index` of `len`.
     #[inline]
-    fn ops(&self, index: usize, len: usize) -> Option<&[Op]> {
+    fn ops(&self, index: usize, len: usize) -> Option<&Steps> {
         match self.variants.as_slice() {
             [ops] => Some(ops),
-            variants => variants.get(variant(index, len)).map(|ops| &ops[..]),
+            variants => variants.get(variant(index, len)),
         }
     }
 
@@ -432,7 +568,7 @@ impl Flat {
         out: &mut String,
     ) {
         if let Some(ops) = self.ops(at.index, at.len) {
-            run(ops, item, fields, &at, out);
+            run(ops, item, fields, &at, &mut Hints::default(), out);
         }
     }
 }
@@ -441,48 +577,121 @@ impl Rotated {
     /// [`Flat::run_array`] with the rotated steps.
     fn run_array(&self, items: &[Value], from: usize, out: &mut String) -> usize {
         let len = items.len();
-        if !items.get(from).is_some_and(Value::is_object) {
+        let (Some(Value::Object(first)), Some(middle)) = (items.get(from), self.variants.first())
+        else {
             return from;
-        }
+        };
+        let mut fields = first;
+        // With four step lists, the first is for items neither first nor
+        // last.
+        let positioned = self.variants.len() > 1;
         push(&self.lead, out);
-        for (index, item) in items.iter().enumerate().skip(from) {
-            let Value::Object(fields) = item else {
-                return index;
-            };
-            let at = Item {
-                index,
-                len,
-                key: None,
-            };
-            let steps = match self.variants.as_slice() {
-                [steps] => steps,
-                variants => match variants.get(variant(index, len)) {
+        let mut hints = Hints::default();
+        let mut index = from;
+        loop {
+            let (steps, trail, trail_lead) = if positioned && (index == 0 || index + 1 == len) {
+                match self.variants.get(variant(index, len)) {
                     Some(steps) => steps,
                     None => return len,
-                },
+                }
+            } else {
+                middle
             };
-            let (ops, trail, trail_lead) = steps;
-            run(ops, item, fields, &at, out);
+            match steps {
+                Steps::Fields {
+                    lead,
+                    fields: printed,
+                } => print_fields(lead, printed, fields, &mut hints, out),
+                Steps::Ops(ops) => {
+                    let at = Item {
+                        index,
+                        len,
+                        key: None,
+                    };
+                    run_ops(ops, &items[index], fields, &at, &mut hints, out);
+                }
+            }
+            index += 1;
             // The next item's leading text goes with this one's trailing
             // text, unless the general renderer takes the next item.
-            if items.get(index + 1).is_some_and(Value::is_object) {
-                push(trail_lead, out);
-            } else {
-                push(trail, out);
+            match items.get(index) {
+                Some(Value::Object(next)) => {
+                    push(trail_lead, out);
+                    fields = next;
+                }
+                _ => {
+                    push(trail, out);
+                    return index;
+                }
             }
         }
-        len
+    }
+}
+
+/// [`Steps::Fields`] for the object whose fields are `fields`.
+#[inline(always)]
+fn print_fields(
+    lead: &Lit,
+    printed: &[(Field, Lit)],
+    fields: &Map<String, Value>,
+    hints: &mut Hints,
+    out: &mut String,
+) {
+    push(lead, out);
+    for (field, suffix) in printed {
+        if let Some(value) = hinted(fields, field, hints) {
+            print(value, out);
+        }
+        push(suffix, out);
+    }
+}
+
+/// Renders the steps `steps` for the object `item` (whose fields are
+/// `fields`).
+#[inline(always)]
+fn run(
+    steps: &Steps,
+    item: &Value,
+    fields: &Map<String, Value>,
+    at: &Item<'_>,
+    hints: &mut Hints,
+    out: &mut String,
+) {
+    match steps {
+        Steps::Fields {
+            lead,
+            fields: printed,
+        } => print_fields(lead, printed, fields, hints, out),
+        Steps::Ops(ops) => run_ops(ops, item, fields, at, hints, out),
     }
 }
 
 /// Renders the steps `ops` for the object `item` (whose fields are
 /// `fields`).
 #[inline(always)]
-fn run(ops: &[Op], item: &Value, fields: &Map<String, Value>, at: &Item<'_>, out: &mut String) {
+fn run_ops(
+    ops: &[Op],
+    item: &Value,
+    fields: &Map<String, Value>,
+    at: &Item<'_>,
+    hints: &mut Hints,
+    out: &mut String,
+) {
     let mut pc = 0;
     while let Some(op) = ops.get(pc) {
         pc += 1;
         match op {
+            Op::Field {
+                prefix,
+                field,
+                suffix,
+            } => {
+                push(prefix, out);
+                if let Some(value) = hinted(fields, field, hints) {
+                    print(value, out);
+                }
+                push(suffix, out);
+            }
             Op::Text(lit) => push(lit, out),
             Op::Print {
                 prefix,
@@ -490,12 +699,8 @@ fn run(ops: &[Op], item: &Value, fields: &Map<String, Value>, at: &Item<'_>, out
                 suffix,
             } => {
                 push(prefix, out);
-                match look(source, item, fields) {
-                    Look::Found(Value::String(s)) => out.push_str(s),
-                    Look::Found(Value::Number(n)) if let Some(u) = n.as_u64() => {
-                        write_u64(out, u);
-                    }
-                    Look::Found(value) => write_value(out, value),
+                match look(source, item, fields, hints) {
+                    Look::Found(value) => print(value, out),
                     Look::Missing => {}
                     Look::Local(name) => print_local(name, at, out),
                     Look::Derived(segs) => {
@@ -511,7 +716,7 @@ fn run(ops: &[Op], item: &Value, fields: &Map<String, Value>, at: &Item<'_>, out
                 source,
                 skip,
             } => {
-                let truth = match look(source, item, fields) {
+                let truth = match look(source, item, fields, hints) {
                     Look::Found(value) => truthy(value, false),
                     Look::Missing => false,
                     Look::Local(name) => local_truth(name, at),
@@ -528,6 +733,17 @@ fn run(ops: &[Op], item: &Value, fields: &Map<String, Value>, at: &Item<'_>, out
     }
 }
 
+/// Prints a value found in the data, as [`write_value`] does (strings and
+/// small integers without a call).
+#[inline(always)]
+fn print(value: &Value, out: &mut String) {
+    match value {
+        Value::String(s) => out.push_str(s),
+        Value::Number(n) if let Some(u) = n.as_u64() => write_u64(out, u),
+        value => write_value(out, value),
+    }
+}
+
 #[inline]
 fn push(lit: &Lit, out: &mut String) {
     match lit {
@@ -537,10 +753,55 @@ fn push(lit: &Lit, out: &mut String) {
     }
 }
 
+/// The field `field` of an object (as [`field`] finds it), trying first
+/// the position where it was in the last item; keys are unique, so a key
+/// found there is the one a search finds.
+#[inline(always)]
+fn hinted<'v>(
+    fields: &'v Map<String, Value>,
+    field: &Field,
+    hints: &mut Hints,
+) -> Option<&'v Value> {
+    let Some(hint) = hints.get_mut(field.slot) else {
+        return self::field(fields, &field.name);
+    };
+    if let Some((key, value)) = fields.iter().nth(usize::from(*hint))
+        && key_eq(key, &field.name)
+    {
+        return Some(value);
+    }
+    search(fields, &field.name, hint)
+}
+
+/// [`hinted`] when the hint missed: in a small object, a search that
+/// records where the field was found; in a larger one, [`field`]'s.
+#[inline(never)]
+fn search<'v>(fields: &'v Map<String, Value>, name: &str, hint: &mut u8) -> Option<&'v Value> {
+    if fields.len() > SEARCHED {
+        return field(fields, name);
+    }
+    let (at, (_, value)) = fields
+        .iter()
+        .enumerate()
+        .find(|(_, (key, _))| key_eq(key, name))?;
+    // `at` is below `SEARCHED`.
+    *hint = at as u8;
+    Some(value)
+}
+
+/// Objects up to this size are searched for a field that missed its
+/// hint, the position recorded; larger ones are looked up by hash.
+const SEARCHED: usize = 16;
+
 #[inline]
-fn look<'v>(source: &'v Source, item: &'v Value, fields: &'v Map<String, Value>) -> Look<'v> {
+fn look<'v>(
+    source: &'v Source,
+    item: &'v Value,
+    fields: &'v Map<String, Value>,
+    hints: &mut Hints,
+) -> Look<'v> {
     match source {
-        Source::Field(name) => match field(fields, name) {
+        Source::Field(field) => match hinted(fields, field, hints) {
             Some(value) => Look::Found(value),
             None => Look::Missing,
         },

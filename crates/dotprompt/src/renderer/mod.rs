@@ -32,7 +32,7 @@ mod tests;
 
 use std::sync::Arc;
 
-pub(crate) use eval::{Data, MAX_PARTIAL_NESTING, render};
+pub(crate) use eval::{Data, MAX_PARTIAL_NESTING, Rendered, render};
 pub(crate) use plan::{Plan, plan};
 
 /// Where a construct is in its template source.

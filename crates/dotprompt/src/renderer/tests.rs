@@ -381,3 +381,78 @@ fn flat_each_bodies_print_as_handlebars_js() {
     );
     assert_eq!(out, Ok("0^ a=1,1 b=22.5,2 =,3 c=300.".to_owned()));
 }
+
+/// Flat bodies look fields up where the last item had them first: items
+/// whose keys move, go missing, repeat across bodies or are too many to
+/// search must print what the general renderer prints.
+#[test]
+fn flat_each_bodies_find_fields_that_move_between_items() {
+    let engine = engine(&[]);
+    let wide: serde_json::Map<String, Value> = (0..20)
+        .map(|i| (format!("k{i}"), json!(format!("w{i}"))))
+        .collect();
+    let mut wide_with_title = wide.clone();
+    wide_with_title.insert("title".into(), json!("wide"));
+    let input = json!({"xs": [
+        {"title": "a", "score": 1},
+        {"score": 2, "title": "b"},
+        {"title": "c"},
+        {"score": 4},
+        {"x": 0, "y": 0, "title": "e", "score": 5},
+        {"titl": "no", "titles": "no", "Title": "no", "score": 6},
+        {"score": 7, "title": "g", "k0": "z"},
+        Value::Object(wide.clone()),
+        Value::Object(wide_with_title),
+        {"k19": "last", "k0": "first", "title": "h", "score": 8},
+        "a string",
+        {"title": "i", "score": 9},
+        {"title": "j", "score": 10},
+    ]});
+    let many: String = (0..12).map(|i| format!("{{{{k{i}}}}},")).collect();
+    let bodies = [
+        "- {{title}} (score {{score}}){{#if @last}}.{{/if}}\n".to_owned(),
+        "{{title}}{{score}}{{title}}".to_owned(),
+        "{{score}}:{{#if title}}{{title}}{{else}}-{{/if}}".to_owned(),
+        format!("{many}{{{{title}}}}{{{{k19}}}}|"),
+        "[{{k0}}{{k19}}{{k7}}]".to_owned(),
+    ];
+    // Arrays that start or end with items the general renderer takes, or
+    // hold one or two items (the first and last steps of a body).
+    let mut input = input;
+    input["starts"] = json!(["s", {"title": "a", "score": 1}, {"score": 2, "title": "b"}, 3]);
+    input["one"] = json!([{"title": "a", "score": 1}]);
+    input["two"] = json!([{"title": "a", "score": 1}, {"score": 2, "title": "b"}]);
+    input["ends"] = json!([{"title": "a", "score": 1}, null]);
+    for body in &bodies {
+        for over in ["xs", "starts", "one", "two", "ends"] {
+            let flat = format!("{{{{#each {over}}}}}{body}{{{{/each}}}}");
+            let general = format!("{{{{#each {over}}}}}{body}{{{{log 1}}}}{{{{/each}}}}");
+            let planned = plan(&template::compile(&flat, None).expect("parses"), &engine);
+            assert!(
+                matches!(
+                    planned.expect("planned").nodes.as_slice(),
+                    [super::plan::Node::Block { flat: Some(_), .. }]
+                ),
+                "{flat:?} is flat"
+            );
+            let printed = rendered(&engine, &flat, &input, &json!({}));
+            assert_eq!(
+                printed,
+                rendered(&engine, &general, &input, &json!({})),
+                "{flat:?}"
+            );
+            assert!(printed.is_ok_and(|text| !text.is_empty()), "{flat:?}");
+        }
+    }
+    // As Handlebars.js prints the first body.
+    let out = rendered(
+        &engine,
+        &format!("{{{{#each xs}}}}{}{{{{/each}}}}", bodies[0]),
+        &json!({"xs": [{"title": "a", "score": 1}, {"score": 2, "title": "b"}, {"title": "c"}]}),
+        &json!({}),
+    );
+    assert_eq!(
+        out,
+        Ok("- a (score 1)\n- b (score 2)\n- c (score ).\n".to_owned())
+    );
+}
