@@ -69,7 +69,7 @@ const BASELINE_FMA: bool = TARGET_FMA || cfg!(not(target_arch = "x86_64"));
 
 /// Evaluates `$body` with the const `$hw` (whether `fma` is a hardware
 /// FMA) set, compiled for AVX2 and FMA when this x86-64 CPU has them
-/// (several times faster than the baseline build), else as built.
+/// (about ten times faster than the baseline build), else as built.
 /// Elsewhere (e.g. aarch64) FMA is part of the baseline.
 macro_rules! fast {
     ($hw:ident => $body:expr) => {{
