@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# genkit-local-model (candle) beside llama.cpp (llama-cpp-python) on the same
+# genkit-local-model (for this Q4_1 Llama file its llama.cpp-exact forward
+# pass, src/exact.rs) beside llama.cpp (llama-cpp-python) on the same
 # GGUF (SmolLM2-135M-Instruct Q4_1) and the same prompt token ids, in one
 # run: load time, prompt tokens/s, decode time per token, RSS, and the cost
 # of constrained decoding per token. Rounds alternate between the two; prints
@@ -8,9 +9,10 @@
 # Usage: bench/local-model/run.sh [rounds]            (default 3)
 #
 # The Rust side is a release build with AVX2/FMA/F16C enabled explicitly
-# (candle's quantized kernels are compiled in only with those target
-# features; never `-C target-cpu=native` here: this VM advertises AMX but
-# faults on it). Set GENKIT_BENCH_RUSTFLAGS to change that ("" for a
+# (candle's quantized kernels, used for other files, are compiled in only
+# with those target features; the exact forward pass picks its AVX2/FMA
+# kernels at run time either way; never `-C target-cpu=native` here: this
+# VM advertises AMX but faults on it). Set GENKIT_BENCH_RUSTFLAGS to change that ("" for a
 # baseline x86-64 build). llama.cpp is .ci/install-local-model-server.sh's
 # llama-cpp-python build (GGML_NATIVE=OFF, AVX2/FMA/F16C).
 set -euo pipefail

@@ -1,14 +1,17 @@
 //! [`LocalModel`]: a GGUF chat model loaded once, decoding on the CPU.
 //!
-//! Concurrency: for Llama-architecture files each request decodes on its
-//! own copy of the model *structure* whose weight tensors are shared
-//! (reference-counted), so concurrent requests run side by side and memory
-//! grows by their KV caches only. candle's quantized Qwen2 model cannot be
+//! Concurrency: for Llama-architecture files each request decodes with its
+//! own KV cache over shared weights (the crate's llama.cpp-exact forward
+//! pass, [`crate::exact`], for Q4_1/Q8_0 files; otherwise its own copy of
+//! candle's model *structure* whose weight tensors are reference-counted),
+//! so concurrent requests run side by side and memory grows by their KV
+//! caches only. candle's quantized Qwen2 model cannot be
 //! copied that way, so Qwen2 requests take turns on the one model (a
 //! mutex, fair enough for a queue of a few requests).
 
 use crate::config::LocalModelConfig;
 use crate::constrained::{Constraints, Grammar, Step, mask_logits};
+use crate::exact;
 use crate::gguf::{Architecture, GgufFile, metadata_str, metadata_u32};
 use crate::stop::StopScanner;
 use crate::template::ChatTemplate;
@@ -28,6 +31,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 const LLAMA_MAX_POSITIONS: usize = 4096;
 
 enum Weights {
+    /// Llama with Q4_1/Q8_0 matrices: llama.cpp's numerics (see
+    /// [`crate::exact`]); each request has its own KV cache.
+    Exact(exact::Model),
     /// Copied per request (weights shared), see the module docs.
     Llama(quantized_llama::ModelWeights),
     /// One at a time.
@@ -36,16 +42,24 @@ enum Weights {
 
 /// One request's model state: its own KV cache.
 enum Session<'a> {
+    Exact(&'a exact::Model, exact::Cache),
     Llama(Box<quantized_llama::ModelWeights>),
     Qwen2(std::sync::MutexGuard<'a, quantized_qwen2::ModelWeights>),
 }
 
 impl Session<'_> {
-    fn forward(&mut self, input: &Tensor, position: usize) -> candle_core::Result<Tensor> {
-        match self {
-            Session::Llama(m) => m.forward(input, position),
-            Session::Qwen2(m) => m.forward(input, position),
-        }
+    /// The logits after `ids`, which follow `position` earlier tokens.
+    fn forward(&mut self, ids: &[u32], position: usize) -> candle_core::Result<Tensor> {
+        let input = || Tensor::new(ids, &Device::Cpu).and_then(|t| t.unsqueeze(0));
+        let logits = match self {
+            Session::Exact(model, cache) => {
+                debug_assert_eq!(cache.len(), position);
+                return Tensor::new(model.forward(cache, ids), &Device::Cpu);
+            }
+            Session::Llama(m) => m.forward(&input()?, position)?,
+            Session::Qwen2(m) => m.forward(&input()?, position)?,
+        };
+        logits.squeeze(0)?.to_dtype(DType::F32)
     }
 }
 
@@ -190,8 +204,24 @@ impl LocalModel {
                 Error::invalid_argument(format!("loading the weights: {e}")),
             )
         };
-        let (weights, context_length) = match architecture {
-            Architecture::Llama => (
+        let exact = match architecture {
+            Architecture::Llama => match exact::Model::from_gguf(&content, &mut reader) {
+                Ok(model) => Some(model),
+                Err(why) => {
+                    tracing::debug!("{}: candle's quantized Llama ({why})", path.display());
+                    None
+                }
+            },
+            Architecture::Qwen2 => None,
+        };
+        let (weights, context_length) = match (architecture, exact) {
+            (Architecture::Llama, Some(model)) => (
+                Weights::Exact(model),
+                declared
+                    .unwrap_or(LLAMA_MAX_POSITIONS)
+                    .min(LLAMA_MAX_POSITIONS),
+            ),
+            (Architecture::Llama, None) => (
                 Weights::Llama(
                     quantized_llama::ModelWeights::from_gguf(content, &mut reader, &device)
                         .map_err(load_error)?,
@@ -200,7 +230,7 @@ impl LocalModel {
                     .unwrap_or(LLAMA_MAX_POSITIONS)
                     .min(LLAMA_MAX_POSITIONS),
             ),
-            Architecture::Qwen2 => (
+            (Architecture::Qwen2, _) => (
                 Weights::Qwen2(Mutex::new(
                     quantized_qwen2::ModelWeights::from_gguf(content, &mut reader, &device)
                         .map_err(load_error)?,
@@ -313,6 +343,7 @@ impl LocalModel {
 
     fn session(&self) -> Session<'_> {
         match &self.weights {
+            Weights::Exact(m) => Session::Exact(m, m.cache()),
             // A fresh structure over the same weight tensors: its KV cache
             // is this request's alone.
             Weights::Llama(m) => {
@@ -446,14 +477,7 @@ impl LocalModel {
     }
 
     fn forward(&self, session: &mut Session<'_>, ids: &[u32], position: usize) -> Result<Tensor> {
-        let input = Tensor::new(ids, &Device::Cpu)
-            .and_then(|t| t.unsqueeze(0))
-            .map_err(candle_error)?;
-        let logits = session
-            .forward(&input, position)
-            .and_then(|l| l.squeeze(0))
-            .and_then(|l| l.to_dtype(DType::F32))
-            .map_err(candle_error)?;
+        let logits = session.forward(ids, position).map_err(candle_error)?;
         self.positions_computed
             .fetch_add(ids.len() as u64, Ordering::SeqCst);
         Ok(logits)

@@ -1,20 +1,23 @@
 //! genkit-local-model against llama.cpp on the same GGUF
-//! (SmolLM2-135M-Instruct), for the 10 conversations of
+//! (SmolLM2-135M-Instruct, Q4_1), for the 10 conversations of
 //! `fixtures/llama_cpp_reference.json`, recorded with llama-cpp-python by
-//! `fixtures/llama_cpp_reference.py` (its header says how to regenerate it):
+//! `fixtures/llama_cpp_reference.py` (its header says how to regenerate it;
+//! llama.cpp's default settings: f16 KV cache, no flash attention, the
+//! prompt in one batch):
 //!
 //! - the rendered chat template and the prompt's token ids are identical;
-//! - the logits of the first answer token are close (llama.cpp's 10 highest
-//!   within 1.0 of candle's) and the first answer token is the same
-//!   wherever llama.cpp's choice is not a close call;
-//! - greedy decoding is identical for 32 tokens in cases 0 and 9.
+//! - the first answer token's logits equal llama.cpp's (its 10 highest,
+//!   within 1e-3; they are bit-identical on x86-64) and its argmax is the
+//!   same;
+//! - greedy decoding is identical in all 10 cases: the same 32 ids (or the
+//!   whole answer, end of turn included, where it stops earlier).
 //!
-//! Issue 29's acceptance asks for identical greedy ids for all 10: not met
-//! yet. SmolLM2-135M's top logits are often within 0.05 of each other, and
-//! llama.cpp itself moves them by up to 0.4 with its own settings (an f16
-//! or f32 KV cache, batched or token-by-token prompt evaluation); candle
-//! keeps the KV cache in f32 and computes attention differently, so the
-//! greedy paths part in 8 of 10 cases (after 0 to 12 identical tokens).
+//! Why it matches: for Llama files with Q4_1/Q8_0 matrices the crate runs
+//! its own forward pass (`src/exact.rs`) that computes what llama.cpp's CPU
+//! backend computes, operation by operation (activation quantization,
+//! summation order, f16 KV cache and attention rounding, its `exp`
+//! approximation). candle's quantized Llama, which the crate used before,
+//! matched in 2 of the 10 cases only: its logits differed by up to 1.0.
 
 mod common;
 
@@ -97,35 +100,32 @@ fn chat_template_and_tokenizer_match_llama_cpp() {
 }
 
 #[test]
-fn first_answer_logits_are_close_to_llama_cpp() {
+fn first_answer_logits_match_llama_cpp() {
     let Some(model) = common::model() else { return };
     for (i, case) in reference().cases.iter().enumerate() {
         let logits = model.next_logits(&case.prompt_ids).unwrap();
         for &(id, expected) in &case.first_logits {
             let got = logits[id as usize];
             assert!(
-                (got - expected).abs() <= 1.0,
+                (got - expected).abs() <= 1e-3,
                 "case {i}: token {id} has logit {got}, llama.cpp {expected}"
             );
         }
-        let [(best, first), (_, second), ..] = case.first_logits[..] else {
-            panic!("case {i}: fewer than two logits recorded")
-        };
         let argmax = (0..logits.len())
             .max_by(|&a, &b| logits[a].total_cmp(&logits[b]))
             .unwrap() as u32;
-        if first - second > 0.25 {
-            assert_eq!(argmax, best, "case {i}: a different first token");
-        }
+        assert_eq!(
+            argmax, case.first_logits[0].0,
+            "case {i}: a different first token"
+        );
     }
 }
 
 #[test]
-fn greedy_decoding_matches_llama_cpp_in_cases_0_and_9() {
+fn greedy_decoding_matches_llama_cpp_in_all_cases() {
     let Some(model) = common::model() else { return };
     let reference = reference();
-    for i in [0, 9] {
-        let case = &reference.cases[i];
+    for (i, case) in reference.cases.iter().enumerate() {
         let (ids, stopped) = greedy(&model, &case.prompt_ids, reference.max_tokens);
         assert_eq!(
             ids,
