@@ -14,6 +14,7 @@ use serde_json::Value;
 use std::any::Any;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::OnceCell;
 
 /// The object kind dynamic action providers are kept under.
@@ -41,8 +42,33 @@ struct Inner {
     values: RwLock<HashMap<String, HashMap<String, Value>>>,
     objects: RwLock<HashMap<(String, String), Arc<dyn Any + Send + Sync>>>,
     schemas: RwLock<HashMap<String, Value>>,
-    /// Bumped by each registration (see [`Registry::subscribe_changes`]).
-    changes: tokio::sync::watch::Sender<u64>,
+    /// Registrations so far (see [`Registry::subscribe_changes`]).
+    registrations: AtomicU64,
+    /// Tells subscribers of a new registration; made by the first
+    /// subscriber, so a registry nobody watches (a generate call's child
+    /// registry) builds and drops no channel.
+    changes: std::sync::OnceLock<tokio::sync::watch::Sender<u64>>,
+}
+
+/// Raises a change count to `count` (counts only grow, whichever of two
+/// concurrent registrations reports first); whether it changed.
+fn raise(n: &mut u64, count: u64) -> bool {
+    if *n < count {
+        *n = count;
+        true
+    } else {
+        false
+    }
+}
+
+/// What [`Registry::lookup_registered`] found.
+enum Registered<'a> {
+    /// The action registered under the key.
+    Found(DynAction),
+    /// Registered nowhere, and nothing could resolve it.
+    Missing,
+    /// This registry may resolve the key (a plugin or a dynamic provider).
+    Resolve(&'a Registry),
 }
 
 /// A registry reference that does not keep it alive (actions point back to
@@ -169,7 +195,10 @@ impl Registry {
         actions.insert(key, action.clone());
         drop(actions);
         action.on_registered(self);
-        self.inner.changes.send_modify(|n| *n += 1);
+        let count = self.inner.registrations.fetch_add(1, Ordering::SeqCst) + 1;
+        if let Some(changes) = self.inner.changes.get() {
+            changes.send_if_modified(|n| raise(n, count));
+        }
         Ok(action)
     }
 
@@ -178,7 +207,13 @@ impl Registry {
     /// added later, such as an MCP server telling its clients that its tool
     /// list changed. Actions a plugin resolves on demand do not count.
     pub fn subscribe_changes(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.inner.changes.subscribe()
+        let changes = self.inner.changes.get_or_init(|| {
+            tokio::sync::watch::channel(self.inner.registrations.load(Ordering::SeqCst)).0
+        });
+        // A registration that saw no channel yet counted before this load.
+        let count = self.inner.registrations.load(Ordering::SeqCst);
+        changes.send_if_modified(|n| raise(n, count));
+        changes.subscribe()
     }
 
     /// Registers a plugin (not initialised until needed), after running its
@@ -297,7 +332,49 @@ impl Registry {
 
     /// Looks up an action by key, initialising its plugin or resolving it on
     /// demand if needed, then falling back to the parent.
-    pub fn lookup_action<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<DynAction>>> {
+    ///
+    /// An action already registered in this registry or an ancestor (the
+    /// common case: a flow, model or tool looked up per call) is found
+    /// without allocating; only a key that a dynamic action provider or a
+    /// plugin may resolve takes the (boxed, recursive) resolving path.
+    pub fn lookup_action<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> impl Future<Output = Result<Option<DynAction>>> + Send + 'a {
+        let found = self.lookup_registered(key);
+        async move {
+            match found {
+                Registered::Found(action) => Ok(Some(action)),
+                Registered::Missing => Ok(None),
+                Registered::Resolve(registry) => registry.lookup_resolving(key).await,
+            }
+        }
+    }
+
+    /// The registered part of [`lookup_action`](Self::lookup_action): walks
+    /// up the registries while the key can only be in their maps (no plugin
+    /// in the registry that could resolve it, not a dynamic provider's key),
+    /// so the answer is the same as the resolving path's.
+    fn lookup_registered(&self, key: &str) -> Registered<'_> {
+        let dynamic = key.starts_with(crate::dynamic::DAP_PREFIX);
+        let mut registry = self;
+        loop {
+            if let Some(a) = registry.inner.actions.read().get(key) {
+                return Registered::Found(a.clone());
+            }
+            if dynamic || !registry.inner.plugins.read().is_empty() {
+                return Registered::Resolve(registry);
+            }
+            match &registry.inner.parent {
+                Some(parent) => registry = parent,
+                None => return Registered::Missing,
+            }
+        }
+    }
+
+    /// [`lookup_action`](Self::lookup_action) in full: the registry's map,
+    /// then a dynamic provider's or a plugin's resolution, then the parent.
+    fn lookup_resolving<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<DynAction>>> {
         Box::pin(async move {
             if let Some(a) = self.inner.actions.read().get(key) {
                 return Ok(Some(a.clone()));

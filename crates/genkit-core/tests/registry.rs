@@ -323,3 +323,43 @@ async fn named_schemas() {
     );
     assert_eq!(reg.lookup_schema("Nope"), None);
 }
+
+#[tokio::test]
+async fn change_subscribers_see_every_registration_count() {
+    let reg = Registry::new();
+    reg.register(echo_model("a")).unwrap();
+    reg.register(echo_model("b")).unwrap();
+    // Registrations made before anyone subscribed are counted.
+    let mut changes = reg.subscribe_changes();
+    assert_eq!(*changes.borrow_and_update(), 2);
+    reg.register(echo_model("c")).unwrap();
+    tokio::time::timeout(Duration::from_secs(5), changes.changed())
+        .await
+        .expect("notified")
+        .unwrap();
+    assert_eq!(*changes.borrow_and_update(), 3);
+    // A second subscriber starts at the same count; a failed registration
+    // and a child's registrations do not count.
+    let second = reg.subscribe_changes();
+    assert_eq!(*second.borrow(), 3);
+    assert!(reg.register(echo_model("c")).is_err());
+    reg.child().register(echo_model("d")).unwrap();
+    assert!(!changes.has_changed().unwrap());
+    assert_eq!(*second.borrow(), 3);
+}
+
+#[tokio::test]
+async fn lookups_fall_through_several_child_levels() {
+    let root = Registry::new();
+    root.register(echo_model("deep")).unwrap();
+    let grandchild = root.child().child();
+    let found = grandchild.lookup_action("/model/deep").await.unwrap();
+    assert!(found.is_some_and(|a| a.key() == "/model/deep"));
+    assert!(
+        grandchild
+            .lookup_action("/model/missing")
+            .await
+            .unwrap()
+            .is_none()
+    );
+}

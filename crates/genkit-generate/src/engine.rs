@@ -129,6 +129,17 @@ impl ChunkIndexer {
     }
 }
 
+/// A call's generate middleware and the model hooks made of them.
+type Chains = (
+    Arc<[Arc<dyn GenerateMiddleware>]>,
+    Arc<[Arc<dyn ModelMiddleware>]>,
+);
+
+thread_local! {
+    /// The chains of a call without middleware.
+    static NO_MIDDLEWARE: Chains = (Arc::from(Vec::new()), Arc::from(Vec::new()));
+}
+
 /// Everything one generate call shares across its turns.
 pub(crate) struct Engine {
     pub(crate) registry: Registry,
@@ -160,14 +171,21 @@ impl Engine {
         limits: LoopLimits,
         tool_choice_once: bool,
     ) -> Arc<Self> {
-        let model_hooks: Vec<Arc<dyn ModelMiddleware>> = middleware
-            .iter()
-            .map(|m| Arc::new(GenerateModelHook(m.clone())) as Arc<dyn ModelMiddleware>)
-            .collect();
+        // Without middleware (the usual call) both chains are one shared
+        // empty list: an `Arc<[_]>`, even empty, is an allocation.
+        let (middleware, model_hooks) = if middleware.is_empty() {
+            NO_MIDDLEWARE.with(Clone::clone)
+        } else {
+            let hooks: Vec<Arc<dyn ModelMiddleware>> = middleware
+                .iter()
+                .map(|m| Arc::new(GenerateModelHook(m.clone())) as Arc<dyn ModelMiddleware>)
+                .collect();
+            (middleware.into(), hooks.into())
+        };
         Arc::new(Self {
             registry,
-            middleware: middleware.into(),
-            model_hooks: model_hooks.into(),
+            middleware,
+            model_hooks,
             tool_errors,
             limits,
             tool_choice_once,

@@ -11,6 +11,12 @@ use genkit_model::span_record::{
     History, record_final_response, record_options, record_request, record_response,
 };
 use genkit_model::types::{GenerateActionOptions, GenerateRequest, GenerateResponse, Message};
+use std::sync::Arc;
+
+thread_local! {
+    /// The name of a turn's span without a step name.
+    static GENERATE: Arc<str> = Arc::from("generate");
+}
 
 /// The spans of a call's turns, outermost first. Most calls have a single
 /// turn, whose span is kept here without allocating a list.
@@ -27,10 +33,12 @@ impl TurnSpans {
     /// `history`: the log the turns' records share, when nothing but the
     /// loop changes the history between turns (no generate middleware).
     pub(crate) fn open(&self, raw: &mut GenerateActionOptions, history: Option<&History>) -> Span {
-        let opts = SpanOptions::new(
-            raw.step_name.as_deref().unwrap_or("generate").to_owned(),
-            SpanType::Util,
-        );
+        let name = match raw.step_name.as_deref() {
+            Some(step) => Arc::from(step),
+            // The usual name, shared rather than allocated per turn.
+            None => GENERATE.with(Arc::clone),
+        };
+        let opts = SpanOptions::new(name, SpanType::Util);
         let mut span = match self.last() {
             Some(parent) => parent.start_child(&opts),
             None => Span::start(&opts),

@@ -428,6 +428,29 @@ async fn run_cancellable<T>(
     .await
 }
 
+/// An action's typed input from its JSON. An object (a tool's arguments,
+/// a flow's fields) is read in place, its keys borrowed; anything else is
+/// consumed, so a string moves into the input. Either way the path of what
+/// does not fit is worked out only for input that fails.
+fn typed_input<I: DeserializeOwned>(
+    input: Value,
+) -> std::result::Result<I, serde_path_to_error::Error<serde_json::Error>> {
+    if input.is_object() {
+        typed_input_ref(&input)
+    } else {
+        serde_path_to_error::deserialize(input)
+    }
+}
+
+/// [`typed_input`] of input that is kept: read in place, and read again
+/// with the error's path (which costs an allocation per key) only if it
+/// does not fit.
+fn typed_input_ref<I: DeserializeOwned>(
+    input: &Value,
+) -> std::result::Result<I, serde_path_to_error::Error<serde_json::Error>> {
+    I::deserialize(input).or_else(|_| serde_path_to_error::deserialize(input))
+}
+
 /// Input that fails validation at the root of a trace came from the remote
 /// caller, who may be told what is wrong with it.
 fn mark_caller_error(e: Error) -> Error {
@@ -588,12 +611,12 @@ impl<I: Payload, O: Payload, S: Payload> ErasedAction for Inner<I, O, S> {
             // one is encoded now, up to the cap, and then consumed.
             let (typed, recorded) = if !crate::tracing::is_recording() || opts.span_input.is_some()
             {
-                (serde_path_to_error::deserialize(input), None)
+                (typed_input(input), None)
             } else {
                 match SpanJson::size_within_cap(&input) {
-                    Err(recorded) => (serde_path_to_error::deserialize(input), Some(recorded)),
+                    Err(recorded) => (typed_input(input), Some(recorded)),
                     Ok(approx) => {
-                        let typed = serde_path_to_error::deserialize(&input);
+                        let typed = typed_input_ref(&input);
                         (typed, Some(SpanJson::defer_measured(input, approx)))
                     }
                 }
