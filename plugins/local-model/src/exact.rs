@@ -281,6 +281,72 @@ fn rows_of<W, X>(
 }
 
 /// Each row of `x` (`cols` values) quantized.
+/// A weight block type and the activation blocks its dot product takes,
+/// with that dot product as llama.cpp computes it: the AVX2 kernel and the
+/// portable one.
+trait WeightBlock: Sync {
+    type Activations: Sync;
+    fn dot(w: &[Self], x: &[Self::Activations]) -> f32
+    where
+        Self: Sized;
+    #[cfg(target_arch = "x86_64")]
+    fn dot_avx2(simd: pulp::x86::V3, w: &[Self], x: &[Self::Activations]) -> f32
+    where
+        Self: Sized;
+}
+
+impl WeightBlock for Q4_1 {
+    type Activations = Q8_1;
+    #[inline(always)]
+    fn dot(w: &[Q4_1], x: &[Q8_1]) -> f32 {
+        dot_q4_1::<BASELINE_FMA>(w, x)
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn dot_avx2(simd: pulp::x86::V3, w: &[Q4_1], x: &[Q8_1]) -> f32 {
+        avx2::dot_q4_1(simd, w, x)
+    }
+}
+
+impl WeightBlock for Q8_0 {
+    type Activations = Q8_0;
+    #[inline(always)]
+    fn dot(w: &[Q8_0], x: &[Q8_0]) -> f32 {
+        dot_q8_0::<BASELINE_FMA>(w, x)
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn dot_avx2(simd: pulp::x86::V3, w: &[Q8_0], x: &[Q8_0]) -> f32 {
+        avx2::dot_q8_0(simd, w, x)
+    }
+}
+
+/// Fills `by_row` (weight-row-major, `n` values a row) with the quantized
+/// activation rows `xq` times each weight row of `blocks`, in tasks of
+/// [`ROWS_PER_TASK`] weight rows, each with the AVX2 kernel when this CPU
+/// has it.
+#[inline(always)]
+fn weight_rows_times<W: WeightBlock>(
+    blocks: &[W],
+    cols: usize,
+    xq: &[Vec<W::Activations>],
+    n: usize,
+    by_row: &mut [f32],
+) {
+    by_row
+        .par_chunks_mut(ROWS_PER_TASK * n)
+        .enumerate()
+        .for_each(|(task, out)| {
+            let first = task * ROWS_PER_TASK;
+            #[cfg(target_arch = "x86_64")]
+            if let Some(simd) = pulp::x86::V3::try_new() {
+                let dot = |w: &[W], x: &[W::Activations]| W::dot_avx2(simd, w, x);
+                return simd.vectorize(|| rows_of(blocks, cols, first, xq, out, dot));
+            }
+            rows_of(blocks, cols, first, xq, out, W::dot)
+        });
+}
+
 #[inline(always)]
 fn quantize_rows<B>(x: &[f32], cols: usize, quantize: fn(&[f32]) -> Vec<B>) -> Vec<Vec<B>> {
     let mut out = Vec::with_capacity(x.len() / cols);
@@ -324,33 +390,11 @@ impl Matrix {
         match self {
             Matrix::Q4_1 { cols, blocks, .. } => {
                 let xq = fast!(_HW => quantize_rows(x, *cols, quantize_q8_1));
-                by_row
-                    .par_chunks_mut(ROWS_PER_TASK * n)
-                    .enumerate()
-                    .for_each(|(task, out)| {
-                        let first = task * ROWS_PER_TASK;
-                        #[cfg(target_arch = "x86_64")]
-                        if let Some(simd) = pulp::x86::V3::try_new() {
-                            let dot = |w: &[Q4_1], x: &[Q8_1]| avx2::dot_q4_1(simd, w, x);
-                            return simd.vectorize(|| rows_of(blocks, *cols, first, &xq, out, dot));
-                        }
-                        rows_of(blocks, *cols, first, &xq, out, dot_q4_1::<BASELINE_FMA>)
-                    });
+                weight_rows_times(blocks, *cols, &xq, n, &mut by_row);
             }
             Matrix::Q8_0 { cols, blocks, .. } => {
                 let xq = fast!(_HW => quantize_rows(x, *cols, quantize_q8_0));
-                by_row
-                    .par_chunks_mut(ROWS_PER_TASK * n)
-                    .enumerate()
-                    .for_each(|(task, out)| {
-                        let first = task * ROWS_PER_TASK;
-                        #[cfg(target_arch = "x86_64")]
-                        if let Some(simd) = pulp::x86::V3::try_new() {
-                            let dot = |w: &[Q8_0], x: &[Q8_0]| avx2::dot_q8_0(simd, w, x);
-                            return simd.vectorize(|| rows_of(blocks, *cols, first, &xq, out, dot));
-                        }
-                        rows_of(blocks, *cols, first, &xq, out, dot_q8_0::<BASELINE_FMA>)
-                    });
+                weight_rows_times(blocks, *cols, &xq, n, &mut by_row);
             }
         }
         if n == 1 {
