@@ -16,15 +16,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 bin="${1:-}"
 if [ -z "$bin" ]; then
-  bin="$(cd "$root" && cargo bench -p dotprompt --bench render --no-run --message-format=json 2>/dev/null |
-    node -e '
-      let last = "";
-      for (const line of require("fs").readFileSync(0, "utf8").split("\n")) {
-        if (!line) continue;
-        const m = JSON.parse(line);
-        if (m.reason === "compiler-artifact" && m.target && m.target.name === "render" && m.executable) last = m.executable;
-      }
-      console.log(last);')"
+  bin="$(bash "$here/bench_bin.sh")"
 fi
 out="${2:-$(mktemp)}"
 valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect='*PromptFunction*render*' \

@@ -26,15 +26,7 @@ if [ ! -d node_modules/dotprompt ] || [ package-lock.json -nt node_modules/.pack
 fi
 
 # The bench binary (built once, then run directly in each round).
-bin="$(cd "$root" && cargo bench -p dotprompt --bench render --no-run --message-format=json 2>/dev/null |
-  node -e '
-    let last = "";
-    for (const line of require("fs").readFileSync(0, "utf8").split("\n")) {
-      if (!line) continue;
-      const m = JSON.parse(line);
-      if (m.reason === "compiler-artifact" && m.target && m.target.name === "render" && m.executable) last = m.executable;
-    }
-    console.log(last);')"
+bin="$(bash "$here/bench_bin.sh")"
 [ -n "$bin" ] || { echo "rounds.sh: could not build the render bench" >&2; exit 1; }
 
 # criterion's point estimate for dotprompt/compiled, in ns.
