@@ -156,14 +156,7 @@ fn stored_tool_results(db: &Path, session: &str) -> Vec<(String, Value)> {
     })
 }
 
-// Fails today, so not run by default (`cargo test -- --ignored` runs it):
-// measured 2026-12-06 on SmolLM2-135M-Instruct Q4_1, the model calls valid
-// tools (getServiceStatus; restartService when asked to restart) but with
-// `{"service":"api"}`, the schema's first value, for a question about the
-// scheduler; its answer copies that tool result. A larger GGUF is expected
-// to pass.
 #[test]
-#[ignore = "SmolLM2-135M names the wrong service (api) in its otherwise valid tool calls"]
 fn on_a_local_model_the_agent_calls_tools_answers_from_them_and_restarts_only_when_approved() {
     let Some(gguf) = gguf() else { return };
     let home = tempfile::tempdir().expect("temp dir");
