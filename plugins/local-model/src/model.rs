@@ -507,9 +507,9 @@ impl LocalModel {
         mut on_text: impl FnMut(&str) -> ControlFlow<()>,
     ) -> Result<Generated> {
         let text = self.template.render(messages, tools)?;
-        // What the model reads, for whoever tunes a prompt for it.
-        tracing::trace!(target: "genkit_local_model::prompt", "{text}");
         let prompt = self.tokenize(&text)?;
+        // What the model reads, for whoever tunes a prompt for it.
+        tracing::trace!(target: "genkit_local_model::prompt", tokens = prompt.len(), "{text}");
         let mut constraint = grammar.map(|g| self.constrain(g)).transpose()?;
         let options = DecodeOptions::from_config(config);
         let mut scanner = StopScanner::new(config.stops());
