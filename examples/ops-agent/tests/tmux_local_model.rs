@@ -12,7 +12,7 @@
 //! schema, so it is valid; a worked example as chat history (three earlier
 //! exchanges about the worker, the db and the api, never the scheduler)
 //! makes it take the service from the question instead of naming the
-//! enum's first value; the answer turn offers no tools. 70-90 s in a
+//! enum's first value; the answer turn offers no tools. About 70 s in a
 //! debug build on a loaded 2-core machine, nearly all prompt processing.
 
 use std::path::{Path, PathBuf};
