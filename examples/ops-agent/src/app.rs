@@ -73,9 +73,9 @@ impl GenerateMiddleware for AnswerAfterTools {
 /// tool, the call naming the service of its question and the answer
 /// copying the result's summary. SmolLM2-135M, told the convention in the
 /// system prompt alone, names the first service of the schema's enum
-/// whatever the question; from one example it copies that example's
-/// service; from several, each different, it takes the service from the
-/// question. The scheduler is in none of them, and the values are not the
+/// whatever the question; given one example in the system prompt, it
+/// copied that example's service; from several exchanges, each about
+/// another service, it takes the service from the question. The scheduler is in none of them, and the values are not the
 /// fleet's, so an answer copied from an example shows up as one. The
 /// example nearest the question is a status check answered with its whole
 /// summary: the form the model then follows (ordered otherwise, it
