@@ -17,6 +17,14 @@ use crate::fleet::{Fleet, Level, Service, Status, parse_window};
 /// The tools' names, as the prompt lists them.
 pub const TOOLS: [&str; 3] = ["getServiceStatus", "queryLogs", "restartService"];
 
+/// A service argument's schema: the names only (the derived one gives
+/// each a description, which costs a small local model's prompt about 60
+/// tokens per tool and tells it nothing the name does not).
+fn service_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let names: Vec<&str> = Service::ALL.iter().map(|s| s.name()).collect();
+    schemars::json_schema!({ "type": "string", "enum": names })
+}
+
 /// Input of `getServiceStatus`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 // No other fields: the schema says so (`additionalProperties: false`),
@@ -24,6 +32,7 @@ pub const TOOLS: [&str; 3] = ["getServiceStatus", "queryLogs", "restartService"]
 #[serde(deny_unknown_fields)]
 pub struct StatusInput {
     /// Which service to check.
+    #[schemars(schema_with = "service_schema")]
     pub service: Service,
 }
 
@@ -61,6 +70,7 @@ fn default_window() -> String {
 #[serde(deny_unknown_fields)]
 pub struct LogsInput {
     /// Whose logs.
+    #[schemars(schema_with = "service_schema")]
     pub service: Service,
     /// The least severe level to include (`error` by default; `warn`
     /// adds warnings, `info` everything).
@@ -127,6 +137,7 @@ impl ToolImpl for QueryLogs {
 #[serde(deny_unknown_fields)]
 pub struct RestartInput {
     /// Which service to restart.
+    #[schemars(schema_with = "service_schema")]
     pub service: Service,
     /// Why, in a few words (shown to the person approving).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -506,7 +506,10 @@ impl LocalModel {
         config: &LocalModelConfig,
         mut on_text: impl FnMut(&str) -> ControlFlow<()>,
     ) -> Result<Generated> {
-        let prompt = self.tokenize(&self.template.render(messages, tools)?)?;
+        let text = self.template.render(messages, tools)?;
+        let prompt = self.tokenize(&text)?;
+        // What the model reads, for whoever tunes a prompt for it.
+        tracing::trace!(target: "genkit_local_model::prompt", tokens = prompt.len(), "{text}");
         let mut constraint = grammar.map(|g| self.constrain(g)).transpose()?;
         let options = DecodeOptions::from_config(config);
         let mut scanner = StopScanner::new(config.stops());
