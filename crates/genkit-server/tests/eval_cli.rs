@@ -630,6 +630,10 @@ async fn genkit_trace_get_shows_the_span_tree_of_a_rust_flow() {
     let ui_port = common::free_port();
     let env_file = scratch.dir.path().join("genkit.env");
     let exe = std::env::current_exe().expect("test binary");
+    // The CLI's and the runtime's output go to a file, shown if the runtime
+    // never registers (the one clue to why, on a loaded CI machine).
+    let cli_log = scratch.dir.path().join("genkit-start.log");
+    let log_file = std::fs::File::create(&cli_log).expect("log file");
     let mut start = scratch.command();
     start
         .args(["start", "--port", &ui_port.to_string(), "--non-interactive"])
@@ -638,8 +642,8 @@ async fn genkit_trace_get_shows_the_span_tree_of_a_rust_flow() {
         .arg("--")
         .arg(&exe)
         .args(RUNTIME_ARGS)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stdout(log_file.try_clone().expect("log file"))
+        .stderr(log_file)
         // Its own process group, so the CLI and our runtime get Ctrl-C together.
         .process_group(0);
     let mut cli = start.spawn().expect("genkit start");
@@ -648,7 +652,9 @@ async fn genkit_trace_get_shows_the_span_tree_of_a_rust_flow() {
     common::wait_for_port(ui_port).await;
     let http = common::client();
     let tools = format!("http://localhost:{ui_port}");
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    // Generous: node and the debug test binary start slowly at a load of 10
+    // on 2 cores (a cold .ci/run here at load 9-11 gave up at 60 s).
+    let deadline = std::time::Instant::now() + Duration::from_secs(180);
     loop {
         let listed: Value = match http.get(format!("{tools}/api/listActions")).send().await {
             Ok(r) => r.json().await.unwrap_or(Value::Null),
@@ -659,7 +665,8 @@ async fn genkit_trace_get_shows_the_span_tree_of_a_rust_flow() {
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "the runtime never registered: {listed}"
+            "the runtime never registered: {listed}\n`genkit start` printed:\n{}",
+            std::fs::read_to_string(&cli_log).unwrap_or_default()
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
