@@ -350,13 +350,16 @@ if vec:
         def m(key):
             xs = [r[key] for r in rows if r.get(key) is not None]
             return statistics.median(xs) if xs else None
-        rec = statistics.median(recall[n]) if side == "rust" and mode == "hnsw" and n in recall else None
+        # vector_bench puts recall@10 on each HNSW line (older runs: a line of its own).
+        rec = m("recall_at_10")
+        if rec is None and side == "rust" and mode == "hnsw" and n in recall:
+            rec = statistics.median(recall[n])
         cells = [
             f"{m('index_ms') / 1000:,.1f} s" if m("index_ms") is not None else "n/a",
             f"{m('index_cpu_ms') / 1000:,.1f} s" if m("index_cpu_ms") is not None else "n/a",
             f"{m('query_ms'):,.2f} ms" if m("query_ms") is not None else "n/a",
             f"{m('query_cpu_ms'):,.2f} ms" if m("query_cpu_ms") is not None else "n/a",
-            f"{rec:.3f}" if rec is not None else ("1 (exact)" if mode == "exact" else "n/a"),
+            f"{rec:.3f}" if rec is not None else ("1 (exact)" if mode in ("exact", "json file") else "n/a"),
             f"{m('peak_rss_mb'):,.0f} MB" if m("peak_rss_mb") is not None else "n/a",
         ]
         stored = m("indexed")

@@ -16,7 +16,11 @@
 #              Express handler (bench/server/run.sh)       SKIP_SERVER=1
 #   vectors    the local vector store and @genkit-ai/dev-local-vectorstore at
 #              10,000 documents, Rust alone at 100,000 (bench/vectors/run.sh;
-#              VECTOR_SIZES to change; JS only up to JS_MAX_VECTORS)
+#              VECTOR_SIZES to change; JS only up to JS_MAX_VECTORS), on
+#              MiniLM embeddings of real sentences, made once and cached on
+#              first use (about 45 CPU minutes for the 100,100 vectors of a
+#              100,000 run: bench/vectors/embeddings.sh); VECTORS=random for
+#              uniform random vectors
 #                                                           SKIP_VECTORS=1
 #   agents     one turn on a fresh session; a 50-turn session  SKIP_AGENTS=1
 # The load average is recorded as each part starts and at the end.

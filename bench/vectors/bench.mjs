@@ -1,7 +1,11 @@
 // Genkit JS's @genkit-ai/dev-local-vectorstore doing the scripted work of
 // bench/rust/src/bin/vector_bench.rs: index N documents (384-dim vectors
-// from a fixed-seed xorshift32, looked up by a table embedder, so no
-// embedding cost) in batches of 1,000, then 100 queries with k = 10.
+// looked up by a table embedder, so no embedding cost) in batches of 1,000,
+// then 100 queries with k = 10. The vectors: from a fixed-seed xorshift32
+// (the same as the Rust side) by default; with `--vectors FILE` the first N
+// vectors of FILE (little-endian float32s, 384 a vector, the MiniLM
+// embeddings of bench/vectors/run.sh) are the documents and the 100 after
+// them the queries, as in vector_bench.
 // Prints one JSON line per size, with wall and CPU time of each phase and
 // the process's peak RSS (run one size per process for a per-size peak).
 //
@@ -11,10 +15,10 @@
 // and index() throws. When indexing fails, the line says how many documents
 // were stored (`indexed`) and the queries run, fewer of them (FALLBACK_QUERIES,
 // each query re-reads and parses the whole file), against what the file holds.
-// Usage: node bench.mjs 10000 [100000 ...]
+// Usage: node bench.mjs [--vectors FILE] 10000 [100000 ...]
 import { genkit } from 'genkit';
 import { devLocalVectorstore, devLocalIndexerRef, devLocalRetrieverRef } from '@genkit-ai/dev-local-vectorstore';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -37,9 +41,30 @@ function vectors(seed, count) {
   return out;
 }
 
-async function run(n) {
-  const docs = vectors(0x9e3779b9, n);
-  const queries = vectors(0x85ebca6b, QUERIES);
+// The first `count` vectors of a file of little-endian float32s.
+function fileVectors(path, count) {
+  const bytes = readFileSync(path);
+  const row = DIMS * 4;
+  const available = Math.floor(bytes.length / row);
+  if (count > available) throw new Error(`${path}: ${available} vectors, ${count} needed`);
+  const out = [];
+  for (let i = 0; i < count; i++) {
+    const v = new Array(DIMS);
+    for (let j = 0; j < DIMS; j++) v[j] = bytes.readFloatLE(i * row + j * 4);
+    out.push(v);
+  }
+  return out;
+}
+
+async function run(n, file) {
+  let docs, queries;
+  if (file) {
+    docs = fileVectors(file, n + QUERIES);
+    queries = docs.splice(n);
+  } else {
+    docs = vectors(0x9e3779b9, n);
+    queries = vectors(0x85ebca6b, QUERIES);
+  }
   const dir = mkdtempSync(join(tmpdir(), 'genkit-js-vectors-'));
   process.chdir(dir);
   const ai = genkit({ plugins: [devLocalVectorstore([{ indexName: `bench${n}`, embedder: 'table' }])] });
@@ -83,7 +108,7 @@ async function run(n) {
   process.chdir(tmpdir());
   rmSync(dir, { recursive: true, force: true });
   const line = {
-    side: 'js', n, indexed, index_ms: Math.round(indexMs), index_cpu_ms: Math.round(c1 - c0),
+    side: 'js', n, vectors: file ? 'minilm' : 'random', indexed, index_ms: Math.round(indexMs), index_cpu_ms: Math.round(c1 - c0),
     queries: nQueries, query_ms: +queryMs.toFixed(2), query_cpu_ms: +queryCpuMs.toFixed(2),
     peak_rss_mb: Math.round(process.resourceUsage().maxRSS / 1024), file_mb: fileMb, first_top: tops[0],
   };
@@ -91,9 +116,13 @@ async function run(n) {
   console.log(JSON.stringify(line));
 }
 
-for (const arg of process.argv.slice(2)) {
+const args = process.argv.slice(2);
+let file;
+const at = args.indexOf('--vectors');
+if (at >= 0) file = args.splice(at, 2)[1];
+for (const arg of args) {
   try {
-    await run(Number(arg));
+    await run(Number(arg), file);
   } catch (e) {
     console.log(JSON.stringify({ side: 'js', n: Number(arg), error: String(e && e.message || e).slice(0, 300) }));
   }

@@ -286,3 +286,24 @@ pub fn xorshift_vectors(seed: u32, count: usize, dims: usize) -> Vec<Vec<f32>> {
         })
         .collect()
 }
+
+/// The first `count` vectors of `dims` values in a file of little-endian
+/// `f32`s with no header (what `genkit-local-embedder`'s `embed_corpus`
+/// example writes). A file still being appended to may end inside a
+/// vector: whole vectors count.
+pub fn file_vectors(path: &str, count: usize, dims: usize) -> Result<Vec<Vec<f32>>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
+    let row = dims * 4;
+    let available = bytes.len() / row;
+    if count > available {
+        return Err(format!("{path}: {available} vectors, {count} needed"));
+    }
+    Ok(bytes[..count * row]
+        .chunks_exact(row)
+        .map(|v| {
+            v.chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect()
+        })
+        .collect())
+}

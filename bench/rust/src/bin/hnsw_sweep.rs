@@ -69,24 +69,8 @@ fn exact(docs: &[Vec<f32>], q: &[f32]) -> HashSet<usize> {
     scored[..K].iter().map(|(_, i)| *i).collect()
 }
 
-/// The first `count` vectors of `DIMS` values in a file of little-endian
-/// `f32`s.
 fn file_vectors(path: &str, count: usize) -> Result<Vec<Vec<f32>>, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
-    let row = DIMS * 4;
-    // A file still being written may end inside a vector: whole ones count.
-    let available = bytes.len() / row;
-    if count > available {
-        return Err(format!("{path}: {available} vectors, {count} needed"));
-    }
-    Ok(bytes[..count * row]
-        .chunks_exact(row)
-        .map(|v| {
-            v.chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect()
-        })
-        .collect())
+    genkit_bench::file_vectors(path, count, DIMS)
 }
 
 fn list(value: Option<String>, flag: &str) -> Result<Vec<usize>, String> {

@@ -147,12 +147,91 @@ pub(super) struct Record {
     vector: Vec<f32>,
 }
 
-/// The dot product, summed in eight independent lanes so that the
-/// compiler can use vector instructions (one sequential sum may not be
-/// reordered); the rounding differs from it only in the last bits.
+/// The dot product: the search's and the graph's inner loop (about 70% of
+/// building the graph's CPU time in a profile). On x86-64 CPUs with AVX2
+/// and FMA (checked once at run time; no `unsafe`) the lanes below become
+/// four 256-bit fused multiply-adds a step; elsewhere the baseline build's
+/// vector instructions.
 pub(super) fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut lanes = [0f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    #[cfg(target_arch = "x86_64")]
+    if let Some(simd) = pulp::x86::V3::try_new() {
+        return simd.vectorize(
+            #[inline(always)]
+            || dot_lanes::<true>(a, b),
+        );
+    }
+    dot_lanes::<false>(a, b)
+}
+
+/// The dot products of `q` with four rows at once, so that the four rows'
+/// loads from memory overlap: in a large store the rows a graph search
+/// reads are scattered and mostly not in the cache, and waiting for them
+/// is most of a distance's cost. Dispatched as [`dot`] is.
+#[cfg(feature = "hnsw")]
+pub(super) fn dot4(q: &[f32], rows: [&[f32]; 4]) -> [f32; 4] {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(simd) = pulp::x86::V3::try_new() {
+        return simd.vectorize(
+            #[inline(always)]
+            || dot4_lanes::<true>(q, rows),
+        );
+    }
+    dot4_lanes::<false>(q, rows)
+}
+
+/// [`dot4`]: per row 16 lanes (eight vector accumulators in all), each
+/// row's lanes in an array of its own (an array of arrays was not
+/// vectorized).
+#[cfg(feature = "hnsw")]
+#[inline(always)]
+fn dot4_lanes<const FMA: bool>(q: &[f32], rows: [&[f32]; 4]) -> [f32; 4] {
+    const LANES: usize = 16;
+    let n = rows.iter().fold(q.len(), |n, r| n.min(r.len()));
+    let whole = n - n % LANES;
+    let (mut a0, mut a1, mut a2, mut a3) =
+        ([0f32; LANES], [0f32; LANES], [0f32; LANES], [0f32; LANES]);
+    let steps = q[..whole]
+        .chunks_exact(LANES)
+        .zip(rows[0][..whole].chunks_exact(LANES))
+        .zip(rows[1][..whole].chunks_exact(LANES))
+        .zip(rows[2][..whole].chunks_exact(LANES))
+        .zip(rows[3][..whole].chunks_exact(LANES));
+    for ((((x, y0), y1), y2), y3) in steps {
+        for i in 0..LANES {
+            a0[i] = madd::<FMA>(x[i], y0[i], a0[i]);
+            a1[i] = madd::<FMA>(x[i], y1[i], a1[i]);
+            a2[i] = madd::<FMA>(x[i], y2[i], a2[i]);
+            a3[i] = madd::<FMA>(x[i], y3[i], a3[i]);
+        }
+    }
+    let mut out = [a0, a1, a2, a3].map(|a| a.iter().sum::<f32>());
+    for (o, row) in out.iter_mut().zip(rows) {
+        *o += q[whole..n]
+            .iter()
+            .zip(&row[whole..n])
+            .map(|(x, y)| x * y)
+            .sum::<f32>();
+    }
+    out
+}
+
+/// `acc + x * y`, fused when `FMA`.
+#[inline(always)]
+fn madd<const FMA: bool>(x: f32, y: f32, acc: f32) -> f32 {
+    if FMA { x.mul_add(y, acc) } else { acc + x * y }
+}
+
+/// The dot product summed in 32 independent lanes, so that the compiler
+/// can keep several vector accumulators in flight (one sequential sum may
+/// not be reordered; a single vector of lanes waits on its own adds); the
+/// rounding differs from a sequential sum only in the last bits. `FMA`:
+/// fused multiply-adds (only where the CPU has them: elsewhere `mul_add`
+/// is a slow library call).
+#[inline(always)]
+fn dot_lanes<const FMA: bool>(a: &[f32], b: &[f32]) -> f32 {
+    const LANES: usize = 32;
+    let mut lanes = [0f32; LANES];
+    let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
     let tail: f32 = ca
         .remainder()
         .iter()
@@ -160,8 +239,8 @@ pub(super) fn dot(a: &[f32], b: &[f32]) -> f32 {
         .map(|(x, y)| x * y)
         .sum();
     for (x, y) in ca.zip(cb) {
-        for i in 0..8 {
-            lanes[i] += x[i] * y[i];
+        for i in 0..LANES {
+            lanes[i] = madd::<FMA>(x[i], y[i], lanes[i]);
         }
     }
     lanes.iter().sum::<f32>() + tail
@@ -592,4 +671,48 @@ pub fn define_local_vector_store(
         indexer: actions.indexer,
         retriever: actions.retriever,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dot;
+
+    /// A plain sequential sum in f64, the reference.
+    fn reference(a: &[f32], b: &[f32]) -> f64 {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| f64::from(*x) * f64::from(*y))
+            .sum()
+    }
+
+    #[test]
+    fn the_vector_kernels_agree_with_a_plain_sum_at_every_length() {
+        let mut x = 0x1234_5678_u32;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as f32 / u32::MAX as f32 * 2.0 - 1.0
+        };
+        for len in [0, 1, 5, 15, 16, 17, 31, 32, 33, 100, 384, 385] {
+            let q: Vec<f32> = (0..len).map(|_| next()).collect();
+            let rows: Vec<Vec<f32>> = (0..4).map(|_| (0..len).map(|_| next()).collect()).collect();
+            let tolerance = 1e-5 * (1.0 + len as f64);
+            for row in &rows {
+                let want = reference(&q, row);
+                assert!(
+                    (f64::from(dot(&q, row)) - want).abs() < tolerance,
+                    "dot, {len}"
+                );
+            }
+            #[cfg(feature = "hnsw")]
+            {
+                let four = super::dot4(&q, [&rows[0], &rows[1], &rows[2], &rows[3]]);
+                for (row, got) in rows.iter().zip(four) {
+                    let want = reference(&q, row);
+                    assert!((f64::from(got) - want).abs() < tolerance, "dot4, {len}");
+                }
+            }
+        }
+    }
 }
