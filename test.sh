@@ -64,56 +64,46 @@ trap stop_background EXIT
 in_background local-model-server bash .ci/install-local-model-server.sh
 in_background fuzz-build bash fuzz/run.sh build
 
+# The npm packages the tests and fixture recordings need, all folders at once,
+# while fmt and clippy run (neither needs them).
 js=crates/genkit-server/tests/js
-if [ ! -d "$js/node_modules" ] || [ "$js/package-lock.json" -nt "$js/node_modules/.package-lock.json" ]; then
-  step "installing npm packages for the tests (genkit-cli, genkit JS client)"
-  (cd "$js" && npm ci --no-audit --no-fund --loglevel=error)
-fi
-
 fsjs=crates/genkit-store-firestore/tests/js
-if [ ! -d "$fsjs/node_modules" ] || [ "$fsjs/package-lock.json" -nt "$fsjs/node_modules/.package-lock.json" ]; then
-  step "installing npm packages for the Firestore store tests (Firestore emulator, Genkit JS FirestoreSessionStore)"
-  (cd "$fsjs" && npm ci --no-audit --no-fund --loglevel=error)
-fi
-
 evjs=crates/genkit-evaluator/tests/genkit_js_eval
-if [ ! -d "$evjs/node_modules" ] || [ "$evjs/package-lock.json" -nt "$evjs/node_modules/.package-lock.json" ]; then
-  step "installing npm packages for the evaluator tests (@genkit-ai/evaluator's judge prompts, read by the replay test)"
-  (cd "$evjs" && npm ci --no-audit --no-fund --loglevel=error)
-fi
-
 mcpjs=tests-support/mcp
-if [ ! -d "$mcpjs/node_modules" ] || [ "$mcpjs/package-lock.json" -nt "$mcpjs/node_modules/.package-lock.json" ]; then
-  step "installing npm packages for the MCP tests (@modelcontextprotocol/sdk server and client, Genkit JS @genkit-ai/mcp client: the peers genkit-mcp is tested with)"
-  (cd "$mcpjs" && npm ci --no-audit --no-fund --loglevel=error)
-fi
-
 mwjs=tests-support/middleware-js
-if [ ! -d "$mwjs/node_modules" ] || [ "$mwjs/package-lock.json" -nt "$mwjs/node_modules/.package-lock.json" ]; then
-  step "installing npm packages for the middleware fixtures (@genkit-ai/middleware 0.7, genkit 1.42)"
-  (cd "$mwjs" && npm ci --no-audit --no-fund --loglevel=error)
-fi
+mwajs=tests-support/middleware-agents-js
+in_background npm-packages bash tests-support/npm-install.sh "$js" "$fsjs" "$evjs" "$mcpjs" "$mwjs" "$mwajs"
+in_background mcp-python bash tests-support/mcp/install-python-sdk.sh
+
+features=genkit-server/otlp,genkit-model/download-media,genkit-retrieval/hnsw,genkit-store-sql/postgres,genkit-rs/sql-store-postgres,genkit-openai/tiktoken,genkit-local-model/download
+
+step "cargo fmt --check"
+cargo fmt --all --check
+
+step "cargo clippy (all crates, all targets, OTLP export, media download, HNSW and OpenAI tokenizers included; warnings are errors)"
+cargo clippy --workspace --all-targets --features "$features" -- -D warnings
+
+step "npm packages for the tests (genkit-cli and the JS client, Firestore emulator, @genkit-ai/evaluator, MCP SDK and @genkit-ai/mcp, @genkit-ai/middleware; installed in the background since the start)"
+await npm-packages
+cat "$prep/npm-packages.log"
+
 step "re-recording Genkit JS's filesystem and skills middleware and checking the committed fixture still matches"
 mwrec=$(mktemp)
 node "$mwjs/record.js" "$mwrec" >/dev/null
 diff -u crates/genkit-middleware/tests/fixtures/middleware_js.json "$mwrec"
 rm -f "$mwrec"
 
-mwjs=tests-support/middleware-agents-js
-if [ ! -d "$mwjs/node_modules" ] || [ "$mwjs/package-lock.json" -nt "$mwjs/node_modules/.package-lock.json" ]; then
-  step "installing npm packages for the agents/artifacts middleware records (genkit 1.42, @genkit-ai/middleware 0.7)"
-  (cd "$mwjs" && npm ci --no-audit --no-fund --loglevel=error)
-fi
 step "re-recording Genkit JS's agents/artifacts middleware: the committed fixture must be what JS does now"
 mw_rec=$(mktemp)
-(cd "$mwjs" && node record.mjs "$mw_rec")
+(cd "$mwajs" && node record.mjs "$mw_rec")
 # Invocation ids are random (`<agent>_<4 chars>`): masked on both sides.
 mw_mask() { sed -E 's/writer_[0-9a-z]{4}/writer_XXXX/g' "$1"; }
 diff <(mw_mask crates/genkit-agent/tests/fixtures/middleware_agents_js.json) <(mw_mask "$mw_rec")
 rm -f "$mw_rec"
 
-step "installing the MCP Python SDK (PyPI mcp 2.3.0, into ~/.cache/genkit-rs) for the MCP host tests' Python peer"
-eval "$(bash tests-support/mcp/install-python-sdk.sh | tail -n1)"
+step "the MCP Python SDK (PyPI mcp 2.3.0, into ~/.cache/genkit-rs) for the MCP host tests' Python peer (installed in the background since the start)"
+await mcp-python
+eval "$(tail -n1 "$prep/mcp-python.log")"
 export GENKIT_TEST_MCP_PYTHON
 echo "MCP Python SDK in $GENKIT_TEST_MCP_PYTHON"
 
@@ -178,23 +168,26 @@ eval "$(bash tests-support/local-model/install-gguf.sh | tail -n1)"
 export GENKIT_LOCAL_MODEL_GGUF
 echo "SmolLM2-135M-Instruct in $GENKIT_LOCAL_MODEL_GGUF"
 
-step "cargo fmt --check"
-cargo fmt --all --check
+step "cargo test: building every test target (unit, integration, conformance, examples)"
+cargo test --workspace --features "$features" --no-run
 
-step "cargo clippy (all crates, all targets, OTLP export, media download, HNSW and OpenAI tokenizers included; warnings are errors)"
-cargo clippy --workspace --all-targets --features genkit-server/otlp,genkit-model/download-media,genkit-retrieval/hnsw,genkit-store-sql/postgres,genkit-rs/sql-store-postgres,genkit-openai/tiktoken,genkit-local-model/download -- -D warnings
+# The package check (cargo check of each packed crate, about 4 minutes of
+# mostly one core) overlaps the tests, which mostly wait on servers and
+# other processes.
+in_background package-verify bash tests-support/package-verify.sh \
+  --exclude ops-agent --exclude rag --exclude genkit-bench --exclude genkit-conformance
 
-step "cargo test (unit, integration, conformance, official genkit CLI and JS client, doc tests)"
-cargo test --workspace --features genkit-server/otlp,genkit-model/download-media,genkit-retrieval/hnsw,genkit-store-sql/postgres,genkit-rs/sql-store-postgres,genkit-openai/tiktoken,genkit-local-model/download
+step "cargo test: running the test binaries three at a time, and the doc tests (tests-support/run-tests.py; official genkit CLI and JS client included)"
+python3 tests-support/run-tests.py -- --workspace --features "$features"
 
 step "MCP conformance suite (npm @modelcontextprotocol/conformance 0.1.16, on node@22 from npm in ~/.cache/genkit-rs): server and client scenarios, failing below the counts docs/mcp.md records"
 bash tests-support/mcp/conformance.sh
 
-step "cargo package: every library crate packs and type-checks alone, as crates.io would get it"
+step "cargo package: every library crate packs and type-checks alone, as crates.io would get it (run in the background beside the tests)"
 # tests-support/package-verify.sh says why this is a `cargo check` of each
 # unpacked crate rather than cargo package's own verification build.
-bash tests-support/package-verify.sh \
-  --exclude ops-agent --exclude rag --exclude genkit-bench --exclude genkit-conformance
+await package-verify
+tail -n 1 "$prep/package-verify.log"
 
 step "end-to-end: OpenAI-compatible plugin against a real local model server (llama-cpp-python + SmolLM2)"
 # The install builds llama.cpp once (about 6 minutes on 2 cores) into ~/.cache/genkit-rs.

@@ -17,7 +17,10 @@ for commit in "$@"; do
   dir="$work/src-$commit"; tgt="$work/target-$commit"
   rm -rf "$dir" "$tgt"
   git clone -q "$repo" "$dir" && git -C "$dir" checkout -q "$commit" || exit 1
-  feats=$(grep -o -- '--features [^ ]*' "$dir/test.sh" | head -1 | cut -d' ' -f2)
+  # The feature list: test.sh's `features=` line, or (older commits) the
+  # first `--features` argument in it.
+  feats=$(sed -n 's/^features=\([^ ]*\)$/\1/p' "$dir/test.sh" | head -1)
+  [ -n "$feats" ] || feats=$(grep -o -- '--features [^ ]*' "$dir/test.sh" | head -1 | cut -d' ' -f2)
   echo "== $commit features=$feats load=$(cut -d' ' -f1-3 /proc/loadavg) $(date -u +%H:%M:%S)"
   (cd "$dir" && /usr/bin/time -f "$commit clippy wall=%e user=%U sys=%S" \
     env CARGO_TARGET_DIR="$tgt" cargo clippy -q --workspace --all-targets --features "$feats" -- -D warnings 2>&1 | tail -3)
