@@ -1,4 +1,4 @@
-//! Trace export memory is bounded: 2,000 runs of a flow with a 10 MiB input
+//! Trace export memory is bounded: 2,000 runs of a flow with a 1 MiB input
 //! (echoed as its output), exported to a telemetry server that accepts
 //! connections and never answers, keep the process's peak RSS under a fixed
 //! ceiling, and the spans that did not fit are counted as dropped.
@@ -13,13 +13,17 @@ use std::net::TcpListener;
 
 const MIB: usize = 1024 * 1024;
 const REQUESTS: usize = 2_000;
-const INPUT_BYTES: usize = 10 * MIB;
+// 1 MiB is already eight times the span's per-value cap (128,000 bytes), so
+// every span keeps what a larger input's would; a larger input only made the
+// run's own copies slower (10 MiB took 18 s of a CI run's CPU).
+const INPUT_BYTES: usize = MIB;
 
 /// The ceiling on the child's peak RSS. What a run needs at once is about
 /// four copies of the input (the request, its JSON value, the typed input,
 /// the output); the export queue adds at most its byte bound (64 MiB) and
-/// the batch being sent. Without the bounds, every queued span would keep
-/// 20 MiB (input and output), and 2,000 of them 40 GB.
+/// the batch being sent. Without the queue's bound, 2,000 queued spans of
+/// 256 KB (input and output, each cut at the cap) would hold 500 MB; without
+/// the cap as well, 4 GB.
 const RSS_CEILING: usize = 256 * MIB;
 
 fn peak_rss() -> usize {
@@ -92,7 +96,7 @@ fn unreachable_server() -> String {
     format!("http://{addr}")
 }
 
-// Each run copies its 10 MiB a few times but encodes only what the span
+// Each run copies its 1 MiB a few times but encodes only what the span
 // keeps (the cap, 128,000 bytes per value: long strings are cut before they
 // are scanned), so the 2,000 runs take seconds even in a debug build.
 #[test]

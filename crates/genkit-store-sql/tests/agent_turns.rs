@@ -44,10 +44,13 @@ async fn turn_until_stored(agent: &genkit::agent::Agent, session: &str, text: &s
             }
             Err(e) if is_conflict(&e) => {
                 lost += 1;
-                // Randomized exponential backoff (up to 160 ms): the
-                // losers spread out instead of all colliding again at once,
-                // without idling the session between turns.
-                let cap = 10u64 << lost.min(4);
+                // Randomized exponential backoff (up to 640 ms): the
+                // losers spread out instead of all colliding again at once.
+                // Capped at 160 ms, 50 tasks lost about 11 attempts per
+                // stored turn (each a whole turn on a long history: three
+                // times the CPU); at 640 ms about 6, and the run ends
+                // sooner.
+                let cap = 10u64 << lost.min(6);
                 let wait = rand_below(cap) + 1;
                 tokio::time::sleep(Duration::from_millis(wait)).await;
             }
