@@ -2,7 +2,7 @@
 //! artifacts, with changes streamed to the caller as Genkit JS streams them
 //! (custom state as JSON Patch, artifacts as `artifact` chunks).
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use genkit_core::action::ActionCtx;
 use genkit_core::{CancellationToken, Registry, Result};
@@ -45,12 +45,49 @@ struct Live {
     /// the whole history with the model's anyway. Merged into `state` when
     /// a whole state is read.
     added: Vec<Message>,
+    /// The history the session started from (or was last restored to), and
+    /// how many of its leading messages `state`'s history still holds
+    /// unchanged: what the caps check measured of it need not be measured
+    /// again (see [`HistoryOrigin`]).
+    origin: HistoryOrigin,
     /// Where chunks go; `None` once the turn is detached (nobody listens).
     sink: Option<ActionCtx<AgentStreamChunk>>,
     /// The custom state as last streamed in this turn (as the client sees
     /// it); `None` until the turn's first patch (which replaces the whole
     /// document).
     streamed_custom: Option<Value>,
+}
+
+/// The history a session's current history starts with: its first
+/// `unchanged` messages are those `history` (of `len` messages) held when
+/// the session started from it. A [`Weak`]: while it exists, `history`'s
+/// allocation is neither reused nor changed in place, and a session whose
+/// history is not shared still appends to it without copying it.
+#[derive(Clone, Default)]
+pub(crate) struct HistoryOrigin {
+    pub(crate) history: Weak<Vec<Message>>,
+    pub(crate) len: usize,
+    pub(crate) unchanged: usize,
+}
+
+impl HistoryOrigin {
+    #[cfg(test)]
+    pub(crate) fn of_test(state: &SessionState) -> Self {
+        Self::of(state)
+    }
+
+    fn of(state: &SessionState) -> Self {
+        let len = state.messages().len();
+        Self {
+            history: state
+                .messages
+                .as_ref()
+                .map(Arc::downgrade)
+                .unwrap_or_default(),
+            len,
+            unchanged: len,
+        }
+    }
 }
 
 impl Live {
@@ -93,6 +130,7 @@ impl AgentSession {
         Self {
             inner: Arc::new(Shared {
                 live: Mutex::new(Live {
+                    origin: HistoryOrigin::of(&state),
                     state,
                     added: Vec::new(),
                     sink,
@@ -164,6 +202,7 @@ impl AgentSession {
     pub fn replace_messages_from(&self, keep: usize, messages: impl IntoIterator<Item = Message>) {
         let mut live = self.inner.live.lock();
         live.merge_added();
+        live.origin.unchanged = live.origin.unchanged.min(keep);
         let history = live.state.messages_mut();
         history.truncate(keep);
         history.extend(messages);
@@ -173,6 +212,7 @@ impl AgentSession {
     pub fn set_messages(&self, messages: Vec<Message>) {
         let mut live = self.inner.live.lock();
         live.added.clear();
+        live.origin.unchanged = 0;
         live.state.set_messages(messages);
     }
 
@@ -315,7 +355,16 @@ impl AgentSession {
     pub(crate) fn restore(&self, state: SessionState) {
         let mut live = self.inner.live.lock();
         live.added.clear();
+        live.origin = HistoryOrigin::of(&state);
         live.state = state;
+    }
+
+    /// A copy of the whole state (as [`state`](Self::state)), and the
+    /// history it starts with unchanged.
+    pub(crate) fn state_and_origin(&self) -> (SessionState, HistoryOrigin) {
+        let mut live = self.inner.live.lock();
+        live.merge_added();
+        (live.state.clone(), live.origin.clone())
     }
 }
 
