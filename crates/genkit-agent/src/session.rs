@@ -208,6 +208,35 @@ impl AgentSession {
         history.extend(messages);
     }
 
+    /// Takes `messages[skip..]` as the conversation if its first `keep`
+    /// messages equal the conversation's first `keep` (and it has more):
+    /// then the session holds what a call built on its history, rather
+    /// than a copy of its history with the call's tail appended (the same
+    /// messages, one copy of the history fewer). Otherwise nothing changes
+    /// and `messages` is handed back.
+    pub(crate) fn adopt_messages(
+        &self,
+        keep: usize,
+        skip: usize,
+        mut messages: Vec<Message>,
+    ) -> Option<Vec<Message>> {
+        let mut live = self.inner.live.lock();
+        let history = live.state.messages();
+        let ours = history.iter().chain(&live.added);
+        let same = history.len() + live.added.len() >= keep
+            && messages.len() > skip + keep
+            && messages[skip..skip + keep].iter().eq(ours.take(keep));
+        if !same {
+            return Some(messages);
+        }
+        messages.drain(..skip);
+        live.added.clear();
+        // Equal messages: as unchanged as the originals were.
+        live.origin.unchanged = live.origin.unchanged.min(keep);
+        live.state.set_messages(messages);
+        None
+    }
+
     /// Replaces the conversation.
     pub fn set_messages(&self, messages: Vec<Message>) {
         let mut live = self.inner.live.lock();
