@@ -268,22 +268,26 @@ fn history_bytes_within(
     limit: usize,
 ) -> Option<usize> {
     let remembered = history.len() >= REMEMBERED_FROM_LEN;
-    if let Some(bytes) = remembered
-        .then(|| sizes.get(Arc::as_ptr(history)))
-        .flatten()
-    {
-        return (bytes <= limit).then_some(bytes);
-    }
     // The messages measured before (as an array: `[`, them, the commas
     // between them and `]`), if the history starts with a whole measured
     // one. (An entry found for the origin measured it as the session
     // started from it: the origin's `Weak` kept it from changing since.)
-    let whole_origin = origin.len >= REMEMBERED_FROM_LEN && origin.unchanged == origin.len;
-    let known = whole_origin
+    // A history grown from its origin in this run is not looked up: its
+    // origin was measured, not it.
+    let grown = origin.len >= REMEMBERED_FROM_LEN
+        && origin.unchanged == origin.len
+        && origin.len <= history.len()
+        && !std::ptr::eq(origin.history.as_ptr(), Arc::as_ptr(history));
+    let known = grown
         .then(|| sizes.get(origin.history.as_ptr()))
         .flatten()
-        .filter(|_| origin.len <= history.len())
         .map(|bytes| (origin.len, bytes));
+    if known.is_none()
+        && remembered
+        && let Some(bytes) = sizes.get(Arc::as_ptr(history))
+    {
+        return (bytes <= limit).then_some(bytes);
+    }
     let (from, mut bytes) = known.unwrap_or((0, 2));
     for (i, message) in history.iter().enumerate().skip(from) {
         // A comma before every message but the first.
