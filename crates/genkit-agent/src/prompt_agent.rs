@@ -80,23 +80,26 @@ async fn prompt_turn(
     // `input.resume` was checked by the runtime against the interrupts the
     // stored session has pending, and its restarts rebuilt from them
     // (`input_check::check_resume`), before the message was added.
-    let history = session.messages();
-    // The turn may change only the last message it is given (the user's,
-    // with retrieved context; or the model's, its interrupts resolved) and
-    // appends the rest: the session keeps everything before that message
-    // and appends what the call reports from there on.
-    let keep = history.len().saturating_sub(1);
+    //
     // The prompt's system text and messages open every request, marked so
     // history policies always keep them (as Genkit JS tags its preamble);
     // they never enter the session.
     let system = options.system.take().map(Message::system);
-    let preamble: Vec<Message> = system
+    let mut messages: Vec<Message> = system
         .into_iter()
         .chain(std::mem::take(&mut options.messages))
         .map(|m| m.with_metadata(PREAMBLE, Value::Bool(true)))
         .collect();
-    let from = preamble.len() + keep;
-    options.messages = preamble.into_iter().chain(history).collect();
+    let preamble = messages.len();
+    // The conversation follows, copied into the request's list itself.
+    session.copy_messages_into(&mut messages);
+    // The turn may change only the last message it is given (the user's,
+    // with retrieved context; or the model's, its interrupts resolved) and
+    // appends the rest: the session keeps everything before that message
+    // and appends what the call reports from there on.
+    let keep = (messages.len() - preamble).saturating_sub(1);
+    let from = preamble + keep;
+    options.messages = messages;
     if let Some(resume) = input.resume {
         if let Some(respond) = resume.respond.filter(|r| !r.is_empty()) {
             options = options.resume_respond(respond);
@@ -114,7 +117,7 @@ async fn prompt_turn(
         // The call's copy of the history becomes the session's when the
         // call left it as it was (it may change only the last message);
         // otherwise the session keeps its own and appends the call's tail.
-        if let Some(conversation) = session.adopt_messages(keep, from - keep, conversation) {
+        if let Some(conversation) = session.adopt_messages(keep, preamble, conversation) {
             session.replace_messages_from(keep, tail_from(conversation, from));
         }
     }

@@ -176,6 +176,16 @@ impl AgentSession {
         messages
     }
 
+    /// Appends a copy of the conversation to `out` (one allocation at
+    /// most, where [`messages`](Self::messages) and a move into a longer
+    /// list would take two).
+    pub(crate) fn copy_messages_into(&self, out: &mut Vec<Message>) {
+        let live = self.inner.live.lock();
+        out.reserve(live.state.messages().len() + live.added.len());
+        out.extend_from_slice(live.state.messages());
+        out.extend_from_slice(&live.added);
+    }
+
     /// The last message of the conversation.
     #[cfg(test)]
     pub(crate) fn last_message(&self) -> Option<Message> {
