@@ -25,7 +25,7 @@ use std::collections::HashSet;
 use genkit_core::{Error, Result, StatusCode};
 use serde_json::{Map, Value};
 
-use super::limits::SessionLimits;
+use super::limits::{HistorySizes, SessionLimits};
 use super::prompt_agent::PREAMBLE;
 use super::state_signing::STATE_SIGNATURE_KEY;
 use super::types::{AgentInput, AgentResume, SessionState};
@@ -97,6 +97,7 @@ pub(crate) fn admit(
     state: &SessionState,
     snapshot_id: Option<&str>,
     limits: &SessionLimits,
+    sizes: &HistorySizes,
 ) -> Result<AgentInput> {
     if !input.has_payload() {
         // Genkit JS runs such a turn (and a prompt agent then fails in
@@ -106,7 +107,7 @@ pub(crate) fn admit(
         ));
     }
     input.message = input.message.map(check_message).transpose()?;
-    limits.check_input(&input, state)?;
+    limits.check_input(&input, state, sizes)?;
     if let Some(resume) = input.resume.take() {
         input.resume = Some(check_resume(state.messages(), resume, snapshot_id)?);
     }

@@ -13,10 +13,17 @@
 //! cap, fails with the session left as it was before the turn; either way
 //! the session goes on, and a smaller turn works.
 
+use std::collections::VecDeque;
+use std::sync::{Arc, Weak};
+
 use genkit_core::{Error, Result, StatusCode};
+use genkit_model::types::Message;
+use parking_lot::Mutex;
 use serde::Serialize;
+use serde_json::Value;
 
 use super::runtime::AgentOptions;
+use super::session::HistoryOrigin;
 use super::types::{AgentInput, SessionState};
 
 /// The default of [`AgentOptions::max_session_messages`].
@@ -98,11 +105,75 @@ fn json_bytes_within<T: Serialize + ?Sized>(value: &T, limit: usize) -> Option<u
     Some(counter.written)
 }
 
+/// The JSON sizes of histories already measured, by the (shared) history
+/// itself, so a session's history is measured once rather than at every
+/// turn: the snapshot a run resumes shares the history the previous run
+/// measured, and a turn that appends to it is measured by what it appended.
+///
+/// An entry holds a [`Weak`] of the history: while it does, the allocation
+/// cannot be reused for another history, and its messages cannot change
+/// (`Arc::make_mut` and `Arc::get_mut` never change a value in place while
+/// a `Weak` of it exists), so a live entry's size stays right. Bounded: the
+/// oldest entries make way (a history not found is measured again).
+#[derive(Default)]
+pub(crate) struct HistorySizes {
+    seen: Mutex<VecDeque<(Weak<Vec<Message>>, usize)>>,
+}
+
+/// How many measured histories an agent remembers (about one per session
+/// turning at once).
+const REMEMBERED_HISTORIES: usize = 256;
+
+/// Histories shorter than this are measured rather than looked up: that
+/// costs less than a search of the remembered ones.
+const REMEMBERED_FROM_LEN: usize = 8;
+
+impl HistorySizes {
+    /// The size measured of the history at `history` (newest entries
+    /// first: a session's next turn finds what its last one measured).
+    fn get(&self, history: *const Vec<Message>) -> Option<usize> {
+        let seen = self.seen.lock();
+        seen.iter()
+            .find(|(weak, _)| std::ptr::eq(weak.as_ptr(), history))
+            .map(|(_, bytes)| *bytes)
+    }
+
+    fn put(&self, history: &Arc<Vec<Message>>, bytes: usize) {
+        let mut seen = self.seen.lock();
+        if seen.len() >= REMEMBERED_HISTORIES {
+            seen.pop_back();
+        }
+        seen.push_front((Arc::downgrade(history), bytes));
+    }
+}
+
+/// A session state's fields but its history, serialized as the state
+/// serializes them (`tests::state_size_is_its_json_size` keeps the two in
+/// step).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StateSansHistory<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session_id: Option<&'a String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    custom: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    artifacts: Option<&'a Vec<crate::types::Artifact>>,
+}
+
+/// `"messages":` and the comma before it (or after it).
+const HISTORY_KEY_BYTES: usize = "\"messages\":".len();
+
 impl SessionLimits {
     /// Checks a turn's input against the per-message cap, and the session
     /// it is about to join (`state`, before the input's message is added)
     /// against the session caps.
-    pub(crate) fn check_input(&self, input: &AgentInput, state: &SessionState) -> Result<()> {
+    pub(crate) fn check_input(
+        &self,
+        input: &AgentInput,
+        state: &SessionState,
+        sizes: &HistorySizes,
+    ) -> Result<()> {
         let mut input_bytes = 0;
         if let Some(message) = &input.message {
             input_bytes = self.check_one("message", message)?;
@@ -111,7 +182,7 @@ impl SessionLimits {
             input_bytes += self.check_one("resume", resume)?;
         }
         let added = usize::from(input.message.is_some());
-        self.check_state(state, added, input_bytes)
+        self.check_state(state, &HistoryOrigin::default(), sizes, added, input_bytes)
     }
 
     fn check_one<T: Serialize>(&self, field: &str, value: &T) -> Result<usize> {
@@ -127,10 +198,13 @@ impl SessionLimits {
     }
 
     /// Checks `state` plus `added` messages of `added_bytes` against the
-    /// session caps.
+    /// session caps. `origin` says which leading messages of its history
+    /// are those of a history measured before (see [`HistorySizes`]).
     pub(crate) fn check_state(
         &self,
         state: &SessionState,
+        origin: &HistoryOrigin,
+        sizes: &HistorySizes,
         added: usize,
         added_bytes: usize,
     ) -> Result<()> {
@@ -145,7 +219,9 @@ impl SessionLimits {
             ));
         }
         let room = self.session_bytes.saturating_sub(added_bytes);
-        if added_bytes > self.session_bytes || json_bytes_within(state, room).is_none() {
+        if added_bytes > self.session_bytes
+            || state_bytes_within(state, origin, sizes, room).is_none()
+        {
             return Err(Error::user_facing(
                 StatusCode::ResourceExhausted,
                 format!(
@@ -156,6 +232,75 @@ impl SessionLimits {
         }
         Ok(())
     }
+}
+
+/// The JSON size of `state`, or `None` when it is over `limit`: its
+/// history measured by what is known of it (see [`HistorySizes`]), the
+/// rest serialized.
+fn state_bytes_within(
+    state: &SessionState,
+    origin: &HistoryOrigin,
+    sizes: &HistorySizes,
+    limit: usize,
+) -> Option<usize> {
+    let rest = StateSansHistory {
+        session_id: state.session_id.as_ref(),
+        custom: state.custom.as_ref(),
+        artifacts: state.artifacts.as_ref(),
+    };
+    let rest_bytes = json_bytes_within(&rest, limit)?;
+    let Some(history) = &state.messages else {
+        return Some(rest_bytes);
+    };
+    // `{}` has no field to put a comma after.
+    let comma = usize::from(rest_bytes > 2);
+    let fixed = rest_bytes + HISTORY_KEY_BYTES + comma;
+    let history_bytes = history_bytes_within(history, origin, sizes, limit.checked_sub(fixed)?)?;
+    Some(fixed + history_bytes)
+}
+
+/// The JSON size of a history (an array of messages), or `None` when it
+/// is over `limit`. Remembered in `sizes` when measured.
+fn history_bytes_within(
+    history: &Arc<Vec<Message>>,
+    origin: &HistoryOrigin,
+    sizes: &HistorySizes,
+    limit: usize,
+) -> Option<usize> {
+    let remembered = history.len() >= REMEMBERED_FROM_LEN;
+    // The messages measured before (as an array: `[`, them, the commas
+    // between them and `]`), if the history starts with a whole measured
+    // one. (An entry found for the origin measured it as the session
+    // started from it: the origin's `Weak` kept it from changing since.)
+    // A history grown from its origin in this run is not looked up: its
+    // origin was measured, not it.
+    let grown = origin.len >= REMEMBERED_FROM_LEN
+        && origin.unchanged == origin.len
+        && origin.len <= history.len()
+        && !std::ptr::eq(origin.history.as_ptr(), Arc::as_ptr(history));
+    let known = grown
+        .then(|| sizes.get(origin.history.as_ptr()))
+        .flatten()
+        .map(|bytes| (origin.len, bytes));
+    if known.is_none()
+        && remembered
+        && let Some(bytes) = sizes.get(Arc::as_ptr(history))
+    {
+        return (bytes <= limit).then_some(bytes);
+    }
+    let (from, mut bytes) = known.unwrap_or((0, 2));
+    for (i, message) in history.iter().enumerate().skip(from) {
+        // A comma before every message but the first.
+        bytes += usize::from(i > 0);
+        bytes += json_bytes_within(message, limit.checked_sub(bytes)?)?;
+    }
+    if bytes > limit {
+        return None;
+    }
+    if remembered {
+        sizes.put(history, bytes);
+    }
+    Some(bytes)
 }
 
 #[cfg(test)]
@@ -170,11 +315,12 @@ mod tests {
             session_bytes: 200,
             message_bytes: 60,
         };
+        let sizes = HistorySizes::default();
         let state = SessionState::default();
         let small = AgentInput::message(Message::user("hi"));
-        limits.check_input(&small, &state).unwrap();
+        limits.check_input(&small, &state, &sizes).unwrap();
         let big = AgentInput::message(Message::user("x".repeat(100)));
-        let err = limits.check_input(&big, &state).unwrap_err();
+        let err = limits.check_input(&big, &state, &sizes).unwrap_err();
         assert_eq!(err.status(), StatusCode::InvalidArgument);
         assert_eq!(
             err.message(),
@@ -182,7 +328,7 @@ mod tests {
         );
         let mut two = SessionState::default();
         two.set_messages(vec![Message::user("a"), Message::model("b")]);
-        let err = limits.check_input(&small, &two).unwrap_err();
+        let err = limits.check_input(&small, &two, &sizes).unwrap_err();
         assert_eq!(err.status(), StatusCode::ResourceExhausted);
         assert!(
             err.message()
@@ -190,7 +336,104 @@ mod tests {
         );
         let mut large = SessionState::default();
         large.set_messages(vec![Message::user("y".repeat(190))]);
-        let err = limits.check_state(&large, 0, 0).unwrap_err();
+        let err = limits
+            .check_state(&large, &HistoryOrigin::default(), &sizes, 0, 0)
+            .unwrap_err();
         assert!(err.message().contains("cap of 200 bytes"));
+    }
+
+    fn exact(state: &SessionState) -> usize {
+        serde_json::to_vec(state).unwrap().len()
+    }
+
+    fn measured(state: &SessionState, origin: &HistoryOrigin, sizes: &HistorySizes) -> usize {
+        state_bytes_within(state, origin, sizes, usize::MAX).unwrap()
+    }
+
+    #[test]
+    fn state_size_is_its_json_size() {
+        let mut states = Vec::new();
+        for session_id in [None, Some("s-1".to_owned())] {
+            for messages in [
+                None,
+                Some(vec![]),
+                Some(vec![Message::user("a \"quoted\" é")]),
+                Some(vec![Message::user("a"), Message::model("b\n")]),
+                Some(
+                    (0..REMEMBERED_FROM_LEN + 2)
+                        .map(|i| Message::user(format!("m{i}")))
+                        .collect(),
+                ),
+            ] {
+                for custom in [None, Some(serde_json::json!({"k": [1, "x"]}))] {
+                    for artifacts in [None, Some(vec![])] {
+                        states.push(SessionState {
+                            session_id: session_id.clone(),
+                            messages: messages.clone().map(Arc::new),
+                            custom: custom.clone(),
+                            artifacts,
+                        });
+                    }
+                }
+            }
+        }
+        for state in &states {
+            // Measured afresh, then found measured.
+            let sizes = HistorySizes::default();
+            let none = HistoryOrigin::default();
+            assert_eq!(measured(state, &none, &sizes), exact(state), "{state:?}");
+            assert_eq!(measured(state, &none, &sizes), exact(state), "{state:?}");
+            let exact = exact(state);
+            assert_eq!(state_bytes_within(state, &none, &sizes, exact), Some(exact));
+            assert_eq!(state_bytes_within(state, &none, &sizes, exact - 1), None);
+        }
+    }
+
+    #[test]
+    fn an_appended_history_is_measured_by_what_was_appended() {
+        let sizes = HistorySizes::default();
+        let start = SessionState {
+            session_id: Some("s".to_owned()),
+            messages: Some(Arc::new(
+                (0..REMEMBERED_FROM_LEN)
+                    .map(|i| Message::user(format!("m{i}")))
+                    .collect(),
+            )),
+            ..SessionState::default()
+        };
+        let none = HistoryOrigin::default();
+        assert_eq!(measured(&start, &none, &sizes), exact(&start));
+        let origin = HistoryOrigin::of_test(&start);
+        let mut grown = start.clone();
+        grown
+            .messages_mut()
+            .extend([Message::user("c"), Message::model("d")]);
+        assert_eq!(measured(&grown, &origin, &sizes), exact(&grown));
+        let grown_history = grown
+            .messages
+            .as_ref()
+            .map_or(std::ptr::null(), Arc::as_ptr);
+        assert_eq!(
+            sizes.get(grown_history),
+            Some(exact(&grown) - 2 - 11 - 1 - 15)
+        );
+        // A history whose origin changed is measured whole.
+        let mut changed = start.clone();
+        changed.messages_mut()[0] = Message::user("a longer message");
+        let partly = HistoryOrigin {
+            unchanged: 0,
+            ..origin.clone()
+        };
+        assert_eq!(
+            measured(&changed, &partly, &HistorySizes::default()),
+            exact(&changed)
+        );
+        // An origin that was not measured: measured whole.
+        let mut other = grown.clone();
+        other.messages_mut().push(Message::user("e"));
+        assert_eq!(
+            measured(&other, &origin, &HistorySizes::default()),
+            exact(&other)
+        );
     }
 }

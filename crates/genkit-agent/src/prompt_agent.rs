@@ -15,8 +15,8 @@ use genkit_core::{Registry, Result};
 use super::runtime::{Agent, AgentOptions, define_agent};
 use super::session::AgentSession;
 use super::types::{AgentInput, AgentResult, AgentStreamChunk};
-use genkit_generate::{GenerateOptions, generate_stream, take_history_from};
-use genkit_model::types::{GenerateResponseChunk, Message, Part, Role};
+use genkit_generate::{GenerateOptions, generate_stream};
+use genkit_model::types::{GenerateResponse, GenerateResponseChunk, Message, Part, Role};
 use genkit_prompt::ExecutablePrompt;
 use serde_json::Value;
 
@@ -80,23 +80,26 @@ async fn prompt_turn(
     // `input.resume` was checked by the runtime against the interrupts the
     // stored session has pending, and its restarts rebuilt from them
     // (`input_check::check_resume`), before the message was added.
-    let history = session.messages();
-    // The turn may change only the last message it is given (the user's,
-    // with retrieved context; or the model's, its interrupts resolved) and
-    // appends the rest: the session keeps everything before that message
-    // and appends what the call reports from there on.
-    let keep = history.len().saturating_sub(1);
+    //
     // The prompt's system text and messages open every request, marked so
     // history policies always keep them (as Genkit JS tags its preamble);
     // they never enter the session.
     let system = options.system.take().map(Message::system);
-    let preamble: Vec<Message> = system
+    let mut messages: Vec<Message> = system
         .into_iter()
         .chain(std::mem::take(&mut options.messages))
         .map(|m| m.with_metadata(PREAMBLE, Value::Bool(true)))
         .collect();
-    let from = preamble.len() + keep;
-    options.messages = preamble.into_iter().chain(history).collect();
+    let preamble = messages.len();
+    // The conversation follows, copied into the request's list itself.
+    session.copy_messages_into(&mut messages);
+    // The turn may change only the last message it is given (the user's,
+    // with retrieved context; or the model's, its interrupts resolved) and
+    // appends the rest: the session keeps everything before that message
+    // and appends what the call reports from there on.
+    let keep = (messages.len() - preamble).saturating_sub(1);
+    let from = preamble + keep;
+    options.messages = messages;
     if let Some(resume) = input.resume {
         if let Some(respond) = resume.respond.filter(|r| !r.is_empty()) {
             options = options.resume_respond(respond);
@@ -110,8 +113,13 @@ async fn prompt_turn(
         session.send_chunk(AgentStreamChunk::model_chunk(chunk?.into_chunk()));
     }
     let mut response = stream.response().await?;
-    if let Some(tail) = take_history_from(&mut response, from) {
-        session.replace_messages_from(keep, tail);
+    if let Some(conversation) = take_conversation(&mut response) {
+        // The call's copy of the history becomes the session's when the
+        // call left it as it was (it may change only the last message);
+        // otherwise the session keeps its own and appends the call's tail.
+        if let Some(conversation) = session.adopt_messages(keep, preamble, conversation) {
+            session.replace_messages_from(keep, tail_from(conversation, from));
+        }
     }
     let interrupts: Vec<Part> = response.interrupts().into_iter().cloned().collect();
     if !interrupts.is_empty() {
@@ -133,4 +141,28 @@ async fn prompt_turn(
         artifacts: (!artifacts.is_empty()).then_some(artifacts),
         finish_reason: response.finish_reason().map(Into::into),
     })
+}
+
+/// The call's whole conversation, taken out of `response`: its request's
+/// messages, then the reply (`None` without either, as
+/// [`genkit_generate::take_history_from`]).
+fn take_conversation(response: &mut GenerateResponse) -> Option<Vec<Message>> {
+    let reply = response.message()?.clone();
+    let request = response.request.take()?;
+    // Copied only if something (a span record) still shares the history.
+    let mut messages = Arc::try_unwrap(request.messages).unwrap_or_else(|shared| (*shared).clone());
+    messages.push(reply);
+    Some(messages)
+}
+
+/// The conversation from index `from` on (what
+/// [`genkit_generate::take_history_from`] returns for it): the request's
+/// messages from there and the reply, or the reply alone when the request
+/// holds fewer (a generate middleware dropped some).
+fn tail_from(mut conversation: Vec<Message>, from: usize) -> Vec<Message> {
+    if from < conversation.len() {
+        conversation.split_off(from)
+    } else {
+        conversation.pop().into_iter().collect()
+    }
 }

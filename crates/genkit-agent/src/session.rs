@@ -2,7 +2,7 @@
 //! artifacts, with changes streamed to the caller as Genkit JS streams them
 //! (custom state as JSON Patch, artifacts as `artifact` chunks).
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use genkit_core::action::ActionCtx;
 use genkit_core::{CancellationToken, Registry, Result};
@@ -45,12 +45,49 @@ struct Live {
     /// the whole history with the model's anyway. Merged into `state` when
     /// a whole state is read.
     added: Vec<Message>,
+    /// The history the session started from (or was last restored to), and
+    /// how many of its leading messages `state`'s history still holds
+    /// unchanged: what the caps check measured of it need not be measured
+    /// again (see [`HistoryOrigin`]).
+    origin: HistoryOrigin,
     /// Where chunks go; `None` once the turn is detached (nobody listens).
     sink: Option<ActionCtx<AgentStreamChunk>>,
     /// The custom state as last streamed in this turn (as the client sees
     /// it); `None` until the turn's first patch (which replaces the whole
     /// document).
     streamed_custom: Option<Value>,
+}
+
+/// The history a session's current history starts with: its first
+/// `unchanged` messages are those `history` (of `len` messages) held when
+/// the session started from it. A [`Weak`]: while it exists, `history`'s
+/// allocation is neither reused nor changed in place, and a session whose
+/// history is not shared still appends to it without copying it.
+#[derive(Clone, Default)]
+pub(crate) struct HistoryOrigin {
+    pub(crate) history: Weak<Vec<Message>>,
+    pub(crate) len: usize,
+    pub(crate) unchanged: usize,
+}
+
+impl HistoryOrigin {
+    #[cfg(test)]
+    pub(crate) fn of_test(state: &SessionState) -> Self {
+        Self::of(state)
+    }
+
+    fn of(state: &SessionState) -> Self {
+        let len = state.messages().len();
+        Self {
+            history: state
+                .messages
+                .as_ref()
+                .map(Arc::downgrade)
+                .unwrap_or_default(),
+            len,
+            unchanged: len,
+        }
+    }
 }
 
 impl Live {
@@ -93,6 +130,7 @@ impl AgentSession {
         Self {
             inner: Arc::new(Shared {
                 live: Mutex::new(Live {
+                    origin: HistoryOrigin::of(&state),
                     state,
                     added: Vec::new(),
                     sink,
@@ -138,6 +176,16 @@ impl AgentSession {
         messages
     }
 
+    /// Appends a copy of the conversation to `out` (one allocation at
+    /// most, where [`messages`](Self::messages) and a move into a longer
+    /// list would take two).
+    pub(crate) fn copy_messages_into(&self, out: &mut Vec<Message>) {
+        let live = self.inner.live.lock();
+        out.reserve(live.state.messages().len() + live.added.len());
+        out.extend_from_slice(live.state.messages());
+        out.extend_from_slice(&live.added);
+    }
+
     /// The last message of the conversation.
     #[cfg(test)]
     pub(crate) fn last_message(&self) -> Option<Message> {
@@ -164,15 +212,46 @@ impl AgentSession {
     pub fn replace_messages_from(&self, keep: usize, messages: impl IntoIterator<Item = Message>) {
         let mut live = self.inner.live.lock();
         live.merge_added();
+        live.origin.unchanged = live.origin.unchanged.min(keep);
         let history = live.state.messages_mut();
         history.truncate(keep);
         history.extend(messages);
+    }
+
+    /// Takes `messages[skip..]` as the conversation if its first `keep`
+    /// messages equal the conversation's first `keep` (and it has more):
+    /// then the session holds what a call built on its history, rather
+    /// than a copy of its history with the call's tail appended (the same
+    /// messages, one copy of the history fewer). Otherwise nothing changes
+    /// and `messages` is handed back.
+    pub(crate) fn adopt_messages(
+        &self,
+        keep: usize,
+        skip: usize,
+        mut messages: Vec<Message>,
+    ) -> Option<Vec<Message>> {
+        let mut live = self.inner.live.lock();
+        let history = live.state.messages();
+        let ours = history.iter().chain(&live.added);
+        let same = history.len() + live.added.len() >= keep
+            && messages.len() > skip + keep
+            && messages[skip..skip + keep].iter().eq(ours.take(keep));
+        if !same {
+            return Some(messages);
+        }
+        messages.drain(..skip);
+        live.added.clear();
+        // Equal messages: as unchanged as the originals were.
+        live.origin.unchanged = live.origin.unchanged.min(keep);
+        live.state.set_messages(messages);
+        None
     }
 
     /// Replaces the conversation.
     pub fn set_messages(&self, messages: Vec<Message>) {
         let mut live = self.inner.live.lock();
         live.added.clear();
+        live.origin.unchanged = 0;
         live.state.set_messages(messages);
     }
 
@@ -315,7 +394,16 @@ impl AgentSession {
     pub(crate) fn restore(&self, state: SessionState) {
         let mut live = self.inner.live.lock();
         live.added.clear();
+        live.origin = HistoryOrigin::of(&state);
         live.state = state;
+    }
+
+    /// A copy of the whole state (as [`state`](Self::state)), and the
+    /// history it starts with unchanged.
+    pub(crate) fn state_and_origin(&self) -> (SessionState, HistoryOrigin) {
+        let mut live = self.inner.live.lock();
+        live.merge_added();
+        (live.state.clone(), live.origin.clone())
     }
 }
 

@@ -19,7 +19,7 @@ use super::options::AgentOptions;
 use super::replica::LeaseConfig;
 use super::run::run_signed;
 use super::{AgentAction, TurnFn};
-use crate::limits::SessionLimits;
+use crate::limits::{HistorySizes, SessionLimits};
 use crate::ownership::{PrincipalFn, default_principal};
 use crate::session::AgentSession;
 use crate::state_signing::StateSigner;
@@ -67,6 +67,8 @@ pub(super) struct Shared {
     /// The leases of this agent's detached turns.
     pub(super) lease: LeaseConfig,
     pub(super) limits: SessionLimits,
+    /// The sizes of histories the caps check measured.
+    pub(super) history_sizes: HistorySizes,
     /// Signs client-managed states (`None`: they travel unsigned).
     pub(super) signer: Option<StateSigner>,
 }
@@ -142,6 +144,7 @@ impl Agent {
                 options.heartbeat_interval,
             )?,
             limits: options.limits,
+            history_sizes: HistorySizes::default(),
             signer: options.signer.clone().filter(|_| options.store.is_none()),
         });
         let metadata = AgentMetadata {

@@ -185,9 +185,10 @@ async fn finish_detached(
     // does: the session stays as the pending snapshot holds it.
     let mut over_cap = false;
     let outcome = outcome.and_then(|result| {
+        let (grown, origin) = session.state_and_origin();
         shared
             .limits
-            .check_state(&session.state(), 0, 0)
+            .check_state(&grown, &origin, &shared.history_sizes, 0, 0)
             .inspect_err(|_| over_cap = true)?;
         Ok(result)
     });

@@ -126,7 +126,13 @@ async fn run(
         // only what the stored session has pending; a refused input is a
         // failed turn (as Genkit JS fails a bad resume) that changed nothing,
         // and is not detached.
-        let admitted = admit(input, &before, progress.parent.as_deref(), &shared.limits);
+        let admitted = admit(
+            input,
+            &before,
+            progress.parent.as_deref(),
+            &shared.limits,
+            &shared.history_sizes,
+        );
         let refused = admitted.is_err();
         let mut turn = match admitted {
             Ok(input) => cancellable_turn(&shared, &session, input),
@@ -164,10 +170,13 @@ async fn run(
         // stored over the cap).
         let mut over_cap = false;
         let outcome = outcome.and_then(|result| {
-            let grown = session.state();
-            shared.limits.check_state(&grown, 0, 0).inspect_err(|_| {
-                over_cap = true;
-            })?;
+            let (grown, origin) = session.state_and_origin();
+            shared
+                .limits
+                .check_state(&grown, &origin, &shared.history_sizes, 0, 0)
+                .inspect_err(|_| {
+                    over_cap = true;
+                })?;
             Ok(result)
         });
         match outcome {
