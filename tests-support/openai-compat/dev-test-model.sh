@@ -41,7 +41,7 @@ command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 \
     || skip_or_fail "node and npm are required (not found on PATH)"
 if [ "$REQUIRED" = "1" ]; then
     bash "$ROOT/.ci/install-local-model-server.sh" >/dev/null
-elif ! { [ -x "$CACHE/llama-venv/bin/python" ] && [ -f "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" ]; }; then
+elif ! { [ -x "$CACHE/xllamacpp-venv/bin/python" ] && [ -f "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" ]; }; then
     skip_or_fail "the local model server is not installed (run .ci/install-local-model-server.sh)"
 fi
 if [ ! -x "$GENKIT" ]; then

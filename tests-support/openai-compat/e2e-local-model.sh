@@ -23,7 +23,7 @@ REQUIRED="${GENKIT_E2E_LOCAL_MODEL:-0}"
 log() { echo "[openai-compat e2e] $*" >&2; }
 
 installed() {
-    [ -x "$CACHE/llama-venv/bin/python" ] && [ -f "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" ]
+    [ -x "$CACHE/xllamacpp-venv/bin/python" ] && [ -f "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" ]
 }
 
 if [ "$REQUIRED" = "1" ]; then
