@@ -17,6 +17,7 @@ request, so chat requests still generate. Why each setting (WIRE_NOTES.md,
   no prompt cache  with it, a repeated prompt only re-evaluates its last
                    token and greedy answers differ from a cold run's.
   one slot         requests run one at a time, each to completion.
+  repeat penalty   1.1 by default, as llama-cpp-python's server had.
 
 Forced function calls: llama-server takes `tool_choice` only as a string
 (a named function, `{"type": "function", "function": {"name": N}}`, is
@@ -65,6 +66,13 @@ def llama_params(args):
     p.cache_prompt = False
     p.embedding = True
     p.pooling_type = xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
+    # llama-server's default repeat penalty is none (1.0); llama-cpp-python's
+    # server, which this replaces, used 1.1 over the last 64 tokens. Without
+    # it SmolLM2 loops on a phrase until the context is full whenever a
+    # request sets no max_tokens (the README quick start sets none), even
+    # at temperature 0. A request's own repeat_penalty still wins.
+    p.sampling.penalty_repeat = 1.1
+    p.sampling.penalty_last_n = 64
     p.cpuparams.n_threads = args.threads
     p.cpuparams_batch.n_threads = args.threads
     # Callers send several requests at once (genkit dev:test-model runs its
