@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the official `genkit dev:test-model` (npm genkit-cli 1.43.0, pinned in
 # crates/genkit-server/tests/js) against the OpenAI-compatible plugin pointed
-# at the REAL local llama-cpp-python server (SmolLM2-135M): builds
+# at the REAL local llama.cpp server (SmolLM2-135M): builds
 # plugins/openai-compat/examples/local_runtime.rs, starts the model server,
 # runs test-model-suite.yaml beside this script, stops everything.
 #
