@@ -218,7 +218,8 @@ class Proxy(BaseHTTPRequestHandler):
             conn.close()
 
     def start(self, resp, extra):
-        self.send_response(resp.status, resp.reason)
+        # llama-server's own headers (Server, CORS, …), not the proxy's.
+        self.send_response_only(resp.status, resp.reason)
         for k, v in resp.getheaders():
             if k.lower() not in HOP_HEADERS:
                 self.send_header(k, v)
