@@ -89,7 +89,8 @@ def forced_function(request):
     choice = request.get("tool_choice")
     if not (isinstance(choice, dict) and choice.get("type") == "function"):
         return None
-    name = (choice.get("function") or {}).get("name")
+    named = choice.get("function")
+    name = named.get("name") if isinstance(named, dict) else None
     for tool in request.get("tools") or []:
         function = tool.get("function") if isinstance(tool, dict) else None
         if isinstance(function, dict) and function.get("name") == name:
