@@ -29,7 +29,7 @@ step() {
 }
 
 # Slow installs that only later steps need (the local model server's
-# llama.cpp build, the nightly fuzz build) run in the background from the
+# downloads, the nightly fuzz build) run in the background from the
 # start, at the lowest CPU priority: they take the cycles the compiler and
 # the tests leave idle, and the steps that need them wait for them.
 prep=$(mktemp -d)
@@ -189,8 +189,8 @@ step "cargo package: every library crate packs and type-checks alone, as crates.
 await package-verify
 tail -n 1 "$prep/package-verify.log"
 
-step "end-to-end: OpenAI-compatible plugin against a real local model server (llama-cpp-python + SmolLM2)"
-# The install builds llama.cpp once (about 6 minutes on 2 cores) into ~/.cache/genkit-rs.
+step "end-to-end: OpenAI-compatible plugin against a real local model server (llama.cpp's llama-server from PyPI xllamacpp + SmolLM2)"
+# The install (prebuilt wheel and model, about 20 s cold) goes to ~/.cache/genkit-rs.
 await local-model-server
 export GENKIT_E2E_LOCAL_MODEL=1
 bash tests-support/openai-compat/e2e-local-model.sh

@@ -6,7 +6,8 @@ genkit-local-model's decode_bench example. Prints one JSON line.
     python llama_cpp_bench.py <model.gguf> <prompt-ids.json> [max_tokens]
 
 Run it with a llama.cpp built without native CPU detection (AMX faults on
-this VM): the llama-cpp-python venv of .ci/install-local-model-server.sh.
+this VM): the llama-cpp-python 0.3.36 venv that
+plugins/local-model/tests/fixtures/llama_cpp_reference.py shows how to build.
 """
 
 import json

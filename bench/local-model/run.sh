@@ -13,8 +13,10 @@
 # with those target features; the exact forward pass picks its AVX2/FMA
 # kernels at run time either way; never `-C target-cpu=native` here: this
 # VM advertises AMX but faults on it). Set GENKIT_BENCH_RUSTFLAGS to change that ("" for a
-# baseline x86-64 build). llama.cpp is .ci/install-local-model-server.sh's
-# llama-cpp-python build (GGML_NATIVE=OFF, AVX2/FMA/F16C).
+# baseline x86-64 build). llama.cpp is llama-cpp-python 0.3.36 built from
+# source in $CACHE/llama-venv (GGML_NATIVE=OFF, AVX2/FMA/F16C), as the
+# docstring of plugins/local-model/tests/fixtures/llama_cpp_reference.py
+# shows (CI's .ci/install-local-model-server.sh no longer builds it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS="${1:-3}"
@@ -23,7 +25,7 @@ PY="${LLAMA_PYTHON:-$CACHE/llama-venv/bin/python}"
 export RUSTFLAGS="${GENKIT_BENCH_RUSTFLAGS--C target-feature=+avx,+avx2,+fma,+f16c,+bmi2}"
 
 eval "$(bash tests-support/local-model/install-gguf.sh | tail -n1)"
-"$PY" -c 'import llama_cpp' || { echo "llama-cpp-python missing: run .ci/install-local-model-server.sh" >&2; exit 1; }
+"$PY" -c 'import llama_cpp' || { echo "llama-cpp-python missing in $PY: build it as plugins/local-model/tests/fixtures/llama_cpp_reference.py says" >&2; exit 1; }
 cargo build --quiet --release -p genkit-local-model --example decode_bench
 bin="${CARGO_TARGET_DIR:-target}/release/examples/decode_bench"
 

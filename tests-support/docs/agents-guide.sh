@@ -8,7 +8,7 @@
 # token, what the server refuses (no token, another token, a foreign Host);
 # a turn with the doc's curl; a turn from Genkit JS's `remoteAgent`
 # continuing curl's session; and the doc's failed turns, in the terminal
-# and over HTTP. The model is the real local server (llama-cpp-python +
+# and over HTTP. The model is the real local server (llama.cpp's llama-server +
 # SmolLM2-135M) through the doc's OPENAI_BASE_URL and MODEL variables: the
 # checks are on structure (tool called, ids, history), never on wording.
 #

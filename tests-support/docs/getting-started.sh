@@ -5,7 +5,7 @@
 # served and called with curl (with and without the `{"data": ...}`
 # wrapper); then the app under `genkit start`, a `genkit flow:run`, and the
 # run's trace fetched from the CLI's telemetry server. The model is the real
-# local server (llama-cpp-python + SmolLM2) through the doc's OPENAI_BASE_URL
+# local server (llama.cpp's llama-server + SmolLM2) through the doc's OPENAI_BASE_URL
 # and MODEL variables.
 #
 # What differs from a user's machine, and why:

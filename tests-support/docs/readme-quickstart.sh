@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs the README's quick start exactly as it stands in README.md
 # (its Cargo.toml dependency block and src/main.rs, extracted from the
-# README), against the real local model server (llama-cpp-python serving
+# README), against the real local model server (llama.cpp's llama-server serving
 # SmolLM2, tests-support/local-model/) through its documented environment
 # variables, and checks that it prints a reply, a structured value and a
 # streamed story.

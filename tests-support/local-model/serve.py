@@ -1,129 +1,312 @@
-"""Run llama-cpp-python's OpenAI-compatible server (`python -m llama_cpp.server`,
-same arguments) with every configured model kept loaded.
+"""Serve one GGUF model over llama.cpp's own OpenAI-compatible HTTP server
+(llama-server), run in this process by PyPI `xllamacpp`, which ships it
+prebuilt for CPU (no compiler, no build).
 
-Stock llama_cpp.server keeps ONE model in memory and, when a request names
-another alias of a --config_file, closes the current one and loads the other.
-That swap is slow, drops the prompt cache, and crashes the whole server
-("double free or corruption") when the model being closed is an embedding model
-whose last request failed (e.g. `"input": ""` -> 500 "llama_decode returned -1").
+llama-server listens on a private 127.0.0.1 port; this script answers on the
+public one and passes every request through unchanged but one kind, see
+"Forced function calls" below. Standard library only besides xllamacpp.
 
-This wrapper replaces the model proxy: every alias is loaded at startup and
-kept. Requests are still serialized by the server's own lock.
+One server, one base URL, chat and embeddings: the model answers to every
+--alias (the first, sorted, is the name /v1/models reports), and its context
+has embeddings on with mean pooling, which llama-server switches on per
+request, so chat requests still generate. Why each setting (WIRE_NOTES.md,
+"Server setup"):
+  mean pooling     the GGUF declares no pooling type; without one,
+                   /v1/embeddings returns a vector per token.
+  n_batch = n_ctx  an embedding input must fit in one batch.
+  no prompt cache  with it, a repeated prompt only re-evaluates its last
+                   token and greedy answers differ from a cold run's.
+  one slot         requests run one at a time, each to completion.
+  repeat penalty   1.1 by default, as llama-cpp-python's server had.
 
-It also accepts OpenAI's standard structured-output request,
-`"response_format": {"type": "json_schema", "json_schema": {"schema": S}}`,
-as llama.cpp's own llama-server, vLLM and Ollama do: it is passed on as
-`{"type": "json_object", "schema": S}`, the form this server takes (and
-otherwise rejects the standard one with a 500). So a program written for
-OpenAI, such as the README's quick start, runs here unchanged. Every other
-request goes through untouched.
+Forced function calls: llama-server takes `tool_choice` only as a string
+(a named function, `{"type": "function", "function": {"name": N}}`, is
+ignored with a warning) and, for a chat template without tool support such
+as SmolLM2's, answers in plain text even with "required". OpenAI's named
+form is what clients send to force one tool (genkit-openai does for
+`toolChoice: required` with one tool). A request naming a function is sent
+on without its tools, constrained by a `json_schema` response_format to the
+function's parameters (llama-server's grammar); the JSON text that comes
+back is returned as that function's call, in OpenAI's `tool_calls` shape,
+streamed or not. That is how llama-cpp-python's server, used before, did
+it too: the tool definitions are not put in the prompt.
 
-Usage: python serve.py --config_file <file.json>   (run with the venv's python)
+Usage: python serve.py --model <gguf> --port <port> --alias NAME [--alias NAME ...]
+       [--host 127.0.0.1] [--threads N] [--ctx N] [--verbose]
+Prints "listening on <url>" once the model is loaded and the port is open,
+then serves until SIGTERM or SIGINT.
 """
+import argparse
+import http.client
 import json
-from typing import Dict, List, Optional
+import os
+import signal
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlparse
 
-import llama_cpp
-import llama_cpp.server.app as server_app
-from llama_cpp.server.model import LlamaProxy
-from llama_cpp.server.settings import ModelSettings
+import xllamacpp
+
+# Response headers not copied from llama-server: the proxy sets its own
+# framing.
+HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "content-length"}
 
 
-class KeepLoadedLlamaProxy(LlamaProxy):
-    def __init__(self, models: List[ModelSettings]) -> None:
-        super().__init__(models)  # loads the default (first) model
-        self._loaded: Dict[str, llama_cpp.Llama] = {
-            self._current_model_alias: self._current_model,  # type: ignore[dict-item]
+def llama_params(args):
+    p = xllamacpp.CommonParams()
+    p.model.path = args.model
+    p.model_alias = set(args.alias)
+    p.hostnames = ["127.0.0.1"]
+    p.port = 0  # any free port: only this process talks to it
+    p.n_ctx = args.ctx
+    p.n_batch = args.ctx
+    p.n_ubatch = args.ctx
+    p.n_parallel = 1
+    p.cache_prompt = False
+    p.embedding = True
+    p.pooling_type = xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
+    # llama-server's default repeat penalty is none (1.0); llama-cpp-python's
+    # server, which this replaces, used 1.1 over the last 64 tokens. Without
+    # it SmolLM2 loops on a phrase until the context is full whenever a
+    # request sets no max_tokens (the README quick start sets none), even
+    # at temperature 0. A request's own repeat_penalty still wins.
+    p.sampling.penalty_repeat = 1.1
+    p.sampling.penalty_last_n = 64
+    p.cpuparams.n_threads = args.threads
+    p.cpuparams_batch.n_threads = args.threads
+    # Callers send several requests at once (genkit dev:test-model runs its
+    # cases concurrently): threads to accept them all; the one slot still
+    # runs them in turn.
+    p.n_threads_http = 16
+    if not args.verbose:
+        p.verbosity = 1
+    return p
+
+
+def forced_function(request):
+    """The tool a chat request forces by name, or None."""
+    choice = request.get("tool_choice")
+    if not (isinstance(choice, dict) and choice.get("type") == "function"):
+        return None
+    named = choice.get("function")
+    name = named.get("name") if isinstance(named, dict) else None
+    for tool in request.get("tools") or []:
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if isinstance(function, dict) and function.get("name") == name:
+            return function
+    return None
+
+
+def constrain_to(request, function):
+    """The request without tools, its output held to the function's parameters."""
+    request = {
+        k: v
+        for k, v in request.items()
+        if k not in ("tools", "tool_choice", "parallel_tool_calls", "response_format")
+    }
+    schema = function.get("parameters") or {"type": "object"}
+    request["response_format"] = {
+        "type": "json_schema",
+        "json_schema": {"name": function["name"], "schema": schema},
+    }
+    return request
+
+
+def call_id(completion):
+    return "call_" + str(completion.get("id", "")).removeprefix("chatcmpl-")
+
+
+def finish(reason):
+    # A complete call ends with "tool_calls" as on OpenAI; a cut one
+    # ("length") says so.
+    return "tool_calls" if reason == "stop" else reason
+
+
+def as_tool_call(completion, name):
+    """A non-streamed completion whose text is the arguments -> a tool call."""
+    for choice in completion.get("choices") or []:
+        message = choice.get("message") or {}
+        message["tool_calls"] = [
+            {
+                "id": call_id(completion),
+                "type": "function",
+                "function": {"name": name, "arguments": message.get("content") or ""},
+            }
+        ]
+        message["content"] = None
+        choice["message"] = message
+        choice["finish_reason"] = finish(choice.get("finish_reason"))
+    return completion
+
+
+class ChunkToToolCall:
+    """Streamed chunks whose text is the arguments -> tool-call deltas."""
+
+    def __init__(self, name):
+        self.name = name
+        self.started = False
+
+    def __call__(self, chunk):
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            text = delta.pop("content", None)
+            if text:
+                call = {"index": 0, "function": {"arguments": text}}
+                if not self.started:
+                    # The first fragment names the call, later ones only
+                    # add arguments (OpenAI's stream shape).
+                    call.update(id=call_id(chunk), type="function")
+                    call["function"]["name"] = self.name
+                    self.started = True
+                delta["tool_calls"] = [call]
+            elif "role" in delta:
+                delta["content"] = None
+            choice["delta"] = delta
+            if choice.get("finish_reason"):
+                choice["finish_reason"] = finish(choice["finish_reason"])
+        return chunk
+
+
+class Proxy(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    upstream = ("127.0.0.1", 0)  # set in main()
+
+    def log_message(self, *args):  # no access log
+        pass
+
+    def do_GET(self):
+        self.forward()
+
+    def do_POST(self):
+        self.forward()
+
+    def do_OPTIONS(self):
+        self.forward()
+
+    def do_DELETE(self):
+        self.forward()
+
+    def forward(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        function = None
+        if self.command == "POST" and self.path.rstrip("/").endswith("/chat/completions"):
+            try:
+                request = json.loads(body)
+                function = forced_function(request) if isinstance(request, dict) else None
+            except ValueError:
+                function = None  # llama-server answers the malformed body itself
+            if function is not None:
+                body = json.dumps(constrain_to(request, function)).encode()
+        headers = {
+            k: v
+            for k, v in self.headers.items()
+            if k.lower() not in HOP_HEADERS and k.lower() != "host"
         }
-        # Load the others now, so that startup fails early and timings are stable.
-        for alias, settings in self._model_settings_dict.items():
-            if alias not in self._loaded:
-                self._loaded[alias] = self.load_llama_from_model_settings(settings)
+        headers["Content-Length"] = str(len(body))
+        conn = http.client.HTTPConnection(*self.upstream, timeout=3600)
+        try:
+            conn.request(self.command, self.path, body=body, headers=headers)
+            resp = conn.getresponse()
+            if resp.getheader("Content-Type", "").startswith("text/event-stream"):
+                self.relay_stream(resp, function)
+            else:
+                self.relay_body(resp, function)
+        except (OSError, http.client.HTTPException) as e:
+            self.fail(f"local model server unreachable: {e}")
+        finally:
+            conn.close()
 
-    def __call__(self, model: Optional[str] = None) -> llama_cpp.Llama:
-        if model is None or model not in self._model_settings_dict:
-            model = self._default_model_alias
-        llama = self._loaded.get(model)
-        if llama is None:
-            llama = self.load_llama_from_model_settings(self._model_settings_dict[model])
-            self._loaded[model] = llama
-        self._current_model = llama
-        self._current_model_alias = model
-        return llama
+    def start(self, resp, extra):
+        # llama-server's own headers (Server, CORS, …), not the proxy's.
+        self.send_response_only(resp.status, resp.reason)
+        for k, v in resp.getheaders():
+            if k.lower() not in HOP_HEADERS:
+                self.send_header(k, v)
+        for k, v in extra:
+            self.send_header(k, v)
+        self.end_headers()
 
-    def free(self):
-        for llama in self._loaded.values():
-            llama.close()
-        self._loaded.clear()
-        self._current_model = None
+    def relay_body(self, resp, function):
+        data = resp.read()
+        if function is not None and resp.status == 200:
+            try:
+                data = json.dumps(as_tool_call(json.loads(data), function["name"])).encode()
+            except ValueError:
+                pass
+        self.start(resp, [("Content-Length", str(len(data)))])
+        self.wfile.write(data)
 
-
-server_app.LlamaProxy = KeepLoadedLlamaProxy  # used by create_app -> set_llama_proxy
-
-
-def standard_response_format(body: bytes) -> bytes:
-    """`json_schema` response_format -> `json_object` + schema; else unchanged."""
-    try:
-        request = json.loads(body)
-        fmt = request.get("response_format")
-        if not (isinstance(fmt, dict) and fmt.get("type") == "json_schema"):
-            return body
-        schema = (fmt.get("json_schema") or {}).get("schema")
-    except (ValueError, AttributeError):
-        return body
-    request["response_format"] = {"type": "json_object", "schema": schema}
-    return json.dumps(request).encode()
-
-
-class StandardResponseFormat:
-    """ASGI middleware applying `standard_response_format` to chat requests."""
-
-    def __init__(self, app):
-        self.app = app
-
-    async def __call__(self, scope, receive, send):
-        if not (
-            scope["type"] == "http"
-            and scope["method"] == "POST"
-            and scope["path"].endswith("/chat/completions")
-        ):
-            return await self.app(scope, receive, send)
-        chunks = []
+    def relay_stream(self, resp, function):
+        # No length: the stream ends when the connection closes.
+        self.close_connection = True
+        self.start(resp, [("Connection", "close")])
+        convert = ChunkToToolCall(function["name"]) if function is not None else None
         while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return await self.app(scope, receive, send)
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body"):
+            line = resp.readline()
+            if not line:
                 break
-        body = standard_response_format(b"".join(chunks))
-        headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]
-        headers.append((b"content-length", str(len(body)).encode()))
-        scope = dict(scope, headers=headers)
-        sent = False
+            if convert is not None and line.startswith(b"data: {"):
+                try:
+                    chunk = convert(json.loads(line[len(b"data: "):]))
+                    line = b"data: " + json.dumps(chunk).encode() + b"\n"
+                except ValueError:
+                    pass
+            self.wfile.write(line)
+            if line in (b"\n", b"\r\n"):
+                self.wfile.flush()  # one SSE event at a time, as it comes
+        self.wfile.flush()
 
-        async def replay():
-            nonlocal sent
-            if sent:
-                return await receive()
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        return await self.app(scope, replay, send)
-
-
-_create_app = server_app.create_app
-
-
-def create_app(*args, **kwargs):
-    app = _create_app(*args, **kwargs)
-    app.add_middleware(StandardResponseFormat)
-    return app
+    def fail(self, message):
+        data = json.dumps(
+            {"error": {"message": message, "type": "server_error", "code": 502}}
+        ).encode()
+        try:
+            self.send_response(502)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:
+            pass
 
 
-server_app.create_app = create_app  # imported by name by llama_cpp.server.__main__ below
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--alias", action="append", default=[])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--ctx", type=int, default=2048)
+    ap.add_argument("--verbose", action="store_true")
+    args = ap.parse_args()
+    if not args.alias:
+        ap.error("at least one --alias is needed")
+
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+
+    # Bind the public port first: a port already taken fails before the
+    # model is loaded.
+    public = ThreadingHTTPServer((args.host, args.port), Proxy)
+    public.daemon_threads = True
+    llama = xllamacpp.Server(llama_params(args))
+    address = urlparse(llama.listening_address)
+    Proxy.upstream = (address.hostname, address.port)
+    threading.Thread(target=public.serve_forever, daemon=True).start()
+    print(f"listening on http://{args.host}:{args.port} (llama-server at {llama.listening_address})",
+          flush=True)
+    while not stop.wait(1):
+        pass
+    # llama-server's threads are native and would keep the process alive:
+    # leave without waiting for them (requests in flight are dropped, as
+    # with any stopped server).
+    sys.stdout.flush()
+    os._exit(0)
+
 
 if __name__ == "__main__":
-    from llama_cpp.server.__main__ import main
-
     main()

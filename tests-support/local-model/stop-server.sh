@@ -20,7 +20,7 @@ PID=$(cat "$PID_FILE" 2>/dev/null || true)
 case "$PID" in ''|*[!0-9]*) log "bad pid file, removing"; rm -f "$PID_FILE" "$ENV_FILE"; exit 0;; esac
 
 # Only signal it if it is really our server (the pid may have been reused).
-if kill -0 "$PID" 2>/dev/null && tr '\0' ' ' <"/proc/$PID/cmdline" 2>/dev/null | grep -qE "serve\.py|llama_cpp\.server"; then
+if kill -0 "$PID" 2>/dev/null && tr '\0' ' ' <"/proc/$PID/cmdline" 2>/dev/null | grep -qE "serve\.py"; then
     log "stopping pid $PID"
     # The server runs in its own process group (setsid), led by $PID.
     kill -TERM -- "-$PID" 2>/dev/null || kill -TERM "$PID" 2>/dev/null || true

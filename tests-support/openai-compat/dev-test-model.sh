@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the official `genkit dev:test-model` (npm genkit-cli 1.43.0, pinned in
 # crates/genkit-server/tests/js) against the OpenAI-compatible plugin pointed
-# at the REAL local llama-cpp-python server (SmolLM2-135M): builds
+# at the REAL local llama.cpp server (SmolLM2-135M): builds
 # plugins/openai-compat/examples/local_runtime.rs, starts the model server,
 # runs test-model-suite.yaml beside this script, stops everything.
 #
@@ -41,7 +41,7 @@ command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 \
     || skip_or_fail "node and npm are required (not found on PATH)"
 if [ "$REQUIRED" = "1" ]; then
     bash "$ROOT/.ci/install-local-model-server.sh" >/dev/null
-elif ! { [ -x "$CACHE/llama-venv/bin/python" ] && [ -f "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" ]; }; then
+elif ! { [ -x "$CACHE/xllamacpp-venv/bin/python" ] && [ -f "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" ]; }; then
     skip_or_fail "the local model server is not installed (run .ci/install-local-model-server.sh)"
 fi
 if [ ! -x "$GENKIT" ]; then

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # End-to-end tests of the OpenAI-compatible plugin (crate genkit-openai)
-# against the REAL local server: llama-cpp-python serving SmolLM2-135M
+# against the REAL local server: llama.cpp's llama-server serving SmolLM2-135M
 # (tests-support/local-model/). Starts the server, runs the `#[ignore]`d tests
 # of plugins/openai-compat/tests/e2e_local_model.rs, stops the server.
 #
 # Usage: e2e-local-model.sh [port]      (default: $LOCAL_MODEL_PORT or 18181)
 #
 # GENKIT_E2E_LOCAL_MODEL=1 (what CI sets): the server is required. The install
-#   script runs first (idempotent, ~1 s when already installed); any failure to
+#   script runs first (idempotent, ~3 s when already installed); any failure to
 #   install, start or pass is a failure.
 # Otherwise: when the server is not installed, prints "SKIPPED: <reason>" and
 #   exits 0 without running (or counting) any test.
@@ -23,7 +23,7 @@ REQUIRED="${GENKIT_E2E_LOCAL_MODEL:-0}"
 log() { echo "[openai-compat e2e] $*" >&2; }
 
 installed() {
-    [ -x "$CACHE/llama-venv/bin/python" ] && [ -f "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" ]
+    [ -x "$CACHE/xllamacpp-venv/bin/python" ] && [ -f "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" ]
 }
 
 if [ "$REQUIRED" = "1" ]; then

@@ -11,8 +11,8 @@
 //! from llama.cpp in several such places (it rounds Q8_1's block sum `s`
 //! through f16 twice, rounds halves away from zero, keeps the KV cache and
 //! the attention weights in f32, sums in another order); this module
-//! follows llama.cpp (x86-64 build with AVX2/FMA/F16C, the build that
-//! `.ci/install-local-model-server.sh` makes) instead:
+//! follows llama.cpp (x86-64 build with AVX2/FMA/F16C, the llama-cpp-python
+//! 0.3.36 build `tests/fixtures/llama_cpp_reference.py` describes) instead:
 //!
 //! - activations are quantized per block of 32 like `quantize_row_q8_1` /
 //!   `quantize_row_q8_0`: scale `max|x|/127` stored as f16, values

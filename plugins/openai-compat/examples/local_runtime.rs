@@ -45,7 +45,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .media(false)
             .constrained(ConstrainedSupport::All)])
         .embedders([EmbedderSpec::new(embedder)])
-        // llama-cpp-python takes a schema as `json_object` + `schema`.
+        // `json_object` + `schema`: the form llama.cpp's server and
+        // llama-cpp-python's both take (the latter rejects `json_schema`).
         .structured_output(StructuredOutputStyle::JsonObjectWithSchema)
         .timeout(Duration::from_secs(300))
         .build()?;

@@ -1,5 +1,5 @@
 //! End-to-end tests against the REAL local OpenAI-compatible server
-//! (llama-cpp-python serving SmolLM2-135M, see tests-support/local-model/).
+//! (llama.cpp's llama-server serving SmolLM2-135M, see tests-support/local-model/).
 //!
 //! Ignored by default, so a plain `cargo test` reports them as ignored (never
 //! as a silent pass). `tests-support/openai-compat/e2e-local-model.sh` starts
@@ -30,7 +30,7 @@ fn env(name: &str, default: Option<&str>) -> String {
         Ok(v) if !v.is_empty() => v,
         _ => default.map(str::to_owned).unwrap_or_else(|| {
             panic!(
-                "{name} is not set. These tests need the local llama-cpp-python server: run \
+                "{name} is not set. These tests need the local model server: run \
                  `bash tests-support/openai-compat/e2e-local-model.sh` (it installs nothing; run \
                  .ci/install-local-model-server.sh first)"
             )
@@ -55,7 +55,7 @@ fn registry() -> Registry {
         .name("local")
         .base_url(base_url)
         .models([ModelSpec::new(env("LOCAL_MODEL_NAME", Some("smollm2")))
-            .label("SmolLM2 135M Instruct (llama-cpp-python)")
+            .label("SmolLM2 135M Instruct (llama.cpp)")
             .media(false)
             .constrained(ConstrainedSupport::All)])
         .embedders([EmbedderSpec::new(env(
