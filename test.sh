@@ -173,8 +173,8 @@ step "cargo test: building every test target (unit, integration, conformance, ex
 cargo test --workspace --features "$features" --no-run
 
 # The package check (cargo check of each packed crate, about 4 minutes of
-# mostly one core) overlaps the tests, which mostly wait on servers and
-# other processes.
+# mostly one core warm, more cold) overlaps the tests, which mostly wait on
+# servers and other processes, and the steps after them; it is awaited last.
 in_background package-verify bash tests-support/package-verify.sh \
   --exclude ops-agent --exclude rag --exclude genkit-bench --exclude genkit-conformance
 
@@ -183,12 +183,6 @@ python3 tests-support/run-tests.py -- --workspace --features "$features"
 
 step "MCP conformance suite (npm @modelcontextprotocol/conformance 0.1.16, on node@22 from npm in ~/.cache/genkit-rs): server and client scenarios, failing below the counts docs/mcp.md records"
 bash tests-support/mcp/conformance.sh
-
-step "cargo package: every library crate packs and type-checks alone, as crates.io would get it (run in the background beside the tests)"
-# tests-support/package-verify.sh says why this is a `cargo check` of each
-# unpacked crate rather than cargo package's own verification build.
-await package-verify
-tail -n 1 "$prep/package-verify.log"
 
 step "end-to-end: OpenAI-compatible plugin against a real local model server (llama.cpp's llama-server from PyPI xllamacpp + SmolLM2)"
 # The install (prebuilt wheel and model, about 20 s cold) goes to ~/.cache/genkit-rs.
@@ -214,6 +208,12 @@ step "fuzzing: every cargo-fuzz target for a short run from its seeds (nightly; 
 # a hang or running out of memory fails the run.
 await fuzz-build
 bash fuzz/run.sh
+
+step "cargo package: every library crate packs and type-checks alone, as crates.io would get it (run in the background since the test build: beside the tests, MCP, end-to-end, docs and fuzzing steps)"
+# tests-support/package-verify.sh says why this is a `cargo check` of each
+# unpacked crate rather than cargo package's own verification build.
+await package-verify
+tail -n 1 "$prep/package-verify.log"
 
 step_done
 t=$(($(date +%s) - started))
