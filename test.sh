@@ -39,6 +39,7 @@ in_background() {
   shift
   # Each job notes when it ended (seconds since the start of test.sh), so
   # the step that waits for it can print how long it ran.
+  date +%s >"$prep/$name.start"
   setsid nice -n 19 bash -c '"$@" >"$0.log" 2>&1; echo $? >"$0.rc"; date +%s >"$0.end"' "$prep/$name" "$@" &
   prep_pid[$name]=$!
 }
@@ -47,8 +48,10 @@ await() {
   wait "${prep_pid[$name]}" 2>/dev/null || true
   unset "prep_pid[$name]"
   rc=$(cat "$prep/$name.rc" 2>/dev/null || echo "none")
-  local ended; ended=$(cat "$prep/$name.end" 2>/dev/null || date +%s)
-  printf '    (background %s: ran %d s, ended at %d:%02d)\n' "$name" $((ended - started)) \
+  local ended began
+  ended=$(cat "$prep/$name.end" 2>/dev/null || date +%s)
+  began=$(cat "$prep/$name.start" 2>/dev/null || echo "$started")
+  printf '    (background %s: ran %d s, ended at %d:%02d)\n' "$name" $((ended - began)) \
     $(((ended - started) / 60)) $(((ended - started) % 60))
   if [ "$rc" != 0 ]; then
     tail -n 60 "$prep/$name.log" >&2
