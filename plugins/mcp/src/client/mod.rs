@@ -4,10 +4,8 @@
 
 use crate::config::{McpHandshake, McpServerConfig, McpTransport};
 use crate::convert;
-use futures::{FutureExt, StreamExt};
 use genkit_core::{Error, Result, StatusCode};
 use genkit_model::types::{Message, MultipartToolResponse, Part};
-use rmcp::handler::client::progress::ProgressDispatcher;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
     GetPromptRequestParams, Implementation, ProgressNotificationParam, ProtocolVersion,
@@ -22,7 +20,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod progress_router;
 mod progress_tap;
+use progress_router::ProgressRouter;
 use progress_tap::ProgressTap;
 
 /// Called when a server says its tool list changed.
@@ -153,7 +153,7 @@ fn percent_encode(value: &str) -> String {
 /// reads them ([`ProgressTap`]), so they stay in order with the answers.
 struct Handler {
     name: String,
-    progress: ProgressDispatcher,
+    progress: ProgressRouter,
     tools_changed: ListChanged,
 }
 
@@ -213,7 +213,7 @@ impl McpClient {
     ) -> Result<McpClient> {
         let handler = Handler {
             name: client_name.to_owned(),
-            progress: ProgressDispatcher::new(),
+            progress: ProgressRouter::default(),
             tools_changed,
         };
         let failed = |what: &str, e: &dyn std::fmt::Display| {
@@ -409,15 +409,14 @@ impl McpClient {
                     .send_request_with_option(request, options),
             )
             .await?;
-        // rmcp gives each request its own progress token; the request was
-        // only queued when the handle came back, so subscribing now is
-        // before the server can report progress on it.
+        // rmcp gives each request its own progress token, known only once
+        // the request is queued: reports read before this subscription are
+        // kept for it by the router (see `ProgressRouter`).
         let mut progress = self
             .service
             .service()
             .progress
-            .subscribe(handle.progress_token.clone())
-            .await;
+            .subscribe(handle.progress_token.clone());
         let response = handle.await_response();
         tokio::pin!(response);
         // Progress only grows (the spec requires it); a report that does
@@ -440,7 +439,7 @@ impl McpClient {
         };
         // The transport queued every report sent before the answer by the
         // time the answer resolved (see `ProgressTap`): take the rest.
-        while let Some(Some(p)) = progress.next().now_or_never() {
+        while let Some(p) = progress.try_next() {
             report(p);
         }
         match result.map_err(|e| self.service_error(&what, e))? {

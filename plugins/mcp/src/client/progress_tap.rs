@@ -4,13 +4,13 @@
 //! while it resolves a response directly in its receive loop. A tool call's
 //! last progress reports can therefore reach the handler after the call's
 //! answer, or overtake one another. This transport wrapper passes every
-//! `notifications/progress` to the [`ProgressDispatcher`] inside `receive`,
+//! `notifications/progress` to the [`ProgressRouter`] inside `receive`,
 //! before the message after it (the answer, say) is read: when a call's
 //! response resolves, every report the server sent before it is already
 //! queued for the caller, in order.
 
+use super::progress_router::ProgressRouter;
 use rmcp::RoleClient;
-use rmcp::handler::client::progress::ProgressDispatcher;
 use rmcp::model::{JsonRpcMessage, ServerNotification};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
@@ -19,12 +19,12 @@ use std::future::Future;
 /// A client transport that dispatches progress notifications as it reads them.
 pub(super) struct ProgressTap<T> {
     inner: T,
-    progress: ProgressDispatcher,
+    progress: ProgressRouter,
 }
 
 impl<T> ProgressTap<T> {
     /// Wraps `inner`; reports go to `progress`'s subscribers.
-    pub(super) fn new(inner: T, progress: ProgressDispatcher) -> Self {
+    pub(super) fn new(inner: T, progress: ProgressRouter) -> Self {
         ProgressTap { inner, progress }
     }
 }
@@ -47,7 +47,7 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for ProgressTap<T> {
             // A subscriber reads its channel until its call's answer has
             // resolved, and the answer is only read after this returns, so
             // waiting for channel room here cannot deadlock.
-            self.progress.handle_notification(p.params.clone()).await;
+            self.progress.dispatch(p.params.clone()).await;
         }
         message
     }
@@ -60,7 +60,6 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for ProgressTap<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use futures::{FutureExt, StreamExt};
     use rmcp::model::ProgressToken;
     use serde_json::json;
     use std::collections::VecDeque;
@@ -99,9 +98,9 @@ mod tests {
     #[tokio::test]
     async fn every_report_is_queued_before_the_message_after_it_is_read() {
         let answer = message(json!({"jsonrpc": "2.0", "id": 7, "result": {"content": []}}));
-        let dispatcher = ProgressDispatcher::new();
+        let dispatcher = ProgressRouter::default();
         let token: ProgressToken = serde_json::from_value(json!("call-7")).expect("token");
-        let mut reports = dispatcher.subscribe(token).await;
+        let mut reports = dispatcher.subscribe(token);
         let script = [
             progress("call-7", 1),
             progress("other", 5),
@@ -124,7 +123,7 @@ mod tests {
             Some(JsonRpcMessage::Response(_))
         ));
         let mut seen = Vec::new();
-        while let Some(Some(p)) = reports.next().now_or_never() {
+        while let Some(p) = reports.try_next() {
             seen.push(p.progress);
         }
         assert_eq!(seen, [1.0, 2.0]);
