@@ -403,7 +403,7 @@ mod tests {
         };
         let none = HistoryOrigin::default();
         assert_eq!(measured(&start, &none, &sizes), exact(&start));
-        let origin = HistoryOrigin::of_test(&start);
+        let origin = HistoryOrigin::of(&start);
         let mut grown = start.clone();
         grown
             .messages_mut()

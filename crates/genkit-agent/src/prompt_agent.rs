@@ -15,8 +15,8 @@ use genkit_core::{Registry, Result};
 use super::runtime::{Agent, AgentOptions, define_agent};
 use super::session::AgentSession;
 use super::types::{AgentInput, AgentResult, AgentStreamChunk};
-use genkit_generate::{GenerateOptions, generate_stream};
-use genkit_model::types::{GenerateResponse, GenerateResponseChunk, Message, Part, Role};
+use genkit_generate::{GenerateOptions, conversation_from, generate_stream, take_conversation};
+use genkit_model::types::{GenerateResponseChunk, Message, Part, Role};
 use genkit_prompt::ExecutablePrompt;
 use serde_json::Value;
 
@@ -118,7 +118,7 @@ async fn prompt_turn(
         // call left it as it was (it may change only the last message);
         // otherwise the session keeps its own and appends the call's tail.
         if let Some(conversation) = session.adopt_messages(keep, preamble, conversation) {
-            session.replace_messages_from(keep, tail_from(conversation, from));
+            session.replace_messages_from(keep, conversation_from(conversation, from));
         }
     }
     let interrupts: Vec<Part> = response.interrupts().into_iter().cloned().collect();
@@ -141,28 +141,4 @@ async fn prompt_turn(
         artifacts: (!artifacts.is_empty()).then_some(artifacts),
         finish_reason: response.finish_reason().map(Into::into),
     })
-}
-
-/// The call's whole conversation, taken out of `response`: its request's
-/// messages, then the reply (`None` without either, as
-/// [`genkit_generate::take_history_from`]).
-fn take_conversation(response: &mut GenerateResponse) -> Option<Vec<Message>> {
-    let reply = response.message()?.clone();
-    let request = response.request.take()?;
-    // Copied only if something (a span record) still shares the history.
-    let mut messages = Arc::try_unwrap(request.messages).unwrap_or_else(|shared| (*shared).clone());
-    messages.push(reply);
-    Some(messages)
-}
-
-/// The conversation from index `from` on (what
-/// [`genkit_generate::take_history_from`] returns for it): the request's
-/// messages from there and the reply, or the reply alone when the request
-/// holds fewer (a generate middleware dropped some).
-fn tail_from(mut conversation: Vec<Message>, from: usize) -> Vec<Message> {
-    if from < conversation.len() {
-        conversation.split_off(from)
-    } else {
-        conversation.pop().into_iter().collect()
-    }
 }

@@ -71,12 +71,8 @@ pub(crate) struct HistoryOrigin {
 }
 
 impl HistoryOrigin {
-    #[cfg(test)]
-    pub(crate) fn of_test(state: &SessionState) -> Self {
-        Self::of(state)
-    }
-
-    fn of(state: &SessionState) -> Self {
+    /// The origin a session starting from `state` has: all of its history.
+    pub(crate) fn of(state: &SessionState) -> Self {
         let len = state.messages().len();
         Self {
             history: state

@@ -24,15 +24,28 @@ use std::sync::Arc;
 /// (a generate middleware dropped some), only the reply is returned: the
 /// caller's own history stands.
 pub fn take_history_from(response: &mut GenerateResponse, keep: usize) -> Option<Vec<Message>> {
+    take_conversation(response).map(|conversation| conversation_from(conversation, keep))
+}
+
+/// The call's whole conversation, taken out of `response`: its request's
+/// messages, then the reply. `None` as for [`take_history_from`]; for a
+/// caller that may keep the whole list rather than only its tail.
+pub fn take_conversation(response: &mut GenerateResponse) -> Option<Vec<Message>> {
     let reply = response.message()?.clone();
     let request = response.request.take()?;
     // Copied only if something (a span record) still shares the history.
     let mut messages = Arc::try_unwrap(request.messages).unwrap_or_else(|shared| (*shared).clone());
-    let mut tail = if keep <= messages.len() {
-        messages.split_off(keep)
+    messages.push(reply);
+    Some(messages)
+}
+
+/// What [`take_history_from`] returns, from a conversation
+/// [`take_conversation`] took: its messages from `keep` on (the reply
+/// last), or the reply alone when the request held fewer than `keep`.
+pub fn conversation_from(mut conversation: Vec<Message>, keep: usize) -> Vec<Message> {
+    if keep < conversation.len() {
+        conversation.split_off(keep)
     } else {
-        Vec::new()
-    };
-    tail.push(reply);
-    Some(tail)
+        conversation.pop().into_iter().collect()
+    }
 }

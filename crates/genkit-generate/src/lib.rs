@@ -11,7 +11,7 @@ mod tools;
 mod trace;
 
 pub use engine::DEFAULT_MAX_TURNS;
-pub use history::take_history_from;
+pub use history::{conversation_from, take_conversation, take_history_from};
 pub use options::{
     DEFAULT_MAX_TURNS_CAP, DEFAULT_TOOL_CONCURRENCY, GenerateOptions, LoopLimits, ToolErrorPolicy,
 };

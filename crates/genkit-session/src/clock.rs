@@ -34,12 +34,11 @@ fn format_rfc3339_millis(millis: u128) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    let Ok(year4) = u16::try_from(year) else {
-        return format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{ms:03}Z");
+    let year4 = match u16::try_from(year) {
+        Ok(y) if y <= 9999 => y,
+        // Outside four digits: every digit kept, by `format!`.
+        _ => return format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{ms:03}Z"),
     };
-    if year4 > 9999 {
-        return format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{ms:03}Z");
-    }
     // By hand: `format!` costs about ten times as much, and every snapshot
     // written stamps one or two of these.
     let mut out = String::with_capacity(24);

@@ -828,10 +828,14 @@ async fn concurrent_writers(store: Arc<dyn SessionStore>, config: SuiteConfig) {
 /// round, and often after).
 fn retry_pause(lost: u32) -> std::time::Duration {
     let cap = 1u64 << lost.clamp(1, 8);
-    // The low bits of a fresh UUID (v4) are random enough for a pause.
+    std::time::Duration::from_micros(random_below(cap * 1000))
+}
+
+/// A random number below `n` (0 when `n` is 0), for a test's backoff: the
+/// low bits of a fresh UUID (v4) are random enough for that.
+pub fn random_below(n: u64) -> u64 {
     let id = new_snapshot_id().replace('-', "");
-    let r = u64::from_str_radix(&id[20..32], 16).unwrap_or(0);
-    std::time::Duration::from_micros(r % (cap * 1000))
+    u64::from_str_radix(&id[20..32], 16).unwrap_or(0) % n.max(1)
 }
 
 /// Runs `work` as the body of an action called with `context`, so a store

@@ -19,7 +19,8 @@ use std::time::Duration;
 
 use genkit::agent::types::{AgentFinishReason, AgentInit, AgentInput};
 use genkit::prelude::*;
-use genkit_session::store::{SessionStore, is_conflict, new_snapshot_id};
+use genkit_session::store::{SessionStore, is_conflict};
+use genkit_session::testing::random_below;
 use genkit_session::types::SnapshotStatus;
 use genkit_store_sql::SqliteSessionStore;
 use support::agent::{assistant, history};
@@ -51,18 +52,12 @@ async fn turn_until_stored(agent: &genkit::agent::Agent, session: &str, text: &s
                 // times the CPU); at 640 ms about 6, and the run ends
                 // sooner.
                 let cap = 10u64 << lost.min(6);
-                let wait = rand_below(cap) + 1;
+                let wait = random_below(cap) + 1;
                 tokio::time::sleep(Duration::from_millis(wait)).await;
             }
             Err(e) => panic!("turn {text}: {} {}", e.status().name(), e.message()),
         }
     }
-}
-
-fn rand_below(n: u64) -> u64 {
-    // The low bits of a fresh UUID are random enough for a backoff.
-    let id = new_snapshot_id().replace('-', "");
-    u64::from_str_radix(&id[20..32], 16).unwrap_or(0) % n.max(1)
 }
 
 async fn fifty_tasks_six_turns(store: Arc<dyn SessionStore>) {
