@@ -50,7 +50,10 @@ if [ ! -x "$GENKIT" ]; then
 fi
 
 log "building the runtime (example local_runtime)"
-(cd "$ROOT" && cargo build -q -p genkit-openai --example local_runtime)
+# Under test.sh, with the test build's features: already built.
+scope=(-p genkit-openai)
+[ -z "${GENKIT_TEST_FEATURES:-}" ] || scope=(--workspace --features "$GENKIT_TEST_FEATURES")
+(cd "$ROOT" && cargo build -q "${scope[@]}" --example local_runtime)
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 RUNTIME="$TARGET_DIR/debug/examples/local_runtime"
 [ -x "$RUNTIME" ] || { log "ERROR: no runtime binary at $RUNTIME"; exit 1; }
