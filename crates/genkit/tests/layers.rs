@@ -9,7 +9,12 @@ use std::path::{Path, PathBuf};
 
 /// Every workspace crate by layer, lowest first.
 const CRATE_LAYERS: &[&[&str]] = &[
-    &["genkit-core", "dotprompt", "genkit-conformance"],
+    &[
+        "genkit-core",
+        "dotprompt",
+        "genkit-conformance",
+        "genkit-local-model-exact",
+    ],
     &["genkit-model", "genkit-server"],
     &[
         "genkit-generate",

@@ -106,7 +106,6 @@
 
 mod config;
 mod constrained;
-mod exact;
 mod gguf;
 #[cfg(feature = "download")]
 pub mod hub;

@@ -2,7 +2,7 @@
 //!
 //! Concurrency: for Llama-architecture files each request decodes with its
 //! own KV cache over shared weights (the crate's llama.cpp-exact forward
-//! pass, [`crate::exact`], for Q4_1/Q8_0 files; otherwise its own copy of
+//! pass, [`genkit_local_model_exact`], for Q4_1/Q8_0 files; otherwise its own copy of
 //! candle's model *structure* whose weight tensors are reference-counted),
 //! so concurrent requests run side by side and memory grows by their KV
 //! caches only. candle's quantized Qwen2 model cannot be
@@ -11,7 +11,6 @@
 
 use crate::config::LocalModelConfig;
 use crate::constrained::{Constraints, Grammar, Step, mask_logits};
-use crate::exact;
 use crate::gguf::{Architecture, GgufFile, metadata_str, metadata_u32};
 use crate::stop::StopScanner;
 use crate::template::ChatTemplate;
@@ -20,6 +19,7 @@ use candle_core::{DType, Device, Tensor};
 use candle_transformers::generation::{LogitsProcessor, Sampling};
 use candle_transformers::models::{quantized_llama, quantized_qwen2};
 use genkit_core::{Error, Result};
+use genkit_local_model_exact as exact;
 use genkit_model::types::{FinishReason, Message, ToolDefinition};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -32,7 +32,7 @@ const LLAMA_MAX_POSITIONS: usize = 4096;
 
 enum Weights {
     /// Llama with Q4_1/Q8_0 matrices: llama.cpp's numerics (see
-    /// [`crate::exact`]); each request has its own KV cache.
+    /// [`genkit_local_model_exact`]); each request has its own KV cache.
     Exact(exact::Model),
     /// Copied per request (weights shared), see the module docs.
     Llama(quantized_llama::ModelWeights),

@@ -13,7 +13,7 @@
 //!   whole answer, end of turn included, where it stops earlier).
 //!
 //! Why it matches: for Llama files with Q4_1/Q8_0 matrices the crate runs
-//! its own forward pass (`src/exact.rs`) that computes what llama.cpp's CPU
+//! its own forward pass (crate `genkit-local-model-exact`) that computes what llama.cpp's CPU
 //! backend computes, operation by operation (activation quantization,
 //! summation order, f16 KV cache and attention rounding, its `exp`
 //! approximation). candle's quantized Llama, which the crate used before,

@@ -1,3 +1,10 @@
+//! `genkit-local-model`'s Llama forward pass, kept in a crate of its own so
+//! that the workspace's dev profile can build just this numeric code
+//! optimised (`[profile.dev.package.genkit-local-model-exact]`): unoptimised,
+//! a token costs about 20 times as long, while optimising the whole plugin
+//! also optimised each of its test binaries, the slowest part of its build.
+//! It has no Genkit dependency; `genkit-local-model` is its only user.
+//!
 //! A Llama forward pass that computes what llama.cpp's CPU backend
 //! computes, operation by operation, for files whose weights are Q4_1 or
 //! Q8_0 (norms in f32): the same quantization of activations, the same
@@ -585,7 +592,7 @@ struct Layer {
 }
 
 /// The weights and hyperparameters (shared by all sessions).
-pub(crate) struct Model {
+pub struct Model {
     embeddings: Matrix,
     layers: Vec<Layer>,
     output_norm: Vec<f32>,
@@ -602,14 +609,14 @@ pub(crate) struct Model {
 /// the keys position by position (`n_kv_head · head_dim` each) and the
 /// values transposed (for each of the `n_kv_head · head_dim` dimensions,
 /// its value at each position), as llama.cpp keeps them.
-pub(crate) struct Cache {
+pub struct Cache {
     keys: Vec<Vec<f32>>,
     values: Vec<Vec<Vec<f32>>>,
     len: usize,
 }
 
 /// Why a file cannot use this forward pass (it then runs on candle).
-pub(crate) type Unsupported = String;
+pub type Unsupported = String;
 
 fn matrix<R: Read + Seek>(
     content: &Content,
@@ -678,15 +685,20 @@ fn vector<R: Read + Seek>(
 
 impl Cache {
     /// Positions held.
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Whether no position is held yet.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 }
 
 impl Model {
     /// Loads a Llama-architecture file whose matrices are all Q4_1 or
     /// Q8_0, or says why it cannot.
-    pub(crate) fn from_gguf<R: Read + Seek>(
+    pub fn from_gguf<R: Read + Seek>(
         content: &Content,
         reader: &mut R,
     ) -> Result<Self, Unsupported> {
@@ -795,7 +807,7 @@ impl Model {
     }
 
     /// An empty KV cache.
-    pub(crate) fn cache(&self) -> Cache {
+    pub fn cache(&self) -> Cache {
         Cache {
             keys: vec![Vec::new(); self.layers.len()],
             values: vec![vec![Vec::new(); self.n_kv_head * self.head_dim]; self.layers.len()],
@@ -831,7 +843,7 @@ impl Model {
 
     /// Runs `ids` at positions `cache.len..` and returns the logits after
     /// the last one.
-    pub(crate) fn forward(&self, cache: &mut Cache, ids: &[u32]) -> Vec<f32> {
+    pub fn forward(&self, cache: &mut Cache, ids: &[u32]) -> Vec<f32> {
         let n = ids.len();
         let n_embd = self.n_head * self.head_dim;
         let kv_dim = self.n_kv_head * self.head_dim;
