@@ -32,7 +32,7 @@ streamed or not. That is how llama-cpp-python's server, used before, did
 it too: the tool definitions are not put in the prompt.
 
 Usage: python serve.py --model <gguf> --port <port> --alias NAME [--alias NAME ...]
-       [--host 127.0.0.1] [--threads N] [--ctx N] [--verbose]
+       [--host 127.0.0.1] [--threads N] [--ctx N] [--max-tokens N] [--verbose]
 Prints "listening on <url>" once the model is loaded and the port is open,
 then serves until SIGTERM or SIGINT.
 """
@@ -73,6 +73,12 @@ def llama_params(args):
     # at temperature 0. A request's own repeat_penalty still wins.
     p.sampling.penalty_repeat = 1.1
     p.sampling.penalty_last_n = 64
+    # The most tokens one answer gets (llama-server's n_predict: the default
+    # for a request that sets no max_tokens, and a cap for one that asks for
+    # more). Without it an answer at the default temperature 0.8 can run on
+    # for a thousand tokens: the README quick start's two free-text answers
+    # once took 115 s of a loaded CI machine instead of about 20.
+    p.n_predict = args.max_tokens
     p.cpuparams.n_threads = args.threads
     p.cpuparams_batch.n_threads = args.threads
     # Callers send several requests at once (genkit dev:test-model runs its
@@ -280,6 +286,7 @@ def main():
     ap.add_argument("--alias", action="append", default=[])
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--ctx", type=int, default=2048)
+    ap.add_argument("--max-tokens", type=int, default=512)
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
     if not args.alias:
