@@ -40,20 +40,18 @@ impl ProgressRouter {
         let sender = {
             let mut routes = self.routes.lock();
             match routes.subscribers.get(&report.progress_token) {
-                Some(sender) => Some(sender.clone()),
+                Some(sender) => sender.clone(),
                 None => {
                     if routes.early.len() == EARLY_MAX {
                         routes.early.pop_front();
                     }
-                    routes.early.push_back(report.clone());
-                    None
+                    routes.early.push_back(report);
+                    return;
                 }
             }
         };
-        if let Some(sender) = sender {
-            // A send fails only when the call has ended: nobody to tell.
-            let _ = sender.send(report).await;
-        }
+        // A send fails only when the call has ended: nobody to tell.
+        let _ = sender.send(report).await;
     }
 
     /// The reports for `token`: those that came before this call, then the
@@ -61,15 +59,10 @@ impl ProgressRouter {
     pub(super) fn subscribe(&self, token: ProgressToken) -> ProgressSubscription {
         let (sender, receiver) = mpsc::channel(CHANNEL_SIZE);
         let mut routes = self.routes.lock();
-        let mut early = VecDeque::new();
-        routes.early.retain(|r| {
-            if r.progress_token == token {
-                early.push_back(r.clone());
-                false
-            } else {
-                true
-            }
-        });
+        let (early, others) = std::mem::take(&mut routes.early)
+            .into_iter()
+            .partition(|r| r.progress_token == token);
+        routes.early = others;
         routes.subscribers.insert(token.clone(), sender);
         ProgressSubscription {
             token,
