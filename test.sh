@@ -83,9 +83,9 @@ in_background npm-packages bash tests-support/npm-install.sh "$js" "$fsjs" "$evj
 in_background mcp-python bash tests-support/mcp/install-python-sdk.sh
 
 features=genkit-server/otlp,genkit-model/download-media,genkit-retrieval/hnsw,genkit-store-sql/postgres,genkit-rs/sql-store-postgres,genkit-openai/tiktoken,genkit-local-model/download
-# The scripts that build a test or an example of their own (MCP conformance,
-# the end-to-end tests) build it with these features, as the test build did,
-# so they find it built.
+# The scripts that build a test or an example of their own build it with
+# these features, as the test build did, so they find it built
+# (tests-support/test-build-scope.sh).
 export GENKIT_TEST_FEATURES=$features
 
 step "cargo fmt --check"
@@ -107,6 +107,8 @@ clippy_driver=$(command -v clippy-driver) ||
 export RUSTC_WORKSPACE_WRAPPER=$clippy_driver
 export CLIPPY_ARGS=-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
 without_lints() { env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS "$@"; }
+# Exported: background jobs run their command in a `bash -c` of their own.
+export -f without_lints
 
 step "the lint gate checks itself: a crate with a clippy warning must fail to build with the variables above"
 bash tests-support/lint-gate-selftest.sh
@@ -200,13 +202,13 @@ eval "$(bash tests-support/local-model/install-gguf.sh | tail -n1)"
 export GENKIT_LOCAL_MODEL_GGUF
 echo "SmolLM2-135M-Instruct in $GENKIT_LOCAL_MODEL_GGUF"
 
-# The package check (cargo check of each packed crate, about 4 minutes of
-# mostly one core warm, more cold) overlaps the tests, which mostly wait on
+# The package check (cargo check of each packed crate, 9-12 minutes at the
+# lowest priority in a cold run) overlaps the tests, which mostly wait on
 # servers and other processes, and the steps after them; it is awaited last.
 # Its own target folder: it type-checks (the test build's artifacts are
 # compiled, not checked, so it could not reuse them), and cargo's lock on a
 # shared folder made the end-to-end steps wait for it.
-in_background package-verify env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS \
+in_background package-verify without_lints \
   CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}/package-check" bash tests-support/package-verify.sh \
   --exclude ops-agent --exclude rag --exclude genkit-bench --exclude genkit-conformance
 

@@ -36,11 +36,8 @@ fi
 "$node" --version >/dev/null
 
 cd "$root"
-# Under test.sh (GENKIT_TEST_FEATURES set) the examples are built as its
-# test build built them (the whole workspace's features): nothing compiles
-# again, and no cargo lock is waited for beside the tests.
-scope=(-p genkit-mcp)
-[ -z "${GENKIT_TEST_FEATURES:-}" ] || scope=(--workspace --features "$GENKIT_TEST_FEATURES")
+source "$root/tests-support/test-build-scope.sh"
+test_build_scope genkit-mcp
 cargo build --quiet "${scope[@]}" --example conformance_server --example conformance_client
 bin="${CARGO_TARGET_DIR:-$root/target}/debug/examples"
 out=$(mktemp -d)

@@ -50,9 +50,8 @@ if [ ! -x "$GENKIT" ]; then
 fi
 
 log "building the runtime (example local_runtime)"
-# Under test.sh, with the test build's features: already built.
-scope=(-p genkit-openai)
-[ -z "${GENKIT_TEST_FEATURES:-}" ] || scope=(--workspace --features "$GENKIT_TEST_FEATURES")
+source "$ROOT/tests-support/test-build-scope.sh"
+test_build_scope genkit-openai
 (cd "$ROOT" && cargo build -q "${scope[@]}" --example local_runtime)
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 RUNTIME="$TARGET_DIR/debug/examples/local_runtime"

@@ -54,8 +54,6 @@ log "server at $LOCAL_MODEL_BASE_URL (log: $LOCAL_MODEL_LOG)"
 cd "$ROOT"
 # One test at a time: the server serialises requests anyway, and the
 # deterministic (greedy) checks compare two runs of the same prompt.
-# Under test.sh (GENKIT_TEST_FEATURES set) the test is built as its test
-# build built it, the whole workspace's features, so nothing compiles again.
-scope=(-p genkit-openai)
-[ -z "${GENKIT_TEST_FEATURES:-}" ] || scope=(--workspace --features "$GENKIT_TEST_FEATURES")
+source "$ROOT/tests-support/test-build-scope.sh"
+test_build_scope genkit-openai
 cargo test "${scope[@]}" --test e2e_local_model -- --ignored --test-threads=1 --nocapture
