@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # genkit-local-model (for this Q4_1 Llama file its llama.cpp-exact forward
-# pass, crate genkit-local-model-exact) beside llama.cpp (llama-cpp-python) on the same
-# GGUF (SmolLM2-135M-Instruct Q4_1) and the same prompt token ids, in one
-# run: load time, prompt tokens/s, decode time per token, RSS, and the cost
-# of constrained decoding per token. Rounds alternate between the two; prints
-# each round's JSON, then medians and ratios.
+# pass, crate genkit-local-model-exact) beside llama.cpp (llama-cpp-python)
+# on the same GGUF (SmolLM2-135M-Instruct Q4_1) and the same prompt token
+# ids, in one run: load time, prompt tokens/s, decode time per token, RSS,
+# and the cost of constrained decoding per token. Rounds alternate between
+# the two; prints each round's JSON, then medians and ratios.
 #
 # Usage: bench/local-model/run.sh [rounds]            (default 3)
 #

@@ -287,7 +287,6 @@ fn rows_of<W, X>(
     }
 }
 
-/// Each row of `x` (`cols` values) quantized.
 /// A weight block type and the activation blocks its dot product takes,
 /// with that dot product as llama.cpp computes it: the AVX2 kernel and the
 /// portable one.
@@ -354,6 +353,7 @@ fn weight_rows_times<W: WeightBlock>(
         });
 }
 
+/// Each row of `x` (`cols` values) quantized.
 #[inline(always)]
 fn quantize_rows<B>(x: &[f32], cols: usize, quantize: fn(&[f32]) -> Vec<B>) -> Vec<Vec<B>> {
     let mut out = Vec::with_capacity(x.len() / cols);

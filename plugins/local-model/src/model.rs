@@ -1,9 +1,9 @@
 //! [`LocalModel`]: a GGUF chat model loaded once, decoding on the CPU.
 //!
 //! Concurrency: for Llama-architecture files each request decodes with its
-//! own KV cache over shared weights (the crate's llama.cpp-exact forward
-//! pass, [`genkit_local_model_exact`], for Q4_1/Q8_0 files; otherwise its own copy of
-//! candle's model *structure* whose weight tensors are reference-counted),
+//! own KV cache over shared weights (the llama.cpp-exact forward pass,
+//! [`genkit_local_model_exact`], for Q4_1/Q8_0 files; otherwise its own copy
+//! of candle's model *structure* whose weight tensors are reference-counted),
 //! so concurrent requests run side by side and memory grows by their KV
 //! caches only. candle's quantized Qwen2 model cannot be
 //! copied that way, so Qwen2 requests take turns on the one model (a
